@@ -1,0 +1,192 @@
+"""Execute requests on one engine, journaling every result so a run can always resume.
+
+Input: a loaded engine, the requests of one stage, the run's :class:`Journal`.
+Output: results committed to the journal, and an :class:`ExecStats` summary.
+
+The executor deduplicates requests by id, skips every request already committed for the
+engine's fingerprint, and runs the rest through ``engine.run`` in *commit batches*: each batch's
+results are committed in one transaction, so a ``kill -9`` loses at most the batch in flight
+(see docs/outputs.md). The engine may batch further internally. Calling it again with the same
+requests executes nothing, so the runner calls it once per stage without bookkeeping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from auditlang.engines.base import Engine, EngineError
+from auditlang.execute.progress import ExecProgress
+from auditlang.plan.requests import Request, Result
+from auditlang.store.journal import Journal
+from auditlang.store.shards import Shard
+
+__all__ = ["ExecStats", "default_batch_size", "execute"]
+
+
+@dataclass(frozen=True)
+class ExecStats:
+    """What one :func:`execute` call did. ``requested`` counts unique ids (after sharding)."""
+
+    model: str
+    fp_hash: str
+    requested: int
+    cached: int  # already committed (successes, plus failures when not retried)
+    cached_errors: int  # of ``cached``: stored failures not retried (pass retry_errors=True)
+    executed: int
+    errors: int  # of ``executed``: results with ``error`` set
+    seconds: float
+    out_of_shard: int = 0  # unique requests left to other shards
+
+    def summary(self) -> str:
+        text = (
+            f"{self.model}: {self.requested} requests, {self.cached} cached, {self.executed} executed "
+            f"({self.errors} errors) in {self.seconds:.1f}s"
+        )
+        if self.cached_errors:
+            text += f"; {self.cached_errors} earlier failures kept (retry with retry_errors)"
+        if self.out_of_shard:
+            text += f"; {self.out_of_shard} left to other shards"
+        return text
+
+
+def default_batch_size(engine: Engine) -> int:
+    """Commit batch when none is given: 4 engine batches, at least 32 and at most 512 requests."""
+    engine_batch = int(getattr(getattr(engine, "config", None), "batch_size", 16) or 16)
+    return max(32, min(512, 4 * engine_batch))
+
+
+def execute(
+    engine: Engine,
+    requests: Iterable[Request],
+    journal: Journal,
+    *,
+    batch_size: int | None = None,
+    progress: bool = True,
+    shard: Shard | None = None,
+    retry_errors: bool = False,
+    description: str | None = None,
+    console: Console | None = None,
+) -> ExecStats:
+    """Run every request not yet committed for ``engine``'s fingerprint; commit batch by batch.
+
+    ``shard``: run only that shard's requests (see :class:`~auditlang.store.shards.Shard`) and
+    label their rows. ``retry_errors``: re-run requests whose stored result is a failure.
+    Raises :class:`EngineError` when the engine cannot serve a request kind or fails mid-run
+    (committed batches stay; rerunning resumes), ``ValueError`` for requests of another model.
+    A ``KeyboardInterrupt`` commits the results already returned, then propagates.
+    """
+    t0 = time.perf_counter()
+    if batch_size is None:
+        batch_size = default_batch_size(engine)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    model = engine.config.name
+    unique = list({r.id: r for r in reversed(list(requests))}.values())[::-1]  # first occurrence, in order
+    selected = shard.select(unique) if shard is not None else unique
+    _check_requests(engine, selected)
+
+    fp_hash = journal.register_engine(engine.fingerprint(), model)
+    committed = journal.committed([r.id for r in selected], fp_hash)
+    cached_errors = sum(committed.values()) if not retry_errors else 0
+    todo = [r for r in selected if r.id not in committed or (retry_errors and committed[r.id])]
+    todo.sort(key=lambda r: r.kind)  # stable: homogeneous batches, plan order within a kind
+    if todo:
+        journal.put_requests(todo, fp_hash)
+
+    executed = errors = 0
+    label = shard.label if shard is not None else None
+    with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            try:
+                results = _run_batch(engine, batch, bar)
+            except _BatchFailed as failed:
+                journal.put_results(failed.results, fp_hash, shard=label)
+                executed += len(failed.results)
+                done = f"{executed}/{len(todo)} requests of this call committed"
+                cause = failed.cause
+                if isinstance(cause, KeyboardInterrupt):
+                    raise cause
+                if isinstance(cause, EngineError):
+                    raise EngineError(
+                        f"engine for model {model!r} failed: {cause} ({done}; rerun to resume)", hint=cause.hint
+                    ) from cause
+                cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
+                raise cause
+            journal.put_results(results, fp_hash, shard=label)
+            executed += len(results)
+            errors += sum(r.error is not None for r in results)
+
+    return ExecStats(
+        model=model, fp_hash=fp_hash, requested=len(selected), cached=len(selected) - len(todo),
+        cached_errors=cached_errors, executed=executed, errors=errors,
+        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected),
+    )
+
+
+def _check_requests(engine: Engine, requests: Sequence[Request]) -> None:
+    model = engine.config.name
+    others = sorted({r.model for r in requests} - {model})
+    if others:
+        raise ValueError(
+            f"execute() got requests for model(s) {others} but the engine serves {model!r}; "
+            "run each model's requests on its own engine"
+        )
+    caps = engine.capabilities()
+    unsupported = sorted({r.kind for r in requests} - set(caps))
+    if unsupported:
+        raise EngineError(
+            f"the {engine.config.engine!r} engine of model {model!r} cannot serve request kind(s) {unsupported}",
+            hint=f"it supports {sorted(caps)}; choose a protocol that needs only those, or another engine",
+        )
+
+
+class _BatchFailed(Exception):
+    """Internal: a batch stopped early; carries the valid results returned before the failure."""
+
+    def __init__(self, results: list[Result], cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.results = results
+        self.cause = cause
+
+
+def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[Result]:
+    """All results of one batch, validated against the engine contract (one per request)."""
+    expected = {r.id: r for r in batch}
+    got: dict[str, Result] = {}
+    stream: Iterator[Result] | None = None
+    try:
+        stream = iter(engine.run(batch))
+        for res in stream:
+            _check_result(engine, res, expected, got)
+            got[res.request_id] = res
+            bar.advance(1, errors=int(res.error is not None))
+        lost = [rid for rid in expected if rid not in got]
+        if lost:
+            raise EngineError(
+                f"engine returned no result for {len(lost)} of {len(batch)} requests (first: {lost[0]})",
+                hint="an engine must yield exactly one Result per request (with error set on failure)",
+            )
+    except BaseException as e:  # KeyboardInterrupt included: keep what finished
+        raise _BatchFailed(list(got.values()), e) from e
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    return list(got.values())
+
+
+def _check_result(engine: Engine, res: object, expected: dict[str, Request], got: dict[str, Result]) -> None:
+    if not isinstance(res, Result):
+        raise EngineError(f"engine yielded {type(res).__name__}, not a Result")
+    req = expected.get(res.request_id)
+    if req is None:
+        raise EngineError(f"engine returned a result for request {res.request_id!r}, which was not in the batch")
+    if res.request_id in got:
+        raise EngineError(f"engine returned two results for request {res.request_id!r}")
+    if res.kind != req.kind:
+        raise EngineError(f"engine returned a {res.kind!r} result for the {req.kind!r} request {res.request_id!r}")

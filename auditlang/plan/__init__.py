@@ -1,0 +1,1 @@
+"""Planning: cells, deduplicated model requests, and the versioned plan artifact."""

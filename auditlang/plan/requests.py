@@ -1,0 +1,218 @@
+"""Model requests: the unit of work an engine executes, and the result it returns.
+
+This module is the contract between the planner (which creates requests), the engines
+(which execute them) and the store (which journals results). It imports no engine.
+
+A request is content-addressed: ``Request.id`` is a hash of everything that can change the
+engine's answer (model reference, kind, prompt, parameters, seed). Two cells that need the
+same thing share one request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RequestKind = Literal[
+    "generate",  # free generation; n samples; chosen-token logprobs and top-k window per position
+    "choice_logprobs",  # next-token full-vocabulary logprobs of each label's first token + top-k window
+    "continuation_logprobs",  # teacher forcing: per-token logprobs of `continuation` given the prompt
+    "constrained_choice",  # one label forced among `choices` (never a confidence source)
+    "hidden_states",  # hidden state of the last prompt token at `layer`
+]
+
+REQUEST_KINDS: tuple[str, ...] = (
+    "generate",
+    "choice_logprobs",
+    "continuation_logprobs",
+    "constrained_choice",
+    "hidden_states",
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What the model sees.
+
+    Exactly one of ``text`` (raw completion prompt, used for base models / ``chat=off``) and
+    ``messages`` (chat; the engine applies the model's chat template) is set. When the last
+    message has role ``assistant`` the engine *continues* it (assistant prefill: the chat
+    template is applied without a generation prompt and the final message is left open).
+    """
+
+    text: str | None = None
+    messages: tuple[Message, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.messages is None):
+            raise ValueError("Prompt needs exactly one of text= or messages=")
+
+    @property
+    def continue_final(self) -> bool:
+        return bool(self.messages) and self.messages[-1].role == "assistant"
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.text is not None:
+            return {"text": self.text}
+        return {"messages": [{"role": m.role, "content": m.content} for m in self.messages or ()]}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Prompt":
+        if "text" in d and d["text"] is not None:
+            return Prompt(text=d["text"])
+        return Prompt(messages=tuple(Message(m["role"], m["content"]) for m in d["messages"]))
+
+
+@dataclass(frozen=True)
+class Request:
+    """One unique model request.
+
+    ``params`` by kind (all optional unless stated):
+      generate: max_tokens (int, required), temperature (float, 0 = greedy), top_p, n (samples),
+                top_logprobs (k of the per-position window, 0 = none), stop (list[str])
+      choice_logprobs: choices (list[str], required), top_logprobs (k)
+      continuation_logprobs: continuation (str, required)
+      constrained_choice: choices (list[str], required)
+      hidden_states: layer (int, default -1)
+    ``seed`` is always recorded (sampling seeds; greedy requests carry it too).
+    """
+
+    model: str  # the spec's model name (the engine is chosen by the model declaration)
+    kind: str
+    prompt: Prompt
+    params: tuple[tuple[str, Any], ...] = ()
+    seed: int = 0
+    id: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in REQUEST_KINDS:
+            raise ValueError(f"unknown request kind {self.kind!r}")
+        if not self.id:
+            object.__setattr__(self, "id", request_hash(self.model, self.kind, self.prompt, dict(self.params), self.seed))
+
+    @property
+    def p(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @staticmethod
+    def make(model: str, kind: str, prompt: Prompt, seed: int = 0, **params: Any) -> "Request":
+        return Request(model=model, kind=kind, prompt=prompt, params=_freeze(params), seed=seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "model": self.model,
+            "kind": self.kind,
+            "prompt": self.prompt.to_dict(),
+            "params": _thaw(dict(self.params)),
+            "seed": self.seed,
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Request":
+        r = Request(
+            model=d["model"], kind=d["kind"], prompt=Prompt.from_dict(d["prompt"]),
+            params=_freeze(d.get("params", {})), seed=int(d.get("seed", 0)),
+        )
+        return r
+
+
+def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    def fz(v: Any) -> Any:
+        if isinstance(v, list | tuple):
+            return tuple(fz(x) for x in v)
+        if isinstance(v, dict):
+            return tuple(sorted((k, fz(x)) for k, x in v.items()))
+        return v
+
+    return tuple(sorted((k, fz(v)) for k, v in params.items() if v is not None))
+
+
+def _thaw(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _thaw(x) for k, x in v.items()}
+    if isinstance(v, tuple):
+        return [_thaw(x) for x in v]
+    return v
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_thaw)
+
+
+def request_hash(model: str, kind: str, prompt: Prompt, params: dict[str, Any], seed: int) -> str:
+    payload = canonical_json({"m": model, "k": kind, "p": prompt.to_dict(), "a": _thaw(params), "s": seed})
+    return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass
+class TokenLogprob:
+    token: str
+    token_id: int
+    logprob: float
+    # top-k window at this position: token string -> logprob (full-vocabulary, raw logits)
+    top: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Sample:
+    text: str
+    tokens: list[TokenLogprob] = field(default_factory=list)
+    finish_reason: str = "stop"  # "stop" | "length" | "error"
+
+
+@dataclass
+class Result:
+    """What an engine returns for one request. Every field an evaluator or metric may need.
+
+    by kind:
+      generate: samples (n of them)
+      choice_logprobs: choice_logprobs (label -> full-vocab logprob of the label's first token),
+                       top_logprobs (next-token window, token string -> logprob)
+      continuation_logprobs: continuation (list of TokenLogprob over the continuation tokens)
+      constrained_choice: choice (the forced label)
+      hidden_states: hidden_state (list of floats)
+    """
+
+    request_id: str
+    kind: str
+    samples: list[Sample] | None = None
+    choice_logprobs: dict[str, float] | None = None
+    top_logprobs: dict[str, float] | None = None
+    continuation: list[TokenLogprob] | None = None
+    choice: str | None = None
+    hidden_state: list[float] | None = None
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Result":
+        def tl(x: dict[str, Any]) -> TokenLogprob:
+            return TokenLogprob(x["token"], int(x["token_id"]), float(x["logprob"]), dict(x.get("top") or {}))
+
+        samples = None
+        if d.get("samples") is not None:
+            samples = [Sample(s["text"], [tl(t) for t in s.get("tokens") or []], s.get("finish_reason", "stop")) for s in d["samples"]]
+        cont = [tl(t) for t in d["continuation"]] if d.get("continuation") is not None else None
+        return Result(
+            request_id=d["request_id"], kind=d["kind"], samples=samples,
+            choice_logprobs=d.get("choice_logprobs"), top_logprobs=d.get("top_logprobs"),
+            continuation=cont, choice=d.get("choice"), hidden_state=d.get("hidden_state"),
+            error=d.get("error"), meta=d.get("meta") or {},
+        )

@@ -1,0 +1,230 @@
+"""Study 004's prompt variants as pure, seeded item transformations (paper 004, appendix A.2-A.3).
+
+Paper 004, A.2: "We used three different random seeds (4, 44, 99) to introduce variations into
+the original prompt (i.e., multiple-choice questions). For the shuffling options variant, we
+ensured that the correct answer's option order was always changed. For the typo variant, a
+randomly selected non-numeric word in the question had a letter added, deleted, or swapped.
+In the blank space insertion variant, we ensured that numeric values remained unchanged."
+
+Every function takes ``(item, seed)`` and returns a new item (the input is not modified); the
+same seed always gives the same result. Use :func:`apply_perturbation` to derive the per-item
+seed from a run's base seed with ``seed_for(base_seed, item["id"], name)`` (SHA-256; see
+:mod:`auditlang.prompts.seeds`), so results never depend on iteration order. Each function
+appends a record ``{"name", "seed", ...details}`` to the item's ``perturbations`` list.
+Only ``question`` (or ``choices``/``answer_index``) changes: dataset-specific copies of the
+text such as ``sentence`` or ``premise`` are left as they are, so templates must read
+``question``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from typing import Any, Callable
+
+from auditlang.prompts.render import letters
+from auditlang.prompts.seeds import seed_for
+
+PAPER_SEEDS: tuple[int, ...] = (4, 44, 99)  # paper 004, A.2
+
+# A number: optional sign (only where it cannot be a binary operator), optional leading dot,
+# digits, and digit groups joined by . , : / (3.14, 1,000, 12:30, 1/2).
+NUMBER_RE = re.compile(r"(?:(?<![\w.])[-+\u2212])?\.?\d+(?:[.,:/]\d+)*")
+_TOKEN_RE = re.compile(r"\S+")
+_LETTERS_RE = re.compile(r"[^\W\d_]+")
+
+
+def _copy(item: dict[str, Any]) -> dict[str, Any]:
+    new = dict(item)
+    new["perturbations"] = list(item.get("perturbations") or [])
+    return new
+
+
+def _question(item: dict[str, Any], what: str) -> str:
+    q = item.get("question")
+    if not isinstance(q, str):
+        raise ValueError(f"{what}: item {item.get('id')!r} has no text 'question'")
+    return q
+
+
+def insert_space(item: dict[str, Any], seed: int, *, n_spaces: int = 1) -> dict[str, Any]:
+    """Insert ``n_spaces`` extra blank spaces into the question, never inside a number.
+
+    Each space goes at a uniformly drawn position strictly between two characters of the
+    current text, excluding positions strictly inside a number (``NUMBER_RE``), so "3.14",
+    "1,000" and "-5" keep their values. The paper does not say how many spaces are inserted
+    or whether positions inside words are allowed; we insert one (``n_spaces=1``) anywhere
+    outside numbers.
+    """
+    if n_spaces < 1:
+        raise ValueError(f"insert_space: n_spaces must be >= 1, got {n_spaces}")
+    rng = random.Random(seed)
+    text = _question(item, "insert_space")
+    positions: list[int] = []
+    for _ in range(n_spaces):
+        inside = set()
+        for m in NUMBER_RE.finditer(text):
+            inside.update(range(m.start() + 1, m.end()))
+        allowed = [p for p in range(1, len(text)) if p not in inside]
+        if not allowed:
+            raise ValueError(f"insert_space: question of item {item.get('id')!r} has no position "
+                             "outside numbers to insert a space")
+        pos = rng.choice(allowed)
+        text = text[:pos] + " " + text[pos:]
+        positions.append(pos)
+    new = _copy(item)
+    new["question"] = text
+    new["perturbations"].append({"name": "space", "seed": seed, "positions": positions})
+    return new
+
+
+def shuffle_options(item: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Shuffle the choices so that the gold option always lands at a new position.
+
+    Draws uniform permutations with ``random.Random(seed).shuffle`` until the gold option's
+    index changes (a uniform draw among permutations that move the gold). Returns the item with
+    new ``choices`` and ``answer_index``; ``answer`` (the gold text) is unchanged.
+    """
+    choices = item.get("choices")
+    idx = item.get("answer_index")
+    if not isinstance(choices, list) or len(choices) < 2:
+        raise ValueError(f"shuffle_options: item {item.get('id')!r} needs at least 2 choices")
+    if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(choices):
+        raise ValueError(f"shuffle_options: item {item.get('id')!r} needs a valid answer_index, got {idx!r}")
+    rng = random.Random(seed)
+    order = list(range(len(choices)))
+    while True:
+        rng.shuffle(order)
+        if order.index(idx) != idx:
+            break
+    new = _copy(item)
+    new["choices"] = [choices[i] for i in order]
+    new["answer_index"] = order.index(idx)
+    new["perturbations"].append({"name": "shuffle", "seed": seed, "order": order})
+    return new
+
+
+def _candidate_words(text: str) -> list[tuple[int, int]]:
+    """(start, end) of letter runs inside whitespace tokens that contain no digit."""
+    spans = []
+    for tok in _TOKEN_RE.finditer(text):
+        if any(ch.isdigit() for ch in tok.group()):
+            continue
+        for m in _LETTERS_RE.finditer(tok.group()):
+            spans.append((tok.start() + m.start(), tok.start() + m.end()))
+    return spans
+
+
+def add_typo(item: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Add, delete or swap one letter in one random non-numeric word of the question.
+
+    A word is a run of letters inside a whitespace-separated token that has no digit (so
+    "H2O" or "1990s" are never edited). The word is drawn uniformly, then the operation
+    uniformly among those that change it: ``add`` (a random lowercase ASCII letter at a random
+    position of the word), ``delete`` (one letter; words of 2+ letters) and ``swap`` (two
+    adjacent, different letters).
+    """
+    text = _question(item, "add_typo")
+    words = _candidate_words(text)
+    if not words:
+        raise ValueError(f"add_typo: question of item {item.get('id')!r} has no non-numeric word")
+    rng = random.Random(seed)
+    start, end = rng.choice(words)
+    word = text[start:end]
+    swaps = [i for i in range(len(word) - 1) if word[i] != word[i + 1]]
+    ops = ["add"] + (["delete"] if len(word) >= 2 else []) + (["swap"] if swaps else [])
+    op = rng.choice(ops)
+    if op == "add":
+        pos = rng.randrange(len(word) + 1)
+        new_word = word[:pos] + rng.choice(string.ascii_lowercase) + word[pos:]
+    elif op == "delete":
+        pos = rng.randrange(len(word))
+        new_word = word[:pos] + word[pos + 1:]
+    else:
+        pos = rng.choice(swaps)
+        new_word = word[:pos] + word[pos + 1] + word[pos] + word[pos + 2:]
+    new = _copy(item)
+    new["question"] = text[:start] + new_word + text[end:]
+    new["perturbations"].append({"name": "typo", "seed": seed, "op": op, "offset": start,
+                                 "word": word, "new_word": new_word})
+    return new
+
+
+# ----------------------------------------------------------------------------- one-shot examples
+
+# Paper 004, appendix A.3, Table 4 (verbatim texts; the answer letter is the gold).
+ONESHOT_EXAMPLES: dict[str, tuple[dict[str, Any], ...]] = {
+    "mmlu": (
+        {"question": "Who sings 'Here Comes the Sun'?",
+         "choices": ["Led Zeppelin", "Queen", "Pink Floyd", "The Beatles"], "answer_index": 3},
+        {"question": "What is 2+2?", "choices": ["3", "4", "5", "6"], "answer_index": 1},
+        {"question": "What is the capital of France?",
+         "choices": ["Berlin", "Madrid", "Paris", "Rome"], "answer_index": 2},
+        {"question": "What is the chemical symbol for water?",
+         "choices": ["H2O", "CO2", "NaCl", "O2"], "answer_index": 0},
+    ),
+    "hellaswag": (
+        {"question": "When the lights went out during the storm, they",
+         "choices": ["started watching a movie.", "lit some candles.", "opened the refrigerator.",
+                     "went swimming in the river"], "answer_index": 1},
+        {"question": "After the baby started crying, the mother",
+         "choices": ["picked up the baby to comfort it.", "paint the ceiling with a toothbrush.",
+                     "whispered to the toaster.", "opened an umbrella indoors"], "answer_index": 0},
+        {"question": "As the sun set over the horizon, the sky turned",
+         "choices": ["white.", "completely green.", "a mix of orange and pink.",
+                     "into a checkerboard pattern"], "answer_index": 2},
+        {"question": "When the doorbell rang, I went to the door and",
+         "choices": ["closed the windows.", "started cooking dinner.", "went to bed.",
+                     "opened it to see who was there"], "answer_index": 3},
+    ),
+}
+
+
+def oneshot_example(bank: str, index: int) -> dict[str, Any]:
+    """Example ``index`` (0-3) of a Table 4 bank, with ``answer``, ``labels`` and ``gold_label``."""
+    if bank not in ONESHOT_EXAMPLES:
+        raise ValueError(f"unknown one-shot bank {bank!r}; choose one of {sorted(ONESHOT_EXAMPLES)}")
+    bank_items = ONESHOT_EXAMPLES[bank]
+    if not isinstance(index, int) or not 0 <= index < len(bank_items):
+        raise ValueError(f"one-shot index must be 0..{len(bank_items) - 1}, got {index!r}")
+    ex = dict(bank_items[index])
+    ex["choices"] = list(ex["choices"])
+    labs = letters(len(ex["choices"]))
+    ex["answer"] = ex["choices"][ex["answer_index"]]
+    ex["labels"] = labs
+    ex["gold_label"] = labs[ex["answer_index"]]
+    return ex
+
+
+def one_shot(item: dict[str, Any], seed: int, *, bank: str, index: int | None = None) -> dict[str, Any]:
+    """Attach a one-shot example as the item's ``oneshot`` field (read by ``s004/*_oneshot``).
+
+    The paper runs each of the four examples of a bank as its own variant (fixed for every
+    item), so pass ``index`` (0-3) to reproduce it; with ``index=None`` the example is drawn
+    with ``random.Random(seed)``.
+    """
+    if "oneshot" in item:
+        raise ValueError(f"one_shot: item {item.get('id')!r} already has a 'oneshot' field")
+    chosen = random.Random(seed).randrange(len(ONESHOT_EXAMPLES.get(bank, ()) or (0,))) if index is None else index
+    new = _copy(item)
+    new["oneshot"] = oneshot_example(bank, chosen)
+    new["perturbations"].append({"name": "one_shot", "seed": seed, "bank": bank, "index": chosen})
+    return new
+
+
+PERTURBATIONS: dict[str, Callable[..., dict[str, Any]]] = {
+    "space": insert_space,
+    "shuffle": shuffle_options,
+    "typo": add_typo,
+    "one_shot": one_shot,
+}
+
+
+def apply_perturbation(item: dict[str, Any], name: str, base_seed: int, **options: Any) -> dict[str, Any]:
+    """Apply perturbation ``name`` with the per-item seed ``seed_for(base_seed, item['id'], name)``."""
+    if name not in PERTURBATIONS:
+        raise ValueError(f"unknown perturbation {name!r}; choose one of {sorted(PERTURBATIONS)}")
+    if "id" not in item:
+        raise ValueError(f"perturbation {name!r} needs items with an 'id' (used to derive the seed)")
+    return PERTURBATIONS[name](item, seed_for(base_seed, str(item["id"]), name), **options)

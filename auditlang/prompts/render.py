@@ -1,0 +1,294 @@
+"""Prompt templates: compile, inspect and render Jinja templates in a sandbox.
+
+Templates are Jinja2 sources rendered by an ``ImmutableSandboxedEnvironment`` (no attribute
+access to dunders or other unsafe members, no mutation of the context) with
+``StrictUndefined`` (a missing variable is an error, never an empty string), autoescape off
+and ``keep_trailing_newline`` (the rendered text is byte-exact: a template file that ends
+without a newline renders without one). ``{% include %}`` / ``{% import %}`` names resolve
+relative to the repository's ``stdlib/templates/`` folder. Rendering ``None`` into a prompt is
+an error too (it is always a missing value, e.g. ``gold_label`` of a free-form item).
+
+The context convention (which variables the planner supplies) is in ``docs/prompts.md`` and
+built by :func:`auditlang.prompts.context.build_context`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import jinja2
+from jinja2 import meta, nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+STDLIB_TEMPLATES_DIR: Path = Path(__file__).resolve().parents[2] / "stdlib" / "templates"
+TEMPLATE_SUFFIX = ".j2"
+MAX_LETTERS = 26
+
+
+class TemplateError(ValueError):
+    """A template could not be compiled or rendered.
+
+    ``line`` and ``col`` (1-based) locate the problem in the template source when known.
+    """
+
+    def __init__(self, message: str, *, name: str = "<inline>", line: int | None = None,
+                 col: int | None = None, hint: str | None = None) -> None:
+        self.name = name
+        self.line = line
+        self.col = col
+        self.message = message
+        self.hint = hint
+        where = name
+        if line is not None:
+            where += f", line {line}"
+            if col is not None:
+                where += f", col {col}"
+        text = f"template {where}: {message}"
+        if hint:
+            text += f" (hint: {hint})"
+        super().__init__(text)
+
+
+class TemplateNotFoundError(TemplateError):
+    """A stdlib template name does not exist."""
+
+
+# ----------------------------------------------------------------------------- helpers for templates
+
+
+def letters(n: int) -> list[str]:
+    """Option labels ``A, B, C, ...`` for ``n`` choices (at most 26)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"letters() needs a non-negative integer, got {n!r}")
+    if n > MAX_LETTERS:
+        raise ValueError(f"letters() supports at most {MAX_LETTERS} choices, got {n}")
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+_PLACEHOLDER = re.compile(r"\{(label|text)\}")
+
+
+def options(choices: Sequence[str] | None, fmt: str = "{label}. {text}", sep: str = "\n",
+            labels: Sequence[str] | None = None) -> str:
+    """Render a lettered choice list: ``A. text\\nB. text`` by default.
+
+    ``fmt`` may contain the placeholders ``{label}`` and ``{text}`` (only those two; this is
+    plain substitution, not ``str.format``, so a template cannot reach object attributes).
+    ``labels`` defaults to ``letters(len(choices))``.
+    """
+    if choices is None or isinstance(choices, str) or not isinstance(choices, Sequence):
+        raise ValueError(f"options needs a list of choice texts, got {type(choices).__name__}"
+                         " (is this a free-form item without choices?)")
+    labs = list(labels) if labels is not None else letters(len(choices))
+    if len(labs) != len(choices):
+        raise ValueError(f"options got {len(choices)} choices but {len(labs)} labels")
+
+    def one(label: str, text: Any) -> str:
+        values = {"label": str(label), "text": str(text)}
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], fmt)
+
+    return sep.join(one(lab, txt) for lab, txt in zip(labs, choices))
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        raise ValueError("an expression rendered None into the prompt (a missing value, e.g. "
+                         "gold_label or choices of a free-form item)")
+    return value
+
+
+FILTERS: dict[str, Callable[..., Any]] = {"options": options, "letters": letters}
+GLOBALS: dict[str, Any] = {"letters": letters}
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+class _StdlibLoader(jinja2.BaseLoader):
+    """Loads ``<study>/<name>.j2`` from ``STDLIB_TEMPLATES_DIR`` (suffix optional)."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        path = _stdlib_path(template)
+        if path is None:
+            raise jinja2.TemplateNotFound(template)
+        source = path.read_text(encoding="utf-8")
+        mtime = path.stat().st_mtime
+        return source, str(path), lambda: path.exists() and path.stat().st_mtime == mtime
+
+
+def _stdlib_path(name: str) -> Path | None:
+    rel = name if name.endswith(TEMPLATE_SUFFIX) else name + TEMPLATE_SUFFIX
+    root = STDLIB_TEMPLATES_DIR.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
+
+
+def _make_env() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        loader=_StdlibLoader(),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+    )
+    env.filters.update(FILTERS)
+    env.globals.update(GLOBALS)
+    return env
+
+
+_ENV = _make_env()
+
+
+# ----------------------------------------------------------------------------- compiled templates
+
+
+@dataclass(frozen=True)
+class CompiledTemplate:
+    """A compiled template. Build with :func:`compile_template` or :func:`compile_stdlib_template`."""
+
+    name: str
+    source: str
+    hash: str
+    _template: jinja2.Template = field(repr=False, compare=False)
+    _ast: nodes.Template = field(repr=False, compare=False)
+
+    @property
+    def variables(self) -> frozenset[str]:
+        """Context variables the template reads (including those of included stdlib templates)."""
+        return _variables(self._ast, frozenset())
+
+    def render(self, context: dict[str, Any]) -> str:
+        """Render with ``context``; raises :class:`TemplateError` naming any missing variable."""
+        if not isinstance(context, dict):
+            raise TemplateError(f"render() needs a dict context, got {type(context).__name__}", name=self.name)
+        try:
+            return self._template.render(context)
+        except SecurityError as exc:
+            raise TemplateError(f"unsafe operation blocked by the sandbox: {exc}", name=self.name,
+                                line=_render_line(exc, self.name),
+                                hint="templates may only read context values, not Python internals") from None
+        except jinja2.UndefinedError as exc:
+            missing = _missing_name(str(exc))
+            have = ", ".join(sorted(context)) or "none"
+            msg = f"variable {missing!r} is undefined" if missing else str(exc)
+            raise TemplateError(msg, name=self.name, line=_render_line(exc, self.name),
+                                hint=f"context variables: {have}") from None
+        except jinja2.TemplateError as exc:
+            raise TemplateError(str(exc), name=self.name, line=_render_line(exc, self.name)) from None
+        except (ValueError, TypeError) as exc:
+            raise TemplateError(str(exc), name=self.name, line=_render_line(exc, self.name)) from None
+
+
+def template_hash(source: str) -> str:
+    """First 16 hex digits of the SHA-256 of the template source (UTF-8)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def compile_template(source: str, name: str = "<inline>") -> CompiledTemplate:
+    """Compile an inline template source; syntax errors raise :class:`TemplateError` with line/col."""
+    if not isinstance(source, str):
+        raise TemplateError(f"template source must be a string, got {type(source).__name__}", name=name)
+    try:
+        ast = _ENV.parse(source, name=name)
+        code = _ENV.compile(ast, name=name, filename=name)
+        template = _ENV.template_class.from_code(_ENV, code, _ENV.make_globals(None), None)
+    except jinja2.TemplateSyntaxError as exc:
+        line = exc.lineno
+        raise TemplateError(exc.message or "syntax error", name=name, line=line,
+                            col=_tag_col(source, line)) from None
+    compiled = CompiledTemplate(name=name, source=source, hash=template_hash(source), _template=template, _ast=ast)
+    _check_includes(compiled)
+    return compiled
+
+
+def list_stdlib_templates() -> list[str]:
+    """Names (without ``.j2``) of all templates under ``stdlib/templates/``, sorted."""
+    root = STDLIB_TEMPLATES_DIR
+    if not root.is_dir():
+        return []
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*" + TEMPLATE_SUFFIX))
+
+
+def load_stdlib_template(name: str) -> str:
+    """Source text of a stdlib template, e.g. ``"s000/reasoning/surface_paraphrase"``."""
+    path = _stdlib_path(name)
+    if path is None:
+        known = list_stdlib_templates()
+        close = difflib.get_close_matches(name.removesuffix(TEMPLATE_SUFFIX), known, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else f"see {STDLIB_TEMPLATES_DIR / 'INDEX.md'}"
+        raise TemplateNotFoundError(f"no stdlib template {name!r}", name=name, hint=hint)
+    return path.read_text(encoding="utf-8")
+
+
+def compile_stdlib_template(name: str) -> CompiledTemplate:
+    """Compile a stdlib template by name (``.j2`` optional)."""
+    canonical = name.removesuffix(TEMPLATE_SUFFIX)
+    return compile_template(load_stdlib_template(canonical), name=canonical)
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+def _variables(ast: nodes.Template, seen: frozenset[str]) -> frozenset[str]:
+    found = set(meta.find_undeclared_variables(ast)) - set(_ENV.globals)
+    for ref in meta.find_referenced_templates(ast):
+        if ref is None or ref in seen:
+            continue
+        sub = _ENV.parse(load_stdlib_template(ref), name=ref)
+        found |= _variables(sub, seen | {ref})
+    return frozenset(found)
+
+
+def _check_includes(compiled: CompiledTemplate) -> None:
+    for ref in meta.find_referenced_templates(compiled._ast):
+        if ref is None:
+            raise TemplateError("include/import names must be string literals", name=compiled.name)
+        if _stdlib_path(ref) is None:
+            load_stdlib_template(ref)  # raises TemplateNotFoundError with a suggestion
+
+
+_UNDEF_PATTERNS = (
+    re.compile(r"^'([^']+)' is undefined$"),
+    re.compile(r"has no attribute '([^']+)'$"),
+    re.compile(r"^'[^']+' object has no element (.+)$"),
+)
+
+
+def _missing_name(message: str) -> str | None:
+    for pat in _UNDEF_PATTERNS:
+        m = pat.search(message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _render_line(exc: BaseException, name: str) -> int | None:
+    """Template line of the innermost traceback frame that belongs to the template ``name``."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+_TAG_OPEN = re.compile(r"\{[{%#]")
+
+
+def _tag_col(source: str, line: int | None) -> int | None:
+    """1-based column of the last tag opener on ``line`` (Jinja reports only the line)."""
+    if line is None:
+        return None
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    opens = [m.start() for m in _TAG_OPEN.finditer(lines[line - 1])]
+    return opens[-1] + 1 if opens else 1

@@ -1,0 +1,62 @@
+"""Semantic checks on a resolved spec that span several objects (task/evaluator fit, audits)."""
+
+from __future__ import annotations
+
+from auditlang.diagnostics import DiagnosticBag
+from auditlang.resolve.spec import Spec
+
+LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained")
+TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
+
+
+def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    settings = spec.of_kind("settings")
+    if len(settings) > 1:
+        second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
+        bag.error("E150", "settings declared more than once", second.span, hint="merge them into one `settings` block")
+    for audit in spec.of_kind("audit").values():
+        a = audit.value
+        for fld in ("models", "datasets", "variants", "protocols"):
+            if not getattr(a, fld):
+                bag.error("E151", f"audit '{audit.id}' has no {fld}", audit.param_span(fld) if fld in dict(audit.param_spans) else audit.span,
+                          hint=f"add `{fld} = [...]` to the audit block")
+        tasks = {spec.get(d).value.task for d in a.datasets if d in spec.objects}
+        for v in a.variants:
+            if v not in spec.objects:
+                continue
+            var = spec.get(v).value
+            for t in tasks:
+                if getattr(var, t) is None and var.template is None:
+                    bag.error("E152", f"variant '{v}' has no template for task type {t} (used by audit '{audit.id}')",
+                              spec.get(v).span, hint=f"add `{t}=...` or `template=...` to the variant")
+        for e in a.evaluators:
+            if e not in spec.objects:
+                continue
+            ctor = spec.get(e).ctor
+            if ctor in LABEL_EVALUATORS and "open_qa" in tasks:
+                bag.error("E153", f"evaluator '{e}' ({ctor}) reads option labels but audit '{audit.id}' has an open-QA dataset",
+                          audit.param_span("evaluators"), hint="use exact_match, lenient_match, alias_match or llm_judge for open QA")
+        for p in a.protocols:
+            if p not in spec.objects:
+                continue
+            po = spec.get(p)
+            if po.ctor == "token_prob" and po.value.readout == "first_token" and po.value.normalise == "label_set" and "open_qa" in tasks:
+                bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an open-QA dataset",
+                          po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+            if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
+                bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
+    for comp in spec.of_kind("compare").values():
+        audit_id = comp.value.audit
+        if audit_id not in spec.objects:
+            continue
+        a = spec.get(audit_id).value
+        for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols)):
+            for x in getattr(comp.value, fld, []) or []:
+                if x not in pool:
+                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {fld if fld == 'variants' else 'protocols'}",
+                              comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}")
+        for fld in ("verbal", "token", "raw", "norm"):
+            x = getattr(comp.value, fld, None)
+            if x and x not in a.protocols:
+                bag.error("E156", f"compare '{comp.id}': protocol '{x}' is not in audit '{audit_id}'", comp.param_span(fld),
+                          hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")

@@ -1,0 +1,129 @@
+"""Loading a spec and its imports: path rules, stdlib lookup, cycle detection."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditlang.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.syntax import ast as A
+from auditlang.syntax.parse import parse_text
+
+ROOT_MARKERS = ("auditlang.toml", "pyproject.toml", ".git")
+
+
+def stdlib_root() -> Path:
+    """The standard library of spec fragments (``stdlib/`` beside the package)."""
+    return Path(__file__).resolve().parents[2] / "stdlib"
+
+
+def project_root(entry: Path) -> Path:
+    """Nearest ancestor of the entry spec holding a root marker; else the spec's folder."""
+    for d in [entry.parent, *entry.parent.parents]:
+        if any((d / m).exists() for m in ROOT_MARKERS):
+            return d
+    return entry.parent
+
+
+@dataclass
+class LoadedModule:
+    path: Path
+    key: str  # canonical module key used as an id prefix ("" for the entry spec)
+    ast: A.Module
+    imports: dict[str, "LoadedModule"] = field(default_factory=dict)  # namespace -> module
+
+
+def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | None, str | None]:
+    raw = imp.path
+    if raw.startswith("stdlib/") or raw == "stdlib":
+        rel = raw[len("stdlib/"):]
+        cand = stdlib_root() / rel
+        base = stdlib_root()
+    else:
+        cand = (importer.parent / raw)
+        base = root
+    if cand.suffix != ".audit":
+        cand = cand.with_suffix(".audit") if not cand.name.endswith(".audit") else cand
+    cand = cand.resolve()
+    try:
+        cand.relative_to(base.resolve())
+    except ValueError:
+        return None, f"import '{raw}' leaves the project root ({base})"
+    if not cand.exists():
+        return None, f"cannot find '{raw}' (looked for {cand})"
+    return cand, None
+
+
+def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[str, str]]:
+    """Parse the entry spec and, recursively, everything it imports."""
+    entry = entry.resolve()
+    root = project_root(entry)
+    loaded: dict[Path, LoadedModule] = {}
+    hashes: dict[str, str] = {}
+    stack: list[Path] = []
+
+    def key_for(p: Path) -> str:
+        if p == entry:
+            return ""
+        try:
+            rel = p.relative_to(stdlib_root().resolve())
+            return "stdlib." + ".".join(rel.with_suffix("").parts)
+        except ValueError:
+            pass
+        try:
+            rel = p.relative_to(root)
+        except ValueError:
+            rel = Path(p.name)
+        return ".".join(rel.with_suffix("").parts)
+
+    def load(p: Path, via: A.Import | None) -> LoadedModule | None:
+        if p in stack:
+            cyc = " -> ".join(x.name for x in stack[stack.index(p):] + [p])
+            bag.error("E110", f"import cycle: {cyc}", via.span if via else None,
+                      hint="break the cycle by moving the shared declarations into a third file")
+            return None
+        if p in loaded:
+            return loaded[p]
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            bag.error("E111", f"cannot read '{p}': {e}", via.span if via else None)
+            return None
+        hashes[str(p)] = hashlib.sha256(text.encode()).hexdigest()
+        try:
+            mod_ast = parse_text(text, str(p))
+        except CompileError as e:
+            for d in e.diagnostics:
+                bag.add(d)
+            return None
+        mod = LoadedModule(p, key_for(p), mod_ast)
+        loaded[p] = mod
+        stack.append(p)
+        for imp in mod_ast.imports:
+            target, err = _resolve_import(imp, p, root)
+            if err:
+                hint = None
+                if "cannot find" in err and imp.path.startswith("stdlib/"):
+                    avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
+                    from auditlang.diagnostics import did_you_mean
+
+                    hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
+                bag.error("E112", err, imp.span, hint=hint)
+                continue
+            sub = load(target, imp)
+            if sub is None:
+                continue
+            if imp.namespace in mod.imports:
+                bag.error("E113", f"namespace '{imp.namespace}' is imported twice", imp.span,
+                          hint="give one of the imports a different name with `as`")
+                continue
+            mod.imports[imp.namespace] = sub
+        stack.pop()
+        return mod
+
+    top = load(entry, None)
+    if top is None:
+        bag.raise_if_errors()
+        raise CompileError(bag)
+    return top, hashes

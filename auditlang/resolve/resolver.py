@@ -1,0 +1,432 @@
+"""Name resolution and validation: AST modules -> :class:`Spec`.
+
+Every declaration is evaluated once (memoised, with cycle detection), its parameters are
+validated by the constructor's pydantic model, and references to other objects are checked
+for existence and kind. All problems are collected as diagnostics and reported together.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from auditlang.diagnostics import CompileError, DiagnosticBag, Span, did_you_mean
+from auditlang.resolve import schema as S
+from auditlang.resolve.modules import LoadedModule, load_modules, project_root
+from auditlang.resolve.spec import MetricRef, Resolved, Spec
+from auditlang.syntax import ast as A
+
+_FAIL = object()
+
+
+def _metric_registry() -> dict[str, Any]:
+    from auditlang.metrics.registry import METRICS
+
+    return METRICS
+
+
+class _Resolver:
+    def __init__(self, top: LoadedModule, bag: DiagnosticBag, spec: Spec) -> None:
+        self.bag = bag
+        self.spec = spec
+        self.decls: dict[str, tuple[LoadedModule, A.Decl | A.Block]] = {}
+        self.scopes: dict[Path, dict[str, str]] = {}
+        self.modules: dict[Path, LoadedModule] = {}
+        self.raw: dict[str, tuple[str, dict[str, Any], dict[str, Span]]] = {}  # id -> (ctor, raw params, spans)
+        self.active: list[str] = []
+        self._collect(top)
+
+    # -------------------------------------------------------------- symbol table
+    def _collect(self, mod: LoadedModule) -> None:
+        if mod.path in self.scopes:
+            return
+        scope: dict[str, str] = {}
+        self.scopes[mod.path] = scope
+        self.modules[mod.path] = mod
+        first: dict[str, Span] = {}
+        for st in mod.ast.statements:
+            if isinstance(st, (A.Decl, A.Block)):
+                if st.name in first:
+                    self.bag.error("E101", f"duplicate name '{st.name}'", st.name_span,
+                                   hint=f"first declared at {first[st.name]}; every object needs its own name")
+                    continue
+                if st.name in mod.imports:
+                    self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span)
+                    continue
+                first[st.name] = st.name_span
+                oid = f"{mod.key}.{st.name}" if mod.key else st.name
+                scope[st.name] = oid
+                self.decls[oid] = (mod, st)
+        for sub in mod.imports.values():
+            self._collect(sub)
+
+    def lookup(self, mod: LoadedModule, ref: A.Ref) -> str | None:
+        parts = list(ref.parts)
+        cur = mod
+        while len(parts) > 1:
+            ns = cur.imports.get(parts[0])
+            if ns is None:
+                return None
+            cur, parts = ns, parts[1:]
+        return self.scopes.get(cur.path, {}).get(parts[0])
+
+    def names_of_kind(self, mod: LoadedModule, kind: str) -> list[str]:
+        out = [n for n, oid in self.scopes[mod.path].items() if self._kind_of(oid) == kind]
+        for ns, sub in mod.imports.items():
+            out += [f"{ns}.{n}" for n, oid in self.scopes.get(sub.path, {}).items() if self._kind_of(oid) == kind]
+        return out
+
+    def _kind_of(self, oid: str) -> str | None:
+        d = self.decls.get(oid)
+        return d[1].kind if d else None
+
+    # -------------------------------------------------------------- declarations
+    def resolve_all(self) -> None:
+        for oid in list(self.decls):
+            self.resolve_id(oid)
+
+    def resolve_id(self, oid: str) -> bool:
+        if oid in self.spec.objects or oid in self.spec.metrics:
+            return True
+        if oid in self.active:
+            mod, st = self.decls[oid]
+            chain = " -> ".join(self.active[self.active.index(oid):] + [oid])
+            self.bag.error("E103", f"circular definition: {chain}", st.name_span,
+                           hint="an object cannot be defined in terms of itself")
+            return False
+        if oid not in self.decls:
+            return False
+        mod, st = self.decls[oid]
+        self.active.append(oid)
+        try:
+            if isinstance(st, A.Block):
+                return self._resolve_block(oid, mod, st)
+            return self._resolve_decl(oid, mod, st)
+        finally:
+            self.active.pop()
+
+    def _resolve_block(self, oid: str, mod: LoadedModule, st: A.Block) -> bool:
+        if st.kind not in ("audit", "settings", "compare") and st.kind not in S.CONSTRUCTORS:
+            self.bag.error("E104", f"a {st.kind} cannot be declared with a block", st.span,
+                           hint=f"write `{st.kind} {st.name} = constructor(...)`")
+            return False
+        ctor = st.kind if st.kind in ("audit", "settings") else None
+        if ctor is None:
+            self.bag.error("E104", f"a {st.kind} cannot be declared with a block", st.span,
+                           hint=f"write `{st.kind} {st.name} = {S.constructor_names(st.kind)[0]}(...)`")
+            return False
+        kwargs = [A.Kwarg(f.name, f.value, f.span) for f in st.fields]
+        return self._build(oid, mod, st.kind, ctor, {}, {}, kwargs, [], st.span)
+
+    def _resolve_decl(self, oid: str, mod: LoadedModule, st: A.Decl) -> bool:
+        if st.kind == "metric":
+            m = self._metric_expr(mod, st.value, oid)
+            if m is None:
+                return False
+            self.spec.metrics[oid] = m
+            return True
+        return self._eval_object(oid, mod, st.kind, st.value, st.span)
+
+    def _eval_object(self, oid: str, mod: LoadedModule, kind: str, expr: A.Expr, span: Span) -> bool:
+        """Evaluate ``expr`` as an object of ``kind`` and store it under ``oid``."""
+        base_ctor, base_raw, base_spans = None, {}, {}
+        kwargs: list[A.Kwarg] = []
+        args: list[A.Expr] = []
+        node = expr
+        if isinstance(node, A.Override):
+            kwargs = list(node.kwargs)
+            node = node.base
+        if isinstance(node, A.Call):
+            target = self.lookup(mod, node.func)
+            if target is not None and self._kind_of(target) == kind:
+                if node.args:
+                    self.bag.error("E105", "positional arguments are not allowed when deriving from an object",
+                                   node.args[0].span, hint=f"use named parameters, or `{node.func.dotted} with (...)`")
+                    return False
+                if not self.resolve_id(target):
+                    return False
+                base_ctor, base_raw, base_spans = self.raw[target]
+                kwargs = list(node.kwargs) + kwargs
+            elif node.func.dotted in S.CONSTRUCTORS.get(kind, {}):
+                base_ctor = node.func.dotted
+                args = list(node.args)
+                kwargs = list(node.kwargs) + kwargs
+            else:
+                self._unknown_ctor(mod, kind, node.func)
+                return False
+        elif isinstance(node, A.Ref):
+            target = self.lookup(mod, node)
+            if target is None or self._kind_of(target) != kind:
+                if node.dotted in S.CONSTRUCTORS.get(kind, {}):
+                    base_ctor = node.dotted
+                else:
+                    self._unknown_ref(mod, kind, node)
+                    return False
+            else:
+                if not self.resolve_id(target):
+                    return False
+                base_ctor, base_raw, base_spans = self.raw[target]
+        elif kind == "template" and isinstance(node, A.Literal) and isinstance(node.value, str):
+            base_ctor, args = "template", [node]
+        else:
+            self.bag.error("E106", f"expected a {kind} constructor call, e.g. {self._example(kind)}", expr.span)
+            return False
+        return self._build(oid, mod, kind, base_ctor, dict(base_raw), dict(base_spans), kwargs, args, span)
+
+    def _example(self, kind: str) -> str:
+        names = S.constructor_names(kind)
+        return f"`{names[0]}(...)`" if names else "`...`"
+
+    def _unknown_ctor(self, mod: LoadedModule, kind: str, ref: A.Ref) -> None:
+        cands = S.constructor_names(kind) + self.names_of_kind(mod, kind)
+        target = self.lookup(mod, ref)
+        if target is not None:
+            msg = f"'{ref.dotted}' is a {self._kind_of(target)}, not a {kind} constructor"
+        else:
+            msg = f"unknown {kind} constructor '{ref.dotted}'"
+        self.bag.error("E107", msg, ref.span, hint=did_you_mean(ref.dotted, cands, f"{kind} constructors and {kind}s"))
+
+    def _unknown_ref(self, mod: LoadedModule, kind: str, ref: A.Ref) -> None:
+        target = self.lookup(mod, ref)
+        if target is not None:
+            self.bag.error("E108", f"'{ref.dotted}' is a {self._kind_of(target)}, expected a {kind}", ref.span,
+                           hint=did_you_mean(ref.dotted, self.names_of_kind(mod, kind), f"{kind}s"))
+        else:
+            self.bag.error("E109", f"unknown {kind} '{ref.dotted}'", ref.span,
+                           hint=did_you_mean(ref.dotted, self.names_of_kind(mod, kind), f"{kind}s"))
+
+    # -------------------------------------------------------------- parameters
+    def _build(self, oid: str, mod: LoadedModule, kind: str, ctor: str, raw: dict[str, Any], spans: dict[str, Span],
+               kwargs: list[A.Kwarg], args: list[A.Expr], span: Span) -> bool:
+        cls = S.CONSTRUCTORS[kind][ctor]
+        ok = True
+        positional = list(cls.POSITIONAL)
+        if len(args) > len(positional):
+            extra = args[len(positional)]
+            self.bag.error("E114", f"{ctor}() takes {len(positional)} positional argument(s), got {len(args)}", extra.span,
+                           hint=f"name the parameters: {', '.join(S.describe_params(cls))}")
+            ok = False
+        named: list[tuple[str, A.Expr, Span]] = [(positional[i], a, a.span) for i, a in enumerate(args[: len(positional)])]
+        named += [(k.name, k.value, k.span) for k in kwargs]
+        seen: set[str] = set()
+        for name, expr, nspan in named:
+            if name in seen and name not in raw:
+                self.bag.error("E115", f"parameter '{name}' given twice", nspan)
+                ok = False
+                continue
+            seen.add(name)
+            field_name = self._field_name(cls, name)
+            if field_name is None:
+                self.bag.error("E120", f"unknown parameter '{name}' for {ctor}()", nspan,
+                               hint=did_you_mean(name, S.describe_params(cls), "parameters"))
+                ok = False
+                continue
+            val = self._param_value(oid, mod, cls, field_name, expr)
+            if val is _FAIL:
+                ok = False
+                continue
+            raw[name] = val
+            spans[name] = nspan
+        if not ok:
+            return False
+        try:
+            value = cls.model_validate(raw)
+        except ValidationError as e:
+            self._validation_diags(e, cls, ctor, spans, span)
+            return False
+        self.raw[oid] = (ctor, raw, spans)
+        self.spec.objects[oid] = Resolved(oid, kind, ctor, value, span, tuple(spans.items()))
+        return True
+
+    @staticmethod
+    def _field_name(cls: type[S.Obj], name: str) -> str | None:
+        for fname, f in cls.model_fields.items():
+            if name == fname or name == f.alias:
+                return fname
+        return None
+
+    def _param_value(self, oid: str, mod: LoadedModule, cls: type[S.Obj], fname: str, expr: A.Expr) -> Any:
+        ref_kind = cls.REFS.get(fname)
+        if isinstance(expr, A.ListExpr):
+            vals = []
+            for i, item in enumerate(expr.items):
+                v = self._one_value(f"{oid}.{fname}[{i}]", mod, ref_kind, item)
+                if v is _FAIL:
+                    return _FAIL
+                vals.append(v)
+            return vals
+        return self._one_value(f"{oid}.{fname}", mod, ref_kind, expr)
+
+    def _one_value(self, inline_id: str, mod: LoadedModule, ref_kind: str | None, expr: A.Expr) -> Any:
+        if ref_kind is None:
+            return self._plain(mod, expr)
+        if ref_kind == "metric":
+            m = self._metric_expr(mod, expr, inline_id)
+            if m is None:
+                return _FAIL
+            self.spec.metrics.setdefault(inline_id, m)
+            return inline_id
+        if ref_kind in ("bootstrap",) and isinstance(expr, A.Call) and expr.func.dotted == "bootstrap":
+            return inline_id if self._build(inline_id, mod, "bootstrap", "bootstrap", {}, {}, list(expr.kwargs), list(expr.args), expr.span) else _FAIL
+        if isinstance(expr, A.ListExpr) and ref_kind == "model":  # pairs = [[a, b], ...]
+            out = []
+            for i, it in enumerate(expr.items):
+                v = self._one_value(f"{inline_id}[{i}]", mod, ref_kind, it)
+                if v is _FAIL:
+                    return _FAIL
+                out.append(v)
+            return out
+        if isinstance(expr, A.Ref):
+            target = self.lookup(mod, expr)
+            if target is not None and self._kind_of(target) == ref_kind:
+                return target if self.resolve_id(target) else _FAIL
+            if expr.dotted in S.CONSTRUCTORS.get(ref_kind, {}):
+                # A bare constructor name (``regex_reparse``) is one shared default object named after it.
+                if expr.dotted in self.spec.objects:
+                    return expr.dotted
+                return expr.dotted if self._eval_object(expr.dotted, mod, ref_kind, expr, expr.span) else _FAIL
+            self._unknown_ref(mod, ref_kind, expr)
+            return _FAIL
+        if isinstance(expr, (A.Call, A.Override)) or (ref_kind == "template" and isinstance(expr, A.Literal) and isinstance(expr.value, str)):
+            return inline_id if self._eval_object(inline_id, mod, ref_kind, expr, expr.span) else _FAIL
+        self.bag.error("E116", f"expected a {ref_kind} (a name or a constructor call)", expr.span,
+                       hint=did_you_mean("", self.names_of_kind(mod, ref_kind), f"{ref_kind}s"))
+        return _FAIL
+
+    def _plain(self, mod: LoadedModule, expr: A.Expr) -> Any:
+        if isinstance(expr, A.Literal):
+            return expr.value
+        if isinstance(expr, A.Ref):
+            return expr.dotted
+        if isinstance(expr, A.ListExpr):
+            vals = [self._plain(mod, x) for x in expr.items]
+            return _FAIL if any(v is _FAIL for v in vals) else vals
+        self.bag.error("E117", "a constructor call is not allowed here; expected a value", expr.span,
+                       hint="values are strings, numbers, true/false, names or lists")
+        return _FAIL
+
+    def _validation_diags(self, e: ValidationError, cls: type[S.Obj], ctor: str, spans: dict[str, Span], span: Span) -> None:
+        for err in e.errors():
+            loc = err.get("loc") or ()
+            pname = str(loc[0]) if loc else None
+            alias_map = {f: (fi.alias or f) for f, fi in cls.model_fields.items()}
+            shown = alias_map.get(pname, pname) if pname else None
+            where = spans.get(shown or "", span)
+            typ = err.get("type", "")
+            if typ == "missing":
+                self.bag.error("E121", f"{ctor}() is missing the required parameter '{shown}'", span,
+                               hint=f"parameters: {', '.join(S.describe_params(cls))}")
+            elif typ == "literal_error":
+                allowed = err.get("ctx", {}).get("expected", "")
+                got = err.get("input")
+                choices = [c.strip().strip("'") for c in str(allowed).replace(" or ", ",").split(",") if c.strip()]
+                hint = did_you_mean(str(got), choices, "values")
+                self.bag.error("E122", f"invalid value {got!r} for '{shown}' of {ctor}()", where, hint=hint)
+            elif typ == "extra_forbidden":
+                self.bag.error("E120", f"unknown parameter '{shown}' for {ctor}()", where,
+                               hint=did_you_mean(str(shown), S.describe_params(cls), "parameters"))
+            else:
+                self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where)
+
+    # -------------------------------------------------------------- metrics
+    def _metric_expr(self, mod: LoadedModule, expr: A.Expr, oid: str) -> MetricRef | None:
+        if isinstance(expr, A.Ref):
+            target = self.lookup(mod, expr)
+            if target is not None and self._kind_of(target) == "metric":
+                return self.spec.metrics[target] if self.resolve_id(target) else None
+            name, kwargs = expr.dotted, ()
+        elif isinstance(expr, A.Call):
+            name, kwargs = expr.func.dotted, expr.kwargs
+            if expr.args:
+                self.bag.error("E114", "metric parameters must be named", expr.args[0].span, hint=f"e.g. {name}(bins=10)")
+                return None
+        else:
+            self.bag.error("E116", "expected a metric, e.g. ece(bins=10)", expr.span)
+            return None
+        reg = _metric_registry()
+        if name not in reg:
+            self.bag.error("E130", f"unknown metric '{name}'", expr.span, hint=did_you_mean(name, reg, "metrics"))
+            return None
+        params: dict[str, Any] = {}
+        for k in kwargs:
+            v = self._plain(mod, k.value)
+            if v is _FAIL:
+                return None
+            problem = _check_metric_param(reg[name], k.name, v)
+            if problem:
+                msg, hint = problem
+                self.bag.error("E131", f"{name}(): {msg}", k.span, hint=hint)
+                return None
+            params[k.name] = v
+        return MetricRef(name, tuple(sorted(params.items())))
+
+    # -------------------------------------------------------------- report
+    def report(self, mod: LoadedModule) -> None:
+        for st in mod.ast.statements:
+            if not isinstance(st, A.Report):
+                continue
+            for out in st.outputs:
+                if isinstance(out, A.Ref):
+                    name, params = out.dotted, {}
+                elif isinstance(out, A.Call):
+                    name = out.func.dotted
+                    params = {k.name: self._plain(mod, k.value) for k in out.kwargs}
+                else:
+                    self.bag.error("E140", "expected a report output name", out.span, hint=f"available: {', '.join(S.REPORT_OUTPUTS)}")
+                    continue
+                if name not in S.REPORT_OUTPUTS:
+                    self.bag.error("E140", f"unknown report output '{name}'", out.span, hint=did_you_mean(name, S.REPORT_OUTPUTS, "outputs"))
+                    continue
+                fmt = params.get("format")
+                if fmt is not None and fmt not in ("latex", "markdown", "both"):
+                    self.bag.error("E141", f"unknown format '{fmt}' for {name}", out.span, hint="formats: latex, markdown, both")
+                    continue
+                self.spec.report.append((name, params))
+
+
+def _check_metric_param(desc: Any, pname: str, value: Any) -> tuple[str, str | None] | None:
+    """Validate one metric parameter against the registry descriptor; (message, hint) on error."""
+    params = getattr(desc, "params", None)
+    if params is None and isinstance(desc, dict):
+        params = desc.get("params")
+    params = params or {}
+    if pname not in params:
+        return f"unknown parameter '{pname}'", did_you_mean(pname, params, "parameters")
+    spec = params[pname]
+    allowed = getattr(spec, "choices", None) or getattr(spec, "allowed", None)
+    if isinstance(spec, dict):
+        allowed = spec.get("choices") or spec.get("allowed")
+    if allowed and value not in allowed:
+        return f"invalid value {value!r} for '{pname}'", did_you_mean(str(value), [str(a) for a in allowed], "values")
+    typ = getattr(spec, "type", None) if not isinstance(spec, dict) else spec.get("type")
+    if typ in (int, "int") and not (isinstance(value, int) and not isinstance(value, bool)):
+        return f"'{pname}' must be an integer, got {value!r}", None
+    if typ in (float, "float") and not isinstance(value, (int, float)):
+        return f"'{pname}' must be a number, got {value!r}", None
+    lo = getattr(spec, "min", None) if not isinstance(spec, dict) else spec.get("min")
+    if lo is not None and isinstance(value, (int, float)) and value < lo:
+        return f"'{pname}' must be ≥ {lo}, got {value!r}", None
+    return None
+
+
+def compile_spec(path: str | Path) -> Spec:
+    """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics."""
+    entry = Path(path)
+    bag = DiagnosticBag()
+    if not entry.exists():
+        bag.error("E100", f"spec file not found: {entry}", None,
+                  hint=did_you_mean(entry.name, [p.name for p in entry.parent.glob('*.audit')] if entry.parent.exists() else [], "specs here"))
+        raise CompileError(bag)
+    top, hashes = load_modules(entry, bag)
+    spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes)
+    r = _Resolver(top, bag, spec)
+    r.resolve_all()
+    r.report(top)
+    from auditlang.resolve.checks import check_spec
+
+    check_spec(spec, bag)
+    bag.raise_if_errors()
+    spec.warnings = bag.warnings
+    return spec

