@@ -85,7 +85,10 @@ def execute(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     model = engine.config.name
-    unique = list({r.id: r for r in reversed(list(requests))}.values())[::-1]  # first occurrence, in order
+    first: dict[str, Request] = {}
+    for r in requests:
+        first.setdefault(r.id, r)
+    unique = list(first.values())
     selected = shard.select(unique) if shard is not None else unique
     _check_requests(engine, selected)
 

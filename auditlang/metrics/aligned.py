@@ -17,8 +17,8 @@ Study 003 ("When Calibration Rankings Reverse"), section 4 and appendices B, E.4
   * Ranking reversal (section 5.2): the model that is better under the raw metric is worse under
     the aligned one (the signed raw and aligned differences disagree in sign).
 
-ECE here is equal-width binning with ``n_bins`` bins on [0, 1]; a confidence c falls in bin
-min(floor(c * n_bins), n_bins - 1) (so 1.0 lands in the last bin).
+ECE here is equal-width binning with ``n_bins`` bins on [0, 1], with the bin-edge convention of
+:mod:`auditlang.metrics.calibration` (left-closed bins, the last one closed).
 """
 
 from __future__ import annotations
@@ -30,39 +30,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
+from auditlang.metrics.calibration import brier_weighted, ece_weighted
 
 
-def _bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
-    return np.minimum((conf * n_bins).astype(int), n_bins - 1)
-
-
-def _check_bins(metric: str, n_bins: int) -> None:
-    if not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"{metric}: n_bins must be a positive integer, got {n_bins!r}")
+def _weights(metric: str, c: np.ndarray, weights) -> np.ndarray:
+    w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=float)
+    if w.ndim != 1:
+        raise ValueError(f"{metric}: weights must be 1-D, got shape {w.shape}")
+    same_length(metric, confidence=c, weights=w)
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"{metric}: weights must be finite and non-negative")
+    if w.sum() <= 0:
+        raise ValueError(f"{metric}: total weight is zero")
+    return w
 
 
 def weighted_ece(confidence, correct, weights=None, *, n_bins: int = 10) -> float:
     """Weighted equal-width ECE (003 section 4.2): sum_b (W_b/W) |acc_w(S_b) - conf_w(S_b)|.
 
-    With ``weights=None`` (all 1) this is the standard ECE of 003 section 3.
+    With ``weights=None`` (all 1) this is the standard ECE of 003 section 3. Binning is that of
+    :func:`auditlang.metrics.calibration.ece` (10 left-closed equal-width bins by default).
     """
     c = as_prob("weighted_ece", confidence)
     z = as_binary("weighted_ece", correct)
     same_length("weighted_ece", confidence=c, correct=z)
-    _check_bins("weighted_ece", n_bins)
-    w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=float)
-    same_length("weighted_ece", confidence=c, weights=w)
-    if np.isnan(w).any() or (w < 0).any():
-        raise ValueError("weighted_ece: weights must be finite and non-negative")
-    total = w.sum()
-    if total <= 0:
-        raise ValueError("weighted_ece: total weight is zero")
-    b = _bins(c, n_bins)
-    wb = np.bincount(b, weights=w, minlength=n_bins)
-    wc = np.bincount(b, weights=w * c, minlength=n_bins)
-    wz = np.bincount(b, weights=w * z, minlength=n_bins)
-    nz = wb > 0
-    return float(np.sum(np.abs(wz[nz] - wc[nz])) / total)
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"weighted_ece: n_bins must be a positive integer, got {n_bins!r}")
+    w = _weights("weighted_ece", c, weights)
+    return float(ece_weighted(w[None, :], c, z, bins=int(n_bins))[0])
 
 
 def weighted_brier(confidence, correct, weights=None) -> float:
@@ -70,13 +65,8 @@ def weighted_brier(confidence, correct, weights=None) -> float:
     c = as_prob("weighted_brier", confidence)
     z = as_binary("weighted_brier", correct)
     same_length("weighted_brier", confidence=c, correct=z)
-    w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=float)
-    same_length("weighted_brier", confidence=c, weights=w)
-    if np.isnan(w).any() or (w < 0).any():
-        raise ValueError("weighted_brier: weights must be finite and non-negative")
-    if w.sum() <= 0:
-        raise ValueError("weighted_brier: total weight is zero")
-    return float(np.sum(w * (c - z) ** 2) / w.sum())
+    w = _weights("weighted_brier", c, weights)
+    return float(brier_weighted(w[None, :], c, z)[0])
 
 
 # ---------------------------------------------------------------- Instance-Aligned (4.1)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
-from auditlang.metrics.aligned import weighted_ece
+from auditlang.metrics.calibration import ece
 
 GRID: dict[str, str] = {
     "A": "bare-query token probability, 10-bin ECE",
@@ -41,7 +41,7 @@ Estimator = Callable[[np.ndarray, np.ndarray], float]
 
 
 def _ece10(conf: np.ndarray, correct: np.ndarray) -> float:
-    return weighted_ece(conf, correct, n_bins=10)
+    return float(ece(conf, correct, bins=10))
 
 
 def calibration_gap(verbal, token, correct, estimator: Estimator | None = None) -> float:

@@ -71,9 +71,11 @@ def fit_threshold(dev_confidence, dev_correct, *, candidates: Sequence[float] | 
             raise ValueError(f"{m}: bounds must satisfy 0 <= low <= high <= 1, got {bounds!r}")
     if not 0.0 <= fallback <= 1.0:
         raise ValueError(f"{m}: fallback threshold must lie in [0, 1], got {fallback!r}")
-    # errors for every candidate at once: accepted-wrong + rejected-correct
-    acc = c[None, :] >= cand[:, None]
-    errors = np.sum(acc & (z[None, :] == 0), axis=1) + np.sum(~acc & (z[None, :] == 1), axis=1)
+    # errors for every candidate at once: accepted-wrong + rejected-correct, via sorted counts
+    wrong, right = np.sort(c[z == 0]), np.sort(c[z == 1])
+    accepted_wrong = wrong.size - np.searchsorted(wrong, cand, side="left")
+    rejected_right = np.searchsorted(right, cand, side="left")
+    errors = accepted_wrong + rejected_right
     best = np.flatnonzero(errors == errors.min())
     pick = min(best, key=lambda k: (abs(cand[k] - 0.5), cand[k]))
     t = float(cand[pick])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
-from auditlang.metrics.aligned import weighted_ece
+from auditlang.metrics.calibration import ece
 
 VPR_THRESHOLD = 0.80
 
@@ -83,7 +83,7 @@ def ece_gap(verbal, token, correct, *, n_bins: int = 10, same_rows: bool = False
     if not ok.any():
         raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); ECE_verbal is undefined")
     rows = ok if same_rows else np.ones_like(ok)
-    return weighted_ece(v[ok], z[ok], n_bins=n_bins) - weighted_ece(t[rows], z[rows], n_bins=n_bins)
+    return float(ece(v[ok], z[ok], bins=n_bins) - ece(t[rows], z[rows], bins=n_bins))
 
 
 @dataclass(frozen=True)

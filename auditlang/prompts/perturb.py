@@ -206,7 +206,9 @@ def one_shot(item: dict[str, Any], seed: int, *, bank: str, index: int | None = 
     """
     if "oneshot" in item:
         raise ValueError(f"one_shot: item {item.get('id')!r} already has a 'oneshot' field")
-    chosen = random.Random(seed).randrange(len(ONESHOT_EXAMPLES.get(bank, ()) or (0,))) if index is None else index
+    if bank not in ONESHOT_EXAMPLES:
+        raise ValueError(f"unknown one-shot bank {bank!r}; choose one of {sorted(ONESHOT_EXAMPLES)}")
+    chosen = random.Random(seed).randrange(len(ONESHOT_EXAMPLES[bank])) if index is None else index
     new = _copy(item)
     new["oneshot"] = oneshot_example(bank, chosen)
     new["perturbations"].append({"name": "one_shot", "seed": seed, "bank": bank, "index": chosen})

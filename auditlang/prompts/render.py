@@ -15,6 +15,7 @@ built by :func:`auditlang.prompts.context.build_context`.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ class CompiledTemplate:
     _template: jinja2.Template = field(repr=False, compare=False)
     _ast: nodes.Template = field(repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def variables(self) -> frozenset[str]:
         """Context variables the template reads (including those of included stdlib templates)."""
         return _variables(self._ast, frozenset())
@@ -192,9 +193,17 @@ def template_hash(source: str) -> str:
 
 
 def compile_template(source: str, name: str = "<inline>") -> CompiledTemplate:
-    """Compile an inline template source; syntax errors raise :class:`TemplateError` with line/col."""
+    """Compile an inline template source; syntax errors raise :class:`TemplateError` with line/col.
+
+    Compiled templates are cached by (source, name); they are immutable, so sharing is safe.
+    """
     if not isinstance(source, str):
         raise TemplateError(f"template source must be a string, got {type(source).__name__}", name=name)
+    return _compile(source, str(name))
+
+
+@functools.lru_cache(maxsize=512)
+def _compile(source: str, name: str) -> CompiledTemplate:
     try:
         ast = _ENV.parse(source, name=name)
         code = _ENV.compile(ast, name=name, filename=name)

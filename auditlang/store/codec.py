@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import fields
 from pathlib import PurePath
 from typing import Any
 
-from auditlang.plan.requests import Request, Result
+from auditlang.plan.requests import Request, Result, TokenLogprob
 
 __all__ = [
     "dumps",
@@ -25,6 +26,7 @@ __all__ = [
     "request_from_json",
     "request_to_json",
     "result_from_json",
+    "result_dict",
     "result_payload_equal",
     "result_to_json",
 ]
@@ -71,8 +73,29 @@ def request_from_json(text: str) -> Request:
     return Request.from_dict(json.loads(text))
 
 
+def _token_dict(t: TokenLogprob) -> dict[str, Any]:
+    return {"token": t.token, "token_id": t.token_id, "logprob": t.logprob, "top": t.top}
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(Result))
+
+
+def result_dict(result: Result) -> dict[str, Any]:
+    """``Result.to_dict()`` without ``dataclasses.asdict``'s deep copy (about 3x faster for
+    generations with per-token top-k windows, which dominate the store's overhead)."""
+    d: dict[str, Any] = {name: getattr(result, name) for name in _RESULT_FIELDS}
+    if result.samples is not None:
+        d["samples"] = [
+            {"text": s.text, "tokens": [_token_dict(t) for t in s.tokens], "finish_reason": s.finish_reason}
+            for s in result.samples
+        ]
+    if result.continuation is not None:
+        d["continuation"] = [_token_dict(t) for t in result.continuation]
+    return d
+
+
 def result_to_json(result: Result) -> str:
-    return dumps(result.to_dict())
+    return dumps(result_dict(result))
 
 
 def result_from_json(text: str) -> Result:

@@ -207,6 +207,16 @@ class Journal:
             )
             return self._db.total_changes - before
 
+    def committed(self, request_ids: Iterable[str], fp_hash: str) -> dict[str, bool]:
+        """For each given id with a committed result: ``True`` if that result is a failure."""
+        ids = list(dict.fromkeys(request_ids))
+        out: dict[str, bool] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT request_id, error IS NOT NULL FROM results WHERE fp_hash = ? AND request_id IN ({marks})"
+            out.update((rid, bool(err)) for rid, err in self._db.execute(q, (fp_hash, *chunk)))
+        return out
+
     def missing(self, requests: Iterable[Request], fp_hash: str, *, retry_errors: bool = False) -> list[Request]:
         """The requests (deduplicated by id, in first-seen order) with no committed result.
 
@@ -215,14 +225,8 @@ class Journal:
         unique: dict[str, Request] = {}
         for r in requests:
             unique.setdefault(r.id, r)
-        done: set[str] = set()
-        ids = list(unique)
-        for chunk in _chunks(ids):
-            marks = ",".join("?" * len(chunk))
-            cond = " AND error IS NULL" if retry_errors else ""
-            q = f"SELECT request_id FROM results WHERE fp_hash = ? AND request_id IN ({marks}){cond}"
-            done.update(row[0] for row in self._db.execute(q, (fp_hash, *chunk)))
-        return [r for rid, r in unique.items() if rid not in done]
+        done = self.committed(unique, fp_hash)
+        return [r for rid, r in unique.items() if rid not in done or (retry_errors and done[rid])]
 
     # ------------------------------------------------------------------ results
 

@@ -1,0 +1,802 @@
+"""The Hugging Face transformers engine: every request kind, batched, on CPU or CUDA.
+
+Input: a ModelConfig whose ``path`` is an embedded short name, a local checkpoint directory,
+a local ``.gguf`` file, or a Hub id. Output: one Result per Request (see plan/requests.py).
+
+Conventions (also in docs/engines.md):
+- Prompts: ``Prompt.text`` is tokenized as raw text with the tokenizer's special tokens (BOS
+  where the model's tokenizer adds one). ``Prompt.messages`` go through the tokenizer's chat
+  template (``add_generation_prompt=True``); when the last message is the assistant's it is
+  continued instead (``continue_final_message=True``: rendered without a generation prompt,
+  cut after the final message so no end-of-turn follows). The rendered text is tokenized
+  without adding special tokens. Messages for a base model (``chat=False`` or no chat
+  template) raise EngineError.
+- Labels, continuations and choices are tokenized ON THEIR OWN, exactly as written (no space
+  is added, no special tokens): ``" A"`` and ``"A"`` are different labels. After a chat
+  generation prompt the model's first token is usually ``"A"``; after a raw ``"Answer:"`` it
+  is usually ``" A"``. The prompt's tokens are never re-merged with the label's.
+- Logprobs are full-vocabulary ``log_softmax`` of the raw logits in float32 (no temperature,
+  no top-p, no constraint), like vLLM's default ``raw_logprobs``. Top-k windows map the
+  decoded token string to its logprob; when two ids decode to the same string the higher
+  logprob is kept.
+- Batches are left-padded with an attention mask and explicit position ids (cumulative mask
+  - 1); the fingerprint records ``padding_side = "left"``. Batched and unbatched logprobs
+  agree to float tolerance, not bit for bit.
+- Sampling draws from a per-sample ``torch.Generator`` on the CPU seeded from (request seed,
+  sample index), so a request's samples do not depend on what else is in its batch.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+
+HF_EXTRA_HINT = "pip install 'auditlang[hf]'"
+KNOWN_OPTIONS = {
+    "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
+    "trust_remote_code": "allow model code from the checkpoint (default false)",
+    "logits_budget": "max float32 logit values held at once per forward (default 2**28 = 1 GiB)",
+}
+_DTYPES = ("float32", "bfloat16", "float16")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+
+
+def import_hf_stack() -> tuple[ModuleType, ModuleType]:
+    """``(torch, transformers)``, or EngineError naming the extra to install."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        raise EngineError(f"the 'hf' engine needs torch and transformers, which are not installed ({e})", hint=HF_EXTRA_HINT) from e
+    return torch, transformers
+
+
+def label_token_ids(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a label / continuation / choice: the text on its own, exactly as written,
+    without special tokens (the rule every engine must share so labels mean the same thing)."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """The generator seed of sample ``index`` of a request with ``seed`` (stable across runs)."""
+    digest = hashlib.sha256(f"auditlang-sample:{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+# ----------------------------------------------------------------------------- locating weights
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where the weights are and what identifies them."""
+
+    local_dir: Path
+    gguf_file: str | None  # a GGUF file inside local_dir (dequantized at load time)
+    source: str  # "embedded" | "local" | "hub"
+    revision: str | None = None  # hub commit
+    provenance: dict[str, Any] | None = None  # embedded conversion record
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def hub_offline() -> bool:
+    truthy = {"1", "ON", "YES", "TRUE"}
+    return any(os.environ.get(v, "").upper() in truthy for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def resolve_model(config: ModelConfig) -> ResolvedModel:
+    """Embedded short name, local dir, local .gguf, or Hub id -> a local directory."""
+    from auditlang.engines import embedded
+
+    if embedded.is_embedded(config.path):
+        d = embedded.resolve_embedded(config.path)
+        return ResolvedModel(d, None, "embedded", provenance=embedded.read_provenance(d))
+    p = Path(config.path).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return ResolvedModel(p.parent.resolve(), p.name, "local")
+    if p.is_dir():
+        if not (p / "config.json").is_file():
+            raise EngineError(
+                f"model {config.name!r}: {p} is a directory but has no config.json",
+                hint="point `path` at a Hugging Face checkpoint directory (config.json + weights) or a .gguf file",
+            )
+        return ResolvedModel(p.resolve(), None, "local")
+    if p.is_absolute() or config.path.startswith((".", "~")) or not _HUB_ID.match(config.path):
+        raise EngineError(
+            f"model {config.name!r}: path {config.path!r} does not exist",
+            hint="use a local checkpoint directory, a .gguf file, a Hub id like 'org/name', or an embedded model "
+            "(smollm2-135m-instruct, gemma3-270m)",
+        )
+    return _resolve_hub(config)
+
+
+def _resolve_hub(config: ModelConfig) -> ResolvedModel:
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError as e:
+        raise EngineError(f"loading {config.path!r} from the Hub needs huggingface_hub ({e})", hint=HF_EXTRA_HINT) from e
+    offline = hub_offline()
+    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"]
+    try:
+        d = snapshot_download(config.path, revision=config.revision, local_files_only=offline, allow_patterns=patterns)
+    except LocalEntryNotFoundError as e:
+        if offline:
+            raise EngineError(
+                f"model {config.name!r}: {config.path!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set",
+                hint=f"download it on a machine with network (`hf download {config.path}`), unset HF_HUB_OFFLINE, "
+                "or set `path` to a local checkpoint directory",
+            ) from e
+        raise _hub_error(config, e) from e
+    except Exception as e:  # network errors, 401/404 from the Hub
+        raise _hub_error(config, e) from e
+    d = Path(d)
+    revision = d.name if d.parent.name == "snapshots" else config.revision
+    return ResolvedModel(d, None, "hub", revision=revision)
+
+
+def _hub_error(config: ModelConfig, e: Exception) -> EngineError:
+    return EngineError(
+        f"model {config.name!r}: could not fetch {config.path!r} from the Hugging Face Hub ({type(e).__name__}: {e})",
+        hint="check the id and your network; with no network, set HF_HUB_OFFLINE=1 to use the local cache, "
+        "or set `path` to a local checkpoint directory",
+    )
+
+
+def weights_sha256(resolved: ResolvedModel) -> str | None:
+    """Content hash of the weights: the GGUF sha256 for embedded models, None for Hub
+    snapshots (the commit identifies them), else sha256 over the weight files (cached by
+    path, size and mtime under the auditlang cache so large checkpoints hash once)."""
+    if resolved.source == "embedded":
+        return (resolved.provenance or {}).get("gguf_sha256")
+    if resolved.source == "hub":
+        return None
+    d = resolved.local_dir
+    files = [d / resolved.gguf_file] if resolved.gguf_file else sorted(f for f in d.iterdir() if f.suffix in _WEIGHT_SUFFIXES)
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + _cached_file_sha256(f).encode() + b"\n")
+    return h.hexdigest()
+
+
+def _cached_file_sha256(path: Path) -> str:
+    from auditlang.engines.embedded import cache_root, sha256_file
+
+    st = path.stat()
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    store = cache_root() / "file-sha256.json"
+    try:
+        known = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        known = {}
+    if key in known:
+        return str(known[key])
+    digest = sha256_file(path)
+    known[key] = digest
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp = store.with_name(f".{store.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, store)
+    except OSError:
+        pass  # a read-only cache only costs re-hashing next time
+    return digest
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+@dataclass
+class _Row:
+    """One sequence to run: a prompt and (teacher forcing) a continuation."""
+
+    owner: int  # index into the request list
+    prompt: list[int]
+    cont: list[int] = field(default_factory=list)
+    sample: int = 0
+
+
+class HFEngine:
+    """A transformers causal LM serving all five request kinds."""
+
+    engine_name = "hf"
+
+    def __init__(self, config: ModelConfig) -> None:
+        torch, transformers = import_hf_stack()
+        self._torch = torch
+        self._transformers = transformers
+        self.config = config
+        unknown = set(config.options) - set(KNOWN_OPTIONS)
+        if unknown:
+            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
+            raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
+        if config.batch_size < 1:
+            raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        self._resolved = resolve_model(config)
+        self.device = self._pick_device(config.device)
+        d, gguf = self._resolved.local_dir, self._resolved.gguf_file
+        extra: dict[str, Any] = {"trust_remote_code": bool(config.options.get("trust_remote_code", False))}
+        if gguf:
+            extra["gguf_file"] = gguf
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(d, **extra)
+            dtype = self._pick_dtype(transformers.AutoConfig.from_pretrained(d, **extra))
+            kw = dict(extra, dtype=dtype)
+            if config.options.get("attn_implementation"):
+                kw["attn_implementation"] = config.options["attn_implementation"]
+            model = transformers.AutoModelForCausalLM.from_pretrained(d, **kw)
+        except EngineError:
+            raise
+        except (OSError, ValueError, ImportError) as e:
+            raise EngineError(f"model {config.name!r}: transformers could not load {d} ({type(e).__name__}: {e})", hint=HF_EXTRA_HINT if isinstance(e, ImportError) else None) from e
+        self.model = model.to(device=self.device, dtype=dtype).eval()
+        self.dtype = dtype
+        self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        gen = getattr(self.model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None)
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if self.tokenizer.eos_token_id is not None:
+            eos_ids.add(int(self.tokenizer.eos_token_id))
+        self.eos_ids = frozenset(int(i) for i in eos_ids)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eos_ids) if self.eos_ids else 0)
+        self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
+        self._budget = int(config.options.get("logits_budget", 1 << 28))
+        self._token_str: dict[int, str] = {}
+        self._fingerprint: dict[str, Any] | None = None
+
+    # -- setup helpers
+
+    def _pick_device(self, device: str) -> str:
+        torch = self._torch
+        if device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise EngineError(f"model {self.config.name!r}: device {device!r} requested but CUDA is not available", hint="use device: cpu (or auto)")
+        if device != "cpu" and not device.startswith("cuda"):
+            raise EngineError(f"model {self.config.name!r}: unknown device {device!r}", hint="use cpu, cuda, cuda:N or auto")
+        return device
+
+    def _pick_dtype(self, hf_config: Any) -> Any:
+        """``auto`` = the checkpoint's stored dtype (float32 if unknown; float16 -> float32 on CPU)."""
+        torch, name = self._torch, self.config.dtype
+        if name == "auto":
+            stored = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+            stored = str(stored).replace("torch.", "") if stored is not None else "float32"
+            name = stored if stored in _DTYPES else "float32"
+            if name == "float16" and not self.device.startswith("cuda"):
+                name = "float32"
+        if name not in _DTYPES:
+            raise EngineError(f"model {self.config.name!r}: unknown dtype {name!r}", hint="use auto, float32, bfloat16 or float16")
+        return getattr(torch, name)
+
+    # -- protocol
+
+    def capabilities(self) -> frozenset[str]:
+        return frozenset(REQUEST_KINDS)
+
+    def fingerprint(self) -> dict[str, Any]:
+        if self._fingerprint is None:
+            r, torch = self._resolved, self._torch
+            device = self.device.split(":")[0]
+            if device == "cuda":
+                device = f"cuda:{torch.cuda.get_device_name(torch.device(self.device))}"
+            template = self._chat_template()
+            prov = r.provenance or {}
+            self._fingerprint = {
+                "engine": self.engine_name,
+                "transformers": self._transformers.__version__,
+                "torch": torch.__version__,
+                "model": self.config.path,
+                "source": r.source,
+                "revision": r.revision or self.config.revision,
+                "weights_sha256": weights_sha256(r),
+                "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
+                "dtype": str(self.dtype).replace("torch.", ""),
+                "device": device,
+                "padding_side": "left",
+                "chat": self.config.chat,
+                "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+                "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            }
+        return dict(self._fingerprint)
+
+    def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """Validate all requests (EngineError for misconfiguration, e.g. chat messages for a
+        base model), then execute them batched by kind. Per-request failures become
+        ``Result.error``."""
+        reqs = list(requests)
+        encoded: list[list[int] | Exception] = []
+        for r in reqs:
+            try:
+                encoded.append(self.encode_prompt(r.prompt))
+            except EngineError:
+                raise
+            except Exception as e:  # a chat template that rejects these messages, ...
+                encoded.append(e)
+        return self._run(reqs, encoded)
+
+    def close(self) -> None:
+        self.model = None
+        gc.collect()
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()
+
+    # -- prompts
+
+    def _chat_template(self) -> str | None:
+        t = getattr(self.tokenizer, "chat_template", None)
+        return t if isinstance(t, str) and t else None
+
+    def render_prompt(self, prompt: Prompt) -> str:
+        """The text the model sees (before tokenization)."""
+        if prompt.text is not None:
+            return prompt.text
+        if not self.config.chat or self._chat_template() is None:
+            why = "chat is off for it" if not self.config.chat else "its tokenizer has no chat template (a base model)"
+            raise EngineError(
+                f"model {self.config.name!r} got chat messages but {why}",
+                hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
+            )
+        msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+        if prompt.continue_final:
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True)
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+
+    def encode_prompt(self, prompt: Prompt) -> list[int]:
+        """Prompt token ids: raw text with the tokenizer's special tokens; a rendered chat
+        without adding any (the template writes them)."""
+        text = self.render_prompt(prompt)
+        ids = self.tokenizer(text, add_special_tokens=prompt.text is not None)["input_ids"]
+        return [int(i) for i in ids]
+
+    def token_str(self, token_id: int) -> str:
+        s = self._token_str.get(token_id)
+        if s is None:
+            s = self.tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            self._token_str[token_id] = s
+        return s
+
+    def _window(self, ids: Sequence[int], lps: Sequence[float]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for i, lp in zip(ids, lps):
+            out.setdefault(self.token_str(int(i)), float(lp))
+        return out
+
+    # -- execution
+
+    def _run(self, reqs: list[Request], encoded: list[list[int] | Exception]) -> Iterator[Result]:
+        handlers: dict[str, Callable[[list[int], list[Request], list[list[int]]], Iterator[Result]]] = {
+            "generate": self._do_generate,
+            "choice_logprobs": self._do_choice_logprobs,
+            "continuation_logprobs": self._do_continuation,
+            "constrained_choice": self._do_constrained,
+            "hidden_states": self._do_hidden,
+        }
+        for kind in REQUEST_KINDS:
+            idx = [i for i, r in enumerate(reqs) if r.kind == kind]
+            good: list[int] = []
+            for i in idx:
+                enc = encoded[i]
+                if isinstance(enc, Exception):
+                    yield _error(reqs[i], f"prompt could not be rendered: {type(enc).__name__}: {enc}")
+                elif not enc:
+                    yield _error(reqs[i], "the prompt encodes to zero tokens")
+                elif self.max_positions and len(enc) >= self.max_positions:
+                    yield _error(reqs[i], f"the prompt has {len(enc)} tokens; the model's context is {self.max_positions}")
+                else:
+                    good.append(i)
+            if good:
+                yield from handlers[kind](good, reqs, encoded)  # type: ignore[arg-type]
+
+    def _forward(self, rows: list[list[int]], keep: int, hidden: bool = False) -> tuple[Any, Any]:
+        """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions."""
+        torch = self._torch
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=pos.to(self.device),
+                logits_to_keep=keep, output_hidden_states=hidden, use_cache=False,
+            )
+            lps = torch.log_softmax(out.logits[:, -keep:, :].float(), dim=-1)
+        return lps, (out.hidden_states if hidden else None)
+
+    def _chunks(self, rows: list[_Row], keep_of: Callable[[_Row], int]) -> Iterator[list[_Row]]:
+        """Rows sorted by length, cut into batches of at most batch_size rows and at most
+        ``logits_budget`` kept logit values."""
+        order = sorted(rows, key=lambda r: (len(r.prompt) + len(r.cont), r.owner, r.sample))
+        batch: list[_Row] = []
+        keep = 0
+        for r in order:
+            k = max(keep, keep_of(r))
+            if batch and (len(batch) >= self.config.batch_size or (len(batch) + 1) * k * self._vocab > self._budget):
+                yield batch
+                batch, k = [], keep_of(r)
+            batch.append(r)
+            keep = k
+        if batch:
+            yield batch
+
+    def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
+        """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.
+        Returns ``id(row)`` -> output, or the Exception that row raised."""
+        try:
+            return fn(batch)
+        except Exception as e:  # noqa: BLE001 - turned into Result.error
+            if len(batch) == 1:
+                return {id(batch[0]): e}
+            out: dict[int, Any] = {}
+            for r in batch:
+                out.update(self._isolated([r], fn))
+            return out
+
+    # choice_logprobs ---------------------------------------------------------
+
+    def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        rows = [_Row(i, enc[i]) for i in idx]
+        for batch in self._chunks(rows, lambda r: 1):
+            outs = self._isolated(batch, self._next_token_logprobs)
+            for r in batch:
+                yield self._choice_result(reqs[r.owner], r, outs[id(r)])
+
+    def _next_token_logprobs(self, batch: list[_Row]) -> dict[int, Any]:
+        lps, _ = self._forward([r.prompt for r in batch], keep=1)
+        return {id(r): lps[i, -1] for i, r in enumerate(batch)}
+
+    def _choice_result(self, req: Request, row: _Row, lp: Any) -> Result:
+        if isinstance(lp, Exception):
+            return _error(req, f"{type(lp).__name__}: {lp}")
+        try:
+            p = req.p
+            choices = _str_list(p, "choices")
+            k = _int(p, "top_logprobs", 0, lo=0)
+        except ValueError as e:
+            return _error(req, str(e))
+        first: dict[str, int] = {}
+        multi: list[str] = []
+        for c in choices:
+            ids = label_token_ids(self.tokenizer, c)
+            if not ids:
+                return _error(req, f"choice {c!r} encodes to zero tokens")
+            first[c] = ids[0]
+            if len(ids) > 1:
+                multi.append(c)
+        values = lp[list(first.values())].tolist()
+        result = Result(request_id=req.id, kind=req.kind, choice_logprobs={c: float(v) for c, v in zip(first, values)})
+        result.top_logprobs = self._topk(lp, k) if k else {}
+        shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
+        result.meta = {"prompt_tokens": len(row.prompt), "label_token_ids": first}
+        if multi:
+            result.meta["multi_token_labels"] = multi  # only their first token is scored
+        if shared:
+            result.meta["labels_sharing_first_token"] = shared
+        return result
+
+    def _topk(self, lp: Any, k: int) -> dict[str, float]:
+        vals, ids = self._torch.topk(lp, min(k, lp.shape[-1]))
+        return self._window(ids.tolist(), vals.tolist())
+
+    # continuation_logprobs / constrained_choice ----------------------------------
+
+    def _teacher_forced(self, rows: list[_Row]) -> dict[int, Any]:
+        """owner-row id -> (logprob tensor over the continuation positions [m, V])."""
+        out: dict[int, Any] = {}
+        for batch in self._chunks(rows, lambda r: len(r.cont)):
+            out.update(self._isolated(batch, self._tf_batch))
+        return out
+
+    def _tf_batch(self, batch: list[_Row]) -> dict[int, Any]:
+        keep = max(len(r.cont) for r in batch)
+        # feed prompt + continuation[:-1]: the last m positions predict the m continuation tokens
+        lps, _ = self._forward([r.prompt + r.cont[:-1] for r in batch], keep=keep)
+        return {id(r): lps[i, keep - len(r.cont):] for i, r in enumerate(batch)}
+
+    def _do_continuation(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        rows: list[_Row] = []
+        for i in idx:
+            try:
+                cont = label_token_ids(self.tokenizer, _str(reqs[i].p, "continuation"))
+                _int(reqs[i].p, "top_logprobs", 0, lo=0)
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            if not cont:
+                yield _error(reqs[i], "the continuation encodes to zero tokens")
+                continue
+            rows.append(_Row(i, enc[i], cont))
+        outs = self._teacher_forced(rows)
+        for r in rows:
+            req, lp = reqs[r.owner], outs[id(r)]
+            if isinstance(lp, Exception):
+                yield _error(req, f"{type(lp).__name__}: {lp}")
+                continue
+            k = _int(req.p, "top_logprobs", 0, lo=0)
+            chosen = lp.gather(-1, self._torch.tensor(r.cont, device=lp.device)[:, None])[:, 0].tolist()
+            toks = [
+                TokenLogprob(self.token_str(t), t, float(v), self._topk(lp[j], k) if k else {})
+                for j, (t, v) in enumerate(zip(r.cont, chosen))
+            ]
+            yield Result(request_id=req.id, kind=req.kind, continuation=toks,
+                         meta={"prompt_tokens": len(r.prompt), "sum_logprob": float(sum(chosen))})
+
+    def _do_constrained(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        rows: list[_Row] = []
+        per_req: dict[int, list[tuple[str, _Row]]] = {}
+        for i in idx:
+            try:
+                choices = _str_list(reqs[i].p, "choices")
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            pairs = [(c, _Row(i, enc[i], label_token_ids(self.tokenizer, c), sample=j)) for j, c in enumerate(choices)]
+            empty = [c for c, r in pairs if not r.cont]
+            if empty:
+                yield _error(reqs[i], f"choice {empty[0]!r} encodes to zero tokens")
+                continue
+            per_req[i] = pairs
+            rows.extend(r for _, r in pairs)
+        outs = self._teacher_forced(rows)
+        for i, pairs in per_req.items():
+            req = reqs[i]
+            bad = [outs[id(r)] for _, r in pairs if isinstance(outs[id(r)], Exception)]
+            if bad:
+                yield _error(req, f"{type(bad[0]).__name__}: {bad[0]}")
+                continue
+            scores: dict[str, float] = {}
+            for c, r in pairs:
+                lp = outs[id(r)]
+                scores[c] = float(lp.gather(-1, self._torch.tensor(r.cont, device=lp.device)[:, None]).sum())
+            best = max(scores, key=lambda c: scores[c])  # first of equal maxima (dict order = choice order)
+            yield Result(request_id=req.id, kind=req.kind, choice=best,
+                         meta={"prompt_tokens": len(pairs[0][1].prompt), "choice_scores": scores,
+                               "rule": "argmax of summed token logprobs of each choice (teacher forcing)"})
+
+    # hidden_states ---------------------------------------------------------
+
+    def _do_hidden(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        n_states = int(self.model.config.num_hidden_layers) + 1
+        rows: list[_Row] = []
+        for i in idx:
+            try:
+                layer = _int(reqs[i].p, "layer", -1)
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            if not -n_states <= layer < n_states:
+                yield _error(reqs[i], f"layer {layer} out of range: this model has {n_states} hidden states (0 = embeddings, -1 = last)")
+                continue
+            rows.append(_Row(i, enc[i], sample=layer % n_states))
+        for batch in self._chunks(rows, lambda r: 1):
+            outs = self._isolated(batch, self._hidden_batch)
+            for r in batch:
+                req, h = reqs[r.owner], outs[id(r)]
+                if isinstance(h, Exception):
+                    yield _error(req, f"{type(h).__name__}: {h}")
+                    continue
+                yield Result(request_id=req.id, kind=req.kind, hidden_state=h,
+                             meta={"prompt_tokens": len(r.prompt), "layer": r.sample, "num_hidden_states": n_states})
+
+    def _hidden_batch(self, batch: list[_Row]) -> dict[int, Any]:
+        _, hs = self._forward([r.prompt for r in batch], keep=1, hidden=True)
+        return {id(r): hs[r.sample][i, -1].float().cpu().tolist() for i, r in enumerate(batch)}
+
+    # generate ---------------------------------------------------------------
+
+    def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        rows: list[_Row] = []
+        specs: dict[int, _GenSpec] = {}
+        for i in idx:
+            try:
+                spec = _GenSpec.parse(reqs[i])
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            room = (self.max_positions - len(enc[i])) if self.max_positions else spec.max_tokens
+            spec.clamped = spec.max_tokens > room
+            spec.max_tokens = min(spec.max_tokens, room)
+            specs[i] = spec
+            # greedy samples are identical: compute one and copy it n times
+            rows.extend(_Row(i, enc[i], sample=s) for s in range(1 if spec.greedy else spec.n))
+        samples: dict[tuple[int, int], Sample | Exception] = {}
+        for batch in self._chunks(rows, lambda r: 1):
+            outs = self._isolated(batch, lambda b: self._generate_batch(b, specs))
+            for r in batch:
+                samples[(r.owner, r.sample)] = outs[id(r)]
+        for i, spec in specs.items():
+            req = reqs[i]
+            got = [samples[(i, 0 if spec.greedy else s)] for s in range(spec.n)]
+            bad = [g for g in got if isinstance(g, Exception)]
+            if bad:
+                yield _error(req, f"{type(bad[0]).__name__}: {bad[0]}")
+                continue
+            out = [copy.deepcopy(g) for g in got] if spec.greedy and spec.n > 1 else got
+            meta: dict[str, Any] = {"prompt_tokens": len(enc[i]), "completion_tokens": [len(s.tokens) for s in out]}  # type: ignore[union-attr]
+            if spec.clamped:
+                meta["max_tokens_clamped_to"] = spec.max_tokens
+            yield Result(request_id=req.id, kind=req.kind, samples=out, meta=meta)  # type: ignore[arg-type]
+
+    def _generate_batch(self, batch: list[_Row], specs: dict[int, "_GenSpec"]) -> dict[int, Any]:
+        """Decode a left-padded batch with a KV cache; one row per sample."""
+        torch = self._torch
+        n = len(batch)
+        sp = [specs[r.owner] for r in batch]
+        gens = [None if s.greedy else torch.Generator(device="cpu").manual_seed(sample_seed(s.seed, r.sample)) for r, s in zip(batch, sp)]
+        width = max(len(r.prompt) for r in batch)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(batch):
+            ids[i, width - len(r.prompt):] = torch.tensor(r.prompt, dtype=torch.long)
+            mask[i, width - len(r.prompt):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        k_max = max(s.top_logprobs for s in sp)
+        state = [_GenState() for _ in batch]
+        steps = max(s.max_tokens for s in sp)
+        dev = self.device
+        mask = mask.to(dev)
+        next_pos = pos[:, -1:].to(dev) + 1
+        with torch.inference_mode():
+            out = self.model(input_ids=ids.to(dev), attention_mask=mask, position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
+            for step in range(steps):
+                lp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+                greedy_ids = lp.argmax(-1).tolist()
+                top_v = top_i = None
+                if k_max:
+                    tv, ti = torch.topk(lp, min(k_max, lp.shape[-1]))
+                    top_v, top_i = tv.tolist(), ti.tolist()
+                chosen: list[int] = []
+                for j, (r, s, st) in enumerate(zip(batch, sp, state)):
+                    if st.done or step >= s.max_tokens:
+                        st.done = True
+                        chosen.append(self.pad_id)
+                        continue
+                    t = greedy_ids[j] if s.greedy else _sample(torch, out.logits[j, -1, :], s, gens[j])
+                    chosen.append(t)
+                    window = self._window(top_i[j][: s.top_logprobs], top_v[j][: s.top_logprobs]) if top_v and s.top_logprobs else {}
+                    st.tokens.append(TokenLogprob(self.token_str(t), t, float(lp[j, t]), window))
+                    st.ids.append(t)
+                    if t in self.eos_ids:
+                        st.done, st.reason = True, "stop"
+                    elif s.stop and self._hit_stop(st, s.stop):
+                        st.done, st.reason = True, "stop"
+                    elif len(st.ids) >= s.max_tokens:
+                        st.done, st.reason = True, "length"
+                if all(st.done for st in state):
+                    break
+                mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=dev)], dim=1)
+                out = self.model(input_ids=torch.tensor(chosen, device=dev)[:, None], attention_mask=mask,
+                                 position_ids=next_pos, past_key_values=out.past_key_values, use_cache=True)
+                next_pos = next_pos + 1
+        results: dict[int, Any] = {}
+        for r, st in zip(batch, state):
+            text = st.text if st.text is not None else self._decode(st.ids)
+            results[id(r)] = Sample(text=text, tokens=st.tokens, finish_reason=st.reason)
+        return results
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    def _hit_stop(self, st: "_GenState", stops: tuple[str, ...]) -> bool:
+        """Stop strings are matched on the decoded text; the text is cut before the stop."""
+        text = self._decode(st.ids)
+        cut = [text.find(s) for s in stops if s and s in text]
+        if cut:
+            st.text = text[: min(cut)]
+            return True
+        return False
+
+
+@dataclass
+class _GenState:
+    ids: list[int] = field(default_factory=list)
+    tokens: list[TokenLogprob] = field(default_factory=list)
+    done: bool = False
+    reason: str = "length"
+    text: str | None = None  # set when a stop string cut it
+
+
+@dataclass
+class _GenSpec:
+    max_tokens: int
+    temperature: float
+    top_p: float
+    n: int
+    top_logprobs: int
+    stop: tuple[str, ...]
+    seed: int
+    clamped: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    @staticmethod
+    def parse(req: Request) -> "_GenSpec":
+        p = req.p
+        stop = p.get("stop") or ()
+        if isinstance(stop, str):
+            stop = (stop,)
+        if not all(isinstance(s, str) for s in stop):
+            raise ValueError(f"generate: stop must be a list of strings (got {stop!r})")
+        temperature = _float(p, "temperature", 0.0, lo=0.0)
+        top_p = _float(p, "top_p", 1.0, lo=0.0)
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"generate: top_p must be in (0, 1] (got {top_p})")
+        return _GenSpec(
+            max_tokens=_int(p, "max_tokens", None, lo=1),
+            temperature=temperature,
+            top_p=top_p,
+            n=_int(p, "n", 1, lo=1),
+            top_logprobs=_int(p, "top_logprobs", 0, lo=0),
+            stop=tuple(stop),
+            seed=int(req.seed),
+        )
+
+
+def _sample(torch: Any, logits: Any, spec: _GenSpec, gen: Any) -> int:
+    """Temperature then nucleus (top-p) sampling on the CPU with the sample's generator."""
+    probs = torch.softmax(logits.float().cpu() / spec.temperature, dim=-1)
+    if spec.top_p < 1.0:
+        sorted_p, order = torch.sort(probs, descending=True)
+        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens
+        sorted_p[before >= spec.top_p] = 0.0  # the token that crosses top_p is kept
+        probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
+    return int(torch.multinomial(probs, 1, generator=gen).item())
+
+
+def _error(req: Request, message: str) -> Result:
+    return Result(request_id=req.id, kind=req.kind, error=message)
+
+
+def _int(p: dict[str, Any], key: str, default: int | None, lo: int | None = None) -> int:
+    v = p.get(key, default)
+    if v is None:
+        raise ValueError(f"missing required parameter {key!r}")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"parameter {key!r} must be an integer (got {v!r})")
+    if lo is not None and v < lo:
+        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
+    return v
+
+
+def _float(p: dict[str, Any], key: str, default: float, lo: float | None = None) -> float:
+    v = p.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"parameter {key!r} must be a number (got {v!r})")
+    if lo is not None and v < lo:
+        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
+    return float(v)
+
+
+def _str(p: dict[str, Any], key: str) -> str:
+    v = p.get(key)
+    if not isinstance(v, str):
+        raise ValueError(f"parameter {key!r} must be a string (got {v!r})")
+    return v
+
+
+def _str_list(p: dict[str, Any], key: str) -> list[str]:
+    v = p.get(key)
+    if not isinstance(v, list | tuple) or not v or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"parameter {key!r} must be a non-empty list of strings (got {v!r})")
+    if len(set(v)) != len(v):
+        raise ValueError(f"parameter {key!r} has duplicate entries: {list(v)!r}")
+    return list(v)

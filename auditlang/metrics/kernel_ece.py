@@ -1,0 +1,165 @@
+"""Kernel (bin-free) calibration errors: smooth ECE and KDE-ECE (study 001 §3.1, configuration C)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import fft, optimize, signal
+
+from auditlang.metrics._inputs import prepare
+
+SMECE_SIGMA_MIN = 1e-3
+
+
+# ---------------------------------------------------------------- smooth ECE (Błasiok & Nakkiran 2024)
+
+
+class _SmoothResidual:
+    """``r_sigma(t) = (1/n) sum_i K^R_sigma(t, c_i) (c_i - z_i)`` for the reflected Gaussian kernel.
+
+    Reflecting about 0 and 1 makes the kernel 2-periodic and even, so (Poisson summation)
+    ``K^R_sigma(t, c) = 1 + 2 sum_{m>=1} exp(-(pi m sigma)^2 / 2) cos(pi m t) cos(pi m c)``.
+    We evaluate this cosine series exactly (truncated where the factor is < 1e-14) on a grid with a
+    DCT-I; the coefficients ``A_m = (1/n) sum_i (c_i - z_i) cos(pi m c_i)`` do not depend on sigma.
+    """
+
+    def __init__(self, conf: np.ndarray, correct: np.ndarray):
+        self.c = conf
+        self.a = (conf - correct) / conf.size
+        self.coef = np.array([self.a.sum()])
+
+    def _coefficients(self, m_max: int) -> np.ndarray:
+        have = self.coef.size
+        if m_max >= have:
+            m = np.arange(have, m_max + 1)
+            new = np.cos(np.pi * np.outer(m, self.c)) @ self.a
+            self.coef = np.concatenate([self.coef, new])
+        return self.coef[: m_max + 1]
+
+    def integral(self, sigma: float) -> float:
+        """``smECE_sigma = int_0^1 |r_sigma(t)| dt`` (trapezoid on a grid of step <= sigma/32)."""
+        m_max = int(np.ceil(np.sqrt(2 * np.log(1e14)) / (np.pi * sigma)))
+        grid = 1024
+        while grid < 32 / sigma:
+            grid *= 2
+        m_max = min(m_max, grid - 1)
+        m = np.arange(m_max + 1)
+        x = np.zeros(grid + 1)
+        x[: m_max + 1] = self._coefficients(m_max) * np.exp(-0.5 * (np.pi * m * sigma) ** 2)
+        # DCT-I: y_k = x_0 + (-1)^k x_G + 2 sum_{m=1}^{G-1} x_m cos(pi k m / G) = r(k / G)
+        r = fft.dct(x, type=1)
+        absr = np.abs(r)
+        return float((absr.sum() - 0.5 * (absr[0] + absr[-1])) / grid)
+
+
+def smooth_ece(conf, correct, sigma: float | None = None, missing: str = "error",
+               return_sigma: bool = False) -> float | tuple[float, float]:
+    """Smooth ECE (Błasiok & Nakkiran 2024, ICLR, arXiv:2309.12236; study 001 §3.1).
+
+    ``smECE_sigma = int_0^1 |r_sigma(t)| dt`` with ``r_sigma(t) = (1/N) sum_i K^R_sigma(t, c_i)(c_i - z_i)``,
+    the kernel-smoothed residual under the Gaussian kernel reflected at 0 and 1 (equivalently
+    ``int |rhat(t)| deltahat(t) dt`` with the smoothed calibration residual ``rhat`` and density
+    ``deltahat``). Without ``sigma``, the bandwidth is the fixed point ``smECE_sigma* = sigma*``
+    (unique because ``smECE_sigma`` is non-increasing in sigma), solved to 1e-9; if
+    ``smECE_sigma < sigma`` already at ``sigma = 1e-3`` (the ``eps`` of the reference ``relplot``
+    package), the value at ``sigma = 1e-3`` is returned. ``relplot.smECE`` discretises the kernel and
+    stops its bisection after 10 halvings; the two agree to about 1e-3.
+    ``return_sigma=True`` returns ``(value, sigma)``.
+    """
+    if sigma is not None and not (isinstance(sigma, (int, float)) and 0 < sigma <= 10):
+        raise ValueError(f"smooth_ece: sigma must be a number in (0, 10] or None, got {sigma!r}")
+    c, y = prepare("smooth_ece", conf, correct, missing)
+    sr = _SmoothResidual(c, y)
+    if sigma is not None:
+        s = float(sigma)
+    else:
+        s = _fixed_point(sr.integral)
+    value = sr.integral(s)
+    return (value, s) if return_sigma else value
+
+
+def _fixed_point(f) -> float:
+    """Solve ``f(sigma) = sigma`` for non-increasing ``f`` on ``[SMECE_SIGMA_MIN, 1]``."""
+    def h(s: float) -> float:
+        return f(s) - s
+
+    hi = 1.0
+    if h(hi) >= 0:
+        return hi
+    lo = hi
+    while True:  # walk down geometrically until h >= 0 (keeps the needed grid small)
+        lo = max(lo / 4, SMECE_SIGMA_MIN)
+        if h(lo) >= 0:
+            break
+        if lo == SMECE_SIGMA_MIN:
+            return SMECE_SIGMA_MIN
+        hi = lo
+    return float(optimize.brentq(h, lo, hi, xtol=1e-9, rtol=1e-9))
+
+
+# ---------------------------------------------------------------- KDE-ECE (Zhang, Kailkhura & Han 2020)
+
+_KDE_GRID = np.linspace(-0.6, 1.6, num=2**14)
+
+
+def _mirror(d: np.ndarray) -> np.ndarray:
+    # reference mirror_1d(d, 0, 1): values < 0.5 reflect about 0, values >= 0.5 about 1
+    return np.concatenate((-d[d < 0.5], d, 2.0 - d[d >= 0.5]))
+
+
+def _triweight_kde(data: np.ndarray, bw: float) -> np.ndarray:
+    """KDEpy ``FFTKDE(bw, kernel="triweight").fit(data).evaluate(_KDE_GRID)``: linear binning onto
+    the grid, then convolution with the triweight kernel scaled to standard deviation ``bw``
+    (``35/32 (1 - u^2)^3`` on ``|u| < 1`` with ``u = x / (3 bw)``)."""
+    x = _KDE_GRID
+    dx = (x[-1] - x[0]) / (x.size - 1)
+    pos = (data - x[0]) / dx
+    i = np.floor(pos).astype(np.intp)
+    frac = pos - i
+    counts = np.bincount(i, weights=1 - frac, minlength=x.size) + np.bincount(i + 1, weights=frac, minlength=x.size)
+    counts = counts[: x.size] / data.size
+    real_bw = 3.0 * bw
+    L = int(min(np.floor(real_bw / dx), x.size))
+    u = np.linspace(-dx * L, dx * L, 2 * L + 1) / real_bw
+    kernel = np.where(u**2 < 1, np.maximum(0.0, 1 - u**2) ** 3, 0.0) * (35.0 / 32.0) / real_bw
+    return signal.convolve(counts, kernel, mode="same")
+
+
+def kde_ece(conf, correct, missing: str = "error") -> float:
+    """KDE-based ECE of Zhang, Kailkhura & Han (2020, "Mix-n-Match", ICML; study 001 §3.1).
+
+    ``ECE_KDE = int |c - acc(c)| f(c) dc / int f(c) dc`` over [0, 1], where ``f`` is a KDE of all
+    confidences, ``f1`` a KDE of the confidences of correct answers, and
+    ``acc(c) = min(1, a * f1(c) / f(c))`` with ``a`` the accuracy. As in the authors' reference
+    implementation (``ece_kde_binary``): triweight kernel; bandwidth
+    ``h = std(confidences of correct answers) * (2N)^(-1/5)`` used for both KDEs; boundary bias
+    removed by mirroring each point about its nearer end of [0, 1] and doubling the density; KDEs
+    on ``linspace(-0.6, 1.6, 2^14)`` by linear binning and convolution (KDEpy ``FFTKDE``); grid points
+    where both densities are <= 1e-6 repeat the previous integrand value; trapezoidal integrals.
+
+    Our additions for degenerate inputs (the reference code fails on them): with no correct
+    answers ``acc(c) = 0``; when that bandwidth is 0 or undefined (fewer than two distinct correct
+    confidences) ``h = std(all confidences) * (2N)^(-1/5)``; with constant confidence ``q`` the
+    estimator's limit ``|a - q|`` is returned (study 003 §2).
+    """
+    c, y = prepare("kde_ece", conf, correct, missing)
+    n = c.size
+    perc = float(y.mean())
+    c1 = c[y == 1]
+    bw = float(np.std(c1)) * (2 * n) ** -0.2 if c1.size else 0.0
+    if not bw > 0:
+        bw = float(np.std(c)) * (2 * n) ** -0.2
+    if not bw > 0:
+        return abs(perc - float(c[0]))
+    x = _KDE_GRID
+    inside = (x > 0.0) & (x < 1.0)
+    pp2 = np.where(inside, _triweight_kde(_mirror(c), bw), 0.0) * 2
+    pp1 = np.where(inside, _triweight_kde(_mirror(c1), bw), 0.0) * 2 if c1.size else np.zeros_like(x)
+    active = np.maximum(pp1, pp2) > 1e-6
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accu = np.minimum(perc * pp1 / pp2, 1.0)
+    vals = np.where(active & ~np.isnan(accu), np.abs(x - accu) * pp2, 0.0)
+    # reference loop: a low-density point (i > 1) repeats integral[i-1]; earlier points stay 0
+    last = np.maximum.accumulate(np.where(active, np.arange(x.size), -1))
+    integral = np.where(last >= 0, vals[np.maximum(last, 0)], 0.0)
+    ind = (x >= 0.0) & (x <= 1.0)
+    return float(np.trapezoid(integral[ind], x[ind]) / np.trapezoid(pp2[ind], x[ind]))

@@ -1,0 +1,130 @@
+"""Spec-level metric names -> descriptors, so the compiler can check ``ece(bins=10, binning=equal_width)``.
+
+Study-specific modules add their own entries with :func:`register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditlang.metrics import calibration, discrimination, kernel_ece, selective
+
+INPUT_KINDS = ("conf+correct", "correct")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One metric parameter: its type (``int``, ``float``, ``str``, ``bool``), default, and limits.
+
+    ``choices`` lists allowed values (for ``str`` parameters); ``minimum``/``maximum`` bound numbers
+    (inclusive); ``required`` parameters have no default.
+    """
+
+    type: type
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    required: bool = False
+    doc: str = ""
+
+    def check(self, metric: str, name: str, value: Any) -> Any:
+        """Return ``value`` (ints accepted for floats) or raise ValueError naming the metric and parameter."""
+        ok_type = isinstance(value, self.type) and not (self.type is not bool and isinstance(value, bool))
+        if self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok_type = float(value), True
+        if not ok_type:
+            raise ValueError(f"{metric}: parameter {name} must be of type {self.type.__name__}, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"{metric}: parameter {name} must be one of {list(self.choices)}, got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{metric}: parameter {name} must be >= {self.minimum}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{metric}: parameter {name} must be <= {self.maximum}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    fn: Callable[..., Any]
+    params: Mapping[str, ParamSpec] = field(default_factory=dict)
+    inputs: str = "conf+correct"
+    doc: str = ""
+
+
+METRICS: dict[str, MetricSpec] = {}
+
+
+def register(name: str, fn: Callable[..., Any], params: Mapping[str, ParamSpec] | None = None,
+             inputs: str = "conf+correct", doc: str = "", replace: bool = False) -> MetricSpec:
+    """Add a metric under its spec-level ``name``. ``inputs`` says what it consumes (free text for
+    study-specific metrics, e.g. ``"conf+correct"``, ``"correct"``, ``"variants"``). Registering a
+    taken name raises ValueError unless ``replace=True``."""
+    if not name.isidentifier():
+        raise ValueError(f"register: metric name must be an identifier, got {name!r}")
+    if name in METRICS and not replace:
+        raise ValueError(f"register: metric {name!r} is already registered")
+    if not callable(fn):
+        raise ValueError(f"register: fn for {name!r} is not callable")
+    spec = MetricSpec(name, fn, dict(params or {}), inputs, doc or (fn.__doc__ or "").strip().split("\n")[0])
+    METRICS[name] = spec
+    return spec
+
+
+def validate_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a spec-level call like ``ece(bins=10)`` and return all parameters with defaults filled in.
+
+    Raises ValueError for an unknown metric or parameter, a wrong type or a value out of range.
+    """
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}")
+    spec = METRICS[name]
+    unknown = set(params) - set(spec.params)
+    if unknown:
+        allowed = ", ".join(spec.params) or "none"
+        raise ValueError(f"{name}: unknown parameter(s) {', '.join(sorted(unknown))}; allowed: {allowed}")
+    out: dict[str, Any] = {}
+    for pname, ps in spec.params.items():
+        if pname in params:
+            out[pname] = ps.check(name, pname, params[pname])
+        elif ps.required:
+            raise ValueError(f"{name}: parameter {pname} is required")
+        else:
+            out[pname] = ps.default
+    return out
+
+
+def spec_for(fn: Callable[..., Any]) -> MetricSpec | None:
+    """The registered descriptor whose function is ``fn`` (first match), else None."""
+    for spec in METRICS.values():
+        if spec.fn is fn:
+            return spec
+    return None
+
+
+_MISSING = ParamSpec(str, "error", choices=("error", "drop"), doc="policy for NaN confidences")
+_BINS = ParamSpec(int, 10, minimum=1, doc="number of bins")
+_BINNING = ParamSpec(str, "equal_width", choices=calibration.BINNINGS, doc="bin placement")
+_CLOSED = ParamSpec(str, "left", choices=calibration.CLOSED, doc="which bin end is closed")
+_BINNED = {"bins": _BINS, "binning": _BINNING, "closed": _CLOSED, "missing": _MISSING}
+
+register("accuracy", calibration.accuracy, {}, inputs="correct")
+register("ece", calibration.ece, _BINNED)
+register("mce", calibration.mce, _BINNED)
+register("smooth_ece", kernel_ece.smooth_ece,
+         {"sigma": ParamSpec(float, None, minimum=1e-6, maximum=10.0, doc="fixed bandwidth; default: fixed point"),
+          "missing": _MISSING})
+register("kde_ece", kernel_ece.kde_ece, {"missing": _MISSING})
+register("ks_ce", calibration.ks_ce, {"missing": _MISSING})
+register("binfree_ece", calibration.binfree_ece, {"missing": _MISSING})
+register("brier", calibration.brier, {"missing": _MISSING})
+register("nll", calibration.nll,
+         {"eps": ParamSpec(float, 1e-6, minimum=1e-15, maximum=0.49, doc="probability clip"), "missing": _MISSING})
+register("auroc", discrimination.auroc, {"missing": _MISSING})
+register("aurc", selective.aurc, {"missing": _MISSING})
+register("selective_accuracy", selective.selective_accuracy,
+         {"coverage": ParamSpec(float, required=True, minimum=1e-9, maximum=1.0, doc="fraction answered"),
+          "missing": _MISSING})

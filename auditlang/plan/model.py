@@ -1,0 +1,88 @@
+"""The plan artifact: cells, unique requests and counts. Versioned, hashable, JSON-serialisable."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from auditlang.plan.requests import Request, canonical_json
+
+PLAN_VERSION = "auditlang.plan/1"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One evaluated configuration: model x dataset x variant x protocol x evaluator (in one audit)."""
+
+    id: str
+    audit: str
+    model: str
+    dataset: str
+    variant: str
+    protocol: str
+    evaluator: str
+    hash: str
+    n_items: int
+    n_dev: int = 0
+    estimated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    version: str
+    spec_path: str
+    spec_hash: str
+    seed: int
+    cells: list[Cell]
+    requests: list[Request]  # unique stage-1 requests (exact when data is present)
+    deferred: list[dict[str, Any]]  # stage-2 request counts per (model, role, kind): built at run time
+    naive_request_count: int
+    datasets: dict[str, dict[str, Any]]
+    estimated: bool  # True when some dataset was not available and counts come from declared sizes
+    notes: list[str] = field(default_factory=list)
+    token_estimate: dict[str, int] = field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # in-memory only: what the runner needs (not serialised)
+    units: dict[tuple, list] = field(default_factory=dict, repr=False)
+
+    @property
+    def deferred_count(self) -> int:
+        return sum(d["count"] for d in self.deferred)
+
+    @property
+    def unique_request_count(self) -> int:
+        return len(self.requests) + self.deferred_count
+
+    def to_dict(self, include_requests: bool = True) -> dict[str, Any]:
+        d = {
+            "version": self.version,
+            "spec": {"path": self.spec_path, "hash": self.spec_hash},
+            "seed": self.seed,
+            "estimated": self.estimated,
+            "notes": self.notes,
+            "models": self.models,
+            "datasets": self.datasets,
+            "naive_request_count": self.naive_request_count,
+            "unique_request_count": self.unique_request_count,
+            "stage1_request_count": len(self.requests),
+            "deferred_request_count": self.deferred_count,
+            "token_estimate": self.token_estimate,
+            "cells": [c.to_dict() for c in self.cells],
+            "deferred": self.deferred,
+        }
+        d["requests"] = [r.to_dict() for r in self.requests] if include_requests else []
+        d["hash"] = plan_hash(d)
+        return d
+
+
+def plan_hash(d: dict[str, Any]) -> str:
+    body = {k: v for k, v in d.items() if k not in ("hash", "notes")}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+
+
+def content_hash(*parts: Any) -> str:
+    return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()[:16]

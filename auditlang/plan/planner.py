@@ -1,0 +1,303 @@
+"""Spec -> Plan: cross each audit's axes into cells and collect the deduplicated requests.
+
+The planner imports no engine. With the data present it renders every prompt and
+deduplicates requests exactly; without it (a hub id on an offline machine, a missing file)
+it counts cells and requests from the declared sample sizes and marks the figures estimated.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
+from auditlang.diagnostics import CompileError, DiagnosticBag
+from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
+from auditlang.plan.requests import Request
+from auditlang.plan.templates import compile_obj
+from auditlang.prompts.context import build_context
+from auditlang.prompts.fewshot import fewshot_for
+from auditlang.prompts.perturb import apply_perturbation
+from auditlang.prompts.render import TemplateError
+from auditlang.protocols.base import ItemCtx, ModelInfo, program_for
+from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.resolve.spec import Spec
+
+PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
+EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
+PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label"})
+
+
+@dataclass
+class Unit:
+    """All items of one (audit, model, dataset, variant, split), with stage-1 requests per protocol."""
+
+    audit: str
+    model: str
+    dataset: str
+    variant: str
+    split: str
+    contexts: list[ItemCtx]
+    stage1: dict[str, list[dict[str, Request]]]  # protocol id -> per item {role: request}
+
+
+def model_info(spec: Spec, mid: str) -> ModelInfo:
+    m = spec.get(mid).value
+    chat = m.chat
+    if spec.get(mid).ctor == "embedded" and "chat" not in dict(spec.get(mid).param_spans):
+        chat = EMBEDDED_MODELS[m.name]["chat"]
+    seed = m.seed if m.seed is not None else spec.settings.seed
+    return ModelInfo(mid, chat, m.max_tokens, seed)
+
+
+def _variant_template(spec: Spec, vid: str, task: str) -> str | None:
+    v = spec.get(vid).value
+    return getattr(v, task) or v.template
+
+
+def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
+    v = spec.get(ds.dataset_id).value
+    if not v.dev_sample or v.dev:
+        return []
+    taken = set(ds.indices)
+    rest = [i for i in range(len(ds.items)) if i not in taken]
+    n = min(v.dev_sample, len(rest))
+    # Disjoint dev carve-out: random.Random(seed + 1).sample over the rows not in the test sample.
+    return sorted(random.Random(v.seed + 1).sample(rest, n))
+
+
+class Planner:
+    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True) -> None:
+        self.spec = spec
+        self.root = data_root_for(spec, data_root)
+        self.load_data = load_data
+        self.bag = DiagnosticBag()
+        self.data: dict[str, DatasetItems | None] = {}
+        self.notes: list[str] = []
+
+    # -------------------------------------------------------------- data
+    def dataset(self, dsid: str) -> DatasetItems | None:
+        if dsid in self.data:
+            return self.data[dsid]
+        got: DatasetItems | None = None
+        if self.load_data:
+            try:
+                got = load_dataset(self.spec, dsid, self.root)
+                dev_ref = self.spec.get(dsid).value.dev
+                if dev_ref:
+                    dev = self.dataset(dev_ref)
+                    got.dev_indices = []
+                    if dev is not None:
+                        got.extras_dev = dev  # type: ignore[attr-defined]
+                else:
+                    got.dev_indices = _dev_indices(got, self.spec)
+            except DataError as e:
+                obj = self.spec.get(dsid)
+                where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
+                if e.file is None and "not found" in str(e):
+                    self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                else:
+                    self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
+                got = None
+        self.data[dsid] = got
+        return got
+
+    def _dev_items(self, dsid: str, ds: DatasetItems) -> list[tuple[int, dict]]:
+        ext = getattr(ds, "extras_dev", None)
+        if ext is not None:
+            return [(i, ext.items[i]) for i in ext.indices]
+        return [(i, ds.items[i]) for i in ds.dev_indices]
+
+    # -------------------------------------------------------------- items
+    def _contexts(self, audit: str, mid: str, dsid: str, vid: str, split: str, ds: DatasetItems) -> list[ItemCtx]:
+        spec = self.spec
+        dobj = spec.get(dsid)
+        task = dobj.value.task
+        vobj = spec.get(vid)
+        var = vobj.value
+        tid = _variant_template(spec, vid, task)
+        try:
+            tpl = compile_obj(spec, spec.get(tid))
+            sys_tpl = compile_obj(spec, spec.get(var.system)) if var.system else None
+        except TemplateError as e:
+            self.bag.error("E160", f"template of variant '{vid}': {e}", spec.get(tid).span, hint=getattr(e, "hint", None))
+            return []
+        sample = ds.indices if split == "test" else None
+        pairs = [(i, ds.items[i]) for i in sample] if sample is not None else self._dev_items(dsid, ds)
+        if pairs:
+            avail = set(pairs[0][1]) | PROTOCOL_VARS
+            missing = sorted(tpl.variables - avail)
+            if missing:
+                from auditlang.diagnostics import did_you_mean
+
+                self.bag.error("E161", f"template of variant '{vid}' uses {', '.join(repr(m) for m in missing)}, "
+                               f"which dataset '{dsid}' does not provide", spec.get(tid).span,
+                               hint=did_you_mean(missing[0], sorted(set(pairs[0][1])), "fields"))
+                return []
+        minfo = model_info(spec, mid)
+        budget = var.max_tokens or spec.get(mid).value.max_tokens
+        pool = [ds.items[i] for i in range(len(ds.items))] if var.fewshot else []
+        base_seed = spec.settings.seed
+        out = []
+        for idx, raw in pairs:
+            item = dict(raw)
+            for pid in var.perturb:
+                pobj = spec.get(pid)
+                pseed = pobj.value.seed if pobj.value.seed is not None else base_seed
+                opts = {}
+                if pobj.ctor == "one_shot":
+                    opts = {"bank": getattr(pobj.value, "bank", None) or ("hellaswag" if "hellaswag" in dsid else "mmlu")}
+                    if getattr(pobj.value, "index", None) is not None:
+                        opts["index"] = pobj.value.index
+                try:
+                    item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
+                except ValueError as e:
+                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
+                    return []
+            examples = None
+            if var.fewshot:
+                fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
+                examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
+            try:
+                ctx = build_context(item, examples=examples)
+                text = tpl.render(ctx)
+                system = sys_tpl.render(ctx) if sys_tpl else None
+            except (TemplateError, ValueError) as e:
+                self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': {e}",
+                               spec.get(tid).span, hint=getattr(e, "hint", None))
+                return []
+            out.append(ItemCtx(
+                model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
+                user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
+                labels=ctx.get("labels"),
+            ))
+        return out
+
+    # -------------------------------------------------------------- plan
+    def build(self) -> Plan:
+        spec = self.spec
+        cells: list[Cell] = []
+        unique: dict[str, Request] = {}
+        naive = 0
+        deferred: Counter = Counter()
+        estimated = False
+        units: dict[tuple, Unit] = {}
+        ds_info: dict[str, dict[str, Any]] = {}
+        tok_prompt = tok_gen = 0
+        programs = {}
+        for aid, aobj in spec.of_kind("audit").items():
+            a = aobj.value
+            evaluators = a.evaluators or ["<default>"]
+            for dsid in a.datasets:
+                ds = self.dataset(dsid)
+                dobj = spec.get(dsid)
+                if ds is None:
+                    n = estimated_size(dobj)
+                    if n is None:
+                        self.bag.error("E171", f"dataset '{dsid}' is not available and declares no sample size",
+                                       dobj.span, hint="add sample=N (or size=N for hub datasets) so the plan can be estimated")
+                        continue
+                    estimated = True
+                    ds_info[dsid] = {"path": getattr(dobj.value, "path", None), "available": False, "n_sample": n}
+                else:
+                    ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
+                                     "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                for mid in a.models:
+                    for vid in a.variants:
+                        for pid in a.protocols:
+                            if pid not in programs:
+                                programs[pid] = program_for(spec.get(pid), spec)
+                        needs_dev = any(programs[p].needs_dev for p in a.protocols)
+                        splits = ["test"] + (["dev"] if needs_dev else [])
+                        for split in splits:
+                            ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+                            n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
+                            unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
+                            units[(aid, mid, dsid, vid, split)] = unit
+                            for pid in a.protocols:
+                                prog = programs[pid]
+                                if split == "dev" and not prog.needs_dev:
+                                    continue
+                                per_item = []
+                                for ctx in ctxs:
+                                    reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    per_item.append(reqs)
+                                    for r in reqs.values():
+                                        if r.id not in unique:
+                                            unique[r.id] = r
+                                            pt, gt = _estimate_tokens(r)
+                                            tok_prompt += pt
+                                            tok_gen += gt
+                                unit.stage1[pid] = per_item
+                                n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
+                                roles2 = prog.roles2(ctxs[0]) if ctxs else {}
+                                for eid in evaluators:
+                                    ector = spec.get(eid).ctor if eid in spec.objects else None
+                                    extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
+                                    naive += n_items * (n1 + len(roles2) + extra2)
+                                    if split == "test":
+                                        cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
+                                # stage-2 requests are per item and protocol; the evaluator ones per evaluator
+                                for role, kind in roles2.items():
+                                    deferred[(mid, pid, role, kind)] += n_items
+                            for eid in evaluators:
+                                ector = spec.get(eid).ctor if eid in spec.objects else None
+                                if ector in EVALUATOR_FOLLOWUPS:
+                                    role, kind = EVALUATOR_FOLLOWUPS[ector]
+                                    target = spec.get(eid).value.judge if ector == "llm_judge" else mid
+                                    deferred[(target, eid, role, kind)] += n_items
+        self.bag.raise_if_errors()
+        models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
+                  for mid in spec.of_kind("model")}
+        plan = Plan(
+            version=PLAN_VERSION, spec_path=str(spec.entry), spec_hash=content_hash(spec.files), seed=spec.settings.seed,
+            cells=cells, requests=list(unique.values()),
+            deferred=[{"model": m, "source": s, "role": r, "kind": k, "count": c} for (m, s, r, k), c in sorted(deferred.items())],
+            naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
+            token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
+        )
+        plan.units = units
+        return plan
+
+    def _cell(self, aid, mid, dsid, vid, pid, eid, n_items, ds) -> Cell:
+        spec = self.spec
+        objs = [spec.get(x).params() if x in spec.objects else x for x in (mid, dsid, vid, pid, eid)]
+        h = content_hash(objs, ds.indices if ds is not None else None)
+        cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
+        return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def _stage1_width(prog) -> int:
+    try:
+        return len(prog.stage1_roles())
+    except AttributeError:
+        return 0
+
+
+def _estimate_tokens(r: Request) -> tuple[int, int]:
+    """Cheap estimate: characters / 4 for the prompt; the budget for generation."""
+    p = r.prompt
+    chars = len(p.text) if p.text is not None else sum(len(m.content) for m in p.messages or ())
+    d = dict(r.params)
+    n = int(d.get("n", 1) or 1)
+    gen = int(d.get("max_tokens", 0) or 0) * n if r.kind == "generate" else (1 if r.kind in ("choice_logprobs", "constrained_choice") else 0)
+    return chars // 4 + 1, gen
+
+
+def _engine_of(spec: Spec, mid: str) -> str:
+    o = spec.get(mid)
+    return o.value.engine if o.ctor == "embedded" else o.ctor
+
+
+def _path_of(spec: Spec, mid: str) -> str:
+    o = spec.get(mid)
+    return o.value.name if o.ctor == "embedded" else o.value.path
+
+
+def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True) -> Plan:
+    """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics."""
+    return Planner(spec, data_root, load_data).build()

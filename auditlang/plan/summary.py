@@ -1,0 +1,60 @@
+"""The rich summary `auditc plan` prints: cells by axis, requests by model and kind, tokens."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+
+from auditlang.plan.model import Plan
+from auditlang.resolve.spec import Spec
+
+
+def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Console | None = None) -> None:
+    con = console or Console()
+    est = " (estimated)" if plan.estimated else ""
+    con.print(f"[bold]plan[/bold] {plan.spec_path}  ·  {len(plan.cells)} cells{est}  ·  seed {plan.seed}  ·  {plan.version}")
+    for note in plan.notes:
+        con.print(f"[yellow]note[/yellow]: {note}")
+
+    axes = Table(title="cells by axis", show_edge=False)
+    axes.add_column("axis")
+    axes.add_column("values")
+    axes.add_column("cells", justify="right")
+    for axis in ("audit", "model", "dataset", "variant", "protocol", "evaluator"):
+        c = Counter(getattr(cell, axis) for cell in plan.cells)
+        axes.add_row(axis, ", ".join(c), str(len(plan.cells)) if c else "0")
+    con.print(axes)
+
+    ds = Table(title="datasets", show_edge=False)
+    for col in ("dataset", "source", "items", "sample", "dev"):
+        ds.add_column(col)
+    for dsid, info in plan.datasets.items():
+        ds.add_row(dsid, str(info.get("path")), str(info.get("n_items", "?")),
+                   f"{info.get('n_sample')}{'' if info.get('available') else ' (declared)'}", str(info.get("n_dev", 0)))
+    con.print(ds)
+
+    req = Table(title="requests by model and kind", show_edge=False)
+    for col in ("model", "engine", "kind", "stage", "unique", ""):
+        req.add_column(col, justify="right" if col == "unique" else "left")
+    by = Counter((r.model, r.kind) for r in plan.requests)
+    for (m, k), n in sorted(by.items()):
+        req.add_row(m, plan.models.get(m, {}).get("engine", "?"), k, "1", f"{n:,}", "")
+    for d in plan.deferred:
+        req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], "2",
+                    f"{d['count']:,}", f"{d['role']} of {d['source']} (built from stage-1 outputs)")
+    con.print(req)
+    saved = plan.naive_request_count - plan.unique_request_count
+    pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
+    con.print(f"requests: naive {plan.naive_request_count:,} → deduplicated {plan.unique_request_count:,} "
+              f"({saved:,} shared, {pct:.1f}%){est}")
+    te = plan.token_estimate
+    con.print(f"tokens (estimate, chars/4): prompt ≈ {te.get('prompt_tokens', 0):,}, generated ≤ {te.get('generated_tokens_max', 0):,}")
+    if show_cells:
+        t = Table(title="cells", show_edge=False)
+        for col in ("id", "items", "hash"):
+            t.add_column(col)
+        for c in plan.cells:
+            t.add_row(c.id, str(c.n_items) + ("*" if c.estimated else ""), c.hash)
+        con.print(t)

@@ -1,0 +1,31 @@
+"""Subprocess worker for the kill -9 and concurrent-writer tests (run as a script).
+
+usage: store_worker.py RUN_DIR N_ITEMS SLEEP BATCH [SHARD]
+Executes the ARC requests of N_ITEMS items with HashEngine(sleep=SLEEP) into RUN_DIR.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+
+from store_fake_engine import HashEngine, arc_requests  # noqa: E402
+
+from auditlang.execute import execute  # noqa: E402
+from auditlang.store import Journal, Shard  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    run_dir, n_items, sleep, batch = argv[0], int(argv[1]), float(argv[2]), int(argv[3])
+    shard = Shard.parse(argv[4]) if len(argv) > 4 else None
+    with Journal(run_dir) as journal:
+        stats = execute(HashEngine(sleep=sleep), arc_requests(n_items), journal, batch_size=batch,
+                        progress=False, shard=shard)
+    print(stats.summary(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
