@@ -51,6 +51,11 @@ def _row_sums(W: np.ndarray) -> np.ndarray:
     return np.where(n > 0, n, np.nan)
 
 
+def _wsum(W: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise ``W @ v`` without BLAS (einsum is much faster than gemv for these shapes)."""
+    return np.einsum("ij,j->i", W, v)
+
+
 def _ones(n: int) -> np.ndarray:
     return np.ones((1, n))
 
@@ -66,7 +71,7 @@ def accuracy(correct) -> float:
 
 
 def accuracy_weighted(W: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    return W @ correct / _row_sums(W)
+    return _wsum(W, correct) / _row_sums(W)
 
 
 def brier(conf, correct, missing: str = "error") -> float:
@@ -79,7 +84,7 @@ def brier(conf, correct, missing: str = "error") -> float:
 
 
 def brier_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    return W @ (conf - correct) ** 2 / _row_sums(W)
+    return _wsum(W, (conf - correct) ** 2) / _row_sums(W)
 
 
 def nll(conf, correct, eps: float = 1e-6, missing: str = "error") -> float:
@@ -96,7 +101,7 @@ def nll(conf, correct, eps: float = 1e-6, missing: str = "error") -> float:
 def nll_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     cc = np.clip(conf, eps, 1 - eps)
     loss = -(correct * np.log(cc) + (1 - correct) * np.log1p(-cc))
-    return W @ loss / _row_sums(W)
+    return _wsum(W, loss) / _row_sums(W)
 
 
 # ---------------------------------------------------------------- binned ECE / MCE
@@ -120,26 +125,45 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where(t >= 0.5, b - d * (1 - t), out)
 
 
-def _equal_mass_edges(W: np.ndarray, conf: np.ndarray, bins: int) -> np.ndarray:
-    """Per-row edges ``np.quantile(resample, linspace(0, 1, bins+1))`` with ends forced to 0 and 1."""
+def _rowwise_searchsorted(keys: np.ndarray, queries: np.ndarray, side: str) -> np.ndarray:
+    """``searchsorted(keys[b], queries[b])`` for every row ``b`` of non-decreasing, non-negative ``keys``.
+
+    Rows are made one sorted vector by adding ``b * span`` (exact for the integer-valued inputs used
+    here), so a single ``np.searchsorted`` call does all rows.
+    """
+    B, k = keys.shape
+    span = float(max(keys.max(), queries.max())) + 1.0
+    off = (np.arange(B) * span)[:, None]
+    pos = np.searchsorted((keys + off).ravel(), (queries + off).ravel(), side=side)
+    return pos.reshape(queries.shape) - (np.arange(B) * k)[:, None]
+
+
+def _equal_mass_index(W: np.ndarray, conf: np.ndarray, bins: int, closed: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row bin index ``(B, n)`` and edges ``(B, bins+1)``: edges are
+    ``np.quantile(resample, linspace(0, 1, bins+1))`` with the ends forced to 0 and 1 (netcal)."""
     order = np.argsort(conf, kind="stable")
     s = conf[order]
     cum = np.cumsum(W[:, order], axis=1)  # (B, n)
     n = cum[:, -1]
     q = np.linspace(0.0, 1.0, bins + 1)
-    pos = q[None, :] * (n[:, None] - 1)  # (B, bins+1)
-    lo = np.floor(pos)
+    pos = q[None, :] * (n[:, None] - 1)
+    lo = np.maximum(np.floor(pos), 0.0)
     t = pos - lo
-    hi = np.minimum(lo + 1, n[:, None] - 1)
+    hi = np.minimum(lo + 1, np.maximum(n[:, None] - 1, 0.0))
 
     def value_at(j: np.ndarray) -> np.ndarray:  # j-th smallest element (0-based) of each resample
-        col = (cum[:, None, :] <= j[:, :, None]).sum(axis=2)
+        col = _rowwise_searchsorted(cum, j, side="right")
         return s[np.minimum(col, s.size - 1)]
 
     edges = _lerp(value_at(lo), value_at(hi), t)
     edges[:, 0] = 0.0
     edges[:, -1] = 1.0
-    return edges
+    # compare through ranks among the distinct confidences, so equality with an edge is exact
+    uniq, rank = np.unique(conf, return_inverse=True)
+    # left-closed: c >= e  <=>  rank >= searchsorted(uniq, e, "left"); right-closed uses "right"
+    edge_rank = np.searchsorted(uniq, edges[:, 1:-1], side="left" if closed == "left" else "right")
+    idx = _rowwise_searchsorted(edge_rank.astype(float), np.broadcast_to(rank.astype(float), W.shape), side="right")
+    return idx, edges
 
 
 def _bin_stats(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int, binning: str, closed: str):
@@ -149,10 +173,7 @@ def _bin_stats(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int, 
         idx = np.broadcast_to(_equal_width_index(conf, bins, closed), W.shape)
         edges = np.broadcast_to(np.arange(bins + 1) / bins, (B, bins + 1))
     else:
-        edges = _equal_mass_edges(W, conf, bins)
-        inner = edges[:, None, 1:-1]
-        c3 = conf[None, :, None]
-        idx = ((c3 >= inner) if closed == "left" else (c3 > inner)).sum(axis=2)
+        idx, edges = _equal_mass_index(W, conf, bins, closed)
     flat = (np.arange(B)[:, None] * bins + idx).ravel()
 
     def binsum(v: np.ndarray) -> np.ndarray:

@@ -22,6 +22,15 @@ def _desc_groups(W: np.ndarray, conf: np.ndarray, correct: np.ndarray):
     return m, e
 
 
+def _harmonic(x: np.ndarray) -> np.ndarray:
+    """Harmonic numbers ``H(x) = digamma(x + 1) + euler_gamma`` (a table lookup for integer counts)."""
+    xi = np.rint(x)
+    if x.size and np.array_equal(xi, x) and xi.min() >= 0:
+        table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, int(xi.max()) + 1))))
+        return table[xi.astype(np.intp)]
+    return digamma(x + 1) + np.euler_gamma
+
+
 def aurc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
     m, e = _desc_groups(W, conf, correct)
     k_before = np.cumsum(m, axis=1) - m
@@ -29,7 +38,7 @@ def aurc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.nd
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(m > 0, e / m, 0.0)
     # sum_{j=1..m} (E + j*rate) / (K + j) = m*rate + (E - rate*K) * (H(K+m) - H(K))
-    harmonic = digamma(k_before + m + 1) - digamma(k_before + 1)
+    harmonic = _harmonic(k_before + m) - _harmonic(k_before)
     total = (m * rate + (e_before - rate * k_before) * harmonic).sum(axis=1)
     n = W.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

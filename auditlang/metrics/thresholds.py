@@ -77,7 +77,7 @@ def fit_threshold(dev_confidence, dev_correct, *, candidates: Sequence[float] | 
     rejected_right = np.searchsorted(right, cand, side="left")
     errors = accepted_wrong + rejected_right
     best = np.flatnonzero(errors == errors.min())
-    pick = min(best, key=lambda k: (abs(cand[k] - 0.5), cand[k]))
+    pick = min(best, key=lambda k: (round(abs(float(cand[k]) - 0.5), 12), cand[k]))
     t = float(cand[pick])
     corrected = bounds is not None and not (bounds[0] <= t <= bounds[1])
     return ThresholdFit(float(fallback) if corrected else t, t, bool(corrected), int(errors[pick]), int(c.size))

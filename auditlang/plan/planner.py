@@ -28,7 +28,9 @@ from auditlang.resolve.spec import Spec
 
 PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
 EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
-PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label"})
+# Variables supplied by protocols or perturbations rather than by the dataset row.
+PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
+                           "perturbations"})
 
 
 @dataclass
@@ -70,8 +72,9 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 
 class Planner:
-    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True) -> None:
+    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None) -> None:
         self.spec = spec
+        self.limit = limit
         self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
@@ -86,6 +89,8 @@ class Planner:
         if self.load_data:
             try:
                 got = load_dataset(self.spec, dsid, self.root)
+                if self.limit is not None:
+                    got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
                 if dev_ref:
                     dev = self.dataset(dev_ref)
@@ -123,7 +128,8 @@ class Planner:
             tpl = compile_obj(spec, spec.get(tid))
             sys_tpl = compile_obj(spec, spec.get(var.system)) if var.system else None
         except TemplateError as e:
-            self.bag.error("E160", f"template of variant '{vid}': {e}", spec.get(tid).span, hint=getattr(e, "hint", None))
+            self.bag.error("E160", f"template of variant '{vid}': {getattr(e, 'message', e)}", spec.get(tid).span,
+                           hint=getattr(e, "hint", None))
             return []
         sample = ds.indices if split == "test" else None
         pairs = [(i, ds.items[i]) for i in sample] if sample is not None else self._dev_items(dsid, ds)
@@ -166,7 +172,7 @@ class Planner:
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
             except (TemplateError, ValueError) as e:
-                self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': {e}",
+                self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': {getattr(e, 'message', e)}",
                                spec.get(tid).span, hint=getattr(e, "hint", None))
                 return []
             out.append(ItemCtx(

@@ -74,6 +74,62 @@ class ItemCtx:
         return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,
                             max_tokens=self.answer_max_tokens, temperature=0.0, top_logprobs=0)
 
+    # ------------------------------------------------------------ protocol helpers
+    def prefilled(self, user_text: str, prefill: str) -> Prompt:
+        """``user_text`` answered by an assistant prefill the model continues (study 001, §3.3).
+
+        Chat models: [user: user_text, assistant: prefill] (the engine continues the final
+        message). Base models: raw ``user_text + "\n" + prefill``; the newline is left out when
+        ``user_text`` already ends with whitespace (the Tian et al. format puts ``Guess:`` on its
+        own line).
+        """
+        if self.model.chat:
+            return self.prompt(user_text, assistant_prefix=prefill)
+        sep = "" if not user_text or user_text[-1].isspace() else "\n"
+        return self.prompt(user_text + sep, assistant_prefix=prefill)
+
+    def template_context(self, **protocol: Any) -> dict[str, Any]:
+        """Template context of this item plus protocol variables (``proposed_answer``, ...).
+
+        ``item`` may be a raw normalised item or an already built context (the planner stores
+        the context, which has ``labels``/``gold_label``/``examples``); protocol variables must
+        not shadow item fields.
+        """
+        from auditlang.prompts.context import build_context
+
+        if "labels" not in self.item:
+            return build_context(self.item, **protocol)
+        shadow = sorted(k for k in protocol if k in self.item)
+        if shadow:
+            raise ValueError(f"protocol variable(s) {shadow} would shadow item fields of item "
+                             f"{self.item.get('id')!r}; choose other names")
+        ctx = dict(self.item)
+        ctx.update(protocol)
+        return ctx
+
+    def valid_labels(self) -> list[str] | None:
+        """Option letters of a multiple-choice / classification item (``None`` for free-form QA)."""
+        if self.labels:
+            return list(self.labels)
+        choices = self.item.get("choices")
+        if isinstance(choices, list) and choices:
+            from auditlang.prompts.render import letters
+
+            return letters(len(choices))
+        return None
+
+    def gold_answer(self) -> str | None:
+        """The gold answer as the model would write it: the gold letter for multiple-choice and
+        classification tasks, the gold text for free-form QA (``None`` when unknown)."""
+        if self.task in ("multiple_choice", "classification"):
+            labs = self.valid_labels()
+            idx = self.item.get("answer_index")
+            if labs and isinstance(idx, int) and not isinstance(idx, bool) and 0 <= idx < len(labs):
+                return labs[idx]
+            return None
+        ans = self.item.get("answer")
+        return None if ans is None else str(ans)
+
 
 @dataclass
 class Readout:
@@ -103,6 +159,10 @@ class Program:
         self.p = obj.value
         self.spec = spec
 
+    def stage1_roles(self) -> dict[str, str]:
+        """Names and kinds of the stage-1 requests (plan-time counting without data)."""
+        return {}
+
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         return {}
 
@@ -117,6 +177,27 @@ class Program:
 
     def describe(self) -> str:
         return self.p.DOC
+
+    # ------------------------------------------------------------ dev-split fitting
+    def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Fit on the dev split (``needs_dev`` programs); JSON-serialisable parameters.
+
+        ``dev_rows``: one dict per dev item with ``confidence`` (float, NaN allowed),
+        ``correct`` (bool or None) and ``extras`` (the dev item's ``Readout.extras``).
+        Programs without dev fitting return ``{}``.
+        """
+        return {}
+
+    def apply(self, fitted: dict[str, Any], readout: Readout) -> Readout:
+        """Apply what :meth:`fit` returned to one test readout (identity by default)."""
+        return readout
+
+    # ------------------------------------------------------------ helpers
+    def template(self, template_id: str):
+        """Compile the spec's template object ``template_id`` (cached by the compiler)."""
+        from auditlang.plan.templates import compile_obj
+
+        return compile_obj(self.spec, self.spec.get(template_id))
 
 
 def program_for(obj, spec) -> Program:
@@ -142,3 +223,28 @@ def generated_text(res: Result | None) -> str:
     if res is None or not res.samples:
         return ""
     return res.samples[0].text or ""
+
+
+def usable(results: dict[str, Result], role: str) -> Result | None:
+    """The result of ``role`` if it exists and the engine did not report an error."""
+    res = results.get(role)
+    if res is None or res.error is not None:
+        return None
+    return res
+
+
+def lead_space(prompt: Prompt) -> str:
+    """Separator before a label or teacher-forced continuation that follows ``prompt``.
+
+    The engines tokenise labels and continuations on their own, exactly as written
+    (docs/engines.md): after a chat generation prompt the model's first token has no leading
+    space ("A"), after raw text or an assistant prefill that ends in a non-space character
+    (``Answer:``, ``Guess:``) it does (" A"). Returns ``" "`` in the second case, else ``""``.
+    """
+    if prompt.text is not None:
+        tail = prompt.text
+    elif prompt.continue_final:
+        tail = prompt.messages[-1].content  # type: ignore[index]
+    else:
+        return ""
+    return "" if not tail or tail[-1].isspace() else " "

@@ -350,16 +350,25 @@ class _Resolver:
             self.bag.error("E130", f"unknown metric '{name}'", expr.span, hint=did_you_mean(name, reg, "metrics"))
             return None
         params: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
         for k in kwargs:
             v = self._plain(mod, k.value)
             if v is _FAIL:
                 return None
-            problem = _check_metric_param(reg[name], k.name, v)
-            if problem:
-                msg, hint = problem
-                self.bag.error("E131", f"{name}(): {msg}", k.span, hint=hint)
-                return None
             params[k.name] = v
+            spans[k.name] = k.span
+        from auditlang.metrics.registry import validate_params
+
+        try:
+            validate_params(name, params)
+        except ValueError as e:
+            msg = str(e)
+            bad = next((p for p in params if f" {p} " in msg or f"{p!r}" in msg or f"parameter {p}" in msg), None)
+            allowed = list(getattr(reg[name], "params", {}) or {})
+            hint = did_you_mean(bad, allowed, "parameters") if bad and bad not in allowed else (
+                f"parameters of {name}: {', '.join(allowed) or 'none'}")
+            self.bag.error("E131", msg, spans.get(bad or "", expr.span), hint=hint)
+            return None
         return MetricRef(name, tuple(sorted(params.items())))
 
     # -------------------------------------------------------------- report
@@ -384,31 +393,6 @@ class _Resolver:
                     self.bag.error("E141", f"unknown format '{fmt}' for {name}", out.span, hint="formats: latex, markdown, both")
                     continue
                 self.spec.report.append((name, params))
-
-
-def _check_metric_param(desc: Any, pname: str, value: Any) -> tuple[str, str | None] | None:
-    """Validate one metric parameter against the registry descriptor; (message, hint) on error."""
-    params = getattr(desc, "params", None)
-    if params is None and isinstance(desc, dict):
-        params = desc.get("params")
-    params = params or {}
-    if pname not in params:
-        return f"unknown parameter '{pname}'", did_you_mean(pname, params, "parameters")
-    spec = params[pname]
-    allowed = getattr(spec, "choices", None) or getattr(spec, "allowed", None)
-    if isinstance(spec, dict):
-        allowed = spec.get("choices") or spec.get("allowed")
-    if allowed and value not in allowed:
-        return f"invalid value {value!r} for '{pname}'", did_you_mean(str(value), [str(a) for a in allowed], "values")
-    typ = getattr(spec, "type", None) if not isinstance(spec, dict) else spec.get("type")
-    if typ in (int, "int") and not (isinstance(value, int) and not isinstance(value, bool)):
-        return f"'{pname}' must be an integer, got {value!r}", None
-    if typ in (float, "float") and not isinstance(value, (int, float)):
-        return f"'{pname}' must be a number, got {value!r}", None
-    lo = getattr(spec, "min", None) if not isinstance(spec, dict) else spec.get("min")
-    if lo is not None and isinstance(value, (int, float)) and value < lo:
-        return f"'{pname}' must be ≥ {lo}, got {value!r}", None
-    return None
 
 
 def compile_spec(path: str | Path) -> Spec:

@@ -190,8 +190,9 @@ class TokenProb(Obj):
     scored: Literal["generated", "gold"] = "generated"
     context: Literal["bare", "verbal_prefix"] = "bare"
     prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
+    prefill: str | None = None  # assistant prefill before the answer slot (context=verbal_prefix; default "Guess:")
     max_tokens: int = Field(default=1, ge=1)
-    REFS: ClassVar[dict[str, str]] = {"prefix": "template"}
+    REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
 VerbalScale = Literal[
@@ -208,7 +209,9 @@ class Verbalized(Obj):
     mode: Literal["followup", "joint"] = "followup"
     wrong_from: str | None = None  # model supplying plausible-wrong answers
     max_tokens: int = Field(default=8, ge=1)
-    REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model"}
+    prefill: str | None = None  # assistant prefill holding the supplied answer (study 001 section 3.3)
+    answer_form: Literal["full", "extracted"] = "full"  # own answer embedded: full generation or evaluator's answer
+    REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model", "prefill": "template"}
 
 
 class PTrue(Obj):
@@ -217,6 +220,9 @@ class PTrue(Obj):
     provenance: Provenance = "self"
     labels: list[str] = ["A", "B"]  # true label first
     wrong_from: str | None = None
+    normalise: bool = False  # P(true label) / sum over labels (study 002) instead of raw P (study 003)
+    top_k: int = Field(default=20, ge=1)  # next-token window recorded with the label logprobs (003: 20)
+    answer_form: Literal["full", "extracted"] = "full"
     REFS: ClassVar[dict[str, str]] = {"template": "template", "wrong_from": "model"}
 
 
@@ -227,6 +233,7 @@ class SelfConsistency(Obj):
     top_p: float = Field(default=1.0, gt=0, le=1)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
+    reference: Literal["first_sample", "answer"] = "first_sample"  # 003: agreement with sample 1
 
 
 class AbstainProbe(Obj):
@@ -234,6 +241,8 @@ class AbstainProbe(Obj):
 
     template: str | None = None
     max_tokens: int = Field(default=16, ge=1)
+    temperature: float = Field(default=0.0, ge=0)  # 004 appendix A samples at 0.1 / top_p 0.9
+    top_p: float = Field(default=1.0, gt=0, le=1)
     REFS: ClassVar[dict[str, str]] = {"template": "template"}
 
 
@@ -252,11 +261,13 @@ class SelfRef(AbstainProbe):
 class AskCal(AbstainProbe):
     DOC: ClassVar[str] = "Study 004 AskCal: verbalized confidence thresholded on the dev split."
     scale: VerbalScale = "decimal_01"
+    correction: bool = True  # 004 section 5.5 threshold correction (0.5 for unreasonable thresholds)
 
 
 class TokProbProbe(Obj):
     DOC: ClassVar[str] = "Study 004 TokProb: answer-token probability thresholded on the dev split."
     top_k: int = Field(default=20, ge=1)
+    correction: bool = True  # 004 section 5.5 threshold correction
 
 
 class EmbeddingProbe(Obj):
@@ -264,12 +275,15 @@ class EmbeddingProbe(Obj):
     layer: int = -1
     C: float = Field(default=1.0, gt=0)
     seed: int | None = None
+    with_answer: bool = True  # read the hidden state after prompt + the model's answer (004 section 2.1)
 
 
 class Platt(Obj):
     DOC: ClassVar[str] = "Platt scaling of another protocol's confidence, fitted on the dev split."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("base",)
     base: str
+    feature: Literal["prob", "logit"] = "prob"  # 002 section 5: scale the probability itself
+    loss: Literal["mse", "log"] = "mse"  # 002 section 5: minimise the MSE against correctness
     REFS: ClassVar[dict[str, str]] = {"base": "protocol"}
 
 

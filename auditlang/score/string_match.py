@@ -58,8 +58,12 @@ ANSWER_PREFIXES: tuple[str, ...] = (
     "answer:", "a:",
 )
 _PREFIX_RX = re.compile(
-    r"\s*+(?:" + "|".join(re.escape(p) for p in sorted(ANSWER_PREFIXES, key=len, reverse=True)) + r")", re.IGNORECASE
+    r"\s*+(?:"
+    + "|".join(re.escape(p) + ("" if p.endswith(":") else r"(?![A-Za-z0-9])") for p in sorted(ANSWER_PREFIXES, key=len, reverse=True))
+    + ")",
+    re.IGNORECASE,
 )
+_NON_SPACE = re.compile(r"\S")
 _GUESS_RX = re.compile(r"guess\s{0,3}:", re.IGNORECASE)
 _LINE_RX = re.compile(r"[^\n]*")
 
@@ -74,13 +78,12 @@ EXTRACT_DOC = {
 
 
 def _trimmed(s: str, start: int, end: int, rule: str) -> ParseOutcome:
-    while start < end and s[start].isspace():
-        start += 1
-    while end > start and s[end - 1].isspace():
-        end -= 1
-    if start == end:
+    first = _NON_SPACE.search(s, start, end)
+    if first is None:
         return failure(EMPTY if rule in ("full", "first_line") else f"{rule}_empty")
-    return ParseOutcome(s[start:end], True, rule, (start, end))
+    start = first.start()
+    value = s[start:end].rstrip()
+    return ParseOutcome(value, True, rule, (start, start + len(value)))
 
 
 def extract_answer(text: object, mode: str) -> ParseOutcome:

@@ -14,6 +14,7 @@ from store_fake_engine import arc_requests, dump_results, hash_result
 
 from auditlang.plan.requests import Request, Result, Sample, TokenLogprob
 from auditlang.store import Journal, JournalError, fingerprint_hash
+from auditlang.store.codec import result_dict
 
 FP = {"engine": "hash", "version": "1", "path": "sha256"}
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
@@ -48,6 +49,11 @@ def test_round_trip_preserves_every_result_field(journal: Journal) -> None:
     assert many == {r.request_id: r for r in results}
     tok = many["r_gen"].samples[0].tokens[0]
     assert tok.logprob == -math.inf and tok.top["\ud800"] == -3.5
+
+
+def test_fast_result_encoder_matches_the_contract_to_dict() -> None:
+    for r in _every_field_results():
+        assert result_dict(r) == r.to_dict()
 
 
 def test_round_trip_of_engine_results_from_real_prompts(journal: Journal) -> None:

@@ -1,0 +1,70 @@
+"""Metrics over per-example confidences and correctness: pure numpy functions, no model code.
+
+Core metrics (calibration, discrimination, selective prediction, bootstrap, correlation) are
+exported here; the study-specific modules listed in ``_STUDY_MODULES`` add their public names when
+present. See docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from auditlang.metrics._inputs import drop_missing
+from auditlang.metrics.bootstrap import (
+    CI,
+    bootstrap_ci,
+    bootstrap_many,
+    macro_bootstrap,
+    paired_bootstrap_diff,
+    register_batch,
+    resample_indices,
+)
+from auditlang.metrics.calibration import (
+    ReliabilityBins,
+    accuracy,
+    binfree_ece,
+    brier,
+    ece,
+    ks_ce,
+    mce,
+    nll,
+    reliability_bins,
+)
+from auditlang.metrics.correlation import Correlation, pearson, spearman
+from auditlang.metrics.discrimination import auroc
+from auditlang.metrics.kernel_ece import kde_ece, smooth_ece
+from auditlang.metrics.registry import METRICS, MetricSpec, ParamSpec, register, validate_params
+from auditlang.metrics.selective import aurc, risk_coverage_curve, selective_accuracy
+
+__all__ = [
+    "CI", "Correlation", "METRICS", "MetricSpec", "ParamSpec", "ReliabilityBins",
+    "accuracy", "aurc", "auroc", "binfree_ece", "bootstrap_ci", "bootstrap_many", "brier", "drop_missing",
+    "ece", "kde_ece", "ks_ce", "macro_bootstrap", "mce", "nll", "paired_bootstrap_diff", "pearson",
+    "register", "register_batch", "reliability_bins", "resample_indices", "risk_coverage_curve",
+    "selective_accuracy", "smooth_ece", "spearman", "validate_params",
+]
+
+_STUDY_MODULES = (
+    "token", "verbal", "protocol", "robustness", "aligned", "consistency", "platt", "thresholds", "spread",
+)
+
+
+def _import_study_modules() -> None:
+    for mod_name in _STUDY_MODULES:
+        full = f"{__name__}.{mod_name}"
+        try:
+            mod = importlib.import_module(full)
+        except ModuleNotFoundError as exc:
+            if exc.name == full:  # the module itself is not there (yet); anything else is a real error
+                continue
+            raise
+        names = getattr(mod, "__all__", None)
+        if names is None:
+            names = [n for n in vars(mod) if not n.startswith("_") and getattr(vars(mod)[n], "__module__", None) == full]
+        for n in names:
+            globals()[n] = getattr(mod, n)
+            if n not in __all__:
+                __all__.append(n)
+
+
+_import_study_modules()

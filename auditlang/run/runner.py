@@ -1,0 +1,187 @@
+"""`auditc run`: execute a plan model by model, score every cell, compute metrics, report.
+
+Order of work, one engine load per model:
+  stage 1  every unique request of the model known at plan time (answers, token windows, ...);
+  stage 2  follow-ups built from the model's stage-1 outputs (verbal confidence after its own
+           answer, constrained re-prompts, P(True), teacher forcing of generated answers);
+  judge    requests for judge models (llm_judge evaluators), after every audited model;
+then scoring reads everything back from the journal (no model loaded) and writes records.
+Everything is keyed by request id + engine fingerprint, so a rerun executes only what is
+missing and an unchanged spec executes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.errors import RuntimeFailure, UserError
+from auditlang.plan.model import Plan
+from auditlang.plan.planner import Planner
+from auditlang.plan.requests import Request
+from auditlang.resolve import compile_spec
+from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.resolve.spec import Spec
+from auditlang.run.stage2 import stage2_requests
+from auditlang.store.journal import Journal
+
+RUN_FILE = "run.json"
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> ModelConfig:
+    o = spec.get(mid)
+    v = o.value
+    if o.ctor == "embedded":
+        engine, path = v.engine, v.name
+        explicit = dict(o.param_spans)
+        chat = v.chat if "chat" in explicit else EMBEDDED_MODELS[v.name]["chat"]
+    else:
+        engine, path, chat = o.ctor, v.path, v.chat
+    if engine_override:
+        engine = engine_override
+    options: dict[str, Any] = {}
+    for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env"):
+        if hasattr(v, k) and getattr(v, k) is not None:
+            options[k] = getattr(v, k)
+    return ModelConfig(
+        name=mid, engine=engine, path=path, dtype=DTYPES.get(v.dtype, v.dtype), chat=chat,
+        device=getattr(v, "device", "auto"), batch_size=v.batch_size, revision=v.revision, options=options,
+    )
+
+
+def read_run_file(run_dir: Path) -> dict[str, Any]:
+    p = run_dir / RUN_FILE
+    if p.exists():
+        return json.loads(p.read_text(encoding="utf-8"))
+    return {}
+
+
+def write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
+    tmp = run_dir / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(run_dir / RUN_FILE)
+
+
+def _load(cfg: ModelConfig):
+    from auditlang.engines.registry import load_engine
+
+    try:
+        return load_engine(cfg)
+    except EngineError as e:
+        raise RuntimeFailure(f"model '{cfg.name}' ({cfg.engine}: {cfg.path}): {e}", getattr(e, "hint", None)) from None
+
+
+def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
+                 shard=None, retry_errors: bool = False, log=print) -> dict[str, str]:
+    """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash."""
+    from auditlang.execute.executor import execute
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = read_run_file(run_dir)
+    fps: dict[str, str] = dict(info.get("fingerprints", {}))
+    totals = {"executed": 0, "cached": 0, "errors": 0}
+    audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
+    judges = sorted({d["model"] for d in plan.deferred if d["model"] not in audited})
+    with Journal(run_dir) as journal:
+        for mid in audited + judges:
+            cfg = model_config(spec, mid, engine_override)
+            t0 = time.perf_counter()
+            engine = _load(cfg)
+            log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
+            try:
+                fp = journal.register_engine(engine.fingerprint(), mid)
+                fps[mid] = fp
+                write_run_file(run_dir, {**info, "fingerprints": fps, "spec": str(spec.entry), "plan_hash": plan_hash_of(plan)})
+                stage1 = [r for r in plan.requests if r.model == mid]
+                st = execute(engine, stage1, journal, progress=progress, shard=shard, retry_errors=retry_errors,
+                             description=f"{mid} stage 1")
+                _acc(totals, st)
+                stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                if stage2:
+                    st = execute(engine, stage2, journal, progress=progress, shard=shard, retry_errors=retry_errors,
+                                 description=f"{mid} stage 2")
+                    _acc(totals, st)
+                if mid in judges:
+                    jreqs = [r for r in stage2_requests(spec, plan, journal, fps, judges_only=True) if r.model == mid]
+                    st = execute(engine, jreqs, journal, progress=progress, shard=shard, retry_errors=retry_errors,
+                                 description=f"{mid} judge")
+                    _acc(totals, st)
+            except EngineError as e:
+                raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
+            finally:
+                engine.close()
+    log(f"requests: executed {totals['executed']}, cached {totals['cached']}, errors {totals['errors']}")
+    info = read_run_file(run_dir)
+    info.update({"fingerprints": fps, "last_run": totals, "spec": str(spec.entry), "plan_hash": plan_hash_of(plan)})
+    write_run_file(run_dir, info)
+    return fps
+
+
+def _acc(totals: dict[str, int], st) -> None:
+    totals["executed"] += getattr(st, "executed", 0)
+    totals["cached"] += getattr(st, "cached", 0)
+    totals["errors"] += getattr(st, "errors", 0)
+
+
+def plan_hash_of(plan: Plan) -> str:
+    return plan.to_dict(include_requests=False)["hash"]
+
+
+def default_run_dir(spec_path: str) -> Path:
+    return Path("runs") / Path(spec_path).stem
+
+
+def prepare(spec_path: str, data_root: str | None, limit: int | None) -> tuple[Spec, Plan]:
+    spec = compile_spec(spec_path)
+    planner = Planner(spec, data_root, load_data=True, limit=limit)
+    plan = planner.build()
+    if plan.estimated:
+        missing = [d for d, i in plan.datasets.items() if not i.get("available")]
+        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available",
+                        hint="pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
+    return spec, plan
+
+
+def save_inputs(spec: Spec, plan: Plan, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "plan.json").write_text(json.dumps(plan.to_dict(include_requests=False), indent=1), encoding="utf-8")
+    src = run_dir / "spec"
+    src.mkdir(exist_ok=True)
+    for f in spec.files:
+        try:
+            shutil.copyfile(f, src / Path(f).name)
+        except OSError:
+            pass
+
+
+def run_spec(args) -> int:
+    from auditlang.run.scoring import score_and_write
+    from auditlang.store.shards import Shard
+
+    spec, plan = prepare(args.spec, args.data_root, args.limit)
+    run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
+    save_inputs(spec, plan, run_dir)
+    info = read_run_file(run_dir)
+    info.update({"spec": str(spec.entry), "data_root": args.data_root, "limit": args.limit,
+                 "engine_override": args.engine})
+    write_run_file(run_dir, info)
+    shard = Shard.parse(args.shard) if args.shard else None
+    print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
+          f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
+    fps = execute_plan(spec, plan, run_dir, engine_override=args.engine, progress=not args.no_progress,
+                       shard=shard, retry_errors=args.retry_errors)
+    if shard is not None:
+        print(f"shard {args.shard} done; merge shards with auditlang.store.shards.merge_journals, then `auditc report`")
+        return 0
+    score_and_write(spec, plan, run_dir, fps)
+    if not args.no_report:
+        from auditlang.run.reporting import write_report
+
+        write_report(spec, plan, run_dir)
+    print(f"done: {run_dir}")
+    return 0

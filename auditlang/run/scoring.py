@@ -1,0 +1,188 @@
+"""Scoring: stored results -> one ExampleRecord per cell x item, with no model loaded.
+
+For each cell the evaluator labels the answer generation (or reads the constrained / judge
+follow-up), the protocol program reads its confidence, and programs that fit on the dev split
+(thresholds, Platt, probes) are fitted on the dev items of the same (model, dataset, variant).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from auditlang.plan.model import Plan
+from auditlang.plan.requests import Result
+from auditlang.protocols.base import generated_text
+from auditlang.resolve.spec import Spec
+from auditlang.run.evaluators import evaluator_ctor
+from auditlang.run.stage2 import Programs, item_stage2
+from auditlang.store.journal import Journal
+from auditlang.store.records import ExampleRecord, write_records
+
+RECORDS = "records.parquet"
+
+
+def _label(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, Result | None]):
+    """(pred, parsed, rule, correct) for one item under one evaluator."""
+    ctor = evaluator_ctor(spec, eid, ctx.task)
+    ev = progs.evaluator(eid, ctx.task)
+    if ctor == "constrained":
+        res = r2.get(f"constrained:{eid}")
+        if res is None or res.error or res.choice is None:
+            return None, False, "constrained_missing", 0.0
+        pred = res.choice.strip()
+        ok = bool(ctx.labels) and pred in ctx.labels
+        corr = ev.correct(pred, ctx.item) if ok else False
+        return pred, ok, "constrained", float(bool(corr))
+    if ctor == "llm_judge":
+        from auditlang.score.judge import parse_judge_reply
+
+        res = r2.get(f"judge:{eid}")
+        if res is None:
+            return text, bool(text), "judge_missing", math.nan
+        verdict = parse_judge_reply(res)
+        return text, bool(text), f"judge_{verdict.rule}", (float(bool(verdict.value)) if verdict.ok else math.nan)
+    out = ev.label(text, ctx.item)
+    pred = out.value if out.ok else None
+    if pred is None:
+        return None, False, out.rule, 0.0  # unparsed answers are scored wrong (study 000 A.3)
+    corr = ev.correct(pred, ctx.item)
+    return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
+
+
+def _gold(ctx) -> str:
+    if ctx.labels and ctx.item.get("gold_label"):
+        return str(ctx.item["gold_label"])
+    return str(ctx.item.get("answer"))
+
+
+def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
+                evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
+    """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
+    progs = Programs(spec)
+    records: list[ExampleRecord] = []
+    cells_by_unit: dict[tuple, list] = {}
+    for c in plan.cells:
+        cells_by_unit.setdefault((c.audit, c.model, c.dataset, c.variant), []).append(c)
+    for (aid, mid, dsid, vid), cells in cells_by_unit.items():
+        fp = fps.get(mid)
+        unit = plan.units.get((aid, mid, dsid, vid, "test"))
+        if fp is None or unit is None:
+            continue
+        dev_unit = plan.units.get((aid, mid, dsid, vid, "dev"))
+        for pid in sorted({c.protocol for c in cells}):
+            prog = progs.program(pid)
+            rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp)
+            fitted = None
+            if getattr(prog, "needs_dev", False) and dev_unit is not None and pid in dev_unit.stage1:
+                dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp)
+                first_eid = cells[0].evaluator
+                fit_input = []
+                for ctx, r1, r2 in dev_rows:
+                    text = generated_text(r1.get("answer"))
+                    pred, parsed, rule, corr = _label(progs, spec, first_eid, ctx, text, r2)
+                    ro = prog.read(ctx, {**r1, **r2}, pred, text)
+                    fit_input.append({"confidence": ro.confidence, "correct": corr, "extras": ro.extras, "abstain": ro.abstain})
+                fitted = prog.fit(fit_input)
+            evals = [(c.evaluator, None) for c in cells if c.protocol == pid]
+            if evaluator_override:
+                evals = evaluator_override
+            for eid, ctor_override in evals:
+                cell_id = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
+                for ctx, r1, r2 in rows:
+                    text = generated_text(r1.get("answer"))
+                    if ctor_override:
+                        from auditlang.run.evaluators import make_evaluator
+
+                        key = (eid, ctx.task)
+                        if key not in progs._evals:
+                            progs._evals[key] = make_evaluator(spec, eid, ctx.task, ctor=ctor_override, params={})
+                        pred, parsed, rule, corr = _label_plain(progs, eid, ctx, text)
+                    else:
+                        pred, parsed, rule, corr = _label(progs, spec, eid, ctx, text, r2)
+                    all_res = {**r1, **r2}
+                    if any(v is None for v in r1.values()):
+                        ro_conf, ro_parsed, kind, extras, abstain = math.nan, False, "missing", {"missing": True}, None
+                    else:
+                        ro = prog.read(ctx, all_res, pred, text)
+                        if fitted is not None:
+                            ro = prog.apply(fitted, ro)
+                        ro_conf, ro_parsed, kind, extras, abstain = ro.confidence, ro.parsed, ro.kind, dict(ro.extras), ro.abstain
+                    if abstain is not None:
+                        extras["abstain"] = bool(abstain)
+                    conf = float(ro_conf) if ro_conf is not None else math.nan
+                    if not math.isnan(conf):
+                        conf = min(1.0, max(0.0, conf))
+                    records.append(ExampleRecord(
+                        cell_id=cell_id, model=mid, dataset=dsid, variant=vid, protocol=pid, evaluator=eid,
+                        item_id=str(ctx.item.get("id")), item_index=int(ctx.index), gold=_gold(ctx),
+                        pred=None if pred is None else str(pred), parsed=bool(parsed), parse_rule=str(rule or ""),
+                        correct=corr, confidence=conf, confidence_parsed=bool(ro_parsed) and not math.isnan(conf),
+                        confidence_kind=str(kind or ""), extras=json.dumps(_jsonable(extras)),
+                        request_ids=json.dumps({k: v.request_id for k, v in all_res.items() if v is not None}),
+                        generation=text,
+                    ))
+    return records
+
+
+def _label_plain(progs: Programs, eid: str, ctx, text: str):
+    ev = progs._evals[(eid, ctx.task)]
+    out = ev.label(text, ctx.item)
+    pred = out.value if out.ok else None
+    if pred is None:
+        return None, False, out.rule, 0.0
+    corr = ev.correct(pred, ctx.item)
+    return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
+
+
+def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journal: Journal, fp: str):
+    per_item = unit.stage1.get(pid, [])
+    ids = [r.id for reqs in per_item for r in reqs.values()]
+    got = journal.get_many(ids, fp)
+    rows = []
+    for ctx, reqs in zip(unit.contexts, per_item):
+        r1 = {role: got.get(r.id) for role, r in reqs.items()}
+        r2_reqs = item_stage2(progs, spec, aid, pid, ctx, r1)
+        r2: dict[str, Result | None] = {}
+        if r2_reqs:
+            judge_fp = {}
+            for role, req in r2_reqs.items():
+                rfp = fp if req.model == unit.model else _fp_for(journal, req.model)
+                judge_fp[role] = journal.get(req.id, rfp) if rfp else None
+            r2 = judge_fp
+        rows.append((ctx, r1, r2))
+    return rows
+
+
+def _fp_for(journal: Journal, model: str) -> str | None:
+    for fp, rec in journal.fingerprints().items():
+        if getattr(rec, "model", None) == model:
+            return fp
+    return None
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    if hasattr(x, "item") and callable(x.item):
+        try:
+            return x.item()
+        except (TypeError, ValueError):
+            return str(x)
+    return x
+
+
+def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) -> list[ExampleRecord]:
+    from auditlang.run.cellmetrics import write_cell_metrics
+
+    with Journal(run_dir) as journal:
+        records = score_cells(spec, plan, journal, fps)
+    write_records(run_dir / RECORDS, records)
+    write_cell_metrics(spec, plan, run_dir, records)
+    return records
