@@ -66,3 +66,10 @@ def tie_groups(values: np.ndarray, descending: bool = False) -> tuple[np.ndarray
     s = values[order]
     starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
     return order, starts
+
+
+def group_sum(M: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Column sums of ``M`` (already in sorted order) over the tie groups beginning at ``starts``."""
+    if starts.size == M.shape[1]:  # no ties: every group is one column
+        return M
+    return np.add.reduceat(M, starts, axis=1)

@@ -17,7 +17,7 @@ Study 003 ("When Calibration Rankings Reverse"), section 4 and appendices B, E.4
   * Ranking reversal (section 5.2): the model that is better under the raw metric is worse under
     the aligned one (the signed raw and aligned differences disagree in sign).
 
-ECE here is equal-width binning with ``n_bins`` bins on [0, 1], with the bin-edge convention of
+ECE here is equal-width binning with ``bins`` bins on [0, 1], with the bin-edge convention of
 :mod:`auditlang.metrics.calibration` (left-closed bins, the last one closed).
 """
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 from auditlang.metrics.calibration import brier_weighted, ece_weighted
+from auditlang.metrics.registry import ParamSpec, register
 
 
 def _weights(metric: str, c: np.ndarray, weights) -> np.ndarray:
@@ -45,7 +46,7 @@ def _weights(metric: str, c: np.ndarray, weights) -> np.ndarray:
     return w
 
 
-def weighted_ece(confidence, correct, weights=None, *, n_bins: int = 10) -> float:
+def weighted_ece(confidence, correct, weights=None, *, bins: int = 10) -> float:
     """Weighted equal-width ECE (003 section 4.2): sum_b (W_b/W) |acc_w(S_b) - conf_w(S_b)|.
 
     With ``weights=None`` (all 1) this is the standard ECE of 003 section 3. Binning is that of
@@ -54,10 +55,10 @@ def weighted_ece(confidence, correct, weights=None, *, n_bins: int = 10) -> floa
     c = as_prob("weighted_ece", confidence)
     z = as_binary("weighted_ece", correct)
     same_length("weighted_ece", confidence=c, correct=z)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"weighted_ece: n_bins must be a positive integer, got {n_bins!r}")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"weighted_ece: bins must be a positive integer, got {bins!r}")
     w = _weights("weighted_ece", c, weights)
-    return float(ece_weighted(w[None, :], c, z, bins=int(n_bins))[0])
+    return float(ece_weighted(w[None, :], c, z, bins=int(bins))[0])
 
 
 def weighted_brier(confidence, correct, weights=None) -> float:
@@ -88,7 +89,7 @@ class InstanceAligned:
     mask: np.ndarray          # boolean, True for items in D_IA
 
 
-def instance_aligned(conf_a, correct_a, conf_b, correct_b, *, n_bins: int = 10) -> InstanceAligned:
+def instance_aligned(conf_a, correct_a, conf_b, correct_b, *, bins: int = 10) -> InstanceAligned:
     """IA calibration (003 section 4.1) on D_IA = both-right U both-wrong, with its decomposition."""
     m = "instance_aligned"
     ca, cb = as_prob(m, conf_a, "conf_a"), as_prob(m, conf_b, "conf_b")
@@ -107,8 +108,8 @@ def instance_aligned(conf_a, correct_a, conf_b, correct_b, *, n_bins: int = 10) 
         retention=float(mask.mean()),
         n_both_right=int(right.sum()),
         n_both_wrong=int(wrong.sum()),
-        ece_a=weighted_ece(ca[mask], za[mask], n_bins=n_bins),
-        ece_b=weighted_ece(cb[mask], zb[mask], n_bins=n_bins),
+        ece_a=weighted_ece(ca[mask], za[mask], bins=bins),
+        ece_b=weighted_ece(cb[mask], zb[mask], bins=bins),
         brier_a=weighted_brier(ca[mask], za[mask]),
         brier_b=weighted_brier(cb[mask], zb[mask]),
         mean_conf_both_right_a=mean(ca, right),
@@ -152,7 +153,7 @@ class DistributionAligned:
     brier_b: float
 
 
-def distribution_aligned(conf_a, correct_a, conf_b, correct_b, *, n_bins: int = 10) -> DistributionAligned:
+def distribution_aligned(conf_a, correct_a, conf_b, correct_b, *, bins: int = 10) -> DistributionAligned:
     """DA-ECE and DA-BS (003 section 4.2): the more accurate model is evaluated at the other's accuracy.
 
     Both accuracies must lie strictly inside (0, 1) (positivity, appendix B); otherwise ValueError.
@@ -179,8 +180,8 @@ def distribution_aligned(conf_a, correct_a, conf_b, correct_b, *, n_bins: int = 
         accuracy_a=aa,
         accuracy_b=ab,
         reweighted=moved,
-        ece_a=weighted_ece(ca, za, wa, n_bins=n_bins),
-        ece_b=weighted_ece(cb, zb, wb, n_bins=n_bins),
+        ece_a=weighted_ece(ca, za, wa, bins=bins),
+        ece_b=weighted_ece(cb, zb, wb, bins=bins),
         brier_a=weighted_brier(ca, za, wa),
         brier_b=weighted_brier(cb, zb, wb),
     )
@@ -212,7 +213,7 @@ class CandidateAligned:
     n_candidates: int
 
 
-def candidate_aligned(candidate_conf, candidate_correct, *, n_bins: int = 10) -> CandidateAligned:
+def candidate_aligned(candidate_conf, candidate_correct, *, bins: int = 10) -> CandidateAligned:
     """CA-ECE and CA-BS of one model (003 section 4.3).
 
     ``candidate_conf[k]`` = e^(m)(s) for the k-th (x_i, s) instance of the shared pool;
@@ -221,7 +222,7 @@ def candidate_aligned(candidate_conf, candidate_correct, *, n_bins: int = 10) ->
     c = as_prob("candidate_aligned", candidate_conf, "candidate_conf")
     y = as_binary("candidate_aligned", candidate_correct, "candidate_correct")
     same_length("candidate_aligned", candidate_conf=c, candidate_correct=y)
-    return CandidateAligned(weighted_ece(c, y, n_bins=n_bins), weighted_brier(c, y), int(c.size))
+    return CandidateAligned(weighted_ece(c, y, bins=bins), weighted_brier(c, y), int(c.size))
 
 
 # ---------------------------------------------------------------- ranking reversal (5.2)
@@ -270,3 +271,69 @@ def reversal_rate(raw_diffs: Sequence[float], aligned_diffs: Sequence[float]) ->
     if np.isnan(r).any() or np.isnan(a).any():
         raise ValueError("reversal_rate: differences contain NaN")
     return float(np.mean(np.sign(r) * np.sign(a) < 0))
+
+
+# ---------------------------------------------------------------- scalar forms (metric_A - metric_B)
+
+
+def ia_retention(correct_a, correct_b) -> float:
+    """|D_IA| / |D| (003 appendix E.4)."""
+    za, zb = as_binary("ia_retention", correct_a, "correct_a"), as_binary("ia_retention", correct_b, "correct_b")
+    same_length("ia_retention", correct_a=za, correct_b=zb)
+    return float(np.mean(za == zb))
+
+
+def ia_ece_diff(conf_a, correct_a, conf_b, correct_b, bins: int = 10) -> float:
+    """IA-ECE(A) - IA-ECE(B) on D_IA (003 section 4.1)."""
+    r = instance_aligned(conf_a, correct_a, conf_b, correct_b, bins=bins)
+    return r.ece_a - r.ece_b
+
+
+def ia_brier_diff(conf_a, correct_a, conf_b, correct_b) -> float:
+    """IA-BS(A) - IA-BS(B) on D_IA (003 section 4.1)."""
+    r = instance_aligned(conf_a, correct_a, conf_b, correct_b)
+    return r.brier_a - r.brier_b
+
+
+def da_ece_diff(conf_a, correct_a, conf_b, correct_b, bins: int = 10) -> float:
+    """DA-ECE(A) - DA-ECE(B), the more accurate model moved to the other's accuracy (003 section 4.2)."""
+    r = distribution_aligned(conf_a, correct_a, conf_b, correct_b, bins=bins)
+    return r.ece_a - r.ece_b
+
+
+def da_brier_diff(conf_a, correct_a, conf_b, correct_b) -> float:
+    """DA-BS(A) - DA-BS(B) (003 section 4.2)."""
+    r = distribution_aligned(conf_a, correct_a, conf_b, correct_b)
+    return r.brier_a - r.brier_b
+
+
+def ca_ece_diff(candidate_conf_a, candidate_conf_b, candidate_correct, bins: int = 10) -> float:
+    """CA-ECE(A) - CA-ECE(B) over one shared candidate pool (003 section 4.3)."""
+    return (candidate_aligned(candidate_conf_a, candidate_correct, bins=bins).ece
+            - candidate_aligned(candidate_conf_b, candidate_correct, bins=bins).ece)
+
+
+def ca_brier_diff(candidate_conf_a, candidate_conf_b, candidate_correct) -> float:
+    """CA-BS(A) - CA-BS(B) over one shared candidate pool (003 section 4.3)."""
+    return (candidate_aligned(candidate_conf_a, candidate_correct).brier
+            - candidate_aligned(candidate_conf_b, candidate_correct).brier)
+
+
+__all__ = ["CandidateAligned", "DistributionAligned", "InstanceAligned", "ca_brier_diff", "ca_ece_diff",
+           "candidate_aligned", "da_brier_diff", "da_ece_diff", "da_weights", "distribution_aligned",
+           "ia_brier_diff", "ia_ece_diff", "ia_retention", "instance_aligned", "is_reversal", "ranking_reversals",
+           "reversal_pattern", "reversal_rate", "shared_candidate_pool", "weighted_brier", "weighted_ece"]
+
+_BINS = {"bins": ParamSpec(int, 10, minimum=1, doc="number of equal-width bins")}
+_PAIR = "conf_a+correct_a+conf_b+correct_b"
+register("ia_retention", ia_retention, {}, inputs="correct_a+correct_b", doc="|D_IA| / |D| (003 App. E.4)")
+register("ia_ece_diff", ia_ece_diff, _BINS, inputs=_PAIR, doc="Instance-Aligned ECE(A) - ECE(B) (003 §4.1)")
+register("ia_brier_diff", ia_brier_diff, {}, inputs=_PAIR, doc="Instance-Aligned BS(A) - BS(B) (003 §4.1)")
+register("da_ece_diff", da_ece_diff, _BINS, inputs=_PAIR, doc="Distribution-Aligned ECE(A) - ECE(B) (003 §4.2)")
+register("da_brier_diff", da_brier_diff, {}, inputs=_PAIR, doc="Distribution-Aligned BS(A) - BS(B) (003 §4.2)")
+register("ca_ece_diff", ca_ece_diff, _BINS, inputs="candidate_conf_a+candidate_conf_b+candidate_correct",
+         doc="Candidate-Aligned ECE(A) - ECE(B) (003 §4.3)")
+register("ca_brier_diff", ca_brier_diff, {}, inputs="candidate_conf_a+candidate_conf_b+candidate_correct",
+         doc="Candidate-Aligned BS(A) - BS(B) (003 §4.3)")
+register("ranking_reversals", ranking_reversals, {}, inputs="model -> raw value, model -> aligned value",
+         doc="model pairs whose order flips between the raw and an aligned view (003 §5.2)")

@@ -132,6 +132,8 @@ def _rowwise_searchsorted(keys: np.ndarray, queries: np.ndarray, side: str) -> n
     here), so a single ``np.searchsorted`` call does all rows.
     """
     B, k = keys.shape
+    if k == 0:
+        return np.zeros(queries.shape, dtype=np.intp)
     span = float(max(keys.max(), queries.max())) + 1.0
     off = (np.arange(B) * span)[:, None]
     pos = np.searchsorted((keys + off).ravel(), (queries + off).ravel(), side=side)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from auditlang.metrics._inputs import prepare, tie_groups
+from auditlang.metrics._inputs import group_sum, prepare, tie_groups
 
 
 def _group_sums(W: np.ndarray, order: np.ndarray, starts: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``(B, G)`` weighted sums of ``v`` over the tie groups (``starts``) of ``order``."""
-    return np.add.reduceat(W[:, order] * v[order], starts, axis=1)
+    return group_sum(W[:, order] * v[order], starts)
 
 
 def auroc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
-from auditlang.metrics.calibration import ece
+from auditlang.metrics.registry import METRICS, ParamSpec, register
 
 GRID: dict[str, str] = {
     "A": "bare-query token probability, 10-bin ECE",
@@ -40,15 +40,22 @@ GRID: dict[str, str] = {
 Estimator = Callable[[np.ndarray, np.ndarray], float]
 
 
-def _ece10(conf: np.ndarray, correct: np.ndarray) -> float:
-    return float(ece(conf, correct, bins=10))
+def _estimator(est: str | Estimator) -> Estimator:
+    if callable(est):
+        return est
+    if est not in METRICS or METRICS[est].inputs != "conf+correct":
+        known = sorted(k for k, v in METRICS.items() if v.inputs == "conf+correct")
+        raise ValueError(f"calibration_gap: estimator {est!r} is not a registered (confidence, correct) metric; known: {known}")
+    return METRICS[est].fn
 
 
-def calibration_gap(verbal, token, correct, estimator: Estimator | None = None) -> float:
+def calibration_gap(verbal, token, correct, estimator: str | Estimator = "ece") -> float:
     """g_X = ECE(c_verb, y) - ECE(c_tok, y) (001 section 3.2).
 
     ``verbal`` may hold NaN for unparseable rows (dropped from the verbal ECE only). ``estimator``
-    is any (confidence, correct) -> float calibration error; default equal-width 10-bin ECE.
+    is a registered metric name or any (confidence, correct) -> float function: ``"ece"`` (default,
+    10 equal-width bins) for configurations A/B, ``"binfree_ece"`` (mean of KDE-ECE, KS-Cal and
+    smooth ECE) for C/D, or e.g. ``"brier"`` for 001 appendix L.
     """
     m = "calibration_gap"
     v = as_prob(m, verbal, "verbal confidence", allow_nan=True)
@@ -58,7 +65,7 @@ def calibration_gap(verbal, token, correct, estimator: Estimator | None = None) 
     ok = ~np.isnan(v)
     if not ok.any():
         raise ValueError(f"{m}: no parseable verbal confidence; g is undefined")
-    est = estimator or _ece10
+    est = _estimator(estimator)
     return float(est(v[ok], y[ok]) - est(t, y))
 
 
@@ -136,3 +143,10 @@ def contrast_summary(first: Sequence[float], second: Sequence[float]) -> Contras
     same_length("contrast_summary", first=a, second=b)
     return ContrastSummary(float(a.mean()), float(b.mean()), float((a - b).mean()),
                            float(np.abs(a - b).mean()), sign_flips(a, b), int(a.size))
+
+
+__all__ = ["GRID", "ContrastSummary", "GridSummary", "calibration_gap", "contrast_summary", "grid_summary", "sign_flips"]
+
+register("calibration_gap", calibration_gap,
+         {"estimator": ParamSpec(str, "ece", doc="registered calibration metric: ece (A/B) or binfree_ece (C/D)")},
+         inputs="verbal+token+correct", doc="g_X = ECE(verbal) - ECE(token) for one configuration (001 §3.2)")

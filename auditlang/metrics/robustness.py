@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_prob
+from auditlang.metrics.registry import ParamSpec, register
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,31 @@ def answer_sensitivity(
         cm = c[ymax]
         vals.append(abs(_delta(cm, c[other]) - _delta(cm, cm)))
     return _result("answer_sensitivity", vals, excluded, "no item has two or more semantic groups")
+
+
+def p_rb(confidence) -> float:
+    """P-RB value of :func:`prompt_robustness` (002 eq. 3)."""
+    return prompt_robustness(confidence).value
+
+
+def a_stb(confidences: Sequence[Sequence[float]], groups: Sequence[Sequence[Hashable]]) -> float:
+    """A-STB value of :func:`answer_stability` (002 eq. 4)."""
+    return answer_stability(confidences, groups).value
+
+
+def a_sst(confidences: Sequence[Sequence[float]], groups: Sequence[Sequence[Hashable]], contrast: str = "min") -> float:
+    """A-SST value of :func:`answer_sensitivity` (002 eqs. 5-7)."""
+    return answer_sensitivity(confidences, groups, contrast=contrast).value
+
+
+__all__ = ["ItemAverage", "a_sst", "a_stb", "answer_groups", "answer_sensitivity", "answer_stability",
+           "extreme_groups", "p_rb", "prompt_robustness"]
+
+register("p_rb", p_rb, {}, inputs="items x prompts confidence",
+         doc="1 - mean per-item std of confidence across equivalent prompts (002 eq. 3)")
+register("a_stb", a_stb, {}, inputs="per-item answer confidences+semantic groups",
+         doc="1 - mean std of confidence within the largest semantic group (002 eq. 4)")
+register("a_sst", a_sst, {"contrast": ParamSpec(str, "min", choices=("min", "not_max"),
+                                                doc="compare Y^max with Y^min or with every answer outside Y^max")},
+         inputs="per-item answer confidences+semantic groups",
+         doc="mean |Delta(Y^max, Y^min) - Delta(Y^max, Y^max)| (002 eqs. 5-7)")

@@ -10,15 +10,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from auditlang.metrics._inputs import prepare, tie_groups
+from auditlang.metrics._inputs import group_sum, prepare, tie_groups
 
 _COVERAGE_TOL = 1e-9
 
 
 def _desc_groups(W: np.ndarray, conf: np.ndarray, correct: np.ndarray):
     order, starts = tie_groups(conf, descending=True)
-    m = np.add.reduceat(W[:, order], starts, axis=1)  # examples per tie group, most confident first
-    e = np.add.reduceat(W[:, order] * (1.0 - correct[order]), starts, axis=1)  # errors per group
+    Wo = W[:, order]
+    m = group_sum(Wo, starts)  # examples per tie group, most confident first
+    e = group_sum(Wo * (1.0 - correct[order]), starts)  # errors per group
     return m, e
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats
 
 from auditlang.metrics._checks import as_binary
+from auditlang.metrics.registry import register
 
 SPREAD_VARIANTS: tuple[str, ...] = ("surface_paraphrase", "instruction_reorder", "fewshot_3", "implicit_framing")
 
@@ -54,6 +55,18 @@ def prompt_spread_from_correct(correct: Mapping[str, object], variants: Sequence
     return prompt_spread({v: float(a.mean()) for v, a in arrays.items()}, names)
 
 
+def prompt_spread_arrays(*correct) -> float:
+    """Spread from paired 0/1 correctness arrays given positionally, one per variant of the set.
+
+    The bootstrap-friendly form of :func:`prompt_spread_from_correct` (000 appendix E.2: resample
+    examples per (model, dataset), then max - min over the variant accuracies of the resample).
+    """
+    if len(correct) < 2:
+        raise ValueError(f"prompt_spread: spread needs at least two variants, got {len(correct)}")
+    return prompt_spread_from_correct({f"variant_{k}": c for k, c in enumerate(correct)},
+                                      [f"variant_{k}" for k in range(len(correct))])
+
+
 @dataclass(frozen=True)
 class SpearmanResult:
     rho: float
@@ -74,3 +87,12 @@ def size_spread_correlation(sizes: Sequence[float], spreads: Sequence[float]) ->
         raise ValueError("size_spread_correlation: sizes or spreads are all equal; the rank correlation is undefined")
     res = stats.spearmanr(x, y)
     return SpearmanResult(float(res.statistic), float(res.pvalue), int(x.size))
+
+
+__all__ = ["SPREAD_VARIANTS", "SpearmanResult", "prompt_spread", "prompt_spread_arrays", "prompt_spread_from_correct",
+           "size_spread_correlation"]
+
+register("prompt_spread", prompt_spread_arrays, {}, inputs="correct per variant",
+         doc="max - min accuracy over the named variant set (000 §3, Table 3)")
+register("size_spread_spearman", size_spread_correlation, {}, inputs="model sizes+spreads",
+         doc="Spearman rho and p between parameter count and spread across models (000 §4.3, Table 10)")

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from auditlang.metrics.registry import ParamSpec, register
+
 Window = Mapping[str, float]
 
 
@@ -156,3 +158,17 @@ def count_missing(conf) -> tuple[np.ndarray, int]:
     a = np.asarray(conf, dtype=float)
     keep = ~np.isnan(a)
     return a[keep], int((~keep).sum())
+
+
+def label_coverage(windows: Sequence[Window], labels: Sequence[str], logprobs: bool = True) -> float:
+    """Example-level top-k label coverage of :func:`topk_label_coverage` (000 appendix C.3, Table 5)."""
+    return topk_label_coverage(windows, labels, logprobs=logprobs).example_coverage
+
+
+__all__ = ["LabelCoverage", "TokenConfidence", "count_missing", "label_coverage", "label_probs", "span_confidence",
+           "span_confidences", "token_confidence", "token_confidences", "topk_label_coverage"]
+
+register("topk_label_coverage", label_coverage,
+         {"logprobs": ParamSpec(bool, True, doc="window values are log-probabilities")},
+         inputs="top-k windows+valid labels",
+         doc="share of examples whose top-k window holds every valid label (000 App. C.3)")

@@ -8,7 +8,7 @@
         overconf_vs_token = mean(conf_verbal) - mean(conf_token)
   * ECE_gap = ECE_verbal - ECE_token (section 4.2; appendix E.2 "Per-cell ECE_gap"): unparseable
     rows are dropped from ECE_verbal only; ECE_token uses every row of the cell unless
-    ``same_rows=True`` (then both use the parsed rows). Equal-width ECE, n_bins = 10.
+    ``same_rows=True`` (then both use the parsed rows). Equal-width ECE, bins = 10.
   * VPR inclusion threshold 0.80 (appendix D.1): cells with VPR >= 0.80 are included in
     ECE_verbal means; the others are excluded and reported with the reason.
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 from auditlang.metrics.calibration import ece
+from auditlang.metrics.registry import ParamSpec, register
 
 VPR_THRESHOLD = 0.80
 
@@ -58,17 +59,11 @@ def overconfidence(verbal, correct, token=None) -> Overconfidence:
     ok = ~np.isnan(v)
     if not ok.any():
         raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); signed over-confidence is undefined")
-    vs_tok = float("nan")
-    if token is not None:
-        t = as_prob(m, token, "token confidence", allow_nan=True)
-        same_length(m, verbal=v, token=t)
-        if np.isnan(t[ok]).any():
-            raise ValueError(f"{m}: token confidence is missing on {int(np.isnan(t[ok]).sum())} parsed row(s)")
-        vs_tok = float(v[ok].mean() - t[ok].mean())
+    vs_tok = float("nan") if token is None else overconf_vs_token(v, token)
     return Overconfidence(float(v[ok].mean() - z[ok].mean()), vs_tok, int(ok.sum()), int(v.size))
 
 
-def ece_gap(verbal, token, correct, *, n_bins: int = 10, same_rows: bool = False) -> float:
+def ece_gap(verbal, token, correct, *, bins: int = 10, same_rows: bool = False) -> float:
     """ECE_gap = ECE(conf_verbal) - ECE(conf_token) (000 section 4.2, Table 2; appendix E.2).
 
     Unparseable verbal rows (NaN) are dropped from ECE_verbal; ECE_token uses all rows unless
@@ -83,7 +78,7 @@ def ece_gap(verbal, token, correct, *, n_bins: int = 10, same_rows: bool = False
     if not ok.any():
         raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); ECE_verbal is undefined")
     rows = ok if same_rows else np.ones_like(ok)
-    return float(ece(v[ok], z[ok], bins=n_bins) - ece(t[rows], z[rows], bins=n_bins))
+    return float(ece(v[ok], z[ok], bins=bins) - ece(t[rows], z[rows], bins=bins))
 
 
 @dataclass(frozen=True)
@@ -118,3 +113,37 @@ def vpr_filter(cells: Mapping[Hashable, object], threshold: float = VPR_THRESHOL
         else:
             sel.excluded.append((key, vpr, f"VPR {vpr:.3f} < {threshold:.2f}"))
     return sel
+
+
+def overconf_vs_acc(verbal, correct) -> float:
+    """mean(conf_verbal) - accuracy on the parsed rows (000 section 4.2, appendix D.1 ``overconf_vs_acc``)."""
+    return overconfidence(verbal, correct).vs_accuracy
+
+
+def overconf_vs_token(verbal, token) -> float:
+    """mean(conf_verbal) - mean(conf_token) on the parsed rows (000 section 4.2 ``overconf_vs_token``)."""
+    m = "overconf_vs_token"
+    v = _verbal(m, verbal)
+    t = as_prob(m, token, "token confidence", allow_nan=True)
+    same_length(m, verbal=v, token=t)
+    ok = ~np.isnan(v)
+    if not ok.any():
+        raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); signed over-confidence is undefined")
+    if np.isnan(t[ok]).any():
+        raise ValueError(f"{m}: token confidence is missing on {int(np.isnan(t[ok]).sum())} parsed row(s)")
+    return float(v[ok].mean() - t[ok].mean())
+
+
+__all__ = ["VPR_THRESHOLD", "Overconfidence", "VprSelection", "ece_gap", "overconf_vs_acc", "overconf_vs_token",
+           "overconfidence", "verbal_parse_rate", "vpr_filter"]
+
+_BINS = ParamSpec(int, 10, minimum=1, doc="number of equal-width bins")
+register("vpr", verbal_parse_rate, {}, inputs="verbal",
+         doc="verbal parse rate: share of rows whose verbal confidence parsed (000 App. D.1)")
+register("overconf_vs_acc", overconf_vs_acc, {}, inputs="verbal+correct",
+         doc="mean verbal confidence minus accuracy on parsed rows (000 §4.2)")
+register("overconf_vs_token", overconf_vs_token, {}, inputs="verbal+token",
+         doc="mean verbal minus mean token confidence on parsed rows (000 §4.2)")
+register("ece_gap", ece_gap,
+         {"bins": _BINS, "same_rows": ParamSpec(bool, False, doc="score ECE_token on the parsed rows only")},
+         inputs="verbal+token+correct", doc="ECE_verbal - ECE_token (000 §4.2, Table 2)")

@@ -68,7 +68,7 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
             return ""
         try:
             rel = p.relative_to(stdlib_root().resolve())
-            return "stdlib." + ".".join(rel.with_suffix("").parts)
+            return ".".join(rel.with_suffix("").parts)
         except ValueError:
             pass
         try:

@@ -140,6 +140,8 @@ class _Resolver:
             node = node.base
         if isinstance(node, A.Call):
             target = self.lookup(mod, node.func)
+            if target == oid and node.func.dotted in S.CONSTRUCTORS.get(kind, {}):
+                target = None  # `evaluator first_char = first_char()`: the constructor, not itself
             if target is not None and self._kind_of(target) == kind:
                 if node.args:
                     self.bag.error("E105", "positional arguments are not allowed when deriving from an object",
@@ -158,6 +160,8 @@ class _Resolver:
                 return False
         elif isinstance(node, A.Ref):
             target = self.lookup(mod, node)
+            if target == oid and node.dotted in S.CONSTRUCTORS.get(kind, {}):
+                target = None
             if target is None or self._kind_of(target) != kind:
                 if node.dotted in S.CONSTRUCTORS.get(kind, {}):
                     base_ctor = node.dotted

@@ -86,7 +86,8 @@ def _stmt(st: A.Statement, field_comments: dict[int, list[str]], eol: dict[int, 
         head = f"{st.kind} {st.name} = "
         return head + expr(st.value, 0)
     if isinstance(st, A.Block):
-        lines = [f"{st.kind} {st.name} {{" + (f"  {eol[st.span.line]}" if st.span.line in eol else "")]
+        head = st.kind if st.name == st.kind else f"{st.kind} {st.name}"
+        lines = [f"{head} {{" + (f"  {eol[st.span.line]}" if st.span.line in eol else "")]
         for f in st.fields:
             for c in field_comments.get(f.span.line, []):
                 lines.append(f"  {c}")

@@ -60,8 +60,13 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def block(self, meta, items):
-        kind, name, *fields = items
-        return A.Block(str(kind), str(name), tuple(fields), self._s(meta), _tok_span(self.file, name))
+        kind, *rest = items
+        if rest and isinstance(rest[0], Token):
+            name, fields = rest[0], rest[1:]
+            name_span = _tok_span(self.file, name)
+        else:  # an anonymous block (``settings { ... }``) is named after its kind
+            name, fields, name_span = str(kind), rest, _tok_span(self.file, kind)
+        return A.Block(str(kind), str(name), tuple(fields), self._s(meta), name_span)
 
     @v_args(meta=True)
     def field(self, meta, items):

@@ -142,5 +142,5 @@ def test_weight_errors():
         weighted_ece([0.5, 0.5], [1, 0], [1.0, -1.0])
     with pytest.raises(ValueError, match="total weight is zero"):
         weighted_brier([0.5, 0.5], [1, 0], [0.0, 0.0])
-    with pytest.raises(ValueError, match="n_bins"):
-        weighted_ece([0.5], [1], n_bins=0)
+    with pytest.raises(ValueError, match="bins"):
+        weighted_ece([0.5], [1], bins=0)

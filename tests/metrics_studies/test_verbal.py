@@ -45,7 +45,7 @@ def test_ece_gap_matches_core_ece_when_everything_parses():
     rng = np.random.default_rng(3)
     v, t = rng.uniform(size=200), rng.uniform(size=200)
     z = (rng.uniform(size=200) < 0.6).astype(int)
-    assert ece_gap(v, t, z, n_bins=15) == pytest.approx(ece(v, z, bins=15) - ece(t, z, bins=15))
+    assert ece_gap(v, t, z, bins=15) == pytest.approx(ece(v, z, bins=15) - ece(t, z, bins=15))
 
 
 @pytest.mark.parametrize("verbal,match", [([1.2, 0.5], r"\[0, 1\]"), (["high", 0.5], "verbal confidence"), ([None, None], "VPR = 0")])

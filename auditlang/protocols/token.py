@@ -1,0 +1,200 @@
+"""Token-probability confidence (studies 000 and 001), every axis explicit.
+
+``readout=first_token`` (study 000, §3 and appendix A.2-A.3): a *dedicated* greedy call on the
+variant prompt with ``max_tokens=1`` and a top-k logprob window (``window=top_k``; the paper
+uses ``logprobs=200``), or the full-vocabulary logprobs of the label tokens
+(``window=full``, a ``choice_logprobs`` request). With ℓ* the predicted label and L the valid
+labels observed in the window:
+
+    p_raw  = P(ℓ*)                    (000 A.3 eq. 1)
+    p_norm = P(ℓ*) / Σ_{ℓ∈L} P(ℓ)     (000 A.3 eq. 2, the main ECE_token)
+
+computed by :func:`auditlang.metrics.token.token_confidence` (labels missing from the window
+carry zero mass). ℓ* is the evaluator's predicted label when it is a valid label (000 A.3:
+"label_token_probs" shares its logic with ``extract_pred_letter``); otherwise -- e.g. a CoT
+answer whose first character is not a letter, which 000 leaves unspecified -- it is the most
+probable valid label in the window (``extras["label_source"] = "window_argmax"``), and NaN
+when no valid label is in the window. For free-form QA (no labels) only ``normalise=raw`` is
+meaningful: the confidence is the probability of the greedy first token.
+
+``readout=T1 / T2`` (study 001, §3.1 and the C2-C4 checklist items of §4.3): teacher-forced
+scoring (``continuation_logprobs``) of an answer string a_1..a_L under a context h:
+
+    T1 = exp((1/L) Σ_i log p(a_i | h, a_<i))     T2 = p(a_1 | h)
+
+``scored=generated`` scores the evaluator's extracted answer (stage 2, it needs the
+generation); ``scored=gold`` scores the gold string (stage 1; 001 C2: "append the gold string
+to the bare query and read its probability in one forward pass"). ``context=bare`` scores
+after the answer prompt itself; ``context=verbal_prefix`` after the verbalized prompt
+(``prefix`` template, default the variant prompt) with the answer in its ``Guess:`` slot
+(``prefill`` template, default the literal ``Guess:``; 001 §3.2 configuration B, App. C).
+Leading whitespace-only tokens of the continuation are not answer tokens and are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from auditlang.metrics.token import label_probs, span_confidence, token_confidence
+from auditlang.plan.requests import Prompt, Request, Result
+from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usable
+
+GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
+
+
+def first_token_window(res: Result | None) -> tuple[dict[str, float], str | None, float | None]:
+    """(top-k window, greedy token, its logprob) of the first generated position of ``res``."""
+    if res is None or not res.samples or not res.samples[0].tokens:
+        return {}, None, None
+    tok = res.samples[0].tokens[0]
+    window = dict(tok.top)
+    if tok.token not in window:
+        window[tok.token] = tok.logprob
+    return window, tok.token, tok.logprob
+
+
+def pick_label(pred: Any, labels: list[str], window: dict[str, float]) -> tuple[str | None, str]:
+    """ℓ* and where it came from: the evaluator's label if valid, else the window's argmax label."""
+    if isinstance(pred, str) and pred.strip() in labels:
+        return pred.strip(), "evaluator"
+    probs = label_probs(window, labels)
+    if not probs:
+        return None, "none"
+    best = max(probs.items(), key=lambda kv: (kv[1], -labels.index(kv[0])))
+    return best[0], "window_argmax"
+
+
+def label_choices(prompt: Prompt, labels: list[str]) -> list[str]:
+    """Label strings as the engine scores them after ``prompt`` (see ``lead_space``)."""
+    sp = lead_space(prompt)
+    return [sp + lab for lab in labels]
+
+
+def first_token_readout(labels: list[str] | None, window: dict[str, float], pred: Any,
+                        greedy: tuple[str | None, float | None], normalise: str, kind: str) -> Readout:
+    """Confidence of study 000 A.3 eqs. 1-2 from one window (shared by TokProbProbe)."""
+    if not labels:
+        if normalise != "raw":
+            return Readout(math.nan, False, kind, extras={"reason": "label-set normalisation needs option labels"})
+        tok, lp = greedy
+        if tok is None or lp is None:
+            return Readout(math.nan, False, kind, extras={"reason": "no first token"})
+        p = math.exp(lp)
+        return Readout(p, True, kind, extras={"p_raw": p, "p_norm": math.nan, "token": tok})
+    star, source = pick_label(pred, labels, window)
+    tc = token_confidence(window, labels, star)
+    conf = tc.raw if normalise == "raw" else tc.norm
+    extras = {"p_raw": tc.raw, "p_norm": tc.norm, "label": star, "label_source": source,
+              "labels_present": tc.labels_present, "full_coverage": tc.full_coverage,
+              "label_probs": label_probs(window, labels)}
+    return Readout(conf, not math.isnan(conf), kind, extras=extras)
+
+
+class TokenProgram(Program):
+    """``token_prob(readout, normalise, window, top_k, scored, context, prefix, prefill, max_tokens)``."""
+
+    def __init__(self, obj, spec) -> None:
+        super().__init__(obj, spec)
+        p = self.p
+        if p.readout == "first_token":
+            if p.scored != "generated" or p.context != "bare":
+                raise ValueError(f"protocol '{obj.id}': scored={p.scored} / context={p.context} apply to "
+                                 "readout=T1 or T2 (teacher forcing); readout=first_token reads the first "
+                                 "generated token of the variant prompt")
+        elif p.context == "bare" and (p.prefix or p.prefill):
+            raise ValueError(f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
+
+    # ------------------------------------------------------------------ roles
+    def _score_role(self) -> dict[str, str]:
+        return {"score": "continuation_logprobs"}
+
+    def stage1_roles(self) -> dict[str, str]:
+        p = self.p
+        if p.readout == "first_token":
+            return {"first": "generate"} if p.window == "top_k" else {"choice": "choice_logprobs"}
+        return self._score_role() if p.scored == "gold" else {}
+
+    def roles2(self, ctx: ItemCtx) -> dict[str, str]:
+        p = self.p
+        return self._score_role() if p.readout != "first_token" and p.scored == "generated" else {}
+
+    # ------------------------------------------------------------------ requests
+    def _context_prompt(self, ctx: ItemCtx) -> Prompt:
+        p = self.p
+        if p.context == "bare":
+            return ctx.prompt()
+        user = ctx.user_text
+        if p.prefix:
+            user = self.template(p.prefix).render(ctx.template_context())
+        slot = self.template(p.prefill).render(ctx.template_context()) if p.prefill else GUESS_SLOT
+        return ctx.prefilled(user, slot)
+
+    def _score_request(self, ctx: ItemCtx, answer: str) -> Request:
+        prompt = self._context_prompt(ctx)
+        return Request.make(ctx.model.id, "continuation_logprobs", prompt, seed=ctx.seed,
+                            continuation=lead_space(prompt) + answer.strip())
+
+    def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
+        p = self.p
+        if p.readout == "first_token":
+            if p.window == "top_k":
+                return {"first": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=ctx.seed,
+                                              max_tokens=p.max_tokens, temperature=0.0, top_logprobs=p.top_k)}
+            labels = ctx.valid_labels()
+            if not labels:
+                raise ValueError(f"protocol '{self.obj.id}': window=full scores the option labels, but item "
+                                 f"{ctx.item.get('id')!r} of dataset '{ctx.dataset}' has no choices "
+                                 "(hint: use readout=T1 or T2 for free-form QA)")
+            prompt = ctx.prompt()
+            return {"choice": Request.make(ctx.model.id, "choice_logprobs", prompt, seed=ctx.seed,
+                                           choices=label_choices(prompt, labels), top_logprobs=p.top_k)}
+        if p.scored == "gold":
+            gold = ctx.gold_answer()
+            if not gold or not gold.strip():
+                raise ValueError(f"protocol '{self.obj.id}': scored=gold but item {ctx.item.get('id')!r} of "
+                                 f"dataset '{ctx.dataset}' has no gold answer")
+            return {"score": self._score_request(ctx, gold)}
+        return {}
+
+    def stage2(self, ctx: ItemCtx, results: dict[str, Result], pred: Any) -> dict[str, Request]:
+        p = self.p
+        if p.readout == "first_token" or p.scored == "gold":
+            return {}
+        if not isinstance(pred, str) or not pred.strip():
+            return {}  # nothing extracted: no answer tokens to score (read() gives NaN)
+        return {"score": self._score_request(ctx, pred)}
+
+    # ------------------------------------------------------------------ readout
+    def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
+        p = self.p
+        kind = self.obj.ctor
+        if p.readout == "first_token":
+            labels = ctx.valid_labels()
+            if p.window == "top_k":
+                res = usable(results, "first")
+                if res is None:
+                    return Readout(math.nan, False, kind, extras={"reason": "no first-token result"})
+                window, tok, lp = first_token_window(res)
+                out = first_token_readout(labels, window, pred, (tok, lp), p.normalise, kind)
+                out.extras["window_size"] = len(window)
+                return out
+            res = usable(results, "choice")
+            if res is None or not res.choice_logprobs:
+                return Readout(math.nan, False, kind, extras={"reason": "no label logprobs"})
+            window = {k.strip(): v for k, v in res.choice_logprobs.items()}
+            return first_token_readout(labels, window, pred, (None, None), p.normalise, kind)
+        res = usable(results, "score")
+        if res is None or not res.continuation:
+            return Readout(math.nan, False, kind, extras={"reason": "no scored answer"})
+        toks = list(res.continuation)
+        while toks and not toks[0].token.strip():
+            toks = toks[1:]
+        if not toks:
+            return Readout(math.nan, False, kind, extras={"reason": "answer has only whitespace tokens"})
+        lps = [min(t.logprob, 0.0) for t in toks]
+        conf = span_confidence(lps, p.readout)
+        return Readout(conf, True, kind, extras={
+            "readout": p.readout, "n_tokens": len(lps), "token_logprobs": lps,
+            "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context,
+        })
