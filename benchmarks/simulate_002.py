@@ -33,12 +33,17 @@ printed formulas; the paper's simulation code is not available.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from auditlang.metrics.aligned import weighted_brier, weighted_ece
-from auditlang.metrics.robustness import answer_sensitivity, answer_stability
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from auditlang.metrics.calibration import brier, ece  # noqa: E402
+from auditlang.metrics.discrimination import auroc  # noqa: E402
+from auditlang.metrics.robustness import answer_sensitivity, answer_stability  # noqa: E402
 
 PAPER = {  # 002 Table 1
     "oracle": (0.00, 0.00, 1.00, 1.00, 1.00),
@@ -46,16 +51,6 @@ PAPER = {  # 002 Table 1
     "random": (0.33, 0.33, 0.67, 0.72, 0.18),
     "prior": (0.00, 0.25, 0.50, 1.00, 0.00),
 }
-
-
-def auroc(conf: np.ndarray, correct: np.ndarray) -> float:
-    """P(conf of a correct > conf of an incorrect), ties counted 1/2 (Mann-Whitney U / n1 n0)."""
-    from scipy.stats import rankdata
-
-    r = rankdata(conf)
-    n1 = int(correct.sum())
-    n0 = correct.size - n1
-    return float((r[correct == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def simulate(n: int, m: int, seed: int) -> dict[str, tuple[float, ...]]:
@@ -74,8 +69,8 @@ def simulate(n: int, m: int, seed: int) -> dict[str, tuple[float, ...]]:
         c, z = conf.ravel(), corr.ravel()
         rows = conf.tolist()
         out[name] = (
-            weighted_ece(c, z, n_bins=10),
-            weighted_brier(c, z),
+            ece(c, z, bins=10),
+            brier(c, z),
             auroc(c, z),
             answer_stability(rows, groups).value,
             answer_sensitivity(rows, groups).value,

@@ -62,7 +62,10 @@ def smooth_ece(conf, correct, sigma: float | None = None, missing: str = "error"
     (unique because ``smECE_sigma`` is non-increasing in sigma), solved to 1e-9; if
     ``smECE_sigma < sigma`` already at ``sigma = 1e-3`` (the ``eps`` of the reference ``relplot``
     package), the value at ``sigma = 1e-3`` is returned. ``relplot.smECE`` discretises the kernel and
-    stops its bisection after 10 halvings; the two agree to about 1e-3.
+    stops its bisection after 10 halvings; the two agree to about 1e-3 for confidences inside
+    (0, 1). A confidence exactly at 0 or 1 keeps unit mass here (the kernel is the density of
+    the reflected point ``pi_R(c + N(0, sigma^2))``), whereas relplot's grid reflection counts such a
+    point once, i.e. with half its mass — this matters for verbal confidences of exactly 1.0.
     ``return_sigma=True`` returns ``(value, sigma)``.
     """
     if sigma is not None and not (isinstance(sigma, (int, float)) and 0 < sigma <= 10):

@@ -94,3 +94,6 @@ def platt_scale(train_confidence, train_correct, test_confidence, *, feature: st
                 loss: str = "mse") -> np.ndarray:
     """Fit on the training split, return scaled test confidences."""
     return fit_platt(train_confidence, train_correct, feature=feature, loss=loss).apply(test_confidence)
+
+
+__all__ = ["FEATURES", "LOSSES", "PlattScaler", "fit_platt", "platt_scale"]

