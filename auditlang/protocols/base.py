@@ -153,6 +153,9 @@ class Program:
     """
 
     needs_dev: bool = False
+    # read() takes keyword arguments ``extract`` / ``same`` (the cell evaluator's answer
+    # extraction and equivalence) -- self-consistency, and Platt scaling over it.
+    accepts_extract: bool = False
 
     def __init__(self, obj, spec) -> None:
         self.obj = obj

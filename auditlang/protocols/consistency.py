@@ -74,6 +74,8 @@ def agreement(answers: list[Any], reference: Any, same: Same) -> float:
 class SelfConsistencyProgram(Program):
     """``self_consistency(k, temperature, top_p, seed, max_tokens, reference)``."""
 
+    accepts_extract = True
+
     def stage1_roles(self) -> dict[str, str]:
         return {"samples": "generate"}
 
