@@ -148,6 +148,22 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     return item
 
 
+def _filter(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[dict[str, Any]]:
+    """Keep rows whose ``filter_field`` is in ``filter_in`` (applied before sampling)."""
+    v = ds.value
+    if not v.filter_field:
+        return rows
+    if v.filter_in is None:
+        raise DataError(f"dataset '{ds.id}' sets filter_field but not filter_in", path)
+    keep = set(v.filter_in)
+    out = [r for r in rows if r.get(v.filter_field) in keep]
+    if not out:
+        seen = sorted({str(r.get(v.filter_field)) for r in rows})[:10]
+        raise DataError(f"no row has {v.filter_field} in {sorted(map(str, keep))}", path,
+                        hint=f"values present include: {', '.join(seen)}")
+    return out
+
+
 def load_dataset(spec: Spec, ds_id: str, root: Path) -> DatasetItems:
     """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems."""
     ds = spec.get(ds_id)
@@ -163,6 +179,7 @@ def load_dataset(spec: Spec, ds_id: str, root: Path) -> DatasetItems:
         raise DataError(f"cannot read data file: {e.strerror}", str(path)) from None
     if not rows:
         raise DataError("data file has no rows", str(path))
+    rows = _filter(rows, ds, str(path))
     items = [normalise(r, ds, str(path), i) for i, r in enumerate(rows)]
     n = ds.value.sample or len(items)
     indices = sample_indices(len(items), n, ds.value.seed)

@@ -154,15 +154,14 @@ class VLLMEngine:
         self._opts = _Options.parse(config)
         if config.device not in ("auto", "cpu", "cuda") and not config.device.startswith("cuda"):
             raise EngineError(f"model {config.name!r}: unknown device {config.device!r}", hint="use cpu, cuda or auto (vLLM picks the platform it was built for)")
+        self._set_env_before_import()
+        self._vllm = import_vllm()  # first: a missing vLLM should not cost a model conversion
         self._resolved = resolve_model(config)
         if self._resolved.gguf_file:
             raise EngineError(
                 f"model {config.name!r}: vLLM cannot read GGUF files ({self._resolved.gguf_file})",
                 hint="use the embedded short name (converted to safetensors once) or a safetensors checkpoint directory",
             )
-        self._set_env_before_import()
-        vllm = import_vllm()
-        self._vllm = vllm
         from vllm.platforms import current_platform
 
         self.on_cpu = bool(current_platform.is_cpu())
@@ -181,6 +180,7 @@ class VLLMEngine:
             hf_config = AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
         except (OSError, ValueError) as e:
             raise EngineError(f"model {config.name!r}: could not load the tokenizer/config of {d} ({type(e).__name__}: {e})") from e
+        self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
         self.eos_ids = self._eos_ids(d)
@@ -266,11 +266,9 @@ class VLLMEngine:
             kw["max_num_seqs"] = o.max_num_seqs
         if o.gpu_memory_utilization:
             kw["gpu_memory_utilization"] = o.gpu_memory_utilization
-        kv_gib = o.kv_cache_gib if o.kv_cache_gib is not None else (1.0 if self.on_cpu else None)
-        if runner == "pooling" and kv_gib is not None:
-            kv_gib = max(0.25, kv_gib / 4)  # prefill only: no decode, no logprobs
-        if kv_gib is not None and not (self.on_cpu and "VLLM_CPU_KVCACHE_SPACE" in os.environ):
-            kw["kv_cache_memory_bytes"] = int(kv_gib * (1 << 30))
+        kv_bytes = self._kv_cache_bytes(runner)
+        if kv_bytes is not None:
+            kw["kv_cache_memory_bytes"] = kv_bytes
         if runner == "generate":
             kw["max_logprobs"] = o.max_logprobs
         else:
@@ -286,6 +284,42 @@ class VLLMEngine:
                 f"({type(e).__name__}: {e})",
                 hint="on CPU set options.kv_cache_gib (or VLLM_CPU_KVCACHE_SPACE) to fit memory; check dtype and max_model_len",
             ) from e
+
+    def _kv_cache_bytes(self, runner: str) -> int | None:
+        """KV-cache size to pass to vLLM, or None to let vLLM size it.
+
+        CPU default: 1 GiB, raised to hold one full-context sequence (vLLM refuses to start
+        otherwise). The pooling engine only prefills one prompt at a time: one full-context
+        sequence, at least 256 MiB, at most the generator's size. ``VLLM_CPU_KVCACHE_SPACE``
+        in the environment wins on CPU (vLLM's legacy setting, whole GiB)."""
+        o = self._opts
+        if self.on_cpu and "VLLM_CPU_KVCACHE_SPACE" in os.environ:
+            return None
+        full = self._full_context_kv_bytes()
+        if o.kv_cache_gib is not None:
+            size = int(o.kv_cache_gib * (1 << 30))
+        elif self.on_cpu:
+            size = max(1 << 30, full or 0)
+        else:
+            return None  # GPU: vLLM sizes it from gpu_memory_utilization
+        if runner == "pooling":
+            size = min(size, max(1 << 28, full or 0))
+        return size
+
+    def _full_context_kv_bytes(self) -> int | None:
+        """Bytes of K and V for one sequence of the full context, with 25% slack (block rounding)."""
+        c = self._hf_config
+        c = getattr(c, "text_config", None) or c
+        layers, heads = getattr(c, "num_hidden_layers", None), getattr(c, "num_attention_heads", None)
+        if not layers or not heads:
+            return None
+        kv_heads = getattr(c, "num_key_value_heads", None) or heads
+        head_dim = getattr(c, "head_dim", None) or getattr(c, "hidden_size", 0) // heads
+        ctx = self._opts.max_model_len or getattr(c, "max_position_embeddings", None)
+        if not ctx or not head_dim:
+            return None
+        width = 4 if self.dtype == "float32" else 2
+        return int(2 * layers * kv_heads * head_dim * width * ctx * 1.25)
 
     # -- protocol
 

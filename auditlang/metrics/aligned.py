@@ -55,7 +55,7 @@ def weighted_ece(confidence, correct, weights=None, *, bins: int = 10) -> float:
     c = as_prob("weighted_ece", confidence)
     z = as_binary("weighted_ece", correct)
     same_length("weighted_ece", confidence=c, correct=z)
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+    if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 1:
         raise ValueError(f"weighted_ece: bins must be a positive integer, got {bins!r}")
     w = _weights("weighted_ece", c, weights)
     return float(ece_weighted(w[None, :], c, z, bins=int(bins))[0])
@@ -199,7 +199,7 @@ def shared_candidate_pool(answers_a: Sequence[str], answers_b: Sequence[str]) ->
     if len(answers_a) != len(answers_b):
         raise ValueError(f"shared_candidate_pool: {len(answers_a)} answers for A but {len(answers_b)} for B")
     pool: list[tuple[int, str]] = []
-    for i, (sa, sb) in enumerate(zip(answers_a, answers_b)):
+    for i, (sa, sb) in enumerate(zip(answers_a, answers_b, strict=False)):
         pool.append((i, sa))
         if sb != sa:
             pool.append((i, sb))
@@ -237,7 +237,8 @@ def is_reversal(raw_diff: float, aligned_diff: float) -> bool:
     return bool(np.sign(raw_diff) * np.sign(aligned_diff) < 0)
 
 
-def ranking_reversals(raw: Mapping[Hashable, float], aligned: Mapping[Hashable, float]) -> list[tuple[Hashable, Hashable]]:
+def ranking_reversals(raw: Mapping[Hashable, float],
+                      aligned: Mapping[Hashable, float]) -> list[tuple[Hashable, Hashable]]:
     """Model pairs whose order differs between the raw and the aligned view (003 section 5.2).
 
     ``raw`` and ``aligned`` map model -> metric value for the same models. Returns every pair
@@ -245,7 +246,8 @@ def ranking_reversals(raw: Mapping[Hashable, float], aligned: Mapping[Hashable, 
     sign(aligned[m1]-aligned[m2]); tied pairs are not reversals.
     """
     if set(raw) != set(aligned):
-        raise ValueError(f"ranking_reversals: raw and aligned views name different models: {sorted(map(str, raw))} vs {sorted(map(str, aligned))}")
+        raise ValueError("ranking_reversals: raw and aligned views name different models: "
+                         f"{sorted(map(str, raw))} vs {sorted(map(str, aligned))}")
     for view, vals in (("raw", raw), ("aligned", aligned)):
         for k, v in vals.items():
             if v is None or np.isnan(float(v)):

@@ -164,7 +164,9 @@ def _equal_mass_index(W: np.ndarray, conf: np.ndarray, bins: int, closed: str) -
     uniq, rank = np.unique(conf, return_inverse=True)
     # left-closed: c >= e  <=>  rank >= searchsorted(uniq, e, "left"); right-closed uses "right"
     edge_rank = np.searchsorted(uniq, edges[:, 1:-1], side="left" if closed == "left" else "right")
-    idx = _rowwise_searchsorted(edge_rank.astype(float), np.broadcast_to(rank.astype(float), W.shape), side="right")
+    idx = np.zeros(W.shape, dtype=np.intp)
+    for k in range(bins - 1):  # bin index = number of inner edges at or below the value
+        idx += rank[None, :] >= edge_rank[:, k : k + 1]
     return idx, edges
 
 

@@ -38,7 +38,8 @@ from auditlang.metrics.registry import ParamSpec, register
 def _decisions(metric: str, d, name: str) -> np.ndarray:
     a = np.asarray(d, dtype=float)
     if a.ndim != 1 or a.size == 0:
-        raise ValueError(f"{metric}: {name} must be a non-empty 1-D array of 1 (accept) / 0 (reject) / NaN (no decision)")
+        raise ValueError(f"{metric}: {name} must be a non-empty 1-D array of 1 (accept) / 0 (reject) / "
+                         "NaN (no decision)")
     ok = ~np.isnan(a)
     if not np.isin(a[ok], (0.0, 1.0)).all():
         raise ValueError(f"{metric}: {name} must contain only 1 (accept), 0 (reject) or NaN (no decision)")
@@ -90,7 +91,8 @@ def agreement(decisions_1, decisions_2, answers_1: Sequence[object], answers_2: 
     """Agr. = share of commonly accepted questions where the model's two answers are equal (004 section 3)."""
     A1, A2, _, _ = _pair("agreement", decisions_1, decisions_2)
     if not len(answers_1) == len(answers_2) == len(A1):
-        raise ValueError(f"agreement: inputs have mismatched lengths (decisions={len(A1)}, answers_1={len(answers_1)}, answers_2={len(answers_2)})")
+        raise ValueError(f"agreement: inputs have mismatched lengths (decisions={len(A1)}, "
+                         f"answers_1={len(answers_1)}, answers_2={len(answers_2)})")
     both = np.flatnonzero(A1 & A2)
     same = sum(1 for i in both if answers_1[i] == answers_2[i])
     return _ratio(same, both.size, zero_division)
@@ -198,7 +200,8 @@ _DEC = "decisions_1+decisions_2"
 register("iou_acc", iou_acc, _ZD, inputs=_DEC, doc="|A1 & A2| / |A1 | A2| (004 §3)")
 register("iou_rej", iou_rej, _ZD, inputs=_DEC, doc="|R1 & R2| / |R1 | R2| (004 §3)")
 register("iou_cons", iou_cons, _ZD, inputs=_DEC, doc="harmonic mean of IoU_acc and IoU_rej (004 §3)")
-register("dec_cons", decision_consistency, _ZD, inputs=_DEC, doc="share of decided questions with equal decisions (004 §3)")
+register("dec_cons", decision_consistency, _ZD, inputs=_DEC,
+         doc="share of decided questions with equal decisions (004 §3)")
 register("agreement", agreement, _ZD, inputs=_DEC + "+answers_1+answers_2",
          doc="share of commonly accepted questions with the same model answer (004 §3)")
 register("common_accept_accuracy", common_accept_accuracy, _ZD, inputs=_DEC + "+correct_1+correct_2",

@@ -45,7 +45,8 @@ def _estimator(est: str | Estimator) -> Estimator:
         return est
     if est not in METRICS or METRICS[est].inputs != "conf+correct":
         known = sorted(k for k, v in METRICS.items() if v.inputs == "conf+correct")
-        raise ValueError(f"calibration_gap: estimator {est!r} is not a registered (confidence, correct) metric; known: {known}")
+        raise ValueError(f"calibration_gap: estimator {est!r} is not a registered (confidence, correct) metric; "
+                         f"known: {known}")
     return METRICS[est].fn
 
 
@@ -145,7 +146,8 @@ def contrast_summary(first: Sequence[float], second: Sequence[float]) -> Contras
                            float(np.abs(a - b).mean()), sign_flips(a, b), int(a.size))
 
 
-__all__ = ["GRID", "ContrastSummary", "GridSummary", "calibration_gap", "contrast_summary", "grid_summary", "sign_flips"]
+__all__ = ["GRID", "ContrastSummary", "GridSummary", "calibration_gap", "contrast_summary", "grid_summary",
+           "sign_flips"]
 
 register("calibration_gap", calibration_gap,
          {"estimator": ParamSpec(str, "ece", doc="registered calibration metric: ece (A/B) or binfree_ece (C/D)")},

@@ -55,7 +55,8 @@ def prompt_robustness(confidence) -> ItemAverage:
     """
     c = np.asarray(confidence, dtype=float)
     if c.ndim != 2 or c.shape[0] == 0 or c.shape[1] < 2:
-        raise ValueError(f"prompt_robustness: need an (items x prompts) array with at least 2 prompts, got shape {c.shape}")
+        raise ValueError("prompt_robustness: need an (items x prompts) array with at least 2 prompts, "
+                         f"got shape {c.shape}")
     as_prob("prompt_robustness", c.ravel(), allow_nan=True)
     stds, excluded = [], 0
     for row in c:
@@ -94,7 +95,7 @@ def _items(metric: str, confidences: Sequence[Sequence[float]], groups: Sequence
         raise ValueError(f"{metric}: {len(confidences)} items of confidences but {len(groups)} items of groups")
     if len(confidences) == 0:
         raise ValueError(f"{metric}: no items")
-    for i, (c, g) in enumerate(zip(confidences, groups)):
+    for i, (c, g) in enumerate(zip(confidences, groups, strict=False)):
         arr = np.asarray(c, dtype=float)
         if arr.ndim != 1 or arr.size != len(g):
             raise ValueError(f"{metric}: item {i} has {arr.size} confidences but {len(g)} group labels")

@@ -23,13 +23,17 @@ def _desc_groups(W: np.ndarray, conf: np.ndarray, correct: np.ndarray):
     return m, e
 
 
-def _harmonic(x: np.ndarray) -> np.ndarray:
-    """Harmonic numbers ``H(x) = digamma(x + 1) + euler_gamma`` (a table lookup for integer counts)."""
-    xi = np.rint(x)
-    if x.size and np.array_equal(xi, x) and xi.min() >= 0:
-        table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, int(xi.max()) + 1))))
-        return table[xi.astype(np.intp)]
-    return digamma(x + 1) + np.euler_gamma
+def _harmonic_steps(m: np.ndarray) -> np.ndarray:
+    """``H(K + m) - H(K)`` per tie group, ``K`` = examples in earlier groups, ``H`` the harmonic
+    numbers (``digamma(x + 1) + euler_gamma``; a table lookup when the counts are integers)."""
+    cum = np.cumsum(m, axis=1)
+    cum_i = np.rint(cum)
+    if np.array_equal(cum_i, cum):
+        table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, int(cum_i.max()) + 1))))
+        h, h0 = table[cum_i.astype(np.intp)], 0.0
+    else:
+        h, h0 = digamma(cum + 1), float(digamma(1.0))
+    return np.diff(h, axis=1, prepend=np.full((h.shape[0], 1), h0))
 
 
 def aurc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
@@ -39,8 +43,7 @@ def aurc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.nd
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(m > 0, e / m, 0.0)
     # sum_{j=1..m} (E + j*rate) / (K + j) = m*rate + (E - rate*K) * (H(K+m) - H(K))
-    harmonic = _harmonic(k_before + m) - _harmonic(k_before)
-    total = (m * rate + (e_before - rate * k_before) * harmonic).sum(axis=1)
+    total = (m * rate + (e_before - rate * k_before) * _harmonic_steps(m)).sum(axis=1)
     n = W.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, total / n, np.nan)

@@ -37,7 +37,8 @@ def prompt_spread(accuracy: Mapping[str, float], variants: Sequence[str] = SPREA
     names = _select("prompt_spread", accuracy, variants)
     acc = np.array([float(accuracy[v]) for v in names])
     if np.isnan(acc).any() or (acc < 0).any() or (acc > 1).any():
-        raise ValueError(f"prompt_spread: accuracies must lie in [0, 1], got {dict(zip(names, acc.tolist()))}")
+        got = dict(zip(names, acc.tolist(), strict=True))
+        raise ValueError(f"prompt_spread: accuracies must lie in [0, 1], got {got}")
     return float(acc.max() - acc.min())
 
 
@@ -51,7 +52,8 @@ def prompt_spread_from_correct(correct: Mapping[str, object], variants: Sequence
     arrays = {v: as_binary("prompt_spread_from_correct", correct[v], f"correct[{v!r}]") for v in names}
     lens = {len(a) for a in arrays.values()}
     if len(lens) > 1:
-        raise ValueError(f"prompt_spread_from_correct: variants have different item counts {({v: len(a) for v, a in arrays.items()})}")
+        counts = {v: len(a) for v, a in arrays.items()}
+        raise ValueError(f"prompt_spread_from_correct: variants have different item counts {counts}")
     return prompt_spread({v: float(a.mean()) for v, a in arrays.items()}, names)
 
 
@@ -78,7 +80,8 @@ def size_spread_correlation(sizes: Sequence[float], spreads: Sequence[float]) ->
     """Spearman rho (and two-sided p) between model size and spread (000 section 4.3, Table 10)."""
     x, y = np.asarray(sizes, dtype=float), np.asarray(spreads, dtype=float)
     if x.ndim != 1 or y.ndim != 1 or x.size != y.size:
-        raise ValueError(f"size_spread_correlation: need two 1-D sequences of equal length, got {x.shape} and {y.shape}")
+        raise ValueError("size_spread_correlation: need two 1-D sequences of equal length, "
+                         f"got {x.shape} and {y.shape}")
     if x.size < 3:
         raise ValueError(f"size_spread_correlation: need at least 3 models, got {x.size}")
     if np.isnan(x).any() or np.isnan(y).any():

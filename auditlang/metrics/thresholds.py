@@ -93,4 +93,5 @@ def apply_threshold(confidence, threshold: float) -> np.ndarray:
     return out
 
 
-__all__ = ["DEFAULT_BOUNDS", "FALLBACK_THRESHOLD", "ThresholdFit", "apply_threshold", "fit_threshold", "misclassifications"]
+__all__ = ["DEFAULT_BOUNDS", "FALLBACK_THRESHOLD", "ThresholdFit", "apply_threshold", "fit_threshold",
+           "misclassifications"]

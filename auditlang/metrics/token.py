@@ -71,7 +71,8 @@ class TokenConfidence:
     full_coverage: bool   # every valid label was in the window
 
 
-def token_confidence(window: Window, labels: Sequence[str], predicted: str | None, *, logprobs: bool = True) -> TokenConfidence:
+def token_confidence(window: Window, labels: Sequence[str], predicted: str | None, *,
+                     logprobs: bool = True) -> TokenConfidence:
     """Raw and label-set-normalised first-token confidence of ``predicted`` (000, A.3 eqs. 1-2)."""
     labs = _check_labels("token_confidence", labels)
     probs = label_probs(window, labs, logprobs=logprobs)
@@ -90,7 +91,7 @@ def token_confidences(
     """Vectorised :func:`token_confidence`: arrays (raw, norm) with NaN where undefined."""
     if len(windows) != len(predicted):
         raise ValueError(f"token_confidences: {len(windows)} windows but {len(predicted)} predictions")
-    res = [token_confidence(w, labels, p, logprobs=logprobs) for w, p in zip(windows, predicted)]
+    res = [token_confidence(w, labels, p, logprobs=logprobs) for w, p in zip(windows, predicted, strict=False)]
     return np.array([r.raw for r in res], dtype=float), np.array([r.norm for r in res], dtype=float)
 
 

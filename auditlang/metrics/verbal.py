@@ -32,7 +32,8 @@ def _verbal(metric: str, verbal) -> np.ndarray:
     try:
         a = np.asarray(verbal, dtype=float)  # numpy maps None to NaN
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{metric}: verbal confidence must be numbers in [0, 1] or None/NaN for a non-parse ({exc})") from None
+        raise ValueError(f"{metric}: verbal confidence must be numbers in [0, 1] or None/NaN for a non-parse "
+                         f"({exc})") from None
     return as_prob(metric, a, "verbal confidence", allow_nan=True)
 
 
@@ -58,7 +59,8 @@ def overconfidence(verbal, correct, token=None) -> Overconfidence:
     same_length(m, verbal=v, correct=z)
     ok = ~np.isnan(v)
     if not ok.any():
-        raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); signed over-confidence is undefined")
+        raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); "
+                         "signed over-confidence is undefined")
     vs_tok = float("nan") if token is None else overconf_vs_token(v, token)
     return Overconfidence(float(v[ok].mean() - z[ok].mean()), vs_tok, int(ok.sum()), int(v.size))
 
@@ -128,7 +130,8 @@ def overconf_vs_token(verbal, token) -> float:
     same_length(m, verbal=v, token=t)
     ok = ~np.isnan(v)
     if not ok.any():
-        raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); signed over-confidence is undefined")
+        raise ValueError(f"{m}: no verbal confidence parsed in this cell (VPR = 0); "
+                         "signed over-confidence is undefined")
     if np.isnan(t[ok]).any():
         raise ValueError(f"{m}: token confidence is missing on {int(np.isnan(t[ok]).sum())} parsed row(s)")
     return float(v[ok].mean() - t[ok].mean())

@@ -260,6 +260,8 @@ class Planner:
                                     role, kind = EVALUATOR_FOLLOWUPS[ector]
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
+        self._check_capabilities(cells, units, programs, evaluators_by_audit={
+            aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
         self.bag.raise_if_errors()
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
@@ -272,6 +274,40 @@ class Planner:
         )
         plan.units = units
         return plan
+
+    def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
+        """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
+        from auditlang.engines.registry import ENGINE_CAPABILITIES
+
+        needs: dict[tuple[str, str], set[str]] = {}
+        for (aid, mid, dsid, vid, split), unit in units.items():
+            for pid, per_item in unit.stage1.items():
+                kinds = {r.kind for reqs in per_item[:1] for r in reqs.values()} or {"generate"}
+                if unit.contexts:
+                    kinds |= set(programs[pid].roles2(unit.contexts[0]).values())
+                needs.setdefault((mid, pid), set()).update(kinds)
+        for aid, evs in evaluators_by_audit.items():
+            for eid in evs:
+                if eid in self.spec.objects and self.spec.get(eid).ctor == "constrained":
+                    for c in cells:
+                        if c.audit == aid and c.evaluator == eid:
+                            needs.setdefault((c.model, c.protocol), set()).add("constrained_choice")
+        bad: dict[tuple[str, str], list[str]] = {}
+        for c in cells:
+            engine = _engine_of(self.spec, c.model)
+            caps = ENGINE_CAPABILITIES.get(engine)
+            if caps is None:
+                continue
+            missing = needs.get((c.model, c.protocol), set()) - set(caps)
+            if c.evaluator in self.spec.objects and self.spec.get(c.evaluator).ctor == "constrained" and "constrained_choice" not in caps:
+                missing.add("constrained_choice")
+            for k in missing:
+                bad.setdefault((c.model, k), []).append(c.id)
+        for (mid, kind), cell_ids in sorted(bad.items()):
+            shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
+            self.bag.error("E172", f"model '{mid}' uses the {_engine_of(self.spec, mid)} engine, which cannot serve "
+                           f"{kind} requests needed by cell(s) {shown}", self.spec.get(mid).span,
+                           hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
 
     def _cell(self, aid, mid, dsid, vid, pid, eid, n_items, ds) -> Cell:
         spec = self.spec

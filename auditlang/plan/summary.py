@@ -52,9 +52,6 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     te = plan.token_estimate
     con.print(f"tokens (estimate, chars/4): prompt ≈ {te.get('prompt_tokens', 0):,}, generated ≤ {te.get('generated_tokens_max', 0):,}")
     if show_cells:
-        t = Table(title="cells", show_edge=False)
-        for col in ("id", "items", "hash"):
-            t.add_column(col)
+        con.print("[bold]cells[/bold] (id · items · content hash; * = estimated)")
         for c in plan.cells:
-            t.add_row(c.id, str(c.n_items) + ("*" if c.estimated else ""), c.hash)
-        con.print(t)
+            con.print(f"  {c.id}  {c.n_items}{'*' if c.estimated else ''}  {c.hash}", soft_wrap=True, highlight=False)

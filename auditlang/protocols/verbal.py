@@ -225,8 +225,10 @@ class VerbalProgram(SuppliedAnswers, Program):
         return ctx.followup(answer, self.phrasing.render(ctx.template_context()))
 
     def _request(self, ctx: ItemCtx, prompt: Prompt) -> Request:
-        return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=self.p.max_tokens,
-                            temperature=0.0, top_logprobs=0)
+        p = self.p
+        return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=p.max_tokens,
+                            temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
+                            top_logprobs=0)
 
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         if self._staged() != 1:

@@ -254,13 +254,8 @@ class _Resolver:
     def _param_value(self, oid: str, mod: LoadedModule, cls: type[S.Obj], fname: str, expr: A.Expr) -> Any:
         ref_kind = cls.REFS.get(fname)
         if isinstance(expr, A.ListExpr):
-            vals = []
-            for i, item in enumerate(expr.items):
-                v = self._one_value(f"{oid}.{fname}[{i}]", mod, ref_kind, item)
-                if v is _FAIL:
-                    return _FAIL
-                vals.append(v)
-            return vals
+            vals = [self._one_value(f"{oid}.{fname}[{i}]", mod, ref_kind, item) for i, item in enumerate(expr.items)]
+            return _FAIL if any(v is _FAIL for v in vals) else vals  # every item checked: all errors reported
         return self._one_value(f"{oid}.{fname}", mod, ref_kind, expr)
 
     def _one_value(self, inline_id: str, mod: LoadedModule, ref_kind: str | None, expr: A.Expr) -> Any:
@@ -369,8 +364,13 @@ class _Resolver:
             msg = str(e)
             bad = next((p for p in params if f" {p} " in msg or f"{p!r}" in msg or f"parameter {p}" in msg), None)
             allowed = list(getattr(reg[name], "params", {}) or {})
-            hint = did_you_mean(bad, allowed, "parameters") if bad and bad not in allowed else (
-                f"parameters of {name}: {', '.join(allowed) or 'none'}")
+            choices = getattr((getattr(reg[name], "params", {}) or {}).get(bad or ""), "choices", None)
+            if bad and bad not in allowed:
+                hint = did_you_mean(bad, allowed, "parameters")
+            elif choices:
+                hint = did_you_mean(str(params[bad]), [str(c) for c in choices], "values")
+            else:
+                hint = f"parameters of {name}: {', '.join(allowed) or 'none'}"
             self.bag.error("E131", msg, spans.get(bad or "", expr.span), hint=hint)
             return None
         return MetricRef(name, tuple(sorted(params.items())))

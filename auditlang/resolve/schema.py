@@ -44,6 +44,8 @@ class _DatasetBase(Obj):
     dev: str | None = None  # a dataset name providing the dev split (thresholds, Platt, probes)
     dev_sample: int | None = Field(default=None, ge=1)
     labels: list[str] | None = None  # option labels; default A, B, C, ... for multiple choice
+    filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
+    filter_in: list[str | int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
 
 
@@ -211,6 +213,8 @@ class Verbalized(Obj):
     max_tokens: int = Field(default=8, ge=1)
     prefill: str | None = None  # assistant prefill holding the supplied answer (study 001 section 3.3)
     answer_form: Literal["full", "extracted"] = "full"  # own answer embedded: full generation or evaluator's answer
+    temperature: float = Field(default=0.0, ge=0)  # 000/001/002 greedy; 003 App. D.3 samples at 1.0
+    top_p: float = Field(default=1.0, gt=0, le=1)
     REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model", "prefill": "template"}
 
 

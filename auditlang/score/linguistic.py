@@ -37,14 +37,15 @@ LINGUISTIC_OPTIONS: dict[str, str] = dict(zip("abcdefghijklm", LINGUISTIC_MAP, s
 # "Probably" at the same position; whole words only; any case; 1-3 spaces/newlines between words.
 # One capturing group per expression: ``m.lastindex`` names the expression.
 _BY_LENGTH = tuple(sorted(LINGUISTIC_MAP, key=len, reverse=True))
+_FIRST_LETTERS = "".join(sorted({e[0].lower() for e in LINGUISTIC_MAP}))
 _EXPR = re.compile(
-    r"(?<![\w])(?:"
+    rf"(?=[{_FIRST_LETTERS}])(?<![\w])(?:"
     + "|".join("(" + r"[ \t\n]{1,3}".join(map(re.escape, e.split())) + ")" for e in _BY_LENGTH)
     + r")(?![\w])",
     re.IGNORECASE,
 )
 _LEAD = re.compile(r"[\s*_`'\"(\[{>#-]{0,20}(?:option[ \t]{1,3})?", re.IGNORECASE)
-_OPTION = re.compile(r"([a-mA-M])[ \t]{0,3}(?=[:).\]]|\Z|\n)")
+_OPTION = re.compile(r"([a-mA-M])[ \t]{0,3}(?=[:).\]*_'\"]|\Z|\n)")
 
 
 def find_expressions(s: str) -> tuple[list[str], tuple[int, int] | None]:
@@ -98,7 +99,7 @@ class LinguisticMCParser(VerbalParser):
         return (
             "Linguistic multiple-choice confidence (study 002, table 5 'L. MC', map of A.2): after leading whitespace, "
             "quotes, brackets and markdown (and an optional word 'option'), an option letter a-m (any case) followed "
-            "by ':', ')', '.', ']' or the end of a line selects that option's expression, unless the text names a "
+            "by ':', ')', '.', ']', a quote, markdown emphasis or the end of a line selects that option's expression, unless the text names a "
             "different expression; without such a letter, exactly one distinct expression of the list counts."
         )
 

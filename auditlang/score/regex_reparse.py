@@ -40,7 +40,15 @@ MARKERS: tuple[tuple[str, str, str], ...] = (
     ("answer_is", "added", rf"{_START}answer\s{{1,4}}is\b[\s*_:：]{{0,6}}"),
     ("correct_option_is", "added", rf"{_START}(?:correct|right|best)\s{{1,4}}(?:option|choice)\s{{1,4}}is\b[\s*_:：]{{0,6}}"),
 )
-_COMPILED = tuple((name, re.compile(rx + _GAP + _OPT + _LETTER, re.IGNORECASE)) for name, _, rx in MARKERS)
+# One pass over the text: the alternatives are in search order, so at any position the
+# higher-priority marker is tried first. A match ends at its letter, and any other marker that
+# overlaps it starts inside it and reads the same letter with a lower priority, so one pass gives
+# the same per-marker matches that matter as one search per marker.
+_MARKER_FIRST_LETTERS = "abcfrt"  # every marker starts with one of these (fast rejection of other positions)
+_COMBINED = re.compile(
+    f"(?=[{_MARKER_FIRST_LETTERS}])(?:" + "|".join(f"(?P<m_{name}>{rx})" for name, _, rx in MARKERS) + ")" + _GAP + _OPT + _LETTER, re.IGNORECASE
+)
+_MARKER_NAMES = tuple(name for name, _, _ in MARKERS)
 _STANDALONE_LETTER = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 
 MARKER_FORMS = {
@@ -63,15 +71,17 @@ def regex_reparse(
     if s is None:
         return failure(NOT_TEXT)
     valid = frozenset(labels)
-    for name, rx in _COMPILED:
-        chosen: re.Match[str] | None = None
-        for m in rx.finditer(s):
-            if m.group("letter") in valid:
-                chosen = m
-                if occurrence == "first":
-                    break
-        if chosen is not None:
-            return ParseOutcome(chosen.group("letter"), True, f"marker:{name}", chosen.span("letter"))
+    chosen: dict[str, re.Match[str]] = {}
+    for m in _COMBINED.finditer(s):
+        if m.group("letter") not in valid:
+            continue
+        name = next(n for n in _MARKER_NAMES if m.group(f"m_{n}") is not None)
+        if occurrence == "last" or name not in chosen:
+            chosen[name] = m
+    for name in _MARKER_NAMES:
+        if name in chosen:
+            m = chosen[name]
+            return ParseOutcome(m.group("letter"), True, f"marker:{name}", m.span("letter"))
     offset = max(0, len(s) - window)
     last: re.Match[str] | None = None
     for m in _STANDALONE_LETTER.finditer(s, offset):

@@ -15,7 +15,7 @@ auditlang's reading, applied identically by every parser here:
   letter, digit, underscore or another decimal point (``GPT4``, ``1st``, ``0.8.5`` are not numbers);
   more than 15 characters is never well-formed. A ``-``/``−`` directly before it makes it negative.
 * Forms: *percentage* = number + optional space + ``%`` / ``percent`` / ``per cent``;
-  *phrase* = number + ``out of`` + N (and ``X/N`` for the 0-10 scale); *bare* = any other number.
+  *phrase* = number + ``out of`` + N (and ``X/10``, ``X/100`` for the 0-10 scale); *bare* = any other number.
 * The phrasing sets the scale of a bare number: decimal_01 reads it on [0, 1]; percent_0_100
   and integer_0_100 on [0, 100] (divided by 100); scale_0_10 on [0, 10] (divided by 10). A
   percentage is always x/100 with x in [0, 100]; a phrase is X/N with N in the parser's
@@ -47,14 +47,14 @@ _NUM = re.compile(r"(?<![\w.])(?:[0-9]++(?:\.[0-9]++)?+|\.[0-9]++)(?!\w|\.[0-9])
 _PCT = re.compile(r"[ \t\u00a0]{0,3}(?:%|％|per[ \t]?cent(?![A-Za-z]))", re.IGNORECASE)
 _DENOM = r"([0-9]{1,6}(?:\.[0-9]{1,6})?)(?!\w|\.[0-9])"
 _OUT_OF = re.compile(r"[ \t\u00a0]{1,3}out[ \t]{1,3}of[ \t]{1,3}" + _DENOM, re.IGNORECASE)
-_SLASH = re.compile(r"[ \t]{0,2}/[ \t]{0,2}" + _DENOM)
+_SLASH = re.compile(r"[ \t]{0,2}/[ \t]{0,2}(10|100)(?!\w|\.[0-9])")  # X/10, X/100 only
 # A number cut off at the end of the text: "0." or "75 out of" with nothing after.
 _PARTIAL = re.compile(r"(?:\.|[ \t\u00a0]{1,3}out(?:[ \t]{1,3}of)?|[ \t]{0,2}/)[ \t\r\n]{0,8}\Z", re.IGNORECASE)
 _RANGE_GAP = re.compile(r"\s{0,3}(?:[-–—~/]|to|or|and)\s{0,3}", re.IGNORECASE)
 _MAX_NUM_CHARS = 15
 # A percentage candidate (same number and suffix rules as _NUM + _PCT), for the fast scan.
 _PCT_NUM = re.compile(_NUM.pattern + _PCT.pattern, re.IGNORECASE)
-MAX_NUMBERS = 10_000  # numeric mentions examined before giving up ("too_many_numbers")
+MAX_NUMBERS = 1_000  # numeric mentions examined before giving up ("too_many_numbers")
 _WINDOW = 64  # context re-tokenised around a later percentage (> longest token + connector)
 
 

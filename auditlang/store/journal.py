@@ -172,6 +172,8 @@ class Journal:
     def register_engine(self, fingerprint: dict[str, Any], model: str) -> str:
         """Record an engine fingerprint (idempotent) and return its hash."""
         fp_hash = fingerprint_hash(fingerprint)
+        if self._db.execute("SELECT 1 FROM engines WHERE fp_hash = ?", (fp_hash,)).fetchone() is not None:
+            return fp_hash  # known: no write (cheap for repeated per-stage calls)
         with self._write():
             self._db.execute(
                 "INSERT OR IGNORE INTO engines (fp_hash, model, fingerprint, created_at) VALUES (?, ?, ?, ?)",
@@ -275,8 +277,9 @@ class Journal:
             rows = self._db.execute(
                 "SELECT fp_hash, result FROM results WHERE fp_hash = ? ORDER BY request_id", (fp_hash,)
             )
-        for h, text in rows.fetchall():
-            yield h, result_from_json(text)
+        while chunk := rows.fetchmany(1000):
+            for h, text in chunk:
+                yield h, result_from_json(text)
 
     def counts(self, fp_hash: str | None = None) -> JournalCounts:
         where, args = ("WHERE fp_hash = ?", (fp_hash,)) if fp_hash else ("", ())

@@ -18,7 +18,7 @@ TABLE7_INSTRUCT = {
 
 
 def _grid(table):
-    return {k: dict(zip("ABCD", v)) for k, v in table.items()}
+    return {k: dict(zip("ABCD", v, strict=False)) for k, v in table.items()}
 
 
 def test_grid_summary_reproduces_tables_2_and_3():

@@ -7,7 +7,7 @@ from auditlang.metrics import METRICS, bootstrap_ci, paired_bootstrap_diff, vali
 from auditlang.metrics.aligned import distribution_aligned, instance_aligned
 from auditlang.metrics.calibration import binfree_ece, ece
 from auditlang.metrics.protocol import calibration_gap
-from auditlang.metrics.robustness import answer_sensitivity, p_rb, a_sst, a_stb, prompt_robustness
+from auditlang.metrics.robustness import a_sst, a_stb, answer_sensitivity, p_rb, prompt_robustness
 from auditlang.metrics.spread import prompt_spread_arrays
 from auditlang.metrics.token import label_coverage
 from auditlang.metrics.verbal import overconf_vs_acc, overconf_vs_token

@@ -11,7 +11,8 @@ from auditlang.metrics.spread import (
     size_spread_correlation,
 )
 
-ACC = {"surface_paraphrase": 0.8, "instruction_reorder": 0.7, "fewshot_3": 0.75, "implicit_framing": 0.9, "format_change": 0.1}
+ACC = {"surface_paraphrase": 0.8, "instruction_reorder": 0.7, "fewshot_3": 0.75, "implicit_framing": 0.9,
+       "format_change": 0.1}
 
 
 def test_default_set_excludes_format_change():
@@ -62,8 +63,10 @@ def test_spearman_ties_match_pearson_on_ranks():
     assert size_spread_correlation(x, y).rho == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("x,y,match", [([1, 2], [0.1, 0.2], "at least 3"), ([1, 2, 3], [0.1, 0.1, 0.1], "undefined"),
-                                        ([1, 2, np.nan], [0.1, 0.2, 0.3], "NaN"), ([1, 2, 3], [0.1, 0.2], "equal length")])
+@pytest.mark.parametrize("x,y,match", [
+    ([1, 2], [0.1, 0.2], "at least 3"), ([1, 2, 3], [0.1, 0.1, 0.1], "undefined"),
+    ([1, 2, np.nan], [0.1, 0.2, 0.3], "NaN"), ([1, 2, 3], [0.1, 0.2], "equal length"),
+])
 def test_correlation_errors(x, y, match):
     with pytest.raises(ValueError, match=match):
         size_spread_correlation(x, y)

@@ -48,7 +48,9 @@ def test_ece_gap_matches_core_ece_when_everything_parses():
     assert ece_gap(v, t, z, bins=15) == pytest.approx(ece(v, z, bins=15) - ece(t, z, bins=15))
 
 
-@pytest.mark.parametrize("verbal,match", [([1.2, 0.5], r"\[0, 1\]"), (["high", 0.5], "verbal confidence"), ([None, None], "VPR = 0")])
+@pytest.mark.parametrize("verbal,match", [
+    ([1.2, 0.5], r"\[0, 1\]"), (["high", 0.5], "verbal confidence"), ([None, None], "VPR = 0"),
+])
 def test_ece_gap_bad_input(verbal, match):
     with pytest.raises(ValueError, match=match):
         ece_gap(verbal, [0.5, 0.5], [1, 0])
@@ -61,15 +63,16 @@ MISTRAL_VPR = {
     ("mnli", "fewshot_3"): 0.948, ("mnli", "implicit_framing"): 1.000, ("agnews", "surface_paraphrase"): 0.006,
     ("agnews", "instruction_reorder"): 0.366, ("agnews", "fewshot_3"): 0.866, ("agnews", "implicit_framing"): 0.994,
     ("arc", "surface_paraphrase"): 0.206, ("arc", "instruction_reorder"): 1.000, ("arc", "fewshot_3"): 0.954,
-    ("arc", "implicit_framing"): 1.000, ("mmlupro", "surface_paraphrase"): 0.424, ("mmlupro", "instruction_reorder"): 0.996,
-    ("mmlupro", "fewshot_3"): 0.286, ("mmlupro", "implicit_framing"): 0.952,
+    ("arc", "implicit_framing"): 1.000, ("mmlupro", "surface_paraphrase"): 0.424,
+    ("mmlupro", "instruction_reorder"): 0.996, ("mmlupro", "fewshot_3"): 0.286, ("mmlupro", "implicit_framing"): 0.952,
 }
 
 
 def test_vpr_filter_reproduces_mistral_matrix():
     sel = vpr_filter(MISTRAL_VPR)
     excluded = {k for k, _, _ in sel.excluded}
-    assert {k for k in excluded if k[1] == "surface_paraphrase"} == {(d, "surface_paraphrase") for d in ("sst2", "mnli", "agnews", "arc", "mmlupro")}
+    datasets = ("sst2", "mnli", "agnews", "arc", "mmlupro")
+    assert {k for k in excluded if k[1] == "surface_paraphrase"} == {(d, "surface_paraphrase") for d in datasets}
     assert len(excluded) == 8  # the eight x marks of Table 7
     # "clears the threshold in 12 of 15 cells" on the other three variants (000 section 4.2)
     assert sum(1 for k in sel.included if k[1] != "surface_paraphrase") == 12

@@ -78,3 +78,16 @@ def test_evaluator(mc4: dict) -> None:
     out = ev.label("Step by step.\nFinal answer: B", mc4)
     assert ev.correct(out.value, mc4) is True
     assert "150" not in ev.describe() and "100" in ev.describe()
+
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [("Final answer: B", "final_answer"), ("the correct answer is B", "correct_answer_is"), ("answer: B", "answer_colon"),
+     ("final answer is B", "final_answer_is"), ("answer is B", "answer_is"), ("correct option is B", "correct_option_is"),
+     ("right choice is B", "correct_option_is"), ("best option is B", "correct_option_is")],
+)
+def test_every_marker_form_in_any_case(text: str, rule: str) -> None:
+    for variant in (text, text.upper().replace(" B", " B"), text.title().replace(" b", " B")):
+        out = regex_reparse("... " + variant, ABCD)
+        assert out.rule == f"marker:{rule}" and out.value == "B", variant

@@ -4,7 +4,7 @@
 request id, optionally sleeping per request, so two runs give byte-identical results. Failure
 knobs: ``fail_ids`` (Result.error set), ``raise_after`` (EngineError after that many results
 in this engine's lifetime), ``interrupt_after`` (KeyboardInterrupt likewise), ``drop_ids``
-(contract violation: no result).
+(contract violation: no result), ``stall_after`` (hang, so a test can kill it mid-batch).
 Imported by conftest.py and by the subprocess worker of the kill -9 test.
 """
 
@@ -89,6 +89,7 @@ class HashEngine:
         raise_after: int | None = None,
         interrupt_after: int | None = None,
         drop_ids: Iterable[str] = (),
+        stall_after: int | None = None,
     ) -> None:
         self.config = ModelConfig(name=name, engine="hash", path="sha256", batch_size=4)
         self.version = version
@@ -98,6 +99,7 @@ class HashEngine:
         self.raise_after = raise_after
         self.interrupt_after = interrupt_after
         self.drop_ids = set(drop_ids)
+        self.stall_after = stall_after
         self.executed: list[str] = []
         self.batches: list[int] = []
 
@@ -115,6 +117,8 @@ class HashEngine:
                 raise EngineError("simulated device failure", hint="check the GPU")
             if self.interrupt_after is not None and len(self.executed) >= self.interrupt_after:
                 raise KeyboardInterrupt
+            if self.stall_after is not None and len(self.executed) >= self.stall_after:
+                time.sleep(3600)  # a hung device: only a kill ends this
             if self.sleep:
                 time.sleep(self.sleep)
             self.executed.append(req.id)

@@ -1,7 +1,8 @@
 """Subprocess worker for the kill -9 and concurrent-writer tests (run as a script).
 
-usage: store_worker.py RUN_DIR N_ITEMS SLEEP BATCH [SHARD]
-Executes the ARC requests of N_ITEMS items with HashEngine(sleep=SLEEP) into RUN_DIR.
+usage: store_worker.py RUN_DIR N_ITEMS SLEEP BATCH [SHARD|-] [STALL_AFTER]
+Executes the ARC requests of N_ITEMS items with HashEngine(sleep=SLEEP) into RUN_DIR, as shard
+SHARD ("i/n") if given; the engine hangs after STALL_AFTER results if given.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from auditlang.store import Journal, Shard  # noqa: E402
 
 def main(argv: list[str]) -> int:
     run_dir, n_items, sleep, batch = argv[0], int(argv[1]), float(argv[2]), int(argv[3])
-    shard = Shard.parse(argv[4]) if len(argv) > 4 else None
+    shard = Shard.parse(argv[4]) if len(argv) > 4 and argv[4] != "-" else None
+    stall = int(argv[5]) if len(argv) > 5 else None
     with Journal(run_dir) as journal:
-        stats = execute(HashEngine(sleep=sleep), arc_requests(n_items), journal, batch_size=batch,
+        stats = execute(HashEngine(sleep=sleep, stall_after=stall), arc_requests(n_items), journal, batch_size=batch,
                         progress=False, shard=shard)
     print(stats.summary(), flush=True)
     return 0

@@ -177,7 +177,8 @@ def _count_results(db_path: Path) -> int:
 def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     run = tmp_path / "killed"
     reqs = arc_requests(100)  # 200 requests
-    proc = subprocess.Popen([sys.executable, str(WORKER), str(run), "100", "0.01", "8"],
+    # the engine hangs after 150 results, so the kill lands mid-run however loaded the machine is
+    proc = subprocess.Popen([sys.executable, str(WORKER), str(run), "100", "0.01", "8", "-", "150"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while _count_results(run / "journal.sqlite") < 60:
@@ -190,7 +191,7 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path: Path) 
     assert proc.returncode == -signal.SIGKILL
 
     committed = _count_results(run / "journal.sqlite")
-    assert 60 <= committed < 200 and committed % 8 == 0  # whole batches only
+    assert 60 <= committed <= 144 and committed % 8 == 0  # whole batches only
     with Journal(run) as j:
         assert j._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert j.counts().pending == 200 - committed

@@ -1,0 +1,556 @@
+"""The reporting checklist, generated from spec + plan + run (never hand-filled).
+
+Study 001 section 4.3 asks every calibration comparison to disclose C1 elicitation provenance,
+C2 the scored answer, C3 the token-probability readout and C4 the conditioning context; study
+000 adds the ECE estimator and binning, token normalisation and top-k coverage, the evaluator
+rule, the verbal parse rate with its threshold, the elicitation phrasings and the variant set;
+study 003 the accuracy gap between compared models. The checklist states each item per group of
+cells (audit, then protocol), flags whatever the spec left at a default as UNSPECIFIED and adds
+WARNING lines (e.g. a single elicitation phrasing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from auditlang.report import describe as D
+from auditlang.report.comparisons import Comparison, vpr_summary
+from auditlang.report.comparisons.common import CALIBRATION_METRICS
+from auditlang.report.latex import escape, verbatim_safe
+from auditlang.report.rundata import JOURNAL, RECORDS, RunData
+from auditlang.resolve.spec import MetricRef
+
+ITEMS: dict[str, str] = {
+    "C1": "C1 elicitation provenance",
+    "C2": "C2 scored answer",
+    "C3": "C3 token-probability readout",
+    "C4": "C4 conditioning context",
+    "ece": "ECE estimator and binning",
+    "norm": "Token-confidence normalisation and top-k label coverage",
+    "evaluator": "Evaluator rule",
+    "storage": "Raw generations storage",
+    "vpr": "Verbal parse rate, inclusion threshold and excluded cells",
+    "phrasings": "Elicitation phrasings",
+    "variants": "Variant set and spread",
+    "accgap": "Accuracy gap and accuracy-controlled views",
+    "templates": "Prompt templates with hashes",
+    "seeds": "Seeds and sample indices",
+    "engines": "Engine, version, dtype and model revision",
+}
+
+
+@dataclass
+class Entry:
+    key: str
+    lines: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # (caption, verbatim text)
+
+    @property
+    def title(self) -> str:
+        return ITEMS[self.key]
+
+    def flag(self, text: str | None) -> None:
+        if text and text not in self.flags:
+            self.flags.append(text)
+
+
+@dataclass
+class Group:
+    title: str
+    entries: list[Entry] = field(default_factory=list)
+
+
+@dataclass
+class Checklist:
+    title: str
+    groups: list[Group] = field(default_factory=list)
+
+    def flags(self) -> list[str]:
+        return [f for g in self.groups for e in g.entries for f in e.flags]
+
+    # ------------------------------------------------------------ renderers
+    def to_markdown(self) -> str:
+        out = [f"# {self.title}", "", "Generated from the spec, the plan and the run; every UNSPECIFIED line is a "
+               "choice the spec left to a default.", ""]
+        for g in self.groups:
+            out += [f"## {g.title}", ""]
+            for e in g.entries:
+                out += [f"### {e.title}", ""]
+                out += [f"- {ln}" for ln in e.lines]
+                out += [f"- **{fl}**" for fl in e.flags]
+                for cap, text in e.blocks:
+                    fence = "````" if "```" in text else "```"
+                    out += ["", f"{cap}:", "", fence + "text", text, fence]
+                out.append("")
+        return "\n".join(out).rstrip() + "\n"
+
+    def to_latex_body(self) -> str:
+        out = []
+        for g in self.groups:
+            out.append(f"\\section*{{{escape(g.title)}}}")
+            for e in g.entries:
+                out.append(f"\\subsection*{{{escape(e.title)}}}")
+                if e.lines or e.flags:
+                    out.append("\\begin{itemize}")
+                    out += [f"\\item {escape(ln)}" for ln in e.lines]
+                    out += [f"\\item \\textbf{{{escape(fl)}}}" for fl in e.flags]
+                    out.append("\\end{itemize}")
+                for cap, text in e.blocks:
+                    out += [f"\\noindent {escape(cap)}:", "\\begin{Verbatim}[fontsize=\\footnotesize,breaklines=false]",
+                            _fold(verbatim_safe(text)), "\\end{Verbatim}"]
+        return "\n".join(out) + "\n"
+
+    def to_latex(self) -> str:
+        from auditlang.report.latex import document
+
+        return document(self.to_latex_body(), self.title)
+
+    def to_html(self) -> str:
+        out = []
+        for g in self.groups:
+            out.append(f"<h3>{html.escape(g.title)}</h3>")
+            for e in g.entries:
+                out.append(f'<div class="item" data-key="{e.key}"><h4>{html.escape(e.title)}</h4><ul>')
+                out += [f"<li>{html.escape(ln)}</li>" for ln in e.lines]
+                out += [f'<li class="flag">{html.escape(fl)}</li>' for fl in e.flags]
+                out.append("</ul>")
+                for cap, text in e.blocks:
+                    out.append(f"<p>{html.escape(cap)}:</p><pre>{html.escape(text)}</pre>")
+                out.append("</div>")
+        return "\n".join(out)
+
+
+def _fold(text: str, width: int = 110) -> str:
+    """Hard-wrap long verbatim lines (marked with a trailing backslash) so they fit the page."""
+    out = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            out.append(line[:width] + "\\")
+            line = line[width:]
+        out.append(line)
+    return "\n".join(out)
+
+
+# ============================================================== building
+
+
+def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
+    cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
+    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _seeds(rd)]))
+    for aid in rd.audit_ids():
+        cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
+            _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _phrasings(rd, aid), _vpr(rd, aid),
+            _accgap(rd, aid, comparisons), _templates(rd, aid)]))
+        for pid in rd.audit(aid).protocols:
+            n_cells = sum(1 for c in rd.plan.cells if c.audit == aid and c.protocol == pid)
+            ctor = rd.protocol_ctor(pid)
+            cl.groups.append(Group(f"Audit {aid}, cells of protocol {pid} ({ctor}, {n_cells} cells)",
+                                   _protocol_entries(rd, aid, pid)))
+    return cl
+
+
+# -------------------------------------------------------------- run-level items
+
+
+def _storage(rd: RunData) -> Entry:
+    e = Entry("storage")
+    rec = rd.run_dir / RECORDS
+    mirror = rec.with_suffix(".jsonl")
+    jr = rd.run_dir / JOURNAL
+    if rec.exists():
+        e.lines.append(f"Scored records (one row per cell x item, with the raw generation text): {rec} "
+                       f"({len(rd.records)} rows); JSONL mirror: {mirror}{'' if mirror.exists() else ' (absent)'}")
+    else:
+        e.lines.append(f"not computable: no records table at {rec}")
+    if jr.exists():
+        from auditlang.store.journal import Journal
+
+        with Journal(rd.run_dir) as j:
+            n = j.counts()
+        e.lines.append(f"Every raw engine request and result (generations, logprob windows), keyed by request id and "
+                       f"engine fingerprint: {jr} ({n.results} results, {n.errors} errors)")
+    else:
+        e.lines.append(f"not computable: no request journal at {jr}; raw generations beyond the records are not stored")
+    return e
+
+
+def _engines(rd: RunData) -> Entry:
+    e = Entry("engines")
+    models = list(dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models))
+    for mid in models:
+        o = rd.spec.get(mid)
+        v = o.value
+        engine = v.engine if o.ctor == "embedded" else o.ctor
+        path = v.name if o.ctor == "embedded" else v.path
+        fp = rd.fingerprints.get(mid)
+        declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        if fp is None:
+            e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
+        else:
+            versions = ", ".join(f"{k} {fp[k]}" for k in ("vllm", "transformers", "torch", "version", "llama_cpp")
+                                 if fp.get(k))
+            e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
+                           f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
+                           f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}")
+        if v.revision is None and not (fp and fp.get("revision")):
+            e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
+                   "the weights are identified only by name" + (" and their sha256" if fp and fp.get("weights_sha256") else ""))
+        elif v.revision is None:
+            e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set revision in the spec; the engine resolved {fp.get('revision')!r}")
+        if v.dtype == "auto":
+            e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto); "
+                   f"the engine chose {fp.get('dtype')!r}" if fp else f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto)")
+    return e
+
+
+def _seeds(rd: RunData) -> Entry:
+    e = Entry("seeds")
+    spec = rd.spec
+    settings = spec.of_kind("settings")
+    e.lines.append(f"Global seed: {spec.settings.seed}")
+    if not settings or "seed" not in D.explicit(next(iter(settings.values()))):
+        e.flag(f"{D.UNSPECIFIED}: settings do not set seed; the default {spec.settings.seed} was used")
+    for dsid, info in rd.plan.datasets.items():
+        o = spec.get(dsid)
+        if not info.get("available"):
+            e.lines.append(f"dataset {dsid}: not computable: data not available at plan time (estimated n={info.get('n_sample')})")
+            continue
+        idx = list(info.get("indices", []))
+        digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
+        e.lines.append(f"dataset {dsid}: file {info.get('path')}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
+                       f"random.Random({info.get('seed')}).sample over row indices; dev items {info.get('n_dev', 0)}; "
+                       f"indices sha256[:16] {digest}")
+        e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")
+        if o.value.sample is not None and "seed" not in D.explicit(o):
+            e.flag(D.unspecified(o, "seed", "sampling seed"))
+    for mid in dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models):
+        mo = spec.get(mid)
+        e.lines.append(f"model {mid}: generation seed {mo.value.seed if mo.value.seed is not None else spec.settings.seed}"
+                       + ("" if mo.value.seed is not None else " (the global seed)"))
+    for vid in dict.fromkeys(v for aid in rd.audit_ids() for v in rd.audit(aid).variants):
+        v = spec.get(vid).value
+        if v.fewshot:
+            e.lines.append(f"variant {vid}: {v.fewshot}-shot examples drawn with seed "
+                           f"{v.fewshot_seed if v.fewshot_seed is not None else spec.settings.seed}")
+            if v.fewshot_seed is None:
+                e.flag(f"{D.UNSPECIFIED}: variant '{vid}' does not set fewshot_seed; the global seed was used")
+        for pid in v.perturb:
+            po = spec.get(pid)
+            e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) seed "
+                           f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")
+            if po.value.seed is None:
+                e.flag(f"{D.UNSPECIFIED}: perturbation '{pid}' sets no seed; the global seed was used")
+    from auditlang.run.cellmetrics import audit_bootstrap
+
+    for aid in rd.audit_ids():
+        B, seed, level = audit_bootstrap(spec, aid)
+        e.lines.append(f"audit {aid}: percentile bootstrap B={B}, seed={seed}, level={level}")
+        if not rd.audit(aid).bootstrap:
+            e.flag(f"{D.UNSPECIFIED}: audit '{aid}' declares no bootstrap; B=1000, seed=42, level=0.95 were used")
+    return e
+
+
+# -------------------------------------------------------------- audit-level items
+
+
+def _evaluators(rd: RunData, aid: str) -> Entry:
+    e = Entry("evaluator")
+    tasks = list(dict.fromkeys(rd.task(d) for d in rd.audit(aid).datasets))
+    for eid in rd.evaluators(aid):
+        for task in tasks:
+            ctor, rule, flag = D.evaluator_rule(rd.spec, eid, task)
+            e.lines.append(f"evaluator {eid} ({ctor}) on {task} datasets: {rule}")
+            e.flag(flag)
+    return e
+
+
+def _metric_refs(rd: RunData, aid: str) -> tuple[list[MetricRef], bool]:
+    ids = rd.audit(aid).metrics
+    if ids:
+        return [rd.spec.metrics[m] for m in ids], True
+    from auditlang.run.cellmetrics import DEFAULT_METRICS
+
+    return list(DEFAULT_METRICS), False
+
+
+def _ece(rd: RunData, aid: str) -> Entry:
+    from auditlang.metrics.registry import validate_params
+
+    e = Entry("ece")
+    refs, declared = _metric_refs(rd, aid)
+    cal = [r for r in refs if r.name in CALIBRATION_METRICS]
+    for r in cal:
+        full = validate_params(r.name, dict(r.params))
+        shown = ", ".join(f"{k}={v}" for k, v in full.items() if k != "missing")
+        e.lines.append(f"{r.label}: {r.name} with {shown or 'no parameters'}")
+        given = dict(r.params)
+        for k in ("bins", "binning"):
+            if k in full and k not in given:
+                e.flag(f"{D.UNSPECIFIED}: metric {r.label} of audit '{aid}' does not set {k}; the default {full[k]!r} was used")
+    if not cal:
+        e.lines.append(f"audit {aid} computes no calibration-error metric (metrics: {', '.join(r.label for r in refs)})")
+    if not declared:
+        e.flag(f"{D.UNSPECIFIED}: audit '{aid}' declares no metrics; the defaults "
+               f"{', '.join(r.label for r in refs)} were used")
+    for cid, o in rd.spec.of_kind("compare").items():
+        if o.value.audit == aid and o.ctor == "protocol_grid":
+            ests = [rd.spec.metrics[m].label for m in o.value.estimators] or ["ece(bins=10, binning=equal_width) (default)"]
+            e.lines.append(f"comparison {cid} compares estimators: {', '.join(ests)}")
+    e.lines.append("Verbal ECE uses the rows whose confidence parsed; token ECE the rows with a token confidence "
+                   "(missing ones are counted in metrics/cells.csv n_conf_missing).")
+    return e
+
+
+def _variants(rd: RunData, aid: str) -> Entry:
+    e = Entry("variants")
+    a = rd.audit(aid)
+    for vid in a.variants:
+        v = rd.spec.get(vid).value
+        parts = [f"{f}={getattr(v, f)}" for f in ("template", "multiple_choice", "classification", "open_qa", "system")
+                 if getattr(v, f)]
+        if v.fewshot:
+            parts.append(f"fewshot={v.fewshot}")
+        if v.perturb:
+            parts.append("perturb=[" + ", ".join(f"{p} ({rd.spec.get(p).ctor})" for p in v.perturb) + "]")
+        if v.max_tokens:
+            parts.append(f"max_tokens={v.max_tokens}")
+        e.lines.append(f"variant {vid}: {', '.join(parts)}")
+    if len(a.variants) < 2:
+        e.flag(f"{D.WARNING}: audit '{aid}' uses a single prompt variant; prompt sensitivity is not measured")
+        return e
+    df = rd.cells
+    if df.empty or "accuracy" not in df.columns:
+        e.lines.append("not computable: spread needs per-cell accuracy (metrics/cells.csv has no accuracy column)")
+        return e
+    p0 = a.protocols[0]
+    sub = df[(df["audit"] == aid) & (df["protocol"] == p0)]
+    for (m, d, ev), g in sub.groupby(["model", "dataset", "evaluator"], sort=False):
+        acc = dict(zip(g["variant"], g["accuracy"]))
+        vals = [acc[v] for v in a.variants if v in acc and not math.isnan(acc[v])]
+        if len(vals) < 2:
+            e.lines.append(f"{m} / {d} / {ev}: not computable: fewer than two variants with an accuracy")
+            continue
+        e.lines.append(f"{m} / {d} / {ev}: accuracy spread (max - min over all {len(vals)} variants) "
+                       f"{max(vals) - min(vals):.3f}; " + ", ".join(f"{v} {acc[v]:.3f}" for v in a.variants if v in acc))
+    return e
+
+
+def _phrasings(rd: RunData, aid: str) -> Entry:
+    e = Entry("phrasings")
+    verbal = [p for p in rd.audit(aid).protocols if rd.protocol_ctor(p) in ("verbalized", "ask_cal", "p_true")]
+    if not verbal:
+        e.lines.append(f"not applicable: audit '{aid}' elicits no verbal confidence")
+        return e
+    phr: dict[str, list[str]] = {}
+    for pid in verbal:
+        o = rd.spec.get(pid)
+        tid = getattr(o.value, "phrasing", None) or getattr(o.value, "template", None)
+        field_name = "phrasing" if hasattr(o.value, "phrasing") else "template"
+        if tid is None:
+            e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {field_name}; the protocol's built-in default text was used")
+            tid = f"<built-in default of {o.ctor}>"
+        phr.setdefault(tid, []).append(pid)
+        if o.ctor == "verbalized":
+            e.lines.append(f"protocol {pid}: phrasing {tid}, scale {o.value.scale}, parser {o.value.parser}")
+            e.flag(D.unspecified(o, "scale", "verbal scale and parser range"))
+        else:
+            e.lines.append(f"protocol {pid} ({o.ctor}): template {tid}")
+    e.lines.append(f"{len(phr)} distinct elicitation phrasing(s): {', '.join(phr)}")
+    if len([p for p in verbal if rd.protocol_ctor(p) == "verbalized"]) and \
+            len({k for k, ps in phr.items() if any(rd.protocol_ctor(p) == "verbalized" for p in ps)}) == 1:
+        e.flag(f"{D.WARNING}: audit '{aid}' elicits verbal confidence with one phrasing only; study 000 shows "
+               "below-threshold cells and magnitudes shift with the phrasing (add a replication phrasing)")
+    return e
+
+
+def _vpr(rd: RunData, aid: str) -> Entry:
+    e = Entry("vpr")
+    s = vpr_summary(rd, aid)
+    a = rd.audit(aid)
+    source = "audit vpr_threshold" if a.vpr_threshold is not None else "settings vpr_threshold"
+    e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({source}; study 000 appendix D.1)")
+    settings = rd.spec.of_kind("settings")
+    if a.vpr_threshold is None and (not settings or "vpr_threshold" not in D.explicit(next(iter(settings.values())))):
+        e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; the default "
+               f"{s.threshold:.2f} was used")
+    if not s.cells:
+        e.lines.append("not applicable: no verbal-confidence cells in this audit")
+        return e
+    for (m, d, v, p, ev), vpr in s.cells.items():
+        mark = "excluded" if vpr < s.threshold else "included"
+        e.lines.append(f"VPR {m} / {d} / {v} / {p} / {ev}: {vpr:.3f} ({mark})")
+    if s.excluded:
+        e.lines.append(f"{len(s.excluded)} of {len(s.cells)} cells excluded: " +
+                       "; ".join(f"{' / '.join(k)} ({reason})" for k, _, reason in s.excluded))
+    else:
+        e.lines.append(f"no cell excluded ({len(s.cells)} cells)")
+    return e
+
+
+def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
+    e = Entry("accgap")
+    a = rd.audit(aid)
+    if len(a.models) < 2:
+        e.lines.append(f"not applicable: audit '{aid}' has one model")
+        return e
+    df = rd.cells
+    if df.empty or "accuracy" not in df.columns:
+        e.lines.append("not computable: no per-cell accuracy")
+    else:
+        p0, ev0 = a.protocols[0], rd.evaluators(aid)[0]
+        sub = df[(df["audit"] == aid) & (df["protocol"] == p0) & (df["evaluator"] == ev0)]
+        for d in a.datasets:
+            accs = {m: float(np.nanmean(sub[(sub["model"] == m) & (sub["dataset"] == d)]["accuracy"]))
+                    for m in a.models if not sub[(sub["model"] == m) & (sub["dataset"] == d)].empty}
+            if len(accs) >= 2:
+                hi, lo = max(accs, key=accs.get), min(accs, key=accs.get)
+                e.lines.append(f"{d}: accuracy (mean over variants, evaluator {ev0}) " +
+                               ", ".join(f"{m} {x:.3f}" for m, x in accs.items()) +
+                               f"; largest gap {accs[hi] - accs[lo]:.3f} ({hi} - {lo})")
+    al = [c for c in comparisons if c.ctor == "aligned" and c.audit == aid]
+    if not al:
+        e.flag(f"{D.WARNING}: audit '{aid}' compares {len(a.models)} models of different accuracy without an "
+               "accuracy-controlled view (declare `compare NAME = aligned(...)`); calibration rankings may reverse "
+               "once accuracy is controlled (study 003)")
+    for c in al:
+        e.lines += [f"comparison {c.name}: {s}" for s in c.summary]
+        for metric, cnt in c.data.get("patterns", {}).items():
+            total = sum(cnt.values())
+            e.lines.append(f"comparison {c.name}, {metric}: accuracy-controlled views agree with raw in "
+                           f"{cnt.get('none', 0)} of {total} cases; reversal patterns: "
+                           + (", ".join(f"{k} {n}" for k, n in sorted(cnt.items()) if k != "none") or "none"))
+    return e
+
+
+def _templates(rd: RunData, aid: str) -> Entry:
+    from auditlang.plan.templates import compile_obj
+    from auditlang.prompts.render import TemplateError
+
+    e = Entry("templates")
+    for tid, where in D.template_ids(rd, aid):
+        try:
+            ct = compile_obj(rd.spec, rd.spec.get(tid))
+        except TemplateError as err:
+            e.lines.append(f"template {tid} ({where}): not computable: {err}")
+            continue
+        src = rd.spec.get(tid).value.file or "inline"
+        e.lines.append(f"template {tid} ({where}); source {src}; sha256 {ct.hash}")
+        e.blocks.append((f"template {tid} (sha256 {ct.hash[:16]})", ct.source))
+    for pid in rd.audit(aid).protocols:
+        o = rd.spec.get(pid)
+        for f, kind in type(o.value).REFS.items():
+            if kind == "template" and getattr(o.value, f, None) is None and f in ("phrasing", "template"):
+                e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {f} template; its text is the program's built-in "
+                       "default and is not listed here")
+    return e
+
+
+# -------------------------------------------------------------- protocol-group items
+
+
+def _coverage_lines(rd: RunData, aid: str, pid: str) -> list[str]:
+    from auditlang.report.comparisons.normshift import _coverage_flag
+
+    df = rd.rows(aid, protocol=pid, evaluator=rd.evaluators(aid)[0])
+    if df.empty:
+        return ["not computable: no records for this protocol"]
+    per_cell = {}
+    for cid, g in df.groupby("cell_id", sort=False):
+        flags = [_coverage_flag(rd.extras(i)) for i in g.index]
+        if any(f is None for f in flags):
+            return ["not computable: records carry no label coverage (extras full_coverage / label_coverage)"]
+        per_cell[cid] = float(np.mean(flags))
+    allv = list(per_cell.values())
+    full = sum(1 for v in allv if v == 1.0)
+    worst = min(per_cell, key=per_cell.get)
+    return [f"top-k label coverage: mean example-level coverage {np.mean(allv):.3f} over {len(allv)} cells; "
+            f"{full} cells with full coverage; lowest {per_cell[worst]:.3f} ({worst})"]
+
+
+def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
+    o = rd.spec.get(pid)
+    v = o.value
+    ctor = o.ctor
+    c1, c2, c3, c4, nm = (Entry(k) for k in ("C1", "C2", "C3", "C4", "norm"))
+    na = "not applicable to " + ctor
+    if ctor == "token_prob":
+        c1.lines.append(f"{na}: token probabilities involve no elicited or supplied answer")
+        if v.readout == "first_token":
+            c2.lines.append("the model's own first generated token (readout=first_token reads the answer-letter position)")
+            c3.lines.append(f"first-token probability of the predicted label from a dedicated max_tokens={v.max_tokens} "
+                            f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
+            c4.lines.append("bare query: the variant prompt itself")
+        else:
+            c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
+                            "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
+            c2.flag(D.unspecified(o, "scored"))
+            c3.lines.append({"T1": "T1 = exp(mean log p(a_i | h, a_<i)), the answer-span geometric mean",
+                             "T2": "T2 = p(a_1 | h), the first answer token"}[v.readout])
+            c4.lines.append(f"context={v.context}" + (f"; prefix template {v.prefix or '(the variant prompt)'}, "
+                            f"answer slot {v.prefill or 'Guess:'}" if v.context == "verbal_prefix" else
+                            ": the bare answer prompt"))
+            c4.flag(D.unspecified(o, "context"))
+        c3.flag(D.unspecified(o, "readout"))
+        nm.lines.append(f"normalise={v.normalise}" + (" (p_norm = P(l*) / sum over valid labels in the window)"
+                        if v.normalise == "label_set" else " (raw probability P(l*))") + f", window={v.window}, top_k={v.top_k}")
+        nm.flag(D.unspecified(o, "normalise"))
+        if v.readout == "first_token" and v.window == "top_k":
+            nm.flag(D.unspecified(o, "top_k", "logprob window size"))
+            nm.lines += _coverage_lines(rd, aid, pid)
+        elif v.readout == "first_token":
+            nm.lines.append("full-vocabulary label logprobs: every valid label is scored (coverage complete by construction)")
+    elif ctor in ("verbalized", "p_true"):
+        prov = v.provenance
+        c1.lines.append(f"provenance={prov}" + (f" (wrong answers from model {v.wrong_from})" if v.wrong_from else "")
+                        + ("" if prov == "self" else " (supplied answer, prefilled)"))
+        c1.flag(D.unspecified(o, "provenance"))
+        c2.lines.append(f"the confidence refers to the model's {'full generation' if v.answer_form == 'full' else 'extracted answer'}"
+                        f" (answer_form={v.answer_form})" if prov == "self" else f"the supplied answer ({prov})")
+        c2.flag(D.unspecified(o, "answer_form"))
+        if ctor == "verbalized":
+            c3.lines.append(f"{na}: the confidence is a parsed number (scale {v.scale}, parser {v.parser})")
+            c4.lines.append(f"mode={v.mode}: " + ("a follow-up turn after the answer" if v.mode == "followup"
+                                                   else "answer and confidence in one generation (Guess:/Probability:)"))
+            c4.flag(D.unspecified(o, "mode"))
+        else:
+            c3.lines.append(f"probability of the true label {v.labels[0]!r} at the next token, top_k={v.top_k}, "
+                            f"normalised over {v.labels}" if v.normalise else
+                            f"raw probability of the true label {v.labels[0]!r} at the next token (top_k={v.top_k})")
+            c3.flag(D.unspecified(o, "normalise"))
+            c4.lines.append(f"a follow-up after the proposed answer, template {v.template or '(built-in default)'}")
+        nm.lines.append(f"{na}")
+    elif ctor == "self_consistency":
+        c1.lines.append(f"{na}: no confidence prompt")
+        c2.lines.append(f"agreement with the {'first sample' if v.reference == 'first_sample' else 'scored answer'} "
+                        f"(reference={v.reference})")
+        c2.flag(D.unspecified(o, "reference"))
+        c3.lines.append(f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
+        c4.lines.append("the variant prompt, sampled")
+        nm.lines.append(na)
+    else:
+        c1.lines.append(f"{ctor} probes the model's own answer (provenance self)")
+        c2.lines.append("the model's own answer to the variant prompt")
+        if ctor == "tok_prob_probe":
+            c3.lines.append(f"probability of the answer token (top_k={v.top_k}), thresholded on the dev split")
+        elif ctor == "platt":
+            c3.lines.append(f"Platt scaling of protocol {v.base} ({v.feature}, loss {v.loss}), fitted on the dev split")
+        elif ctor == "embedding_probe":
+            c3.lines.append(f"linear probe on hidden states of layer {v.layer} (with_answer={v.with_answer}), fitted on dev")
+        else:
+            c3.lines.append(f"{na}: the decision is read from the probe's text reply")
+        tpl = getattr(v, "template", None)
+        c4.lines.append(f"probe template {tpl}" if tpl else "the program's built-in probe prompt")
+        if hasattr(v, "template") and tpl is None:
+            c4.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no template; the built-in default prompt was used")
+        nm.lines.append(na)
+    return [c1, c2, c3, c4, nm]
+
+
+__all__ = ["ITEMS", "Checklist", "Entry", "Group", "build_checklist"]

@@ -1,0 +1,129 @@
+"""Study 003 accuracy-controlled comparisons: raw vs IA / DA / CA views and ranking reversals.
+
+For each model pair, dataset, variant, confidence protocol and evaluator (a "case"), on the items
+both models answered with a confidence: raw ECE and Brier per model; IA on both-right U
+both-wrong (003 section 4.1); DA with the more accurate model reweighted to the other's accuracy
+(section 4.2); CA on the shared candidate pool (section 4.3), read from record extras
+``candidates`` = [{"answer", "confidence", "correct"}, ...] (every candidate of U_i scored by
+this model). A reversal is a view whose signed difference (model 1 - model 2) has the opposite
+sign of the raw one (section 5.2); patterns follow Figure 4.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from auditlang.metrics.aligned import (
+    candidate_aligned, distribution_aligned, instance_aligned, is_reversal, reversal_pattern, weighted_brier, weighted_ece,
+)
+from auditlang.report.comparisons.common import Comparison, by_item, ece_bins, known
+from auditlang.report.rundata import RunData
+from auditlang.report.tables import Table, not_computable
+
+VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
+
+
+def _candidates(rd: RunData, df) -> tuple[np.ndarray, np.ndarray] | None:
+    conf, corr = [], []
+    for i in df.index:
+        cands = rd.extras(i).get("candidates")
+        if not isinstance(cands, list) or not cands:
+            return None
+        for cd in cands:
+            if not isinstance(cd, dict) or cd.get("confidence") is None or cd.get("correct") is None:
+                return None
+            conf.append(float(cd["confidence"]))
+            corr.append(float(cd["correct"]))
+    return np.asarray(conf), np.asarray(corr)
+
+
+def aligned(rd: RunData, name: str, c) -> Comparison:
+    a = rd.audit(c.audit)
+    bins, label = ece_bins(rd, c.metric)
+    pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
+    views = [VIEW_NAMES[v] for v in c.views]
+    out = Comparison(name, "aligned", c.audit)
+    long = Table(name, f"Raw and accuracy-controlled calibration per model pair ({name}, {label} and Brier)",
+                 ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "metric", "view", "value_1",
+                  "value_2", "diff (1-2)", "reversal"])
+    cases = Table(f"{name}_cases", f"Accuracy gap and ranking-reversal pattern per case ({name})",
+                  ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "n_items", "acc_1", "acc_2",
+                   "acc gap (1-2)", "IA retention", "ECE reversals", "Brier reversals"])
+    patterns: dict[str, Counter] = {"ECE": Counter(), "Brier": Counter()}
+    view_rev: dict[tuple[str, str], list[bool]] = {}
+    for m1, m2 in pairs:
+        for d in a.datasets:
+            for v in a.variants:
+                for p in a.protocols:
+                    for e in rd.evaluators(c.audit):
+                        where = f"{m1} vs {m2} / {d} / {v} / {p} / {e}"
+                        r1 = by_item(known(rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e), True))
+                        r2 = by_item(known(rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e), True))
+                        items = [i for i in r1.index if i in r2.index]
+                        if not items:
+                            long.notes.append(not_computable(f"{where}: the two models share no item with a confidence"))
+                            continue
+                        c1, z1 = r1.loc[items, "confidence"].to_numpy(float), r1.loc[items, "correct"].to_numpy(float)
+                        c2, z2 = r2.loc[items, "confidence"].to_numpy(float), r2.loc[items, "correct"].to_numpy(float)
+                        vals: dict[str, dict[str, tuple[float, float]]] = {"ECE": {}, "Brier": {}}
+                        vals["ECE"]["raw"] = (weighted_ece(c1, z1, bins=bins), weighted_ece(c2, z2, bins=bins))
+                        vals["Brier"]["raw"] = (weighted_brier(c1, z1), weighted_brier(c2, z2))
+                        retention = math.nan
+                        if "IA" in views:
+                            try:
+                                ia = instance_aligned(c1, z1, c2, z2, bins=bins)
+                                retention = ia.retention
+                                vals["ECE"]["IA"], vals["Brier"]["IA"] = (ia.ece_a, ia.ece_b), (ia.brier_a, ia.brier_b)
+                            except ValueError as err:
+                                long.notes.append(not_computable(f"IA for {where}: {err}"))
+                        if "DA" in views:
+                            try:
+                                da = distribution_aligned(c1, z1, c2, z2, bins=bins)
+                                vals["ECE"]["DA"], vals["Brier"]["DA"] = (da.ece_a, da.ece_b), (da.brier_a, da.brier_b)
+                            except ValueError as err:
+                                long.notes.append(not_computable(f"DA for {where}: {err}"))
+                        if "CA" in views:
+                            k1 = _candidates(rd, rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e))
+                            k2 = _candidates(rd, rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e))
+                            if k1 is None or k2 is None:
+                                long.notes.append(not_computable(
+                                    f"CA for {where}: records carry no cross-model candidate scores (extras 'candidates'; "
+                                    "study 003 section 4.3 needs every model to score the shared answer pool)"))
+                            else:
+                                ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
+                                vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)
+                        pats: dict[str, str] = {}
+                        for metric, vv in vals.items():
+                            raw_diff = vv["raw"][0] - vv["raw"][1]
+                            aligned_diffs = {k: x[0] - x[1] for k, x in vv.items() if k != "raw"}
+                            for k, (x1, x2) in vv.items():
+                                rev: Any = "" if k == "raw" else is_reversal(raw_diff, x1 - x2)
+                                long.add(m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, rev)
+                                if k != "raw":
+                                    view_rev.setdefault((metric, k), []).append(bool(rev))
+                            pat = reversal_pattern(raw_diff, aligned_diffs)
+                            pats[metric] = "+".join(sorted(pat)) or "none"
+                            patterns[metric][pats[metric]] += 1
+                        acc1, acc2 = float(z1.mean()), float(z2.mean())
+                        cases.add(m1, m2, d, v, p, e, len(items), acc1, acc2, acc1 - acc2, retention, pats["ECE"],
+                                  pats["Brier"])
+    long.notes.append("A reversal: the aligned difference has the strictly opposite sign of the raw one "
+                      "(study 003 section 5.2); ties are not reversals.")
+    s = Table(f"{name}_summary", f"Ranking-reversal rates per view ({name})",
+              ["metric", "view", "n_cases", "n_reversals", "reversal rate"])
+    for (metric, view), revs in sorted(view_rev.items()):
+        s.add(metric, view, len(revs), int(sum(revs)), float(np.mean(revs)))
+    for metric, cnt in patterns.items():
+        total = sum(cnt.values())
+        for pat, n in sorted(cnt.items()):
+            s.notes.append(f"{metric} pattern {pat}: {n} of {total} cases ({100.0 * n / total:.1f}%)")
+    out.tables += [long, cases, s]
+    out.data = {"patterns": patterns, "cases": cases.records()}
+    agree = patterns["ECE"].get("none", 0)
+    out.summary.append(f"{agree} of {sum(patterns['ECE'].values())} cases: every accuracy-controlled ECE view agrees with raw")
+    return out

@@ -1,0 +1,111 @@
+"""Shared pieces of the comparison modules: the result type, metric lookup and item alignment."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from auditlang.report.rundata import RunData
+from auditlang.report.tables import Table
+from auditlang.resolve.spec import MetricRef
+
+CALIBRATION_METRICS = ("ece", "mce", "smooth_ece", "kde_ece", "ks_ce", "binfree_ece")
+
+
+@dataclass
+class Comparison:
+    """The outcome of one ``compare`` statement: tables, data for figures and a one-line summary."""
+
+    name: str
+    ctor: str
+    audit: str
+    tables: list[Table] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    summary: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MetricChoice:
+    """A registered metric with validated parameters, callable on (conf, correct) or (correct,)."""
+
+    label: str
+    name: str
+    fn: Callable[..., Any]
+    kwargs: dict[str, Any]
+    inputs: str
+
+    def __call__(self, conf: np.ndarray | None, correct: np.ndarray) -> float:
+        if self.inputs == "correct":
+            return float(self.fn(correct, **self.kwargs))
+        return float(self.fn(conf, correct, **self.kwargs))
+
+
+def metric_choice(rd: RunData, metric_id: str | None, default: MetricRef) -> MetricChoice:
+    """The metric a compare names (an id in ``spec.metrics``), or ``default``."""
+    from auditlang.metrics.registry import METRICS, validate_params
+
+    ref = rd.spec.metrics[metric_id] if metric_id else default
+    spec_m = METRICS[ref.name]
+    return MetricChoice(ref.label, ref.name, spec_m.fn, validate_params(ref.name, dict(ref.params)), spec_m.inputs)
+
+
+ACCURACY = MetricRef("accuracy")
+ECE10 = MetricRef("ece", (("bins", 10), ("binning", "equal_width")))
+
+
+def ece_bins(rd: RunData, metric_id: str | None) -> tuple[int, str]:
+    """(bins, label) of the ECE a comparison uses: its ``metric=`` when that is an equal-width ECE, else 10."""
+    if metric_id:
+        ref = rd.spec.metrics[metric_id]
+        params = dict(ref.params)
+        if ref.name == "ece" and params.get("binning", "equal_width") == "equal_width":
+            return int(params.get("bins", 10)), ref.label
+        raise ValueError(f"metric {ref.label} is not an equal-width ECE; this comparison is defined with equal-width "
+                         "binned ECE (pass metric=ece(bins=N) or leave metric out for 10 bins)")
+    return 10, ECE10.label
+
+
+def bootstrap_settings(rd: RunData, aid: str) -> tuple[int, int, float]:
+    from auditlang.run.cellmetrics import audit_bootstrap
+
+    return audit_bootstrap(rd.spec, aid)
+
+
+def by_item(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per item (the first when a cell repeats an item), indexed by item_id."""
+    return df.drop_duplicates("item_id").set_index("item_id")
+
+
+def known(df: pd.DataFrame, need_conf: bool) -> pd.DataFrame:
+    """Rows with known correctness (and a finite confidence when ``need_conf``)."""
+    mask = ~df["correct"].isna()
+    if need_conf:
+        mask &= ~df["confidence"].isna()
+    return df[mask]
+
+
+def arrays(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    return df["confidence"].to_numpy(dtype=float), df["correct"].to_numpy(dtype=float)
+
+
+def settings_of(rd: RunData, aid: str, *, variants: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+    """(model, dataset, variant, evaluator) of an audit, in declaration order."""
+    a = rd.audit(aid)
+    return [(m, d, v, e) for m in a.models for d in a.datasets for v in (variants or a.variants)
+            for e in rd.evaluators(aid)]
+
+
+def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:
+    """(size in billions, where it came from): the model object's ``size``, else the embedded catalogue."""
+    from auditlang.resolve.schema import EMBEDDED_MODELS
+
+    o = rd.spec.get(mid)
+    if o.value.size is not None:
+        return float(o.value.size), "spec"
+    if o.ctor == "embedded":
+        return float(EMBEDDED_MODELS[o.value.name]["size"]), "embedded catalogue"
+    return None, "none"

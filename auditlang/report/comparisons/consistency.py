@@ -1,0 +1,157 @@
+"""Study 004 consistency of knowledge probes: intra-method (across variants) and cross-method.
+
+Decisions come from record extras ``abstain`` (True = reject / "knowledge gap", False = accept;
+missing = no decision). Intra-method: each probe on the reference variant (the first of
+``variants``) against every other variant, with IoU_cons, IoU_acc, IoU_rej, DecCons, Agreement
+and common-accept accuracy (004 section 3, appendix C), then mean and std per variant type (the
+variant's perturbations; Table 1 rows). Agreement compares option *content*, since shuffles move
+the letters (004 section 3), using the rendered items of the plan when available. Cross-method:
+DecCons and IoU_cons of every probe pair under the same variant. Abstain metrics of Feng et al.
+(2024b) per probe and variant (004 section 5.4).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from auditlang.metrics.consistency import abstain_metrics, consistency_report, decision_consistency, iou_cons
+from auditlang.report.comparisons.common import Comparison
+from auditlang.report.rundata import RunData
+from auditlang.report.tables import Table, not_computable
+
+
+def _decision(x: dict[str, Any]) -> float:
+    ab = x.get("abstain")
+    if ab is None:
+        return math.nan
+    return 0.0 if bool(ab) else 1.0
+
+
+def variant_type(rd: RunData, vid: str) -> str:
+    """The kind of perturbation a variant applies (its perturbation constructors), else its id."""
+    v = rd.spec.get(vid).value
+    kinds = [rd.spec.get(p).ctor for p in v.perturb]
+    if v.fewshot:
+        kinds.append(f"fewshot_{v.fewshot}")
+    return "+".join(kinds) or vid
+
+
+def _contents(rd: RunData, aid: str, m: str, d: str, v: str) -> dict[int, dict[str, str]] | None:
+    unit = rd.plan.units.get((aid, m, d, v, "test")) if rd.plan.units else None
+    if unit is None:
+        return None
+    out = {}
+    for ctx in unit.contexts:
+        labels = ctx.valid_labels() or []
+        choices = ctx.item.get("choices") or []
+        out[int(ctx.index)] = {lab: str(ch) for lab, ch in zip(labels, choices)}
+    return out
+
+
+def _frame(rd: RunData, aid: str, m: str, d: str, v: str, p: str, e: str) -> dict[str, Any] | None:
+    df = rd.rows(aid, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
+    if df.empty:
+        return None
+    df = df.drop_duplicates("item_id")
+    dec = np.array([_decision(rd.extras(i)) for i in df.index], dtype=float)
+    df = df.set_index("item_id")
+    contents = _contents(rd, aid, m, d, v)
+    answers = []
+    for it, row in df.iterrows():
+        pred = row["pred"]
+        if contents is not None and pred is not None and int(row["item_index"]) in contents:
+            answers.append(contents[int(row["item_index"])].get(str(pred), str(pred)))
+        else:
+            answers.append(None if pred is None else str(pred))
+    return {"items": list(df.index), "decisions": dec, "answers": answers,
+            "correct": df["correct"].to_numpy(float), "by_content": contents is not None}
+
+
+def _align(f1: dict[str, Any], f2: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, list, list, np.ndarray, np.ndarray]:
+    pos2 = {it: k for k, it in enumerate(f2["items"])}
+    idx1 = [k for k, it in enumerate(f1["items"]) if it in pos2]
+    idx2 = [pos2[f1["items"][k]] for k in idx1]
+    return (f1["decisions"][idx1], f2["decisions"][idx2], [f1["answers"][k] for k in idx1],
+            [f2["answers"][k] for k in idx2], f1["correct"][idx1], f2["correct"][idx2])
+
+
+def consistency(rd: RunData, name: str, c) -> Comparison:
+    a = rd.audit(c.audit)
+    variants = list(c.variants) or list(a.variants)
+    ref = variants[0]
+    out = Comparison(name, "consistency", c.audit)
+    intra = Table(f"{name}_intra", f"Intra-method consistency vs variant '{ref}' ({name})",
+                  ["model", "dataset", "evaluator", "probe", "variant", "variant type", "n_items", "IoU_cons", "IoU_acc",
+                   "IoU_rej", "DecCons", "Agreement", "common-accept accuracy"])
+    cross = Table(f"{name}_cross", f"Cross-method decision consistency ({name})",
+                  ["model", "dataset", "evaluator", "variant", "probe_1", "probe_2", "n_items", "DecCons", "IoU_cons"])
+    abst = Table(f"{name}_abstain", f"Abstain metrics per probe (Feng et al. 2024b; {name})",
+                 ["model", "dataset", "evaluator", "probe", "variant", "abstain rate", "abstain precision",
+                  "abstain recall", "abstain F1", "reliable accuracy", "effective reliability", "abstain accuracy"])
+    heat: dict[tuple[str, str, str], dict[str, Any]] = {}
+    letters_only = False
+    for m in a.models:
+        for d in a.datasets:
+            for e in rd.evaluators(c.audit):
+                frames: dict[tuple[str, str], dict[str, Any]] = {}
+                for p in c.probes:
+                    for v in variants:
+                        f = _frame(rd, c.audit, m, d, v, p, e)
+                        if f is None:
+                            continue
+                        if np.isnan(f["decisions"]).all():
+                            intra.notes.append(not_computable(f"{m} / {d} / {p} / {v}: records carry no abstain "
+                                                              "decisions (extras 'abstain')"))
+                            continue
+                        frames[(p, v)] = f
+                        letters_only |= not f["by_content"]
+                        ok = ~np.isnan(f["decisions"]) & ~np.isnan(f["correct"])
+                        if ok.any():
+                            am = abstain_metrics(1.0 - f["decisions"][ok], f["correct"][ok])
+                            abst.add(m, d, e, p, v, am.abstain_rate, am.abstain_precision, am.abstain_recall,
+                                     am.abstain_f1, am.reliable_accuracy, am.effective_reliability, am.abstain_accuracy)
+                hm = {"probes": list(c.probes), "variants": variants[1:], "intra": {}, "cross": {}}
+                for p in c.probes:
+                    if (p, ref) not in frames:
+                        continue
+                    for v in variants[1:]:
+                        if (p, v) not in frames:
+                            continue
+                        d1, d2, a1, a2, z1, z2 = _align(frames[(p, ref)], frames[(p, v)])
+                        both = ~np.isnan(z1) & ~np.isnan(z2)
+                        rep = consistency_report(d1, d2, answers_1=a1, answers_2=a2,
+                                                 correct_1=np.where(both, z1, 0.0), correct_2=np.where(both, z2, 0.0))
+                        intra.add(m, d, e, p, v, variant_type(rd, v), len(d1), rep.iou_cons, rep.iou_acc, rep.iou_rej,
+                                  rep.dec_cons, rep.agreement, rep.common_accept_accuracy)
+                        hm["intra"][(p, v)] = rep.iou_cons
+                for v in variants:
+                    for p1, p2 in itertools.combinations(c.probes, 2):
+                        if (p1, v) in frames and (p2, v) in frames:
+                            d1, d2, *_ = _align(frames[(p1, v)], frames[(p2, v)])
+                            dc, ic = decision_consistency(d1, d2), iou_cons(d1, d2)
+                            cross.add(m, d, e, v, p1, p2, len(d1), dc, ic)
+                            if v == ref:
+                                hm["cross"][(p1, p2)] = dc
+                heat[(m, d, e)] = hm
+    if letters_only:
+        intra.notes.append("Agreement compares answer letters for some cells (no rendered items in the plan); under "
+                           "option shuffles letters move, so those values understate agreement.")
+    intra.notes.append("Ratios with an empty denominator are 0 (004 metrics module convention).")
+    summ = Table(f"{name}_by_type", f"Intra-method consistency by variant type, mean (std) ({name})",
+                 ["model", "dataset", "evaluator", "probe", "variant type", "n_variants", "IoU_cons mean", "IoU_cons std",
+                  "DecCons mean", "DecCons std"])
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for r in intra.records():
+        groups.setdefault((r["model"], r["dataset"], r["evaluator"], r["probe"], r["variant type"]), []).append(
+            (r["IoU_cons"], r["DecCons"]))
+    for k, vals in groups.items():
+        arr = np.asarray(vals, dtype=float)
+        summ.add(*k, len(vals), float(arr[:, 0].mean()), float(arr[:, 0].std()), float(arr[:, 1].mean()),
+                 float(arr[:, 1].std()))
+    out.tables += [intra, summ, cross, abst]
+    out.data = {"heat": heat, "reference": ref}
+    return out

@@ -1,0 +1,151 @@
+"""Study 000 verbal-confidence tables: the VPR matrix and ECE_gap / signed over-confidence.
+
+VPR = parsed / total per cell; cells below the inclusion threshold (audit.vpr_threshold, else
+settings.vpr_threshold; 000 appendix D.1: 0.80) are marked and excluded from ECE_verbal means.
+ECE_gap = ECE_verbal - ECE_token (000 section 4.2, appendix E.2): verbal on its parsed rows,
+token on every row of the paired token cell; over-confidence on the parsed rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from auditlang.metrics.bootstrap import bootstrap_ci
+from auditlang.metrics.calibration import ece
+from auditlang.metrics.verbal import ece_gap as ece_gap_metric
+from auditlang.metrics.verbal import overconfidence, vpr_filter
+from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, ece_bins, known
+from auditlang.report.rundata import RunData
+from auditlang.report.tables import Table, not_computable
+
+VERBAL_CTORS = ("verbalized", "ask_cal")
+BELOW = "✗"
+
+
+@dataclass
+class VprSummary:
+    threshold: float
+    cells: dict[tuple[str, str, str, str, str], float] = field(default_factory=dict)  # (m, d, v, p, e) -> VPR
+    excluded: list[tuple[tuple[str, str, str, str, str], float, str]] = field(default_factory=list)
+
+
+def verbal_protocols(rd: RunData, aid: str) -> list[str]:
+    return [p for p in rd.audit(aid).protocols if rd.protocol_ctor(p) in VERBAL_CTORS]
+
+
+def vpr_summary(rd: RunData, aid: str) -> VprSummary:
+    """VPR of every verbal cell of an audit and the cells the threshold excludes."""
+    s = VprSummary(rd.vpr_threshold(aid))
+    a = rd.audit(aid)
+    for p in verbal_protocols(rd, aid):
+        for m in a.models:
+            for d in a.datasets:
+                for v in a.variants:
+                    for e in rd.evaluators(aid):
+                        df = rd.rows(aid, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
+                        if not df.empty:
+                            s.cells[(m, d, v, p, e)] = float(df["confidence_parsed"].astype(bool).mean())
+    sel = vpr_filter(s.cells, s.threshold)
+    s.excluded = list(sel.excluded)
+    return s
+
+
+def vpr_tables(rd: RunData, aid: str) -> list[Table]:
+    """One VPR matrix (rows model x dataset, columns variants) per verbal protocol and evaluator."""
+    s = vpr_summary(rd, aid)
+    a = rd.audit(aid)
+    tables = []
+    for p in verbal_protocols(rd, aid):
+        for e in rd.evaluators(aid):
+            t = Table(f"vpr_{aid}_{p}_{e}".replace("<", "").replace(">", ""),
+                      f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({BELOW} = below {s.threshold:.2f})",
+                      ["model", "dataset", *a.variants])
+            for m in a.models:
+                for d in a.datasets:
+                    vals = []
+                    for v in a.variants:
+                        vpr = s.cells.get((m, d, v, p, e))
+                        vals.append("–" if vpr is None else f"{vpr:.3f}" + (f" {BELOW}" if vpr < s.threshold else ""))
+                    t.add(m, d, *vals)
+            excl = [(k, vpr) for k, vpr, _ in s.excluded if k[3] == p and k[4] == e]
+            t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
+                           f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
+                           "ECE_verbal means.")
+            t.notes += [f"excluded: {k[0]} / {k[1]} / {k[2]} (VPR {vpr:.3f})" for k, vpr in excl]
+            tables.append(t)
+    return tables
+
+
+def ece_gap(rd: RunData, name: str, c) -> Comparison:
+    a = rd.audit(c.audit)
+    bins, label = ece_bins(rd, c.metric)
+    B, seed, level = bootstrap_settings(rd, c.audit)
+    thr = rd.vpr_threshold(c.audit)
+    out = Comparison(name, "ece_gap", c.audit)
+    t = Table(name, f"ECE_gap = ECE({c.verbal}) - ECE({c.token}) and signed over-confidence ({name}, {label})",
+              ["model", "dataset", "variant", "evaluator", "n", "vpr", "included", "ece_verbal", "ece_token", "ece_gap",
+               "ece_gap lo", "ece_gap hi", "overconf_vs_acc", "overconf_vs_token", "n_token_missing"])
+    per_model: dict[tuple[str, str], list[float]] = {}
+    vprs: dict[Any, float] = {}
+    for m in a.models:
+        for d in a.datasets:
+            for v in a.variants:
+                for e in rd.evaluators(c.audit):
+                    vr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
+                    tr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.token, evaluator=e)
+                    where = f"{m} / {d} / {v} / {e}"
+                    if vr.empty or tr.empty:
+                        t.notes.append(not_computable(f"{where}: no records of protocol "
+                                                      f"'{c.verbal if vr.empty else c.token}'"))
+                        continue
+                    vpr = float(vr["confidence_parsed"].astype(bool).mean())
+                    vprs[(m, d, v, e)] = vpr
+                    vk = by_item(known(vr, False))
+                    tk = by_item(known(tr, False))
+                    items = [i for i in vk.index if i in tk.index]
+                    verbal = np.where(vk.loc[items, "confidence_parsed"].astype(bool), vk.loc[items, "confidence"], np.nan)
+                    verbal = verbal.astype(float)
+                    token = tk.loc[items, "confidence"].to_numpy(dtype=float)
+                    z = vk.loc[items, "correct"].to_numpy(dtype=float)
+                    keep = ~np.isnan(token)
+                    n_missing = int((~keep).sum())
+                    verbal, token, z = verbal[keep], token[keep], z[keep]
+                    included = vpr >= thr
+                    if not (~np.isnan(verbal)).any():
+                        t.notes.append(not_computable(f"ECE_gap for {where}: no verbal confidence parsed (VPR = {vpr:.3f})"))
+                        t.add(m, d, v, e, len(z), vpr, included, math.nan, float(ece(token, z, bins=bins)) if len(z) else math.nan,
+                              math.nan, math.nan, math.nan, math.nan, math.nan, n_missing)
+                        continue
+                    ok = ~np.isnan(verbal)
+                    e_v = float(ece(verbal[ok], z[ok], bins=bins))
+                    e_t = float(ece(token, z, bins=bins))
+                    gap = ece_gap_metric(verbal, token, z, bins=bins)
+                    ci = bootstrap_ci(lambda vv, tt, zz: ece_gap_metric(vv, tt, zz, bins=bins), verbal, token, z,
+                                      B=B, seed=seed, level=level) if len(z) > 1 else None
+                    oc = overconfidence(verbal, z, token)
+                    t.add(m, d, v, e, len(z), vpr, included, e_v, e_t, gap, ci.low if ci else math.nan,
+                          ci.high if ci else math.nan, oc.vs_accuracy, oc.vs_token, n_missing)
+                    if included:
+                        per_model.setdefault((m, e), []).append(gap)
+    sel = vpr_filter(vprs, thr)
+    t.notes.append(f"Token rows with a missing token confidence are dropped (n_token_missing); unparsed verbal rows are "
+                   f"dropped from ECE_verbal only. Bootstrap: items within the cell, B={B}, seed={seed}.")
+    t.notes += [f"excluded (VPR < {thr:.2f}): {' / '.join(k)} (VPR {vpr:.3f})" for k, vpr, _ in sel.excluded]
+    out.tables.append(t)
+    s = Table(f"{name}_by_model", f"Mean ECE_gap over VPR-passing cells ({name})",
+              ["model", "evaluator", "n_included", "n_excluded", "mean ece_gap"])
+    for m in a.models:
+        for e in rd.evaluators(c.audit):
+            gaps = per_model.get((m, e), [])
+            n_ex = sum(1 for k, _, _ in sel.excluded if k[0] == m and k[3] == e)
+            s.add(m, e, len(gaps), n_ex, float(np.mean(gaps)) if gaps else math.nan)
+            if not gaps:
+                s.notes.append(not_computable(f"mean ECE_gap for {m} / {e}: no cell passes VPR >= {thr:.2f}"))
+    out.tables.append(s)
+    out.data = {"excluded": sel.excluded, "threshold": thr}
+    out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}")
+    return out

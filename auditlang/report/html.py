@@ -1,0 +1,51 @@
+"""The self-contained HTML report: jinja2 template, tables inline, figures as base64 PNG."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from auditlang.report.checklist import Checklist
+from auditlang.report.figures import Figure
+from auditlang.report.tables import Table
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    intro: str = ""
+    html: list[str] = field(default_factory=list)
+    figures: list[dict[str, str]] = field(default_factory=list)
+
+
+def _figs(figs: list[Figure]) -> list[dict[str, str]]:
+    return [{"title": f.title, "b64": base64.b64encode(f.png).decode("ascii")} for f in figs]
+
+
+def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], comparisons: list[tuple[str, list[Table]]],
+                figures: list[Figure], checklist: Checklist | None, disclosure: list[Table]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    sections = [Section("cells", "Per-cell results", "Point estimates with percentile-bootstrap intervals.",
+                        [t.to_html() for t in cells])]
+    if comparisons:
+        sec = Section("comparisons", "Comparisons declared in the spec")
+        for name, tables in comparisons:
+            sec.html.append(f"<h3>{name}</h3>")
+            sec.html += [t.to_html() for t in tables]
+        sections.append(sec)
+    if figures:
+        sections.append(Section("figures", "Figures", figures=_figs(figures)))
+    if disclosure:
+        sections.append(Section("disclosure", "Protocol disclosure", "Study 001 Table 1 shape.",
+                                [t.to_html() for t in disclosure]))
+    if checklist is not None:
+        sections.append(Section("checklist", "Reporting checklist", "", [checklist.to_html()]))
+    return env.get_template("report.html.j2").render(title=title, meta=meta, sections=sections)

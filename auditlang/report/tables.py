@@ -1,0 +1,152 @@
+"""A small table type rendered to CSV, Markdown, LaTeX (booktabs) and HTML.
+
+Values are kept raw (floats at full precision in CSV); the text renderings show floats with
+three decimals and merge ``<col> lo`` / ``<col> hi`` columns into ``value [lo, hi]``.
+``notes`` carry explanations and every "not computable: <reason>" line of a comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NOT_COMPUTABLE = "not computable"
+
+
+def not_computable(reason: str) -> str:
+    """The one phrasing used for every quantity the records cannot support."""
+    return f"{NOT_COMPUTABLE}: {reason}"
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    """Display form: floats with ``digits`` decimals, NaN/None as an en dash, bools as yes/no."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return "–" if math.isnan(v) else f"{v:.{digits}f}"
+    if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
+        return fmt(v.item(), digits)
+    return str(v)
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None:
+        return ""
+    if hasattr(v, "item") and not isinstance(v, str):
+        v = v.item()
+    if isinstance(v, float):
+        return "" if math.isnan(v) else repr(v)
+    return v
+
+
+@dataclass
+class Table:
+    """One result table. ``name`` is the file stem; ``rows`` are lists aligned with ``columns``."""
+
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *values: Any) -> None:
+        if len(values) != len(self.columns):
+            raise ValueError(f"table {self.name}: row has {len(values)} values for {len(self.columns)} columns")
+        self.rows.append(list(values))
+
+    def column(self, name: str) -> list[Any]:
+        i = self.columns.index(name)
+        return [r[i] for r in self.rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, r)) for r in self.rows]
+
+    # ------------------------------------------------------------ display columns
+    def _display(self) -> tuple[list[str], list[list[str]]]:
+        cols = [c for c in self.columns if not (c.endswith((" lo", " hi")) and c[:-3] in self.columns)]
+        out = []
+        for r in self.rows:
+            d = dict(zip(self.columns, r))
+            cells = []
+            for c in cols:
+                s = fmt(d[c])
+                lo, hi = d.get(f"{c} lo"), d.get(f"{c} hi")
+                if isinstance(d[c], float) and not math.isnan(d[c]) and isinstance(lo, float) and isinstance(hi, float) \
+                        and not (math.isnan(lo) or math.isnan(hi)):
+                    s += f" [{lo:.3f}, {hi:.3f}]"
+                cells.append(s)
+            out.append(cells)
+        return cols, out
+
+    # ------------------------------------------------------------ renderers
+    def to_csv(self) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(self.columns)
+        for r in self.rows:
+            w.writerow([_csv_value(v) for v in r])
+        return buf.getvalue()
+
+    def to_markdown(self, heading: int = 3) -> str:
+        lines = [f"{'#' * heading} {self.title}", ""]
+        if self.rows:
+            cols, rows = self._display()
+            lines.append("| " + " | ".join(_md_cell(c) for c in cols) + " |")
+            lines.append("|" + "|".join("---" for _ in cols) + "|")
+            lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            lines.append("")
+        lines += [f"- {n}" for n in self.notes]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
+        from auditlang.report.latex import escape
+
+        cols, rows = self._display()
+        spec = "l" * len(cols)
+        out = ["\\begin{table}[htbp]", "\\centering", "\\small"]
+        if caption or self.title:
+            out.append(f"\\caption{{{escape(caption or self.title)}}}")
+        if label:
+            out.append(f"\\label{{{label}}}")
+        out += [f"\\resizebox{{\\linewidth}}{{!}}{{\\begin{{tabular}}{{{spec}}}", "\\toprule",
+                " & ".join(escape(c) for c in cols) + " \\\\", "\\midrule"]
+        out += [" & ".join(escape(c) for c in r) + " \\\\" for r in rows]
+        out += ["\\bottomrule", "\\end{tabular}}"]
+        if self.notes:
+            out.append("\\par\\smallskip\\raggedright\\footnotesize " + " \\\\ ".join(escape(n) for n in self.notes))
+        out.append("\\end{table}")
+        return "\n".join(out) + "\n"
+
+    def to_html(self) -> str:
+        parts = [f'<section class="table" id="t-{html.escape(self.name)}"><h3>{html.escape(self.title)}</h3>']
+        if self.rows:
+            cols, rows = self._display()
+            parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr></thead><tbody>")
+            for r in rows:
+                parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+            parts.append("</tbody></table>")
+        if self.notes:
+            parts.append("<ul class=\"notes\">" + "".join(
+                f'<li class="{"nc" if n.startswith(NOT_COMPUTABLE) else "note"}">{html.escape(n)}</li>' for n in self.notes)
+                + "</ul>")
+        parts.append("</section>")
+        return "\n".join(parts)
+
+    def write(self, folder: Path) -> list[Path]:
+        """Write ``<name>.csv`` and ``<name>.md`` into ``folder``; returns the paths."""
+        folder.mkdir(parents=True, exist_ok=True)
+        csv_path, md_path = folder / f"{self.name}.csv", folder / f"{self.name}.md"
+        csv_path.write_text(self.to_csv(), encoding="utf-8")
+        md_path.write_text(self.to_markdown(heading=1), encoding="utf-8")
+        return [csv_path, md_path]
+
+
+def _md_cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")

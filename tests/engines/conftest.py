@@ -1,0 +1,56 @@
+"""Session fixtures: the two embedded models, converted once into a test cache and loaded once.
+
+The conversion cache is ``$AUDITLANG_CACHE`` when set, else /tmp/auditlang-test-cache (cold:
+~2 min on 2 cores for both models; warm: seconds).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TEST_CACHE = Path(os.environ.get("AUDITLANG_CACHE") or "/tmp/auditlang-test-cache")
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="session")
+def cache_dir() -> Iterator[Path]:
+    old = os.environ.get("AUDITLANG_CACHE")
+    os.environ["AUDITLANG_CACHE"] = str(TEST_CACHE)
+    yield TEST_CACHE
+    if old is None:
+        os.environ.pop("AUDITLANG_CACHE", None)
+    else:
+        os.environ["AUDITLANG_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def smol(cache_dir: Path):
+    """SmolLM2-135M-Instruct (chat template inside), float32, loaded through the registry."""
+    from auditlang.engines.base import ModelConfig
+    from auditlang.engines.registry import load_engine
+
+    engine = load_engine(ModelConfig(name="smol", engine="hf", path="smollm2-135m-instruct", dtype="float32", device="cpu", batch_size=4))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def gemma(cache_dir: Path):
+    """Gemma 3 270M base (no chat template), float32."""
+    from auditlang.engines.base import ModelConfig
+    from auditlang.engines.hf import HFEngine
+
+    engine = HFEngine(ModelConfig(name="gemma", engine="hf", path="gemma3-270m", dtype="float32", device="cpu", chat=False, batch_size=4))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session", params=["smol", "gemma"])
+def engine(request: pytest.FixtureRequest):
+    return request.getfixturevalue(request.param)

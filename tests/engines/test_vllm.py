@@ -1,0 +1,286 @@
+"""The vLLM offline engine on the real SmolLM2-135M-Instruct (float32, eager), against the hf engine.
+
+Runs only where vLLM is installed (the separate venv of scripts/setup_vllm_cpu.sh); elsewhere
+every engine test is skipped with that reason. One vLLM engine for the module (module scope:
+it is freed before test_openai.py starts its server, keeping peak memory to one vLLM at a
+time); all requests run in one ``run()`` call and the tests inspect its results.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.plan.requests import Message, Prompt, Request, Result
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here; run in the vLLM venv (scripts/setup_vllm_cpu.sh)")
+pytestmark = pytest.mark.vllm
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+LETTERS = "ABCDE"
+TOL = 1e-3  # fp32 vLLM vs fp32 transformers: notes/models.md saw agreement to 4 decimals
+N_ITEMS = 6
+
+
+def _arc_items() -> list[dict[str, Any]]:
+    path = SHARED_DATA / "arc_challenge.jsonl"
+    if not path.is_file():
+        pytest.skip(f"shared data not found at {path}")
+    with path.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(N_ITEMS), f)]
+    return rows
+
+
+def _question(row: dict[str, Any]) -> str:
+    opts = "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(row["choices"]))
+    return f"{row['question']}\n{opts}\nAnswer with the letter only."
+
+
+def _chat(row: dict[str, Any]) -> Prompt:
+    return Prompt(messages=(Message("user", _question(row)),))
+
+
+def _labels(row: dict[str, Any]) -> list[str]:
+    return list(LETTERS[: len(row["choices"])])
+
+
+def _build_requests() -> dict[str, list[Request]]:
+    rows = _arc_items()
+    raw = Prompt(text="Question: What is the capital of France?\nAnswer:")
+    prefill = Prompt(messages=(Message("user", _question(rows[0])), Message("assistant", "The answer is")))
+    return {
+        "choice": [Request.make("m", "choice_logprobs", _chat(r), choices=_labels(r), top_logprobs=5) for r in rows]
+        + [Request.make("m", "choice_logprobs", raw, choices=[" Paris", " London"], top_logprobs=3)],
+        "cont": [Request.make("m", "continuation_logprobs", _chat(r), continuation=f"{r['answer']}", top_logprobs=2) for r in rows[:3]]
+        + [Request.make("m", "continuation_logprobs", _chat(rows[0]), continuation=_labels(rows[0])[rows[0]["answer_index"]])]
+        + [Request.make("m", "continuation_logprobs", raw, continuation=" Paris")],
+        "greedy": [Request.make("m", "generate", _chat(r), max_tokens=8, top_logprobs=3) for r in rows[:3]]
+        + [Request.make("m", "generate", raw, max_tokens=6, n=2)],
+        "prefill": [Request.make("m", "generate", prefill, max_tokens=6)],
+        "sampled": [Request.make("m", "generate", _chat(rows[0]), seed=11, max_tokens=6, temperature=1.0, n=3, top_logprobs=2),
+                    Request.make("m", "generate", _chat(rows[0]), seed=11, max_tokens=6, temperature=1.0, n=2, top_logprobs=2)],
+        "constrained": [Request.make("m", "constrained_choice", _chat(r), choices=_labels(r)) for r in rows]
+        + [Request.make("m", "constrained_choice", raw, choices=[" Paris", " London", " Berlin"])],
+        "hidden": [Request.make("m", "hidden_states", _chat(r)) for r in rows[:2]],
+        "bad": [
+            Request.make("m", "hidden_states", _chat(rows[0]), layer=3),
+            Request.make("m", "generate", _chat(rows[0]), max_tokens=4, top_logprobs=10_000),
+            Request.make("m", "generate", _chat(rows[0])),  # max_tokens missing
+            Request.make("m", "choice_logprobs", _chat(rows[0]), choices=["A", "A"]),
+            Request.make("m", "generate", Prompt(text="word " * 9000), max_tokens=2),
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def vllm_engine(cache_dir: Path):
+    if not HAS_VLLM:
+        pytest.skip("vLLM is not installed here; run in the vLLM venv (scripts/setup_vllm_cpu.sh)")
+    from auditlang.engines.registry import load_engine
+
+    engine = load_engine(ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct", dtype="float32",
+                                     options={"max_logprobs": 64}))
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def requests_() -> dict[str, list[Request]]:
+    return _build_requests()
+
+
+@pytest.fixture(scope="module")
+def vllm_results(vllm_engine, requests_) -> dict[str, Result]:
+    all_reqs = [r for group in requests_.values() for r in group]
+    out = {r.request_id: r for r in vllm_engine.run(all_reqs)}
+    assert set(out) == {r.id for r in all_reqs}
+    return out
+
+
+@pytest.fixture(scope="module")
+def hf_results(smol, requests_) -> dict[str, Result]:
+    reqs = requests_["choice"] + requests_["cont"] + requests_["greedy"] + requests_["hidden"] + requests_["constrained"]
+    return {r.request_id: r for r in smol.run(reqs)}
+
+
+def _ok(results: dict[str, Result], req: Request) -> Result:
+    r = results[req.id]
+    assert r.error is None, r.error
+    return r
+
+
+@needs_vllm
+def test_capabilities_and_fingerprint(vllm_engine) -> None:
+    import vllm
+
+    assert vllm_engine.capabilities() == {"generate", "choice_logprobs", "continuation_logprobs", "constrained_choice", "hidden_states"}
+    fp = vllm_engine.fingerprint()
+    assert fp["engine"] == "vllm" and fp["vllm"] == vllm.__version__
+    assert fp["model_runner"] in ("v1", "v2") and fp["dtype"] == "float32"
+    assert fp["prefix_caching"] is False and fp["logprobs_mode"] == "raw_logprobs"
+    assert fp["embedded"]["gguf_sha256"] == fp["weights_sha256"]
+    json.dumps(fp)  # the store hashes it
+
+
+@needs_vllm
+def test_choice_logprobs_equal_hf(vllm_results, hf_results, requests_) -> None:
+    for req in requests_["choice"]:
+        v, h = _ok(vllm_results, req), _ok(hf_results, req)
+        assert v.meta["label_token_ids"] == h.meta["label_token_ids"]
+        assert v.choice_logprobs.keys() == h.choice_logprobs.keys()
+        for label, lp in v.choice_logprobs.items():
+            assert lp == pytest.approx(h.choice_logprobs[label], abs=TOL), label
+        assert list(v.top_logprobs) == list(h.top_logprobs)
+        for tok, lp in v.top_logprobs.items():
+            assert lp == pytest.approx(h.top_logprobs[tok], abs=TOL)
+
+
+@needs_vllm
+def test_choice_logprobs_are_full_vocabulary(vllm_results, requests_) -> None:
+    """The label values (logprob_token_ids call) equal the same tokens in the top-k window (a
+    separate logprobs=k call): both are raw full-vocabulary logprobs of one distribution."""
+    seen_in_window = 0
+    for req in requests_["choice"]:
+        r = _ok(vllm_results, req)
+        k = req.p["top_logprobs"]
+        assert len(r.top_logprobs) == k
+        assert list(r.top_logprobs.values()) == sorted(r.top_logprobs.values(), reverse=True)
+        assert math.fsum(math.exp(v) for v in r.top_logprobs.values()) <= 1.0 + 1e-6
+        for label, lp in r.choice_logprobs.items():
+            assert lp < 0.0
+            if label in r.top_logprobs:
+                seen_in_window += 1
+                assert lp == pytest.approx(r.top_logprobs[label], abs=1e-5)
+    assert seen_in_window >= N_ITEMS  # the letters are among SmolLM2's top-5 after these prompts
+
+
+@needs_vllm
+def test_continuation_logprobs_equal_hf(vllm_results, hf_results, vllm_engine, requests_) -> None:
+    from auditlang.engines.hf import label_token_ids
+
+    for req in requests_["cont"]:
+        v, h = _ok(vllm_results, req), _ok(hf_results, req)
+        assert [t.token_id for t in v.continuation] == label_token_ids(vllm_engine.tokenizer, req.p["continuation"])
+        assert [t.token_id for t in v.continuation] == [t.token_id for t in h.continuation]
+        for tv, th in zip(v.continuation, h.continuation):
+            assert tv.logprob == pytest.approx(th.logprob, abs=TOL)
+            assert tv.token == th.token
+        assert v.meta["sum_logprob"] == pytest.approx(h.meta["sum_logprob"], abs=TOL)
+        k = req.p.get("top_logprobs", 0)
+        assert all(len(t.top) == k for t in v.continuation)
+
+
+@needs_vllm
+def test_teacher_forcing_agrees_with_next_token_scoring(vllm_results, requests_) -> None:
+    """prompt_logprobs of the gold letter == logprob_token_ids of that letter after the same prompt."""
+    choice = _ok(vllm_results, requests_["choice"][0])
+    cont_req = requests_["cont"][3]
+    cont = _ok(vllm_results, cont_req)
+    (tok,) = cont.continuation
+    assert tok.logprob == pytest.approx(choice.choice_logprobs[cont_req.p["continuation"]], abs=1e-4)
+
+
+@needs_vllm
+def test_greedy_generation_equals_hf(vllm_results, hf_results, requests_) -> None:
+    for req in requests_["greedy"]:
+        v, h = _ok(vllm_results, req), _ok(hf_results, req)
+        assert len(v.samples) == req.p.get("n", 1)
+        for sv, sh in zip(v.samples, h.samples):
+            assert sv.text == sh.text
+            assert sv.finish_reason == sh.finish_reason
+            assert [t.token_id for t in sv.tokens] == [t.token_id for t in sh.tokens]
+            for tv, th in zip(sv.tokens, sh.tokens):
+                assert tv.logprob == pytest.approx(th.logprob, abs=TOL)
+                assert list(tv.top) == list(th.top)
+        if req.p.get("n", 1) > 1:  # greedy n>1: identical copies, not aliases
+            assert v.samples[0] == v.samples[1] and v.samples[0] is not v.samples[1]
+
+
+@needs_vllm
+def test_assistant_prefill_is_continued(vllm_engine, vllm_results, requests_) -> None:
+    req = requests_["prefill"][0]
+    ids = vllm_engine.encode_prompt(req.prompt)
+    text = vllm_engine.tokenizer.decode(ids)
+    assert text.rstrip().endswith("<|im_start|>assistant\nThe answer is")  # left open: no <|im_end|>
+    r = _ok(vllm_results, req)
+    assert r.samples[0].tokens and r.samples[0].text
+
+
+@needs_vllm
+def test_seeded_sampling_is_reproducible_and_prefix_stable(vllm_engine, vllm_results, requests_) -> None:
+    three, two = (_ok(vllm_results, q) for q in requests_["sampled"])
+    assert len(three.samples) == 3 and len(two.samples) == 2
+    # sample i depends on (seed, i) only, not on n or on the batch it ran in
+    assert [s.text for s in three.samples[:2]] == [s.text for s in two.samples]
+    (again,) = vllm_engine.run([requests_["sampled"][0]])
+    assert [s.text for s in again.samples] == [s.text for s in three.samples]
+    for s in three.samples:
+        assert all(t.logprob <= 0.0 and len(t.top) == 2 for t in s.tokens)
+
+
+@needs_vllm
+def test_constrained_choice(vllm_results, hf_results, requests_) -> None:
+    for req in requests_["constrained"]:
+        v = _ok(vllm_results, req)
+        assert v.choice in req.p["choices"]
+        assert _ok(hf_results, req).choice == v.choice  # distinct first tokens: both pick the argmax
+    # single-token letters: greedy under the grammar == argmax of the unconstrained label logprobs
+    for creq, qreq in zip(requests_["constrained"], requests_["choice"]):
+        lps = _ok(vllm_results, qreq).choice_logprobs
+        assert _ok(vllm_results, creq).choice == max(lps, key=lps.__getitem__)
+
+
+@needs_vllm
+def test_hidden_states_equal_hf_last_layer(vllm_results, hf_results, requests_) -> None:
+    for req in requests_["hidden"]:
+        v, h = _ok(vllm_results, req), _ok(hf_results, req)
+        assert len(v.hidden_state) == len(h.hidden_state) == 576  # SmolLM2-135M hidden size
+        assert v.meta["layer"] == h.meta["layer"] == 30
+        assert max(abs(a - b) for a, b in zip(v.hidden_state, h.hidden_state)) < 1e-2
+        dot = sum(a * b for a, b in zip(v.hidden_state, h.hidden_state))
+        norm = math.sqrt(sum(a * a for a in v.hidden_state) * sum(b * b for b in h.hidden_state))
+        assert dot / norm > 0.99999
+
+
+@needs_vllm
+def test_bad_requests_fail_alone(vllm_results, requests_) -> None:
+    layer, big_k, no_max, dup, too_long = (vllm_results[r.id] for r in requests_["bad"])
+    assert "hf engine" in layer.error
+    assert "max_logprobs" in big_k.error
+    assert "max_tokens" in no_max.error
+    assert "duplicate" in dup.error
+    assert "max_model_len" in too_long.error
+    assert all(r.samples is None and r.choice_logprobs is None for r in (layer, big_k, no_max, dup, too_long))
+
+
+@needs_vllm
+def test_chat_messages_for_base_model_raise(vllm_engine, requests_) -> None:
+    base = copy.copy(vllm_engine)
+    base.config = ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct", chat=False)
+    with pytest.raises(EngineError, match="chat is off"):
+        base.run(requests_["choice"][:1])
+
+
+def test_unknown_option_is_rejected() -> None:
+    from auditlang.engines.vllm_engine import VLLMEngine
+
+    with pytest.raises(EngineError, match="unknown vllm option") as e:
+        VLLMEngine(ModelConfig(name="m", engine="vllm", path="x", options={"kv_cache": 2}))
+    assert "kv_cache_gib" in (e.value.hint or "")
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="vLLM is installed: the missing-package path cannot occur")
+def test_missing_vllm_names_the_install() -> None:
+    from auditlang.engines.vllm_engine import VLLMEngine
+
+    with pytest.raises(EngineError, match="needs vLLM") as e:
+        VLLMEngine(ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct"))
+    assert "auditlang[vllm]" in e.value.hint and "setup_vllm_cpu.sh" in e.value.hint
