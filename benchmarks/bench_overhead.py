@@ -12,7 +12,7 @@ Each measurement is repeated ``--repeats`` times, alternating plain and executor
 median is reported. Usage:
 
     python benchmarks/bench_overhead.py [--items 48] [--max-tokens 16] [--repeats 3]
-        [--batch-size N] [--write-readme]
+        [--batch-size N] [--device cpu|cuda] [--engine-batch 16] [--model PATH] [--write-readme]
 
 ``--write-readme`` replaces (or appends) the ``## Executor overhead`` section of
 benchmarks/README.md with the table printed.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from auditlang.engines.base import ModelConfig  # noqa: E402
+from auditlang.engines.registry import load_engine  # noqa: E402
 from auditlang.execute import default_batch_size, execute  # noqa: E402
 from auditlang.plan.requests import Message, Prompt, Request, Result  # noqa: E402
 from auditlang.store import Journal  # noqa: E402
@@ -44,15 +46,9 @@ README = ROOT / "benchmarks" / "README.md"
 SECTION = "## Executor overhead"
 
 
-def load_engine(config: ModelConfig) -> Any:
-    from auditlang.engines.registry import load_engine as load
-
-    return load(config)
-
-
-def build_requests(n_items: int, max_tokens: int, model: str) -> list[Request]:
+def build_requests(n_items: int, max_tokens: int, model: str, data: Path = DATA) -> list[Request]:
     reqs: list[Request] = []
-    with open(DATA, encoding="utf-8") as fh:
+    with open(data, encoding="utf-8") as fh:
         for line, _ in zip(fh, range(n_items), strict=False):
             item = json.loads(line)
             letters = "ABCDE"[: len(item["choices"])]
@@ -64,12 +60,13 @@ def build_requests(n_items: int, max_tokens: int, model: str) -> list[Request]:
 
 
 class TimedEngine:
-    """Forwards to an engine and adds up the seconds spent inside ``run`` (its iteration)."""
+    """Forwards to an engine and adds up the wall and CPU seconds spent inside ``run``."""
 
     def __init__(self, engine: Any) -> None:
         self.inner = engine
         self.config = engine.config
-        self.seconds = 0.0
+        self.wall = 0.0
+        self.cpu = 0.0
 
     def capabilities(self) -> frozenset[str]:
         return self.inner.capabilities()
@@ -77,18 +74,18 @@ class TimedEngine:
     def fingerprint(self) -> dict[str, Any]:
         return self.inner.fingerprint()
 
+    def _step(self, fn: Any) -> Any:
+        w, c = time.perf_counter(), time.process_time()
+        try:
+            return fn()
+        finally:
+            self.wall += time.perf_counter() - w
+            self.cpu += time.process_time() - c
+
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
-        t = time.perf_counter()
-        stream = iter(self.inner.run(requests))
-        self.seconds += time.perf_counter() - t
-        while True:
-            t = time.perf_counter()
-            try:
-                res = next(stream)
-            except StopIteration:
-                self.seconds += time.perf_counter() - t
-                return
-            self.seconds += time.perf_counter() - t
+        stream = self._step(lambda: iter(self.inner.run(requests)))
+        done = object()
+        while (res := self._step(lambda: next(stream, done))) is not done:
             yield res
 
     def close(self) -> None:
@@ -96,53 +93,65 @@ class TimedEngine:
 
 
 def measure(engine: Any, reqs: list[Request], repeats: int, batch_size: int | None) -> dict[str, float]:
-    plain, executed, own, cached = [], [], [], []
+    """Medians over ``repeats`` of wall (``*_wall``) and process CPU (``*_cpu``) seconds."""
+    runs: dict[str, list[float]] = {}
+
+    def add(key: str, value: float) -> None:
+        runs.setdefault(key, []).append(value)
+
     for _ in range(repeats):
-        t = time.perf_counter()
+        w, c = time.perf_counter(), time.process_time()
         results = list(engine.run(reqs))
-        plain.append(time.perf_counter() - t)
+        add("plain_wall", time.perf_counter() - w)
+        add("plain_cpu", time.process_time() - c)
         assert len(results) == len(reqs)
         with tempfile.TemporaryDirectory() as d, Journal(d) as journal:
             timed = TimedEngine(engine)
+            w, c = time.perf_counter(), time.process_time()
             stats = execute(timed, reqs, journal, batch_size=batch_size, progress=False)
-            executed.append(stats.seconds)
-            own.append(stats.seconds - timed.seconds)  # time spent in the executor and the journal
+            add("execute_wall", time.perf_counter() - w)
+            add("execute_cpu", time.process_time() - c)
+            add("own_wall", runs["execute_wall"][-1] - timed.wall)  # executor + journal, outside engine.run
+            add("own_cpu", runs["execute_cpu"][-1] - timed.cpu)
             assert stats.executed == len(reqs) and stats.errors == 0, stats.summary()
+            w = time.perf_counter()
             again = execute(engine, reqs, journal, batch_size=batch_size, progress=False)
+            add("cached_wall", time.perf_counter() - w)
             assert again.executed == 0
-            cached.append(again.seconds)
-    med = statistics.median
-    return {"plain": med(plain), "execute": med(executed), "own": med(own), "cached": med(cached)}
+    return {k: statistics.median(v) for k, v in runs.items()}
 
 
 def table(args: argparse.Namespace, engine: Any, n: int, batch: int, m: dict[str, float]) -> str:
     import torch
 
-    ratio = m["execute"] / m["plain"]
+    fp = engine.fingerprint()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
         SECTION,
         "",
         f"`python benchmarks/bench_overhead.py --items {args.items} --max-tokens {args.max_tokens} "
-        f"--repeats {args.repeats}`: {n} unique requests ({args.items} ARC-Challenge items x "
-        f"{{greedy generate of {args.max_tokens} tokens with top-5 windows, choice_logprobs}}) on "
-        f"`{args.model}` (hf engine, {engine.fingerprint().get('device')}, "
-        f"{engine.fingerprint().get('dtype')}, engine batch {engine.config.batch_size}); "
-        f"{platform.machine()} {platform.system()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads. Median of {args.repeats}.",
+        f"--repeats {args.repeats} --device {args.device} --engine-batch {args.engine_batch}`: {n} unique requests ({args.items} ARC-Challenge "
+        f"items x {{greedy generate of {args.max_tokens} tokens with top-5 windows, choice_logprobs}}) on "
+        f"`{args.model}` (hf engine, {fp.get('device')}, {fp.get('dtype')}, engine batch "
+        f"{engine.config.batch_size}); {platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, torch {torch.__version__}, {torch.get_num_threads()} torch threads, "
+        f"load average {load:.1f} at the end. Median of {args.repeats}; CPU = this process's CPU time.",
         "",
-        "| path | seconds | requests/s |",
-        "| --- | ---: | ---: |",
-        f"| plain loop: `list(engine.run(requests))`, one call | {m['plain']:.2f} | {n / m['plain']:.1f} |",
-        f"| `execute(engine, requests, journal)`, commit batch {batch}, fresh journal | {m['execute']:.2f} | {n / m['execute']:.1f} |",
-        f"| of which outside `engine.run` (executor + journal) | {m['own']:.3f} | - |",
-        f"| `execute` again, everything cached | {m['cached']:.3f} | - |",
+        "| path | wall s | CPU s | requests/s (wall) |",
+        "| --- | ---: | ---: | ---: |",
+        f"| plain loop: `list(engine.run(requests))`, one call | {m['plain_wall']:.2f} | {m['plain_cpu']:.2f} | {n / m['plain_wall']:.1f} |",
+        f"| `execute(engine, requests, journal)`, commit batch {batch}, fresh journal | {m['execute_wall']:.2f} | {m['execute_cpu']:.2f} | {n / m['execute_wall']:.1f} |",
+        f"| of which outside `engine.run` (executor + journal) | {m['own_wall']:.3f} | {m['own_cpu']:.3f} | - |",
+        f"| `execute` again, everything cached | {m['cached_wall']:.3f} | - | - |",
         "",
-        f"Overhead ratio execute / plain: **{ratio:.3f}** ({(ratio - 1) * 100:+.1f} %). Time the executor "
-        f"itself adds (deduplication, journal lookup, JSON encoding, one fsynced SQLite commit per batch), "
-        f"measured directly: {m['own']:.3f} s = {m['own'] / n * 1000:.2f} ms per request = "
-        f"{m['own'] / m['plain'] * 100:.2f} % of the plain loop. The rest of any difference is the "
-        "engine itself (run-to-run noise, and commit batches giving it smaller calls than the one-call loop). "
-        "The engine fingerprint (which hashes the weights once per loaded engine) is computed before timing.",
+        f"Overhead ratio execute / plain: **{m['execute_wall'] / m['plain_wall']:.3f}** wall, "
+        f"**{m['execute_cpu'] / m['plain_cpu']:.3f}** CPU. Time the executor itself adds (deduplication, "
+        f"journal lookup, JSON encoding, one fsynced SQLite commit per batch), measured directly outside "
+        f"`engine.run`: {m['own_wall'] * 1000 / n:.2f} ms wall per request "
+        f"({m['own_wall'] / m['plain_wall'] * 100:.2f} % of the plain loop). Any further difference is "
+        "the engine itself: run-to-run noise, and commit batches that hand it smaller calls than the "
+        "one-call loop. The engine fingerprint (it hashes the weights once per loaded engine) is "
+        "computed before timing.",
         "",
     ]
     return "\n".join(lines)
@@ -167,12 +176,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=None, help="executor commit batch (default: its own rule)")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--engine-batch", type=int, default=16, help="the hf engine's own batch size")
+    ap.add_argument("--data", type=Path, default=DATA, help="ARC-Challenge JSONL (default: ../shared/data)")
     ap.add_argument("--write-readme", action="store_true")
     args = ap.parse_args()
 
-    engine = load_engine(ModelConfig(name="smol", engine="hf", path=args.model, chat=True, device=args.device))
+    engine = load_engine(ModelConfig(name="smol", engine="hf", path=args.model, chat=True, device=args.device, batch_size=args.engine_batch))
     try:
-        reqs = build_requests(args.items, args.max_tokens, "smol")
+        reqs = build_requests(args.items, args.max_tokens, "smol", args.data)
         list(engine.run(reqs[:8]))  # warm-up (not timed)
         engine.fingerprint()  # computed once per engine (hashes the weights); not executor overhead
         batch = args.batch_size or default_batch_size(engine)

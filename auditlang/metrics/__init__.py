@@ -60,7 +60,8 @@ def _import_study_modules() -> None:
             raise
         names = getattr(mod, "__all__", None)
         if names is None:
-            names = [n for n in vars(mod) if not n.startswith("_") and getattr(vars(mod)[n], "__module__", None) == full]
+            names = [n for n, v in vars(mod).items()
+                     if not n.startswith("_") and getattr(v, "__module__", None) == full]
         for n in names:
             globals()[n] = getattr(mod, n)
             if n not in __all__:

@@ -8,6 +8,7 @@ Missing confidences (NaN, e.g. an unparseable verbal confidence) are never turne
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 
@@ -19,7 +20,8 @@ def check_missing_policy(metric: str, missing: str) -> None:
         raise ValueError(f"{metric}: missing must be one of {MISSING_POLICIES}, got {missing!r}")
 
 
-def drop_missing(conf, correct, metric: str = "drop_missing") -> tuple[np.ndarray, np.ndarray, int]:
+def drop_missing(conf: ArrayLike, correct: ArrayLike,
+                 metric: str = "drop_missing") -> tuple[np.ndarray, np.ndarray, int]:
     """Remove rows whose confidence is NaN; return ``(conf, correct, n_missing)``.
 
     Correctness may not be missing (ValueError). Raises ValueError when every confidence is missing.
@@ -46,7 +48,7 @@ def prepare(metric: str, conf, correct, missing: str = "error") -> tuple[np.ndar
     return c, y
 
 
-def check_int(metric: str, name: str, value, minimum: int) -> int:
+def check_int(metric: str, name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{metric}: {name} must be an integer, got {value!r}")
     if value < minimum:
@@ -54,7 +56,7 @@ def check_int(metric: str, name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def check_choice(metric: str, name: str, value, choices: tuple[str, ...]) -> str:
+def check_choice(metric: str, name: str, value: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{metric}: {name} must be one of {choices}, got {value!r}")
     return value

@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from auditlang.metrics._checks import as_binary
 from auditlang.metrics._inputs import check_choice, check_int, prepare, tie_groups
 
 BINNINGS = ("equal_width", "equal_mass")
@@ -63,10 +65,8 @@ def _ones(n: int) -> np.ndarray:
 # ---------------------------------------------------------------- accuracy and proper scores
 
 
-def accuracy(correct) -> float:
+def accuracy(correct: ArrayLike) -> float:
     """Fraction correct: ``mean(z_i)``. 0/1 (or boolean) input; NaN is rejected."""
-    from auditlang.metrics._checks import as_binary
-
     return float(as_binary("accuracy", correct).mean())
 
 
@@ -74,7 +74,7 @@ def accuracy_weighted(W: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return _wsum(W, correct) / _row_sums(W)
 
 
-def brier(conf, correct, missing: str = "error") -> float:
+def brier(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """Brier score ``BS = (1/N) sum_i (c_i - z_i)^2`` (study 003 §2; study 001 App. L).
 
     With constant confidence q and accuracy a, ``BS = q^2 + a(1 - 2q)`` (study 003 §2).
@@ -87,7 +87,7 @@ def brier_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.n
     return _wsum(W, (conf - correct) ** 2) / _row_sums(W)
 
 
-def nll(conf, correct, eps: float = 1e-6, missing: str = "error") -> float:
+def nll(conf: ArrayLike, correct: ArrayLike, eps: float = 1e-6, missing: str = "error") -> float:
     """Clipped negative log-likelihood of correctness (study 001 App. L, ``eps = 1e-6``).
 
     ``NLL = -(1/N) sum_i [z_i log c'_i + (1 - z_i) log(1 - c'_i)]``, ``c' = clip(c, eps, 1 - eps)``.
@@ -170,7 +170,8 @@ def _equal_mass_index(W: np.ndarray, conf: np.ndarray, bins: int, closed: str) -
     return idx, edges
 
 
-def _bin_stats(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int, binning: str, closed: str):
+def _bin_stats(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int, binning: str,
+               closed: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(counts, conf_sums, correct_sums, edges) per row and bin, each ``(B, bins)``."""
     B = W.shape[0]
     if binning == "equal_width":
@@ -186,19 +187,21 @@ def _bin_stats(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int, 
     return binsum(np.ones_like(conf)), binsum(conf), binsum(correct), edges
 
 
-def _check_bin_args(metric: str, bins, binning, closed) -> int:
+def _check_bin_args(metric: str, bins: object, binning: str, closed: str) -> int:
     bins = check_int(metric, "bins", bins, 1)
     check_choice(metric, "binning", binning, BINNINGS)
     check_choice(metric, "closed", closed, CLOSED)
     return bins
 
 
-def ece_weighted(W, conf, correct, bins: int = 10, binning: str = "equal_width", closed: str = "left") -> np.ndarray:
+def ece_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int = 10,
+                 binning: str = "equal_width", closed: str = "left") -> np.ndarray:
     counts, csum, ysum, _ = _bin_stats(W, conf, correct, bins, binning, closed)
     return np.abs(csum - ysum).sum(axis=1) / _row_sums(W)
 
 
-def mce_weighted(W, conf, correct, bins: int = 10, binning: str = "equal_width", closed: str = "left") -> np.ndarray:
+def mce_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray, bins: int = 10,
+                 binning: str = "equal_width", closed: str = "left") -> np.ndarray:
     counts, csum, ysum, _ = _bin_stats(W, conf, correct, bins, binning, closed)
     with np.errstate(invalid="ignore", divide="ignore"):
         gap = np.where(counts > 0, np.abs(csum - ysum) / counts, -np.inf)
@@ -207,8 +210,8 @@ def mce_weighted(W, conf, correct, bins: int = 10, binning: str = "equal_width",
 
 
 def ece(
-    conf,
-    correct,
+    conf: ArrayLike,
+    correct: ArrayLike,
     bins: int = 10,
     binning: str = "equal_width",
     closed: str = "left",
@@ -245,13 +248,13 @@ def ece(
     return value, rb
 
 
-def reliability_bins(conf, correct, bins: int = 10, binning: str = "equal_width", closed: str = "left",
-                     missing: str = "error") -> ReliabilityBins:
+def reliability_bins(conf: ArrayLike, correct: ArrayLike, bins: int = 10, binning: str = "equal_width",
+                     closed: str = "left", missing: str = "error") -> ReliabilityBins:
     """Per-bin counts, mean confidence, accuracy and edges; same conventions as :func:`ece`."""
     return ece(conf, correct, bins, binning, closed, missing, return_bins=True)[1]
 
 
-def mce(conf, correct, bins: int = 10, binning: str = "equal_width", closed: str = "left",
+def mce(conf: ArrayLike, correct: ArrayLike, bins: int = 10, binning: str = "equal_width", closed: str = "left",
         missing: str = "error") -> float:
     """Maximum calibration error ``max_b |acc(S_b) - conf(S_b)|`` over non-empty bins (Naeini et al. 2015).
 
@@ -272,7 +275,7 @@ def ks_ce_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.n
     return np.abs(cum[:, ends]).max(axis=1) / _row_sums(W)
 
 
-def ks_ce(conf, correct, missing: str = "error") -> float:
+def ks_ce(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """Kolmogorov–Smirnov calibration error (Gupta & Ramdas 2021, "KS-Cal"; study 001 §3.1).
 
     ``KS = max_t |(1/N) sum_{i: c_i <= t} (c_i - z_i)|``: the largest gap between the cumulative
@@ -284,7 +287,7 @@ def ks_ce(conf, correct, missing: str = "error") -> float:
     return float(ks_ce_weighted(_ones(c.size), c, y)[0])
 
 
-def binfree_ece(conf, correct, missing: str = "error") -> float:
+def binfree_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """The bin-free estimator mean of study 001 (§3.1 "Calibration estimator", configuration C):
     ``(KDE-ECE + KS-Cal + smooth ECE) / 3`` with :func:`kde_ece`, :func:`ks_ce`, :func:`smooth_ece`.
     """

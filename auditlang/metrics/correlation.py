@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from auditlang.metrics._inputs import check_missing_policy
@@ -23,7 +26,7 @@ class Correlation:
     n_dropped: int = 0
 
 
-def _pairs(metric: str, x, y, missing: str) -> tuple[np.ndarray, np.ndarray, int]:
+def _pairs(metric: str, x: ArrayLike, y: ArrayLike, missing: str) -> tuple[np.ndarray, np.ndarray, int]:
     check_missing_policy(metric, missing)
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
@@ -44,7 +47,7 @@ def _pairs(metric: str, x, y, missing: str) -> tuple[np.ndarray, np.ndarray, int
     return a, b, int(nan.sum())
 
 
-def _run(metric: str, fn, x, y, missing: str) -> Correlation:
+def _run(metric: str, fn: Callable[..., Any], x: ArrayLike, y: ArrayLike, missing: str) -> Correlation:
     a, b, dropped = _pairs(metric, x, y, missing)
     n = int(a.size)
     if n < MIN_N or np.all(a == a[0]) or np.all(b == b[0]):
@@ -55,7 +58,7 @@ def _run(metric: str, fn, x, y, missing: str) -> Correlation:
     return Correlation(float(res.statistic), float(res.pvalue), n, dropped)
 
 
-def spearman(x, y, missing: str = "error") -> Correlation:
+def spearman(x: ArrayLike, y: ArrayLike, missing: str = "error") -> Correlation:
     """Spearman rank correlation (average ranks for ties) with scipy's two-sided p-value
     (t-distribution approximation), as ``scipy.stats.spearmanr``.
 
@@ -65,7 +68,7 @@ def spearman(x, y, missing: str = "error") -> Correlation:
     return _run("spearman", stats.spearmanr, x, y, missing)
 
 
-def pearson(x, y, missing: str = "error") -> Correlation:
+def pearson(x: ArrayLike, y: ArrayLike, missing: str = "error") -> Correlation:
     """Pearson correlation with scipy's exact two-sided p-value, as ``scipy.stats.pearsonr``.
 
     Same undefined-case rule as :func:`spearman` (``n < 3`` or constant input -> NaN).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from auditlang.metrics._inputs import group_sum, prepare, tie_groups
 
@@ -23,7 +24,7 @@ def auroc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.n
         return np.where(den > 0, num / den, np.nan)
 
 
-def auroc(conf, correct, missing: str = "error") -> float:
+def auroc(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """Area under the ROC curve for predicting correctness from confidence (study 001 App. L).
 
     ``AUROC = P(c_+ > c_-) + 0.5 P(c_+ = c_-)`` over pairs of a correct (+) and an incorrect (-)

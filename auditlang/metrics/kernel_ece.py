@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import fft, optimize, signal
 
 from auditlang.metrics._inputs import prepare
@@ -22,7 +25,7 @@ class _SmoothResidual:
     DCT-I; the coefficients ``A_m = (1/n) sum_i (c_i - z_i) cos(pi m c_i)`` do not depend on sigma.
     """
 
-    def __init__(self, conf: np.ndarray, correct: np.ndarray):
+    def __init__(self, conf: np.ndarray, correct: np.ndarray) -> None:
         self.c = conf
         self.a = (conf - correct) / conf.size
         self.coef = np.array([self.a.sum()])
@@ -30,9 +33,12 @@ class _SmoothResidual:
     def _coefficients(self, m_max: int) -> np.ndarray:
         have = self.coef.size
         if m_max >= have:
-            m = np.arange(have, m_max + 1)
-            new = np.cos(np.pi * np.outer(m, self.c)) @ self.a
-            self.coef = np.concatenate([self.coef, new])
+            step = max(1, 2_000_000 // self.c.size)  # bound the (terms, n) block in memory
+            blocks = [self.coef]
+            for lo in range(have, m_max + 1, step):
+                m = np.arange(lo, min(lo + step, m_max + 1))
+                blocks.append(np.einsum("ij,j->i", np.cos(np.pi * np.outer(m, self.c)), self.a))
+            self.coef = np.concatenate(blocks)
         return self.coef[: m_max + 1]
 
     def integral(self, sigma: float) -> float:
@@ -51,7 +57,7 @@ class _SmoothResidual:
         return float((absr.sum() - 0.5 * (absr[0] + absr[-1])) / grid)
 
 
-def smooth_ece(conf, correct, sigma: float | None = None, missing: str = "error",
+def smooth_ece(conf: ArrayLike, correct: ArrayLike, sigma: float | None = None, missing: str = "error",
                return_sigma: bool = False) -> float | tuple[float, float]:
     """Smooth ECE (Błasiok & Nakkiran 2024, ICLR, arXiv:2309.12236; study 001 §3.1).
 
@@ -80,7 +86,7 @@ def smooth_ece(conf, correct, sigma: float | None = None, missing: str = "error"
     return (value, s) if return_sigma else value
 
 
-def _fixed_point(f) -> float:
+def _fixed_point(f: Callable[[float], float]) -> float:
     """Solve ``f(sigma) = sigma`` for non-increasing ``f`` on ``[SMECE_SIGMA_MIN, 1]``."""
     def h(s: float) -> float:
         return f(s) - s
@@ -90,7 +96,7 @@ def _fixed_point(f) -> float:
         return hi
     lo = hi
     while True:  # walk down geometrically until h >= 0 (keeps the needed grid small)
-        lo = max(lo / 4, SMECE_SIGMA_MIN)
+        lo = max(lo / 2, SMECE_SIGMA_MIN)
         if h(lo) >= 0:
             break
         if lo == SMECE_SIGMA_MIN:
@@ -127,7 +133,7 @@ def _triweight_kde(data: np.ndarray, bw: float) -> np.ndarray:
     return signal.convolve(counts, kernel, mode="same")
 
 
-def kde_ece(conf, correct, missing: str = "error") -> float:
+def kde_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """KDE-based ECE of Zhang, Kailkhura & Han (2020, "Mix-n-Match", ICML; study 001 §3.1).
 
     ``ECE_KDE = int |c - acc(c)| f(c) dc / int f(c) dc`` over [0, 1], where ``f`` is a KDE of all

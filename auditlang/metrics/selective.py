@@ -8,6 +8,7 @@ result is independent of input order and equals the usual sorted-order value whe
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import digamma
 
 from auditlang.metrics._inputs import group_sum, prepare, tie_groups
@@ -15,7 +16,7 @@ from auditlang.metrics._inputs import group_sum, prepare, tie_groups
 _COVERAGE_TOL = 1e-9
 
 
-def _desc_groups(W: np.ndarray, conf: np.ndarray, correct: np.ndarray):
+def _desc_groups(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order, starts = tie_groups(conf, descending=True)
     Wo = W[:, order]
     m = group_sum(Wo, starts)  # examples per tie group, most confident first
@@ -49,7 +50,7 @@ def aurc_weighted(W: np.ndarray, conf: np.ndarray, correct: np.ndarray) -> np.nd
         return np.where(n > 0, total / n, np.nan)
 
 
-def aurc(conf, correct, missing: str = "error") -> float:
+def aurc(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> float:
     """Area under the risk–coverage curve (Geifman & El-Yaniv 2017; study 001 App. L).
 
     Sort by confidence, most confident first; ``risk(k)`` is the error rate of the ``k`` most
@@ -61,7 +62,7 @@ def aurc(conf, correct, missing: str = "error") -> float:
     return float(aurc_weighted(np.ones((1, c.size)), c, y)[0])
 
 
-def risk_coverage_curve(conf, correct, missing: str = "error") -> tuple[np.ndarray, np.ndarray]:
+def risk_coverage_curve(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> tuple[np.ndarray, np.ndarray]:
     """``(coverage, risk)`` at ``k = 1..N`` covered examples, ties handled as in :func:`aurc`."""
     c, y = prepare("risk_coverage_curve", conf, correct, missing)
     order, starts = tie_groups(c, descending=True)
@@ -74,7 +75,7 @@ def risk_coverage_curve(conf, correct, missing: str = "error") -> tuple[np.ndarr
     return k / c.size, np.cumsum(expected) / k
 
 
-def _check_coverage(metric: str, coverage) -> float:
+def _check_coverage(metric: str, coverage: object) -> float:
     if isinstance(coverage, bool) or not isinstance(coverage, (int, float, np.floating)) or not 0 < coverage <= 1:
         raise ValueError(f"{metric}: coverage must be a number in (0, 1], got {coverage!r}")
     return float(coverage)
@@ -94,7 +95,7 @@ def selective_accuracy_weighted(W: np.ndarray, conf: np.ndarray, correct: np.nda
         return np.where(n > 0, (correct_before + part) / k, np.nan)
 
 
-def selective_accuracy(conf, correct, coverage: float, missing: str = "error") -> float:
+def selective_accuracy(conf: ArrayLike, correct: ArrayLike, coverage: float, missing: str = "error") -> float:
     """Accuracy on the ``k = ceil(coverage * N)`` most confident answers (``k >= 1``).
 
     A tie group straddling the cut contributes its mean correctness per covered slot (expectation

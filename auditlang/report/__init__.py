@@ -54,7 +54,6 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     from auditlang.report.checklist import build_checklist
     from auditlang.report.comparisons import compute_all, vpr_tables
     from auditlang.report.disclosure import disclosure_tables
-    from auditlang.report.figures import all_figures
     from auditlang.report.html import render_html
     from auditlang.report.latex import document
     from auditlang.report.rundata import load_run
@@ -69,7 +68,14 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     cells = _cells_table(rd.cells)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
     comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
-    figs = all_figures(rd, comps) if ("figures" in want or "html" in want) else []
+    figs, fig_note = [], ""
+    if "figures" in want or "html" in want:
+        try:
+            from auditlang.report.figures import all_figures
+        except ImportError as err:  # matplotlib is the optional `report` extra
+            fig_note = f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
+        else:
+            figs = all_figures(rd, comps)
     checklist = build_checklist(rd, comps) if ("checklist" in want or "html" in want) else None
     disclosure = disclosure_tables(rd) if ("disclosure" in want or "html" in want) else []
 
@@ -91,6 +97,9 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
         (out / "comparisons.md").write_text("\n".join(parts), encoding="utf-8")
         written.append(out / "comparisons.md")
     if "figures" in want:
+        if fig_note:
+            (out / "figures.md").write_text(fig_note + "\n", encoding="utf-8")
+            written.append(out / "figures.md")
         for f in figs:
             written += f.write(out / "figures")
     if "checklist" in want and checklist is not None:

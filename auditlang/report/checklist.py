@@ -103,7 +103,7 @@ class Checklist:
                     out += [f"\\item \\textbf{{{escape(fl)}}}" for fl in e.flags]
                     out.append("\\end{itemize}")
                 for cap, text in e.blocks:
-                    out += [f"\\noindent {escape(cap)}:", "\\begin{Verbatim}[fontsize=\\footnotesize,breaklines=false]",
+                    out += [f"\\noindent {escape(cap)}:", "\\begin{Verbatim}[fontsize=\\footnotesize]",
                             _fold(verbatim_safe(text)), "\\end{Verbatim}"]
         return "\n".join(out) + "\n"
 
@@ -376,13 +376,13 @@ def _vpr(rd: RunData, aid: str) -> Entry:
     a = rd.audit(aid)
     source = "audit vpr_threshold" if a.vpr_threshold is not None else "settings vpr_threshold"
     e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({source}; study 000 appendix D.1)")
+    if not s.cells:
+        e.lines.append("not applicable: no verbal-confidence cells in this audit")
+        return e
     settings = rd.spec.of_kind("settings")
     if a.vpr_threshold is None and (not settings or "vpr_threshold" not in D.explicit(next(iter(settings.values())))):
         e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; the default "
                f"{s.threshold:.2f} was used")
-    if not s.cells:
-        e.lines.append("not applicable: no verbal-confidence cells in this audit")
-        return e
     for (m, d, v, p, ev), vpr in s.cells.items():
         mark = "excluded" if vpr < s.threshold else "included"
         e.lines.append(f"VPR {m} / {d} / {v} / {p} / {ev}: {vpr:.3f} ({mark})")
@@ -441,8 +441,8 @@ def _templates(rd: RunData, aid: str) -> Entry:
             e.lines.append(f"template {tid} ({where}): not computable: {err}")
             continue
         src = rd.spec.get(tid).value.file or "inline"
-        e.lines.append(f"template {tid} ({where}); source {src}; sha256 {ct.hash}")
-        e.blocks.append((f"template {tid} (sha256 {ct.hash[:16]})", ct.source))
+        e.lines.append(f"template {tid} ({where}); source {src}; hash {ct.hash}")
+        e.blocks.append((f"template {tid} (hash {ct.hash})", ct.source))
     for pid in rd.audit(aid).protocols:
         o = rd.spec.get(pid)
         for f, kind in type(o.value).REFS.items():
@@ -498,14 +498,19 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
                             ": the bare answer prompt"))
             c4.flag(D.unspecified(o, "context"))
         c3.flag(D.unspecified(o, "readout"))
-        nm.lines.append(f"normalise={v.normalise}" + (" (p_norm = P(l*) / sum over valid labels in the window)"
-                        if v.normalise == "label_set" else " (raw probability P(l*))") + f", window={v.window}, top_k={v.top_k}")
-        nm.flag(D.unspecified(o, "normalise"))
-        if v.readout == "first_token" and v.window == "top_k":
-            nm.flag(D.unspecified(o, "top_k", "logprob window size"))
-            nm.lines += _coverage_lines(rd, aid, pid)
-        elif v.readout == "first_token":
-            nm.lines.append("full-vocabulary label logprobs: every valid label is scored (coverage complete by construction)")
+        if v.readout != "first_token":
+            nm.lines.append(f"{na} with readout={v.readout}: the answer span is scored by teacher forcing over the full "
+                            "vocabulary (no label set, no top-k window)")
+        else:
+            nm.lines.append(f"normalise={v.normalise}" + (" (p_norm = P(l*) / sum over valid labels in the window)"
+                            if v.normalise == "label_set" else " (raw probability P(l*))") + f", window={v.window}"
+                            + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
+            nm.flag(D.unspecified(o, "normalise"))
+            if v.window == "top_k":
+                nm.flag(D.unspecified(o, "top_k", "logprob window size"))
+                nm.lines += _coverage_lines(rd, aid, pid)
+            else:
+                nm.lines.append("full-vocabulary label logprobs: every valid label is scored (coverage complete by construction)")
     elif ctor in ("verbalized", "p_true"):
         prov = v.provenance
         c1.lines.append(f"provenance={prov}" + (f" (wrong answers from model {v.wrong_from})" if v.wrong_from else "")

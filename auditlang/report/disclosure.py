@@ -50,19 +50,26 @@ def _main_protocol(rd: RunData, aid: str, ctor: str, pids: list[str]) -> str:
     return pids[0]
 
 
-def _contrast(rd: RunData, aid: str, axis: str, pids: set[str]) -> str | None:
+def _orient(rd: RunData, aid: str, p: str, q: str, axes: list[str]) -> tuple[str, str, str | None]:
+    """(main, alternative, contrast) for two protocols, following the comparison that names both."""
+    order = list(rd.audit(aid).protocols)
     for cid, o in rd.spec.of_kind("compare").items():
-        if o.value.audit != aid:
+        v = o.value
+        if v.audit != aid:
             continue
-        named = set()
-        for f in ("configs", "raw", "norm", "verbal", "token"):
-            x = getattr(o.value, f, None)
-            named |= set(x) if isinstance(x, list) else ({x} if x else set())
-        if (o.ctor, axis) in CONTRASTS and len(named & pids) >= 2:
-            return f"{CONTRASTS[(o.ctor, axis)]} ({cid})"
-        if len(named & pids) >= 2:
-            return f"{o.ctor} ({cid})"
-    return None
+        if o.ctor == "norm_shift" and {p, q} == {v.raw, v.norm}:
+            return v.norm, v.raw, f"{CONTRASTS[('norm_shift', 'normalise')]} ({cid})"
+        if o.ctor == "protocol_grid" and p in v.configs and q in v.configs:
+            main, alt = sorted((p, q), key=v.configs.index)
+            label = CONTRASTS.get(("protocol_grid", axes[0])) if len(axes) == 1 else None
+            return main, alt, f"{label or 'gap shift'} ({cid})"
+        named = {x for f in ("verbal", "token", "raw", "norm") if (x := getattr(v, f, None))}
+        named |= set(getattr(v, "configs", []) or []) | set(getattr(v, "probes", []) or [])
+        if {p, q} <= named:
+            main, alt = sorted((p, q), key=order.index)
+            return main, alt, f"{o.ctor} ({cid})"
+    main, alt = sorted((p, q), key=order.index)
+    return main, alt, None
 
 
 def disclosure_table(rd: RunData, aid: str) -> Table:
@@ -75,25 +82,38 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     mains = []
     for ctor, pids in by_ctor.items():
         axes = AXES.get(ctor, [])
+        labels = dict(axes)
         main = _main_protocol(rd, aid, ctor, pids)
         mains.append(f"{main} ({ctor})")
-        mv = rd.spec.get(main).value
-        for axis, label in axes:
-            alts: dict[str, list[str]] = {}
-            for p in pids:
-                pv = getattr(rd.spec.get(p).value, axis, None)
-                if pv != getattr(mv, axis, None):
-                    alts.setdefault(_val(pv), []).append(p)
-            if not alts:
+
+        def diff(p: str, q: str) -> list[str]:
+            pv, qv = rd.spec.get(p).value, rd.spec.get(q).value
+            return [ax for ax, _ in axes if getattr(pv, ax, None) != getattr(qv, ax, None)]
+
+        pairs = [(p, q) for i, p in enumerate(pids) for q in pids[i + 1:] if diff(p, q)]
+        single = [(p, q) for p, q in pairs if len(diff(p, q)) == 1]
+        covered = {x for pq in single for x in pq}
+        joint = []
+        for x in pids:  # a protocol with no single-axis partner is disclosed against the main setting
+            if x in covered or len(pids) < 2:
                 continue
-            alt_pids = {p for ps in alts.values() for p in ps}
-            fixed = [f"{ax}={_val(getattr(mv, ax, None))}" for ax, _ in axes if ax != axis and all(
-                getattr(rd.spec.get(p).value, ax, None) == getattr(mv, ax, None) for p in alt_pids)]
-            contrast = _contrast(rd, aid, axis, alt_pids | {main}) or \
-                "; ".join(f"{main} vs {p}" for p in sorted(alt_pids))
-            t.add(label, f"{_val(getattr(mv, axis, None))} ({main})",
-                  "; ".join(f"{v} ({', '.join(ps)})" for v, ps in alts.items()),
-                  ", ".join(fixed) + ("; " if fixed else "") + "models, data", contrast)
+            partner = main if x != main else next(q for q in pids if q != main)
+            pq = tuple(sorted((partner, x), key=pids.index))
+            if pq not in joint and pq not in single and diff(*pq):
+                joint.append(pq)
+        rows = single + joint
+        for p, q in rows:
+            dax = diff(p, q)
+            if not dax:
+                continue
+            m_id, alt_id, contrast = _orient(rd, aid, p, q, dax)
+            mv, av = rd.spec.get(m_id).value, rd.spec.get(alt_id).value
+            fixed = [f"{ax}={_val(getattr(mv, ax, None))}" for ax, _ in axes if ax not in dax]
+            t.add(" + ".join(labels[ax] for ax in dax),
+                  ", ".join(f"{ax}={_val(getattr(mv, ax, None))}" for ax in dax) + f" ({m_id})",
+                  ", ".join(f"{ax}={_val(getattr(av, ax, None))}" for ax in dax) + f" ({alt_id})",
+                  ", ".join(fixed) + ("; " if fixed else "") + "models, data",
+                  contrast or f"{m_id} vs {alt_id}")
     if "token_prob" in by_ctor and any(c in by_ctor for c in ("verbalized",)):
         t.add("Confidence signal", f"verbal ({', '.join(by_ctor['verbalized'])})", f"token ({', '.join(by_ctor['token_prob'])})",
               "answers, evaluators, models, data",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", '"': r"\textquotedbl{}",
+_SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
+    "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"$\{$", "}": r"$\}$", "~": r"\~{}", "^": r"\^{}",
+    "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': "''",
 }
 _UNICODE = {
     "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$", "±": r"$\pm$",

@@ -26,6 +26,7 @@ RUN_FILE = "run.json"
 JOURNAL = "journal.sqlite"
 PLAN_FILE = "plan.json"
 DEFAULT_EVALUATOR = "<default>"
+AXES = ("audit", "model", "dataset", "variant", "protocol", "evaluator")
 
 
 @dataclass
@@ -41,20 +42,24 @@ class RunData:
     plan_json: dict[str, Any] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)  # run files that were not found
     _extras: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _index: dict[tuple, pd.DataFrame] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ selection
     def rows(self, audit: str, *, model: str | None = None, dataset: str | None = None, variant: str | None = None,
              protocol: str | None = None, evaluator: str | None = None) -> pd.DataFrame:
-        """Records of one audit, filtered on any of the cell axes."""
-        df = self.records
-        if df.empty:
-            return df
-        mask = df["audit"] == audit
-        for col, val in (("model", model), ("dataset", dataset), ("variant", variant), ("protocol", protocol),
-                         ("evaluator", evaluator)):
-            if val is not None:
-                mask &= df[col] == val
-        return df[mask]
+        """Records of one audit, filtered on any of the cell axes (original row index kept)."""
+        if self.records.empty:
+            return self.records
+        if self._index is None:
+            self._index = {k: g for k, g in self.records.groupby(list(AXES), sort=False)}
+        want = (audit, model, dataset, variant, protocol, evaluator)
+        if None not in want:
+            got = self._index.get(want)
+            return got if got is not None else self.records.iloc[0:0]
+        parts = [g for key, g in self._index.items() if all(w is None or w == k for w, k in zip(want, key))]
+        if not parts:
+            return self.records.iloc[0:0]
+        return pd.concat(parts).sort_index()
 
     def extras(self, row_index: int) -> dict[str, Any]:
         """Decoded ``extras`` JSON of one record (by DataFrame index), cached."""
@@ -109,8 +114,7 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
         records = pd.DataFrame(columns=["cell_id", "model", "dataset", "variant", "protocol", "evaluator", "item_id",
                                         "item_index", "gold", "pred", "parsed", "parse_rule", "correct", "confidence",
                                         "confidence_parsed", "confidence_kind", "extras", "request_ids", "generation"])
-    records = records.reset_index(drop=True)
-    records["audit"] = records["cell_id"].astype(str).str.split("/").str[0]
+    records = _slim(records.reset_index(drop=True))
     cells_path = run_dir / CELLS_CSV
     if cells_path.exists():
         cells = pd.read_csv(cells_path)
@@ -145,6 +149,28 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
     else:
         missing.append(JOURNAL)
     return RunData(spec, plan, run_dir, records, cells, run_info, fps, hashes, plan_json, missing)
+
+
+WORK_COLUMNS = ("cell_id", "model", "dataset", "variant", "protocol", "evaluator", "item_id", "item_index", "gold",
+                "pred", "parsed", "parse_rule", "correct", "confidence", "confidence_parsed", "confidence_kind", "extras")
+
+
+def _slim(records: pd.DataFrame) -> pd.DataFrame:
+    """The working frame: numpy-backed columns (fast row selection), without raw generations."""
+    out = pd.DataFrame(index=records.index)
+    for c in WORK_COLUMNS:
+        col = records[c]
+        if c in ("correct", "confidence"):
+            out[c] = col.to_numpy(dtype=float)
+        elif c in ("parsed", "confidence_parsed"):
+            out[c] = col.to_numpy(dtype=bool)
+        elif c == "item_index":
+            out[c] = col.to_numpy(dtype=np.int64)
+        else:
+            out[c] = np.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+                               for v in col.tolist()], dtype=object)
+    out["audit"] = np.array([str(c).split("/")[0] for c in out["cell_id"]], dtype=object)
+    return out
 
 
 def finite(a: Any) -> np.ndarray:

@@ -55,6 +55,19 @@ class Table:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    _nc: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    def nc(self, reason: str, where: str) -> None:
+        """Record that ``reason`` makes a quantity not computable at ``where`` (grouped when rendered)."""
+        self._nc.setdefault(reason, []).append(where)
+
+    def all_notes(self) -> list[str]:
+        """Notes plus one "not computable: <reason>" line per reason, naming where it applies."""
+        out = list(self.notes)
+        for reason, wheres in self._nc.items():
+            shown = "; ".join(wheres[:4]) + (f"; and {len(wheres) - 4} more" if len(wheres) > 4 else "")
+            out.append(not_computable(f"{reason} ({len(wheres)}x: {shown})"))
+        return out
 
     def add(self, *values: Any) -> None:
         if len(values) != len(self.columns):
@@ -102,7 +115,7 @@ class Table:
             lines.append("|" + "|".join("---" for _ in cols) + "|")
             lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
             lines.append("")
-        lines += [f"- {n}" for n in self.notes]
+        lines += [f"- {n}" for n in self.all_notes()]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
@@ -119,8 +132,8 @@ class Table:
                 " & ".join(escape(c) for c in cols) + " \\\\", "\\midrule"]
         out += [" & ".join(escape(c) for c in r) + " \\\\" for r in rows]
         out += ["\\bottomrule", "\\end{tabular}}"]
-        if self.notes:
-            out.append("\\par\\smallskip\\raggedright\\footnotesize " + " \\\\ ".join(escape(n) for n in self.notes))
+        if self.all_notes():
+            out.append("\\par\\smallskip\\raggedright\\footnotesize " + " \\\\ ".join(escape(n) for n in self.all_notes()))
         out.append("\\end{table}")
         return "\n".join(out) + "\n"
 
@@ -132,9 +145,9 @@ class Table:
             for r in rows:
                 parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
             parts.append("</tbody></table>")
-        if self.notes:
+        if self.all_notes():
             parts.append("<ul class=\"notes\">" + "".join(
-                f'<li class="{"nc" if n.startswith(NOT_COMPUTABLE) else "note"}">{html.escape(n)}</li>' for n in self.notes)
+                f'<li class="{"nc" if n.startswith(NOT_COMPUTABLE) else "note"}">{html.escape(n)}</li>' for n in self.all_notes())
                 + "</ul>")
         parts.append("</section>")
         return "\n".join(parts)

@@ -21,7 +21,7 @@ from auditlang.score.letters import item_labels, letter_correct
 from auditlang.score.outcome import NOT_TEXT, ParseOutcome, coerce_text, failure
 
 _BOXED = re.compile(r"\\boxed[ \t]{0,3}\{([^{}]{0,200})\}")
-_SCORE = re.compile(r"\s*([0-9]{1,3}(?:\.[0-9]{1,6})?)\s*(?:\\?%)?\s*")
+_SCORE = re.compile(r"\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*(?:\\?%)?\s*")
 _LETTER_CONTENT = re.compile(r"[\s(]*(?:\\text\{\s*)?([A-Za-z])\s*\}?[\s).]*")
 
 
@@ -54,10 +54,10 @@ class Boxed0100Parser(VerbalParser):
             return failure("no_boxed")
         c = _SCORE.fullmatch(m.group(1))
         if c is None:
-            return failure("bad_content", m.group(1))
+            return failure("bad_content")
         x = float(c.group(1))
         if not 0.0 <= x <= 100.0:
-            return failure("out_of_range", m.group(1))
+            return failure("out_of_range")
         return ParseOutcome(x / 100.0, True, "boxed", (m.start(1) + c.start(1), m.start(1) + c.end(1)))
 
 

@@ -85,7 +85,7 @@ def _regexes() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return lead, standalone
 
 
-def extract_pred_letter(text: object, labels: Sequence[str], case_sensitive: bool = True) -> ParseOutcome:
+def extract_pred_letter(text: object, labels: Sequence[str] | int, case_sensitive: bool = True) -> ParseOutcome:
     """Study 000 A.3 ``extract_pred_letter``. Rules (``ParseOutcome.rule``):
 
     ``first_char``: the first non-empty line (the line holding the first non-whitespace
@@ -96,12 +96,12 @@ def extract_pred_letter(text: object, labels: Sequence[str], case_sensitive: boo
     the first non-whitespace character and ``ok`` is True only if it is a valid label (the paper
     scores an invalid one as wrong). Lines are split on ``\\n`` (``\\r`` counts as whitespace).
     ``case_sensitive=False`` also accepts lower-case letters (value upper-cased); the paper
-    names upper-case letters only.
+    names upper-case letters only. ``labels``: the valid letters, or the number of choices.
     """
+    valid = frozenset(choice_letters(labels) if isinstance(labels, int) else labels)
     s = coerce_text(text)
     if s is None:
         return failure(NOT_TEXT)
-    valid = frozenset(labels)
     first = re.search(r"\S", s)
     if first is None:
         return failure(EMPTY)

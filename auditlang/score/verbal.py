@@ -211,7 +211,7 @@ class Percent0100Parser(NumericVerbalParser):
     name = "percent_0_100"
     source = "study 000 A.3 and B.2 (percent_0_100); study 002 table 5 P(%)"
     bare_max = Decimal(100)
-    _scale_doc = "in [0, 100], read as a percentage (x/100)"
+    _scale_doc = "in [0, 100], read as a percentage (x/100; a bare 0.8 is 0.8%)"
 
 
 class Integer0100Parser(NumericVerbalParser):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 
-def synth(n: int, seed: int, ties: int | None = None, power: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+def _synth(n: int, seed: int, ties: int | None = None, power: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
     """Confidences in [0, 1] (rounded to ``ties`` decimals when given) and correctness drawn as
     Bernoulli(conf**power), i.e. an overconfident model."""
     rng = np.random.default_rng(seed)
@@ -18,10 +18,16 @@ def synth(n: int, seed: int, ties: int | None = None, power: float = 1.5) -> tup
 
 
 @pytest.fixture
+def synth():
+    """Factory fixture: ``synth(n, seed, ties=None, power=1.5) -> (conf, correct)``."""
+    return _synth
+
+
+@pytest.fixture
 def data500() -> tuple[np.ndarray, np.ndarray]:
-    return synth(500, 0)
+    return _synth(500, 0)
 
 
 @pytest.fixture
 def tied500() -> tuple[np.ndarray, np.ndarray]:
-    return synth(500, 1, ties=1)
+    return _synth(500, 1, ties=1)

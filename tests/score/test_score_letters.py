@@ -45,7 +45,7 @@ def test_cot_openings_fall_through_to_raw_first_char(opening: str) -> None:
 
 def test_letter_valid_only_within_choice_count(mc10: dict) -> None:
     assert extract_pred_letter("E", ABCD).ok is False
-    out = extract_pred_letter("J", choice_letters(10))  # A-J for 10-choice MMLU-Pro
+    out = extract_pred_letter("J", 10)  # A-J for 10-choice MMLU-Pro
     assert out.ok and out.value == "J"
     ev = EVALUATORS["first_char"]()
     assert ev.correct(ev.label("J) option 9", mc10).value, mc10) is True

@@ -54,6 +54,8 @@ def check(name: str, out: object, text: object) -> None:
             assert 0.0 <= out.value <= 1.0, name
     if name in LETTER_EVALUATORS and out.ok:
         assert out.value in MC_ITEM_LABELS, name
+        if isinstance(text, str):
+            assert text[out.span[0] : out.span[1]].upper() == out.value, name
     if out.span is not None and isinstance(text, str):
         assert 0 <= out.span[0] <= out.span[1] <= len(text), name
 

@@ -146,7 +146,7 @@ def test_linguistic_mc_failures(text: str, rule: str) -> None:
 @pytest.mark.parametrize(
     ("text", "value"),
     [("Confidence: \\boxed{85}", 0.85), ("\\boxed{Your confidence score from 0-100.}\nConfidence: \\boxed{90\\%}", 0.9),
-     ("\\boxed{ 100 }", 1.0), ("\\boxed{0}", 0.0), ("\\boxed{72.5}", 0.725)],
+     ("\\boxed{ 100 }", 1.0), ("\\boxed{0}", 0.0), ("\\boxed{0000}", 0.0), ("\\boxed{72.5}", 0.725)],
 )
 def test_boxed(text: str, value: float) -> None:
     assert val(VERBAL_PARSERS["boxed_0_100"](), text) == pytest.approx(value)
@@ -154,7 +154,7 @@ def test_boxed(text: str, value: float) -> None:
 
 @pytest.mark.parametrize(
     ("text", "rule"),
-    [("85", "no_boxed"), ("\\boxed{150}", "out_of_range"), ("\\boxed{}", "bad_content"), ("\\boxed{85} then \\boxed{high}", "bad_content")],
+    [("85", "no_boxed"), ("\\boxed{150}", "out_of_range"), ("\\boxed{1000}", "out_of_range"), ("\\boxed{}", "bad_content"), ("\\boxed{85} then \\boxed{high}", "bad_content")],
 )
 def test_boxed_failures(text: str, rule: str) -> None:
     assert val(VERBAL_PARSERS["boxed_0_100"](), text) == rule

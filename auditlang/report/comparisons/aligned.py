@@ -66,7 +66,7 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                         r2 = by_item(known(rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e), True))
                         items = [i for i in r1.index if i in r2.index]
                         if not items:
-                            long.notes.append(not_computable(f"{where}: the two models share no item with a confidence"))
+                            long.nc("the two models share no item with a confidence", where)
                             continue
                         c1, z1 = r1.loc[items, "confidence"].to_numpy(float), r1.loc[items, "correct"].to_numpy(float)
                         c2, z2 = r2.loc[items, "confidence"].to_numpy(float), r2.loc[items, "correct"].to_numpy(float)
@@ -80,20 +80,19 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                                 retention = ia.retention
                                 vals["ECE"]["IA"], vals["Brier"]["IA"] = (ia.ece_a, ia.ece_b), (ia.brier_a, ia.brier_b)
                             except ValueError as err:
-                                long.notes.append(not_computable(f"IA for {where}: {err}"))
+                                long.nc(f"IA: {err}", where)
                         if "DA" in views:
                             try:
                                 da = distribution_aligned(c1, z1, c2, z2, bins=bins)
                                 vals["ECE"]["DA"], vals["Brier"]["DA"] = (da.ece_a, da.ece_b), (da.brier_a, da.brier_b)
                             except ValueError as err:
-                                long.notes.append(not_computable(f"DA for {where}: {err}"))
+                                long.nc(f"DA: {err}", where)
                         if "CA" in views:
                             k1 = _candidates(rd, rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e))
                             k2 = _candidates(rd, rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e))
                             if k1 is None or k2 is None:
-                                long.notes.append(not_computable(
-                                    f"CA for {where}: records carry no cross-model candidate scores (extras 'candidates'; "
-                                    "study 003 section 4.3 needs every model to score the shared answer pool)"))
+                                long.nc("CA: records carry no cross-model candidate scores (extras 'candidates'; study 003 "
+                                        "section 4.3 needs every model to score the shared answer pool)", where)
                             else:
                                 ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
                                 vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)

@@ -104,8 +104,7 @@ def consistency(rd: RunData, name: str, c) -> Comparison:
                         if f is None:
                             continue
                         if np.isnan(f["decisions"]).all():
-                            intra.notes.append(not_computable(f"{m} / {d} / {p} / {v}: records carry no abstain "
-                                                              "decisions (extras 'abstain')"))
+                            intra.nc("records carry no abstain decisions (extras 'abstain')", f"{m} / {d} / {p} / {v}")
                             continue
                         frames[(p, v)] = f
                         letters_only |= not f["by_content"]

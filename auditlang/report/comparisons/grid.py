@@ -31,10 +31,8 @@ def _side(df, parsed_only: bool) -> tuple[np.ndarray, np.ndarray]:
     return df["confidence"].to_numpy(float), df["correct"].to_numpy(float)
 
 
-def _gap(est: MetricChoice, verbal: tuple[np.ndarray, np.ndarray], token: tuple[np.ndarray, np.ndarray]) -> float:
-    if verbal[0].size == 0 or token[0].size == 0:
-        return math.nan
-    return est(*verbal) - est(*token)
+def _est(est: MetricChoice, side: tuple[np.ndarray, np.ndarray]) -> float:
+    return est(*side) if side[0].size else math.nan
 
 
 def protocol_grid(rd: RunData, name: str, c) -> Comparison:
@@ -55,25 +53,26 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
                 for e in rd.evaluators(c.audit):
                     vdf = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
                     if vdf.empty:
-                        t.notes.append(not_computable(f"{m} / {d} / {v} / {e}: no records of verbal protocol '{c.verbal}'"))
+                        t.nc(f"no records of verbal protocol '{c.verbal}'", f"{m} / {d} / {v} / {e}")
                         continue
                     verbal = _side(vdf, True)
                     if verbal[0].size == 0:
-                        t.notes.append(not_computable(f"{m} / {d} / {v} / {e}: no parseable verbal confidence"))
+                        t.nc("no parseable verbal confidence", f"{m} / {d} / {v} / {e}")
                         continue
+                    tokens = {cf: _side(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e), False)
+                              for cf in configs}
+                    for cf, tok in tokens.items():
+                        if tok[0].size == 0:
+                            t.nc(f"no token confidences for '{cf}'", f"{m} / {d} / {v} / {e}")
+                    e_verbal = {es.label: _est(es, verbal) for es in ests}
                     gaps: dict[str, float] = {}
                     row_gaps = []
                     for cf, es in combos:
-                        tdf = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e)
-                        token = _side(tdf, False)
-                        if token[0].size == 0:
-                            t.notes.append(not_computable(f"{m} / {d} / {v} / {e}: no token confidences for '{cf}'"))
-                        g = _gap(es, verbal, token)
+                        g = e_verbal[es.label] - _est(es, tokens[cf])
                         gaps[f"{cf}|{es.label}"] = g
                         row_gaps.append(g)
-                    tok0 = _side(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=configs[0], evaluator=e), False)
-                    e_tok0 = ests[0](*tok0) if tok0[0].size else math.nan
-                    rho = ests[0](*verbal) / e_tok0 if e_tok0 and not math.isnan(e_tok0) else math.nan
+                    e_tok0 = _est(ests[0], tokens[configs[0]])
+                    rho = e_verbal[ests[0].label] / e_tok0 if e_tok0 and not math.isnan(e_tok0) else math.nan
                     grid_vals: list[Any] = []
                     if is_grid:
                         gA, gB, gC, gD = row_gaps[0], row_gaps[1], row_gaps[2], row_gaps[3]

@@ -45,8 +45,7 @@ def norm_shift(rd: RunData, name: str, c) -> Comparison:
                     raw = known(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.raw, evaluator=e), True)
                     norm = known(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.norm, evaluator=e), True)
                     if raw.empty or norm.empty:
-                        t.notes.append(not_computable(f"{m} / {d} / {v} / {e}: no scored confidences for protocol "
-                                                      f"'{c.raw if raw.empty else c.norm}'"))
+                        t.nc(f"no scored confidences for protocol '{c.raw if raw.empty else c.norm}'", f"{m} / {d} / {v} / {e}")
                         continue
                     er = float(ece(raw["confidence"].to_numpy(float), raw["correct"].to_numpy(float), bins=bins))
                     en = float(ece(norm["confidence"].to_numpy(float), norm["correct"].to_numpy(float), bins=bins))

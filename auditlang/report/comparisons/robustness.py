@@ -63,22 +63,21 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
                             r = prompt_robustness(mat)
                             prb, prb_ex = r.value, r.n_excluded
                         except ValueError as err:
-                            t.notes.append(not_computable(f"P-RB for {where}: {err}"))
+                            t.nc(f"P-RB: {err}", where)
                     elif len(variants) >= 2:
-                        t.notes.append(not_computable(f"P-RB for {where}: no records for variant(s) "
-                                                      f"{[v for v in variants if v not in frames]}"))
+                        t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", where)
                     stb = sst = math.nan
                     first = rd.rows(c.audit, model=m, dataset=d, variant=variants[0], protocol=p, evaluator=e)
                     got = _samples(rd, first) if not first.empty else None
                     if got is None:
-                        t.notes.append(not_computable(f"A-STB / A-SST for {where}: records carry no per-sample "
-                                                      f"confidences and semantic groups (extras {' / '.join(SAMPLE_KEYS)})"))
+                        t.nc(f"A-STB / A-SST: records carry no per-sample confidences and semantic groups "
+                             f"(extras {' / '.join(SAMPLE_KEYS)}; study 002 section 4.2)", where)
                     else:
                         for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST")):
                             try:
                                 val = fn(*got).value
                             except ValueError as err:
-                                t.notes.append(not_computable(f"{label} for {where}: {err}"))
+                                t.nc(f"{label}: {err}", where)
                                 val = math.nan
                             if label == "A-STB":
                                 stb = val
@@ -93,7 +92,7 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
                         briers.append(brier(cc, zz))
                         au = auroc(cc, zz)
                         if math.isnan(au):
-                            t.notes.append(not_computable(f"AUROC for {where} / {v}: only one outcome class"))
+                            t.nc("AUROC: only one outcome class", f"{where} / {v}")
                         else:
                             aurocs.append(au)
                     t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from auditlang.metrics.bootstrap import bootstrap_ci
+from auditlang.metrics.bootstrap import paired_bootstrap_diff
 from auditlang.metrics.calibration import ece
 from auditlang.metrics.verbal import ece_gap as ece_gap_metric
 from auditlang.metrics.verbal import overconfidence, vpr_filter
@@ -99,8 +99,7 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     tr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.token, evaluator=e)
                     where = f"{m} / {d} / {v} / {e}"
                     if vr.empty or tr.empty:
-                        t.notes.append(not_computable(f"{where}: no records of protocol "
-                                                      f"'{c.verbal if vr.empty else c.token}'"))
+                        t.nc(f"no records of protocol '{c.verbal if vr.empty else c.token}'", where)
                         continue
                     vpr = float(vr["confidence_parsed"].astype(bool).mean())
                     vprs[(m, d, v, e)] = vpr
@@ -116,7 +115,7 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     verbal, token, z = verbal[keep], token[keep], z[keep]
                     included = vpr >= thr
                     if not (~np.isnan(verbal)).any():
-                        t.notes.append(not_computable(f"ECE_gap for {where}: no verbal confidence parsed (VPR = {vpr:.3f})"))
+                        t.nc("ECE_gap: no verbal confidence parsed (VPR = 0)", where)
                         t.add(m, d, v, e, len(z), vpr, included, math.nan, float(ece(token, z, bins=bins)) if len(z) else math.nan,
                               math.nan, math.nan, math.nan, math.nan, math.nan, n_missing)
                         continue
@@ -124,8 +123,10 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     e_v = float(ece(verbal[ok], z[ok], bins=bins))
                     e_t = float(ece(token, z, bins=bins))
                     gap = ece_gap_metric(verbal, token, z, bins=bins)
-                    ci = bootstrap_ci(lambda vv, tt, zz: ece_gap_metric(vv, tt, zz, bins=bins), verbal, token, z,
-                                      B=B, seed=seed, level=level) if len(z) > 1 else None
+                    # paired example bootstrap of ECE(verbal, parsed rows) - ECE(token, all rows): NaN verbal rows
+                    # get weight 0 on the verbal side only (000 appendix E.2)
+                    ci = paired_bootstrap_diff("ece", (verbal, z), (token, z), B=B, seed=seed, level=level,
+                                               bins=bins, missing="drop") if len(z) > 1 else None
                     oc = overconfidence(verbal, z, token)
                     t.add(m, d, v, e, len(z), vpr, included, e_v, e_t, gap, ci.low if ci else math.nan,
                           ci.high if ci else math.nan, oc.vs_accuracy, oc.vs_token, n_missing)

@@ -9,7 +9,6 @@ import pytest
 from sklearn.metrics import brier_score_loss
 
 from auditlang.metrics import accuracy, brier, drop_missing, ece, ks_ce, mce, nll, reliability_bins
-from tests.metrics_core.conftest import synth
 
 netcal_metrics = pytest.importorskip("netcal.metrics")
 
@@ -22,11 +21,13 @@ def _netcal(cls, c, y, equal: bool = True, bins: int = 10) -> float:
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("bins", [1, 10, 15])
-def test_ece_mce_match_netcal_on_random_inputs(seed, bins):
+def test_ece_mce_match_netcal_on_random_inputs(seed, bins, synth):
     c, y = synth(40 + 97 * seed, seed)
     for binning, equal in (("equal_width", True), ("equal_mass", False)):
-        assert ece(c, y, bins=bins, binning=binning) == pytest.approx(_netcal(netcal_metrics.ECE, c, y, equal, bins), abs=1e-12)
-        assert mce(c, y, bins=bins, binning=binning) == pytest.approx(_netcal(netcal_metrics.MCE, c, y, equal, bins), abs=1e-12)
+        ref_ece = _netcal(netcal_metrics.ECE, c, y, equal, bins)
+        ref_mce = _netcal(netcal_metrics.MCE, c, y, equal, bins)
+        assert ece(c, y, bins=bins, binning=binning) == pytest.approx(ref_ece, abs=1e-12)
+        assert mce(c, y, bins=bins, binning=binning) == pytest.approx(ref_mce, abs=1e-12)
 
 
 def test_constant_confidence_identities_of_study_003():
@@ -86,8 +87,12 @@ def test_edge_values_where_netcal_float_edges_differ():
     y = np.array([1.0, 0.0, 1.0, 1.0])
     ours = reliability_bins(c, y)
     assert ours.counts[3] == 2 and ours.counts[6] == 1 and ours.counts[7] == 1
-    edges = np.linspace(0, 1, 11)
-    assert np.histogram(c, edges)[0][2] == 2  # the float-edge convention netcal inherits
+    pair_c, pair_y = np.array([0.3, 0.25]), np.array([1.0, 0.0])
+    assert _netcal(netcal_metrics.ECE, pair_c, pair_y) == pytest.approx(abs(0.275 - 0.5))  # one bin in netcal
+    assert ece(pair_c, pair_y) == pytest.approx(0.5 * 0.7 + 0.5 * 0.25)  # two bins here
+    pair_c = np.array([0.3, 0.35])
+    assert ece(pair_c, pair_y) == pytest.approx(abs(0.325 - 0.5))  # same bin here
+    assert _netcal(netcal_metrics.ECE, pair_c, pair_y) == pytest.approx(0.5 * 0.7 + 0.5 * 0.35)
 
 
 def test_equal_mass_bins_with_ties_share_a_bin():
@@ -100,7 +105,7 @@ def test_equal_mass_bins_with_ties_share_a_bin():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_brier_and_nll_match_sklearn(seed):
+def test_brier_and_nll_match_sklearn(seed, synth):
     c, y = synth(300, seed)
     assert brier(c, y) == pytest.approx(brier_score_loss(y, c), abs=1e-12)
     cc = np.clip(c, 1e-6, 1 - 1e-6)
@@ -121,7 +126,7 @@ def _ks_reference(c, y):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_ks_matches_reference_without_ties(seed):
+def test_ks_matches_reference_without_ties(seed, synth):
     c, y = synth(200, seed)
     assert ks_ce(c, y) == pytest.approx(_ks_reference(c, y), abs=1e-12)
 

@@ -23,7 +23,6 @@ from auditlang.metrics import (
     resample_indices,
     selective_accuracy,
 )
-from tests.metrics_core.conftest import synth
 
 CASES = [
     (brier, {}),
@@ -44,7 +43,7 @@ CASES = [
 
 @pytest.mark.parametrize("ties", [None, 1])
 @pytest.mark.parametrize("fn,kw", CASES, ids=lambda v: getattr(v, "__name__", str(v)))
-def test_batch_replicates_equal_the_per_resample_loop(fn, kw, ties):
+def test_batch_replicates_equal_the_per_resample_loop(fn, kw, ties, synth):
     c, y = synth(120, 5, ties=ties)
     fast = bootstrap_ci(fn, c, y, B=40, **kw)
     slow = bootstrap_ci(lambda a, b: fn(a, b, **kw), c, y, B=40)  # a lambda has no batch form
@@ -55,7 +54,7 @@ def test_batch_replicates_equal_the_per_resample_loop(fn, kw, ties):
 @pytest.mark.parametrize("fn,kw", [(ece, {}), (ece, {"binning": "equal_mass"}), (auroc, {}), (aurc, {}),
                                    (selective_accuracy, {"coverage": 0.5}), (ks_ce, {}), (brier, {})],
                          ids=lambda v: getattr(v, "__name__", str(v)))
-def test_missing_drop_resamples_rows_then_drops_inside_each_resample(fn, kw):
+def test_missing_drop_resamples_rows_then_drops_inside_each_resample(fn, kw, synth):
     c, y = synth(80, 9, ties=2)
     c[::7] = np.nan
     fast = bootstrap_ci(fn, c, y, B=40, missing="drop", **kw)
@@ -93,7 +92,7 @@ def test_seed_determinism_and_defaults(data500):
     assert (a.low, a.high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), abs=1e-12)
 
 
-def test_paired_difference_uses_the_same_indices():
+def test_paired_difference_uses_the_same_indices(synth):
     c, y = synth(200, 11)
     c2 = np.clip(c + 0.1, 0, 1)
     same = paired_bootstrap_diff(ece, (c, y), (c, y), B=100)
@@ -111,7 +110,7 @@ def test_paired_difference_uses_the_same_indices():
         paired_bootstrap_diff(ece, (c, y), (c[:10], y[:10]))
 
 
-def test_macro_bootstrap_resamples_within_settings_then_averages():
+def test_macro_bootstrap_resamples_within_settings_then_averages(synth):
     settings = [synth(n, s) for s, n in ((1, 50), (2, 80), (3, 65))]
     res = macro_bootstrap(brier, settings, B=60, seed=5)
     rng = np.random.default_rng(5)
@@ -129,7 +128,7 @@ def test_macro_bootstrap_resamples_within_settings_then_averages():
     assert np.isfinite(gap.low) and gap.low <= gap.high
 
 
-def test_bootstrap_many_equals_bootstrap_ci():
+def test_bootstrap_many_equals_bootstrap_ci(synth):
     cells = {("m1", "d1"): synth(90, 1), ("m2", "d1"): synth(90, 2), "small": synth(30, 3, ties=1)}
     metrics = {"acc": "accuracy", "ece": "ece", "em": ("ece", {"binning": "equal_mass"}),
                "sel": (selective_accuracy, {"coverage": 0.5}), "auroc": auroc}

@@ -9,11 +9,10 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from auditlang.metrics import aurc, auroc, risk_coverage_curve, selective_accuracy
-from tests.metrics_core.conftest import synth
 
 
 @pytest.mark.parametrize("seed,ties", [(0, None), (1, 1), (2, 2), (3, 0)])
-def test_auroc_matches_sklearn_including_ties(seed, ties):
+def test_auroc_matches_sklearn_including_ties(seed, ties, synth):
     c, y = synth(300, seed, ties=ties)
     assert auroc(c, y) == pytest.approx(roc_auc_score(y, c), abs=1e-12)
 
@@ -49,7 +48,7 @@ def _aurc_tie_average(c, y):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_aurc_without_ties_is_the_standard_sorted_formula(seed):
+def test_aurc_without_ties_is_the_standard_sorted_formula(seed, synth):
     c, y = synth(200, seed)
     assert aurc(c, y) == pytest.approx(_aurc_sorted(c, y), abs=1e-12)
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from auditlang.metrics import binfree_ece, kde_ece, ks_ce, smooth_ece
-from tests.metrics_core.conftest import synth
 
 relplot = pytest.importorskip("relplot")
 
@@ -21,13 +20,13 @@ def _smece_bruteforce(c, y, sigma, grid=4001):
 
 
 @pytest.mark.parametrize("sigma", [0.02, 0.1, 0.4])
-def test_smooth_ece_fixed_sigma_equals_bruteforce_kernel_sum(sigma):
+def test_smooth_ece_fixed_sigma_equals_bruteforce_kernel_sum(sigma, synth):
     c, y = synth(80, 3, power=3.0)
     assert smooth_ece(c, y, sigma=sigma) == pytest.approx(_smece_bruteforce(c, y, sigma), abs=2e-6)
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_smooth_ece_matches_relplot(seed):
+def test_smooth_ece_matches_relplot(seed, synth):
     c, y = synth(300 + 50 * seed, seed, power=1.0 + seed)
     ours, sigma = smooth_ece(c, y, return_sigma=True)
     assert ours == pytest.approx(sigma, abs=1e-8)  # the fixed point smECE_sigma* = sigma*
@@ -35,7 +34,7 @@ def test_smooth_ece_matches_relplot(seed):
     assert smooth_ece(c, y, sigma=0.05) == pytest.approx(relplot.smECE_sigma(c, y, 0.05), abs=1e-3)
 
 
-def test_smooth_ece_on_ties_and_boundaries():
+def test_smooth_ece_on_ties_and_boundaries(synth):
     c, y = synth(400, 7, ties=1)  # heavy ties, 24 confidences exactly 1.0
     inner = np.clip(c, 0.002, 0.998)
     assert smooth_ece(inner, y) == pytest.approx(relplot.smECE(inner, y), abs=2e-3)
@@ -91,7 +90,7 @@ def _zhang_reference(conf, correct):
 
 
 @pytest.mark.parametrize("seed,ties", [(0, None), (1, None), (2, 2), (3, 1)])
-def test_kde_ece_matches_reference_implementation(seed, ties):
+def test_kde_ece_matches_reference_implementation(seed, ties, synth):
     c, y = synth(250 + 100 * seed, seed, ties=ties)
     c = np.clip(c, 0.001, 0.999)  # KDEpy needs data strictly inside its grid after mirroring
     assert kde_ece(c, y) == pytest.approx(_zhang_reference(c, y), abs=1e-9)

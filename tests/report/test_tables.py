@@ -1,0 +1,49 @@
+"""Table rendering: CSV keeps full precision, text renderings merge bootstrap bounds, notes group reasons."""
+
+from __future__ import annotations
+
+import math
+
+from auditlang.report.tables import Table, fmt, not_computable
+
+
+def make() -> Table:
+    t = Table("t", "Title | x", ["model", "acc", "acc lo", "acc hi", "flag"])
+    t.add("m|1", 0.123456789, 0.1, 0.2, True)
+    t.add("m2", math.nan, math.nan, math.nan, None)
+    return t
+
+
+def test_csv_full_precision_and_blank_nan():
+    lines = make().to_csv().splitlines()
+    assert lines[0] == "model,acc,acc lo,acc hi,flag"
+    assert lines[1] == "m|1,0.123456789,0.1,0.2,True"
+    assert lines[2] == "m2,,,,"
+
+
+def test_markdown_merges_interval_and_escapes_pipes():
+    md = make().to_markdown()
+    assert "| model | acc | flag |" in md
+    assert "| m\\|1 | 0.123 [0.100, 0.200] | yes |" in md
+    assert "| m2 | – | – |" in md
+
+
+def test_not_computable_reasons_are_grouped():
+    t = Table("t", "T", ["a"])
+    for k in range(6):
+        t.nc("no records", f"cell {k}")
+    t.nc("other reason", "cell x")
+    notes = t.all_notes()
+    assert notes[0] == not_computable("no records (6x: cell 0; cell 1; cell 2; cell 3; and 2 more)")
+    assert notes[1] == "not computable: other reason (1x: cell x)"
+    assert "not computable: no records" in t.to_html() and 'class="nc"' in t.to_html()
+
+
+def test_latex_table_is_booktabs():
+    tex = make().to_latex(label="tab:x")
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    assert "Title $|$ x" in tex and "0.123 [0.100, 0.200]" in tex
+
+
+def test_fmt():
+    assert fmt(0.5) == "0.500" and fmt(float("nan")) == "–" and fmt(None) == "–" and fmt(False) == "no" and fmt(3) == "3"
