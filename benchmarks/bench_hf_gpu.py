@@ -13,7 +13,10 @@ Usage:
     python benchmarks/bench_hf_gpu.py --device cuda --dtype bfloat16 --batch-size 64 --items 1172
     python benchmarks/bench_hf_gpu.py --device cpu --dtype float32 --batch-size 8 --items 32 --gen-items 8
 ``--model`` takes anything the hf engine loads: an embedded name (default
-smollm2-135m-instruct), a checkpoint directory or a .gguf file. Prints a table and one JSON line.
+smollm2-135m-instruct), a checkpoint directory or a .gguf file. ``--random-init`` builds the
+model from that checkpoint's config with seeded random weights (only config + tokenizer files
+are needed, so it runs where the weights cannot travel): it measures speed, not quality, and
+the report says so. Prints a table and one JSON line.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -109,6 +114,24 @@ def plain_generate(engine: HFEngine, ids: list[list[int]], new: int, batch: int)
     return time.perf_counter() - t0, done
 
 
+def random_checkpoint(path: str, seed: int) -> str:
+    """A checkpoint dir with the same config and tokenizer as ``path`` but seeded random weights."""
+    import torch
+    import transformers
+
+    from auditlang.engines.embedded import is_embedded, resolve_embedded
+
+    src = resolve_embedded(path) if is_embedded(path) else Path(path)
+    out = Path(tempfile.mkdtemp(prefix="bench-random-"))
+    torch.manual_seed(seed)
+    cfg = transformers.AutoConfig.from_pretrained(src)
+    transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(out)
+    for f in src.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens", "chat_template", "generation_config")):
+            shutil.copy(f, out / f.name)
+    return str(out)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m-instruct")
@@ -121,14 +144,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; the best is reported")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--random-init", action="store_true", help="seeded random weights from the model's config (speed only)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
 
     import torch
     import transformers
 
+    path = random_checkpoint(a.model, a.seed) if a.random_init else a.model
     t0 = time.perf_counter()
-    engine = HFEngine(ModelConfig(name="bench", engine="hf", path=a.model, dtype=a.dtype, device=a.device, batch_size=a.batch_size,
+    engine = HFEngine(ModelConfig(name="bench", engine="hf", path=path, dtype=a.dtype, device=a.device, batch_size=a.batch_size,
                                   chat=a.chat != "off"))
     load_s = time.perf_counter() - t0
     chat = a.chat == "on" or (a.chat == "auto" and bool(engine.tokenizer.chat_template))
@@ -169,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     gpu = torch.cuda.get_device_name(0) if engine.device.startswith("cuda") else None
     report = {
-        "model": a.model, "device": engine.device, "gpu": gpu, "dtype": a.dtype, "batch_size": a.batch_size,
+        "model": a.model, "weights": "random (seeded; speed only)" if a.random_init else "real", "device": engine.device, "gpu": gpu, "dtype": a.dtype, "batch_size": a.batch_size,
         "torch": torch.__version__, "transformers": transformers.__version__, "data": source, "chat": chat,
         "load_s": round(load_s, 2),
         "scoring_items": a.items,
@@ -189,6 +214,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.out:
         a.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     engine.close()
+    if a.random_init:
+        shutil.rmtree(path, ignore_errors=True)
     return report
 
 

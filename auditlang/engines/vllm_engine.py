@@ -537,15 +537,15 @@ class VLLMEngine:
                 yield _error(req, f"{type(err).__name__}: {err}")
                 continue
             lp = out.outputs[0].logprobs[0]
-            first: dict[str, int] = job.extra["first"]
+            label_ids: dict[str, int] = job.extra["first"]
             result = Result(request_id=req.id, kind=req.kind,
-                            choice_logprobs={c: float(lp[t].logprob) for c, t in first.items()})
+                            choice_logprobs={c: float(lp[t].logprob) for c, t in label_ids.items()})
             k = job.extra["k"]
             result.top_logprobs = self._window(((t, v.logprob) for t, v in w.outputs[0].logprobs[0].items()), k) if k else {}
-            result.meta = {"prompt_tokens": len(job.prompt), "label_token_ids": first}
+            result.meta = {"prompt_tokens": len(job.prompt), "label_token_ids": label_ids}
             if job.extra["multi"]:
                 result.meta["multi_token_labels"] = job.extra["multi"]  # only their first token is scored
-            shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
+            shared = sorted({c for c in label_ids for d in label_ids if c != d and label_ids[c] == label_ids[d]})
             if shared:
                 result.meta["labels_sharing_first_token"] = shared
             yield result
@@ -732,7 +732,7 @@ def _usable_cpus() -> set[int]:
 
 def _raise_if_dead(e: Exception) -> None:
     """A dead engine core is not a per-request failure: stop the run (it stays resumable)."""
-    if type(e).__name__ in ("EngineDeadError", "EngineGenerateError") or "EngineDead" in repr(e):
+    if type(e).__name__ == "EngineDeadError":
         raise EngineError(f"the vLLM engine died ({type(e).__name__}: {e})",
                           hint="see vLLM's log above (often out of memory); lower kv_cache_gib or max_num_seqs, then resume") from e
 

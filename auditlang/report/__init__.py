@@ -61,6 +61,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     out = run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
+    _remove_previous(out)
     want = requested_outputs(spec)
     rd = load_run(spec, plan, run_dir)
     written: list[Path] = []
@@ -124,10 +125,11 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
                                                            encoding="utf-8")
             written += [out / "disclosure.tex", out / "disclosure_standalone.tex"]
     if "html" in want:
-        meta = [("spec", str(spec.entry)), ("spec files (sha256)", "; ".join(f"{Path(p).name} {h[:16]}" for p, h in spec.files.items())),
+        files = "; ".join(f"{Path(p).name} {h[:16]}" for p, h in spec.files.items())
+        meta = [("spec", str(spec.entry)), ("spec files (sha256)", files),
                 ("plan hash", rd.run_info.get("plan_hash") or rd.plan_json.get("hash", "not recorded")),
                 ("run directory", str(run_dir)), ("records", str(len(rd.records))), ("cells", str(len(plan.cells))),
-                ("missing run files", ", ".join(rd.missing) or "none")]
+                ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
         html = render_html(f"Audit report: {spec.entry.name}", meta, [cells, *vprs], comp_tables, figs, checklist, disclosure)
         (out / "report.html").write_text(html, encoding="utf-8")
@@ -138,6 +140,25 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     (out / "manifest.json").write_text(json.dumps({"outputs": sorted(want), "files": sorted(
         str(p.relative_to(out)) for p in written)}, indent=1), encoding="utf-8")
     return out
+
+
+def _remove_previous(out: Path) -> None:
+    """Delete the files the previous build listed in its manifest (and nothing else)."""
+    manifest = out / "manifest.json"
+    try:
+        files = json.loads(manifest.read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError):
+        return
+    root = out.resolve()
+    for rel in files:
+        p = (out / rel).resolve()
+        if p.is_file() and root in p.parents:
+            p.unlink()
+    manifest.unlink(missing_ok=True)
+    for sub in ("comparisons", "figures", "vpr"):
+        d = out / sub
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
 
 
 def _index(spec: Spec, rd, comps, written: list[Path], out: Path) -> str:

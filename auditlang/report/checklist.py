@@ -198,16 +198,25 @@ def _engines(rd: RunData) -> Entry:
                                  if fp.get(k))
             e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
-                           f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}")
+                           f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
+                           + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
                    "the weights are identified only by name" + (" and their sha256" if fp and fp.get("weights_sha256") else ""))
         elif v.revision is None:
-            e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set revision in the spec; the engine resolved {fp.get('revision')!r}")
+            e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set revision in the spec; "
+                   f"the engine resolved {fp.get('revision')!r}")
         if v.dtype == "auto":
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto); "
                    f"the engine chose {fp.get('dtype')!r}" if fp else f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto)")
     return e
+
+
+def _embedded(fp: dict) -> str:
+    emb = fp.get("embedded")
+    if not isinstance(emb, dict):
+        return ""
+    return "; embedded package " + ", ".join(f"{k} {v}" for k, v in emb.items() if v is not None)
 
 
 def _seeds(rd: RunData) -> Entry:
@@ -220,7 +229,8 @@ def _seeds(rd: RunData) -> Entry:
     for dsid, info in rd.plan.datasets.items():
         o = spec.get(dsid)
         if not info.get("available"):
-            e.lines.append(f"dataset {dsid}: not computable: data not available at plan time (estimated n={info.get('n_sample')})")
+            e.lines.append(f"dataset {dsid}: not computable: data not available at plan time "
+                           f"(estimated n={info.get('n_sample')})")
             continue
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
@@ -265,9 +275,10 @@ def _evaluators(rd: RunData, aid: str) -> Entry:
     tasks = list(dict.fromkeys(rd.task(d) for d in rd.audit(aid).datasets))
     for eid in rd.evaluators(aid):
         for task in tasks:
-            ctor, rule, flag = D.evaluator_rule(rd.spec, eid, task)
+            ctor, rule, flags = D.evaluator_rule(rd.spec, eid, task)
             e.lines.append(f"evaluator {eid} ({ctor}) on {task} datasets: {rule}")
-            e.flag(flag)
+            for fl in flags:
+                e.flag(fl)
     return e
 
 
@@ -516,7 +527,8 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
         c1.lines.append(f"provenance={prov}" + (f" (wrong answers from model {v.wrong_from})" if v.wrong_from else "")
                         + ("" if prov == "self" else " (supplied answer, prefilled)"))
         c1.flag(D.unspecified(o, "provenance"))
-        c2.lines.append(f"the confidence refers to the model's {'full generation' if v.answer_form == 'full' else 'extracted answer'}"
+        form = "full generation" if v.answer_form == "full" else "extracted answer"
+        c2.lines.append(f"the confidence refers to the model's {form}"
                         f" (answer_form={v.answer_form})" if prov == "self" else f"the supplied answer ({prov})")
         c2.flag(D.unspecified(o, "answer_form"))
         if ctor == "verbalized":

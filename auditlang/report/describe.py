@@ -6,8 +6,6 @@ parameters the spec did not set are reported with their default and flagged UNSP
 
 from __future__ import annotations
 
-from typing import Any
-
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.resolve.spec import Resolved, Spec
 
@@ -25,63 +23,39 @@ def unspecified(obj: Resolved, param: str, what: str | None = None) -> str | Non
     if param in explicit(obj):
         return None
     val = getattr(obj.value, param, None)
-    return f"{UNSPECIFIED}: {obj.kind} '{obj.id}' does not set {param}{' (' + what + ')' if what else ''}; the default {val!r} was used"
+    about = f" ({what})" if what else ""
+    return f"{UNSPECIFIED}: {obj.kind} '{obj.id}' does not set {param}{about}; the default {val!r} was used"
 
 
-def _evaluator_factories() -> dict[str, Any]:
-    try:
-        from auditlang.score import EVALUATORS  # type: ignore[attr-defined]
+def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]]:
+    """(constructor, the exact rule of the evaluator the run builds, flags).
 
-        return dict(EVALUATORS)
-    except ImportError:
-        import importlib
+    The evaluator is built exactly as the scorer builds it (``auditlang.run.evaluators.make_evaluator``)
+    and its ``describe()`` is quoted. Flags: UNSPECIFIED when the audit names no evaluator, WARNING
+    for a parameter written in the spec that the evaluator implementation does not take (the run
+    used the implementation's default instead).
+    """
+    from auditlang.run.evaluators import default_ctor, make_evaluator
 
-        from auditlang.score.base import Evaluator
-
-        out: dict[str, Any] = {}
-        for mod in ("letters", "regex_reparse", "constrained", "string_match", "judge"):
-            try:
-                m = importlib.import_module(f"auditlang.score.{mod}")
-            except ImportError:
-                continue
-            for v in vars(m).values():
-                if isinstance(v, type) and issubclass(v, Evaluator) and isinstance(getattr(v, "name", None), str):
-                    out[v.name] = v
-        return out
-
-
-# spec parameter names that the scorer spells differently
-_PARAM_ALIASES = {"tail": "window", "judge": "judge_model"}
-
-
-def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, str | None]:
-    """(constructor, exact rule from the evaluator's describe(), UNSPECIFIED flag or None)."""
-    from auditlang.run.evaluators import default_ctor
-
-    flag = None
+    flags: list[str] = []
     if eid == DEFAULT_EVALUATOR:
-        ctor, params = default_ctor(task), {}
-        flag = (f"{UNSPECIFIED}: the audit names no evaluator; {ctor} was used by default for {task} datasets")
+        ctor = default_ctor(task)
+        flags.append(f"{UNSPECIFIED}: the audit names no evaluator; {ctor} was used by default for {task} datasets")
     else:
-        obj = spec.get(eid)
-        ctor, params = obj.ctor, obj.params()
-    factory = _evaluator_factories().get(ctor)
-    if factory is None:
-        return ctor, f"rule not available: no evaluator implementation named {ctor!r} is installed", flag
-    known = {p.name for p in getattr(factory, "PARAMS", ())}
-    kwargs = {}
-    for k, v in params.items():
-        k2 = k if k in known else _PARAM_ALIASES.get(k)
-        if k2 in known and v is not None:
-            kwargs[k2] = v
+        ctor = spec.get(eid).ctor
     try:
-        return ctor, factory(**kwargs).describe(), flag
-    except (ValueError, TypeError) as err:
-        return ctor, f"rule not available: {err}", flag
-
-
-def fmt_params(obj: Resolved, names: list[str]) -> str:
-    return ", ".join(f"{n}={getattr(obj.value, n)!r}" for n in names)
+        ev = make_evaluator(spec, eid, task)
+    except (ValueError, TypeError, KeyError, ImportError) as err:
+        return ctor, f"rule not available: the evaluator cannot be built from the spec ({err})", flags
+    if eid != DEFAULT_EVALUATOR:
+        obj = spec.get(eid)
+        known = {p.name for p in getattr(type(ev), "PARAMS", ())}
+        for name in sorted(explicit(obj)):
+            if name not in known:
+                flags.append(f"{WARNING}: evaluator '{eid}' sets {name}={getattr(obj.value, name)!r}, which the {ctor} "
+                             f"implementation does not take (it takes {', '.join(sorted(known)) or 'no parameters'}); "
+                             "the rule below is what ran")
+    return ctor, ev.describe(), flags
 
 
 def template_ids(rd: RunData, aid: str) -> list[tuple[str, str]]:

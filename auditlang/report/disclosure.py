@@ -40,11 +40,11 @@ def _val(v: Any) -> str:
 
 
 def _main_protocol(rd: RunData, aid: str, ctor: str, pids: list[str]) -> str:
-    for cid, o in rd.spec.of_kind("compare").items():
+    for o in rd.spec.of_kind("compare").values():
         if o.value.audit == aid and o.ctor == "protocol_grid" and o.value.configs and o.value.configs[0] in pids:
             return o.value.configs[0]
     if ctor == "token_prob":
-        for cid, o in rd.spec.of_kind("compare").items():
+        for o in rd.spec.of_kind("compare").values():
             if o.value.audit == aid and o.ctor == "norm_shift" and o.value.norm in pids:
                 return o.value.norm
     return pids[0]
@@ -86,7 +86,7 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         main = _main_protocol(rd, aid, ctor, pids)
         mains.append(f"{main} ({ctor})")
 
-        def diff(p: str, q: str) -> list[str]:
+        def diff(p: str, q: str, axes: list[tuple[str, str]] = axes) -> list[str]:
             pv, qv = rd.spec.get(p).value, rd.spec.get(q).value
             return [ax for ax, _ in axes if getattr(pv, ax, None) != getattr(qv, ax, None)]
 

@@ -107,13 +107,14 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
                 vals = [r["values"][v] for v in variants]
                 ax.vlines(k, min(vals), max(vals), color="0.5", lw=2)
                 for j, (v, y) in enumerate(zip(variants, vals)):
-                    ax.plot(k, y, "o^sDv<>"[j % 7], ms=5, label=v if k == 0 else None)
+                    ax.plot(k, y, "o^sDv<>"[j % 7], ms=5, color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
             ax.set_xticks(range(len(rs)))
             ax.set_xticklabels([r["model"] for r in rs], rotation=30, ha="right", fontsize=7)
             ax.set_title(d, fontsize=9)
             ax.set_ylabel(c.data.get("metric", "accuracy"))
         axes[0][0].legend(fontsize=6)
-        figs.append(_save(fig, _safe(f"spread_{c.name}"), f"Per-variant {c.data.get('metric')} and spread ({c.name}, evaluator {ev})"))
+        figs.append(_save(fig, _safe(f"spread_{c.name}"),
+                          f"Per-variant {c.data.get('metric')} and spread ({c.name}, evaluator {ev})"))
         pts = c.data.get("size_points")
         if pts:
             fig, ax = plt.subplots(figsize=(4.6, 3.8))

@@ -171,12 +171,3 @@ def _slim(records: pd.DataFrame) -> pd.DataFrame:
                                for v in col.tolist()], dtype=object)
     out["audit"] = np.array([str(c).split("/")[0] for c in out["cell_id"]], dtype=object)
     return out
-
-
-def finite(a: Any) -> np.ndarray:
-    """Float array of ``a`` (NaN kept)."""
-    return np.asarray(a, dtype=float)
-
-
-def is_nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))

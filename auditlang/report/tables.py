@@ -23,6 +23,11 @@ def not_computable(reason: str) -> str:
     return f"{NOT_COMPUTABLE}: {reason}"
 
 
+def safe_name(name: str) -> str:
+    """A file-name-safe stem: every character other than letters, digits, '-' and '_' becomes '_'."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
 def fmt(v: Any, digits: int = 3) -> str:
     """Display form: floats with ``digits`` decimals, NaN/None as an en dash, bools as yes/no."""
     if v is None:
@@ -155,7 +160,8 @@ class Table:
     def write(self, folder: Path) -> list[Path]:
         """Write ``<name>.csv`` and ``<name>.md`` into ``folder``; returns the paths."""
         folder.mkdir(parents=True, exist_ok=True)
-        csv_path, md_path = folder / f"{self.name}.csv", folder / f"{self.name}.md"
+        stem = safe_name(self.name)
+        csv_path, md_path = folder / f"{stem}.csv", folder / f"{stem}.md"
         csv_path.write_text(self.to_csv(), encoding="utf-8")
         md_path.write_text(self.to_markdown(heading=1), encoding="utf-8")
         return [csv_path, md_path]

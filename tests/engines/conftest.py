@@ -2,6 +2,10 @@
 
 The conversion cache is ``$AUDITLANG_CACHE`` when set, else /tmp/auditlang-test-cache (cold:
 ~2 min on 2 cores for both models; warm: seconds).
+
+torch runs single-threaded here (``AUDITLANG_TEST_THREADS`` overrides): on a shared 2-core
+machine, OpenMP threads spin-waiting for a descheduled sibling made forward passes 10-25x
+slower than one thread; on an idle machine one thread costs well under 2x.
 """
 
 from __future__ import annotations
@@ -16,6 +20,16 @@ TEST_CACHE = Path(os.environ.get("AUDITLANG_CACHE") or "/tmp/auditlang-test-cach
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_threads() -> Iterator[None]:
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(os.environ.get("AUDITLANG_TEST_THREADS", "1")))
+    yield
+    torch.set_num_threads(old)
 
 
 @pytest.fixture(scope="session")
@@ -42,11 +56,11 @@ def smol(cache_dir: Path):
 
 @pytest.fixture(scope="session")
 def gemma(cache_dir: Path):
-    """Gemma 3 270M base (no chat template), float32."""
+    """Gemma 3 270M base (no chat template: chat messages are refused), float32."""
     from auditlang.engines.base import ModelConfig
     from auditlang.engines.hf import HFEngine
 
-    engine = HFEngine(ModelConfig(name="gemma", engine="hf", path="gemma3-270m", dtype="float32", device="cpu", chat=False, batch_size=4))
+    engine = HFEngine(ModelConfig(name="gemma", engine="hf", path="gemma3-270m", dtype="float32", device="cpu", batch_size=4))
     yield engine
     engine.close()
 

@@ -82,3 +82,12 @@ def test_evaluator_rules_and_protocol_axes(md):
 def test_accuracy_gap_uses_aligned_comparison(md):
     assert re.search(r"arc: accuracy \(mean over variants, evaluator fc\) small 0\.\d+, mid 0\.\d+, big 0\.\d+; largest gap", md)
     assert re.search(r"comparison al, ECE: accuracy-controlled views agree with raw in \d+ of 160 cases", md)
+
+
+def test_evaluator_parameters_the_scorer_ignores_are_flagged(md):
+    from auditlang.score import EVALUATORS
+
+    takes = {p.name for p in EVALUATORS["regex_reparse"].PARAMS}
+    warning = "WARNING: evaluator 'rx' sets tail=150, which the regex_reparse implementation does not take"
+    assert (warning in md) == ("tail" not in takes)
+    assert "the last standalone valid letter in the final 150 characters" in md

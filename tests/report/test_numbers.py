@@ -111,8 +111,10 @@ def test_norm_shift_and_coverage(run, rec):
 def test_evaluator_repair_recovery(run, rec):
     t = table(run, "rep")
     for _, r in t.iterrows():
-        acc = lambda v, e: cell(rec, audit="main", model=r["model"], dataset=r["dataset"], variant=v,  # noqa: E731
-                                protocol="tok_norm", evaluator=e)["correct"].mean()
+        def acc(v, e, r=r):
+            return cell(rec, audit="main", model=r["model"], dataset=r["dataset"], variant=v, protocol="tok_norm",
+                        evaluator=e)["correct"].mean()
+
         ref, base, rep = acc("plain", "fc"), acc("cot", "fc"), acc("cot", "rx")
         assert r["gap recovery %"] == pytest.approx(100 * (rep - base) / (ref - base), abs=1e-9)
 

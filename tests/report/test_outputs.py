@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+from report_fixtures import build_run
 
 from auditlang.report import build_report, requested_outputs
-
-from report_fixtures import build_run
 
 SMALL = """
 settings s { seed = 1, data_root = "DATA", vpr_threshold = 0.9 }
@@ -74,7 +73,13 @@ def test_report_statement_selects_outputs(tmp_path):
     spec, plan, run_dir = build_run(tmp_path, SMALL.replace("REPORT", "report checklist, disclosure(format=latex)"),
                                     journal=False)
     assert requested_outputs(spec) == {"checklist": {}, "disclosure": {"format": "latex"}}
+    selected = list(spec.report)
+    spec.report = []  # first build everything, then rebuild with the spec's selection
+    everything = build_report(spec, plan, run_dir)
+    assert (everything / "report.html").exists() and (everything / "comparisons" / "sz.csv").exists()
+    spec.report = selected
     out = build_report(spec, plan, run_dir)
+    assert not (out / "comparisons" / "sz.csv").exists()  # files of the previous build are removed
     names = {p.name for p in out.iterdir()}
     assert {"checklist.md", "checklist.tex", "disclosure.tex", "disclosure_standalone.tex"} <= names
     assert not names & {"disclosure.md", "report.html", "cells.csv", "comparisons", "figures", "comparisons.md"}
@@ -97,3 +102,16 @@ def test_small_run_not_computable_cases(tmp_path):
     vpr = (out / "vpr" / "vpr_main_verbal_fc.md").read_text()
     assert "VPR >= 0.90" in vpr
     assert "settings vpr_threshold" in (out / "checklist.md").read_text()
+
+
+def test_run_without_results_reports_only_reasons(run, tmp_path):
+    out = build_report(run.spec, run.plan, tmp_path / "empty_run")
+    index = (out / "index.md").read_text()
+    assert "Missing run files: records.parquet, metrics/cells.csv, run.json, plan.json, journal.sqlite." in index
+    assert "not computable: the run has no scored records" in (out / "cells.md").read_text()
+    comp = (out / "comparisons.md").read_text()
+    assert "not computable: spread for small / arc / fc: no scored records for variant 'plain'" in comp
+    for name in ("sp", "gap", "ns", "grid", "rob"):
+        assert pd.read_csv(out / "comparisons" / f"{name}.csv").empty, name  # headers only, no numbers
+    md = (out / "checklist.md").read_text()
+    assert "not computable: no records table at" in md and "not computable: no request journal" in md

@@ -19,11 +19,17 @@ from typing import Any
 import numpy as np
 
 from auditlang.metrics.aligned import (
-    candidate_aligned, distribution_aligned, instance_aligned, is_reversal, reversal_pattern, weighted_brier, weighted_ece,
+    candidate_aligned,
+    distribution_aligned,
+    instance_aligned,
+    is_reversal,
+    reversal_pattern,
+    weighted_brier,
+    weighted_ece,
 )
 from auditlang.report.comparisons.common import Comparison, by_item, ece_bins, known
 from auditlang.report.rundata import RunData
-from auditlang.report.tables import Table, not_computable
+from auditlang.report.tables import Table
 
 VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
 

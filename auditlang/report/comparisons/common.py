@@ -88,15 +88,6 @@ def known(df: pd.DataFrame, need_conf: bool) -> pd.DataFrame:
     return df[mask]
 
 
-def arrays(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    return df["confidence"].to_numpy(dtype=float), df["correct"].to_numpy(dtype=float)
-
-
-def settings_of(rd: RunData, aid: str, *, variants: list[str] | None = None) -> list[tuple[str, str, str, str]]:
-    """(model, dataset, variant, evaluator) of an audit, in declaration order."""
-    a = rd.audit(aid)
-    return [(m, d, v, e) for m in a.models for d in a.datasets for v in (variants or a.variants)
-            for e in rd.evaluators(aid)]
 
 
 def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:

@@ -21,7 +21,7 @@ import numpy as np
 from auditlang.metrics.consistency import abstain_metrics, consistency_report, decision_consistency, iou_cons
 from auditlang.report.comparisons.common import Comparison
 from auditlang.report.rundata import RunData
-from auditlang.report.tables import Table, not_computable
+from auditlang.report.tables import Table
 
 
 def _decision(x: dict[str, Any]) -> float:
@@ -61,7 +61,7 @@ def _frame(rd: RunData, aid: str, m: str, d: str, v: str, p: str, e: str) -> dic
     df = df.set_index("item_id")
     contents = _contents(rd, aid, m, d, v)
     answers = []
-    for it, row in df.iterrows():
+    for _, row in df.iterrows():
         pred = row["pred"]
         if contents is not None and pred is not None and int(row["item_index"]) in contents:
             answers.append(contents[int(row["item_index"])].get(str(pred), str(pred)))

@@ -102,7 +102,7 @@ def _summary(name: str, groups: dict, configs: list[str], ests: list[MetricChoic
             continue
         if is_grid:
             labels = [f"{cf}|{es.label}" for es in ests for cf in configs]
-            gs = grid_summary({k: dict(zip("ABCD", (g[l] for l in labels))) for k, g in complete.items()})
+            gs = grid_summary({k: dict(zip("ABCD", (g[lab] for lab in labels))) for k, g in complete.items()})
             defs = dict(zip("ABCD", (f"{cf} with {es.label}" for es in ests for cf in configs)))
             for x in "ABCD":
                 s.add(v, e, len(complete), f"g_{x}", f"{GRID[x]} [{defs[x]}]", gs.macro[x], math.nan, "")

@@ -16,7 +16,14 @@ import pandas as pd
 from auditlang.metrics.bootstrap import bootstrap_ci
 from auditlang.metrics.correlation import pearson, spearman
 from auditlang.report.comparisons.common import (
-    ACCURACY, Comparison, MetricChoice, bootstrap_settings, by_item, known, metric_choice, model_size,
+    ACCURACY,
+    Comparison,
+    MetricChoice,
+    bootstrap_settings,
+    by_item,
+    known,
+    metric_choice,
+    model_size,
 )
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable

