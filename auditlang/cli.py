@@ -105,6 +105,32 @@ def cmd_report(args) -> int:
     return report_cmd(args)
 
 
+def cmd_merge(args) -> int:
+    from auditlang.run.runner import read_run_file, write_run_file
+    from auditlang.store.shards import merge_journals
+
+    target = Path(args.target)
+    sources = [Path(s) for s in args.sources]
+    for s in sources:
+        if not (s / "journal.sqlite").exists():
+            from auditlang.errors import UserError
+
+            raise UserError(f"{s} has no journal.sqlite", hint="pass the --out directories of `auditc run --shard` runs")
+    target.mkdir(parents=True, exist_ok=True)
+    rep = merge_journals(target, sources)
+    info = read_run_file(target)
+    for s in sources:
+        src = read_run_file(s)
+        for k, v in src.items():
+            if k == "fingerprints":
+                info.setdefault("fingerprints", {}).update(v)
+            else:
+                info.setdefault(k, v)
+    write_run_file(target, info)
+    print(f"merged {len(sources)} shard(s) into {target}: {rep}")
+    return EXIT_OK
+
+
 def cmd_status(args) -> int:
     from auditlang.run.status import status_cmd
 
@@ -157,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="(re)write the report of a run directory from stored results")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("merge", help="merge shard run directories into one (then `auditc report`)")
+    p.add_argument("target")
+    p.add_argument("sources", nargs="+")
+    p.set_defaults(fn=cmd_merge)
 
     p = sub.add_parser("status", help="what a run directory holds and what is left to do")
     p.add_argument("run_dir")

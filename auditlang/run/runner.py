@@ -103,12 +103,13 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                 _acc(totals, st)
                 stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
                 if stage2:
-                    st = execute(engine, stage2, journal, progress=progress, shard=shard, retry_errors=retry_errors,
+                    # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
+                    st = execute(engine, stage2, journal, progress=progress, shard=None, retry_errors=retry_errors,
                                  description=f"{mid} stage 2")
                     _acc(totals, st)
                 if mid in judges:
                     jreqs = [r for r in stage2_requests(spec, plan, journal, fps, judges_only=True) if r.model == mid]
-                    st = execute(engine, jreqs, journal, progress=progress, shard=shard, retry_errors=retry_errors,
+                    st = execute(engine, jreqs, journal, progress=progress, shard=None, retry_errors=retry_errors,
                                  description=f"{mid} judge")
                     _acc(totals, st)
             except EngineError as e:
@@ -159,6 +160,18 @@ def save_inputs(spec: Spec, plan: Plan, run_dir: Path) -> None:
             pass
 
 
+def item_shard_key(plan: Plan):
+    """Shard by item, not by request: all stage-1 requests of an item land in one shard, so that
+    shard can build the item's stage-2 follow-ups from its own journal."""
+    keys: dict[str, str] = {}
+    for unit in plan.units.values():
+        for per_item in unit.stage1.values():
+            for ctx, reqs in zip(unit.contexts, per_item):
+                for r in reqs.values():
+                    keys.setdefault(r.id, f"{unit.model}/{unit.dataset}/{unit.split}/{ctx.index}")
+    return lambda req: keys.get(req.id, req.id)
+
+
 def run_spec(args) -> int:
     from auditlang.run.scoring import score_and_write
     from auditlang.store.shards import Shard
@@ -170,13 +183,17 @@ def run_spec(args) -> int:
     info.update({"spec": str(spec.entry), "data_root": args.data_root, "limit": args.limit,
                  "engine_override": args.engine})
     write_run_file(run_dir, info)
-    shard = Shard.parse(args.shard) if args.shard else None
+    try:
+        shard = Shard.parse(args.shard, key=item_shard_key(plan)) if args.shard else None
+    except ValueError as e:
+        raise UserError(str(e), hint="--shard 0/4 runs the first of four shards") from None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     fps = execute_plan(spec, plan, run_dir, engine_override=args.engine, progress=not args.no_progress,
                        shard=shard, retry_errors=args.retry_errors)
     if shard is not None:
-        print(f"shard {args.shard} done; merge shards with auditlang.store.shards.merge_journals, then `auditc report`")
+        print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
+              "then `auditc report TARGET`")
         return 0
     score_and_write(spec, plan, run_dir, fps)
     if not args.no_report:
