@@ -15,6 +15,11 @@ a kind is listed only when the engine serves it for every model it can load.
   OpenAI's own chat models) lack; ``constrained_choice`` needs a server-side grammar
   extension; ``hidden_states`` is never exposed. None of the three is listed.
 - dryrun: all kinds (it executes nothing).
+
+``capabilities_for(config)`` refines the table from the model's declared options, still
+without importing anything: an ``openai`` model declared with ``options.server = "vllm"``
+(vLLM's OpenAI-compatible server, whose echo and structured-output extensions the openai
+engine then uses) also serves ``continuation_logprobs`` and ``constrained_choice``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,15 @@ def unsupported_kinds(engine: str, kinds: set[str] | frozenset[str]) -> list[str
     """Request kinds an engine cannot serve (sorted); raises EngineError for an unknown engine."""
     _check_name(engine)
     return sorted(set(kinds) - ENGINE_CAPABILITIES[engine])
+
+
+def capabilities_for(config: ModelConfig) -> frozenset[str]:
+    """Request kinds the model declared by ``config`` can serve (static; imports nothing)."""
+    _check_name(config.engine)
+    caps = ENGINE_CAPABILITIES[config.engine]
+    if config.engine == "openai" and config.options.get("server") == "vllm":
+        caps = caps | {"continuation_logprobs", "constrained_choice"}
+    return caps
 
 
 def _check_name(engine: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from auditlang.diagnostics import DiagnosticBag
 from auditlang.resolve.spec import Spec
 
-LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained")
+LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
 TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 

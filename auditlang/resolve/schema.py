@@ -301,6 +301,7 @@ class FirstChar(Obj):
 class RegexReparse(Obj):
     DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
     tail: int = Field(default=150, ge=1)
+    occurrence: Literal["last", "first"] = "last"
 
 
 class Constrained(Obj):
@@ -308,17 +309,30 @@ class Constrained(Obj):
     max_tokens: int = Field(default=4, ge=1)
 
 
+Extract = Literal["first_line", "guess", "answer_tag", "full"]
+Golds = Literal["answer", "answer+aliases"]
+
+
 class ExactMatch(Obj):
     DOC: ClassVar[str] = "Exact match after study 001 appendix M normalisation."
+    extract: Extract = "first_line"
+    golds: Golds = "answer+aliases"
 
 
 class LenientMatch(Obj):
     DOC: ClassVar[str] = "Lenient (containment) match after study 001 appendix M normalisation."
+    extract: Extract = "first_line"
+    golds: Golds = "answer+aliases"
 
 
 class AliasMatch(Obj):
-    DOC: ClassVar[str] = "Match against any of the item's aliases."
-    lenient: bool = True
+    DOC: ClassVar[str] = "Match against any of the item's aliases (study 003 alias-aware exact match)."
+    extract: Extract = "answer_tag"
+    golds: Golds = "answer+aliases"
+
+
+class BoxedLetter(Obj):
+    DOC: ClassVar[str] = "Study 003: the letter inside the last \\boxed{...} of the answer."
 
 
 class LLMJudge(Obj):
@@ -361,6 +375,7 @@ CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
     "evaluator": {
         "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,
         "lenient_match": LenientMatch, "alias_match": AliasMatch, "llm_judge": LLMJudge,
+        "boxed_letter": BoxedLetter,
     },
 }
 

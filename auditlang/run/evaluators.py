@@ -7,6 +7,8 @@ from typing import Any
 from auditlang.resolve.spec import Spec
 
 DEFAULT_EVALUATOR = "<default>"
+# Parameters that shape the evaluator's model request, not its text rule.
+REQUEST_ONLY = {"constrained": ("max_tokens",)}
 
 
 def default_ctor(task: str) -> str:
@@ -29,5 +31,19 @@ def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, par
         if eid != DEFAULT_EVALUATOR:
             params = spec.get(eid).params()
     factory = EVALUATORS[ctor]
+    params = dict(params or {})
+    # spec parameter names -> scorer parameter names
+    if ctor == "regex_reparse" and "tail" in params:
+        params["window"] = params.pop("tail")
+    if ctor == "llm_judge" and "judge" in params:
+        from auditlang.run.runner import model_config
+
+        params["chat"] = model_config(spec, params["judge"]).chat
+        params["judge_model"] = params.pop("judge")
+    for k in REQUEST_ONLY.get(ctor, ()):
+        params.pop(k, None)
     known = {p.name for p in getattr(factory, "PARAMS", ())}
-    return factory(**{k: v for k, v in (params or {}).items() if k in known})
+    unknown = set(params) - known
+    if unknown:
+        raise ValueError(f"internal error: evaluator {ctor} got parameters {sorted(unknown)} the scorer does not know")
+    return factory(**params)

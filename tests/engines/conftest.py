@@ -18,13 +18,11 @@ import pytest
 
 TEST_CACHE = Path(os.environ.get("AUDITLANG_CACHE") or "/tmp/auditlang-test-cache")
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
 
-
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def _torch_threads() -> Iterator[None]:
-    import torch
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
 
     old = torch.get_num_threads()
     torch.set_num_threads(int(os.environ.get("AUDITLANG_TEST_THREADS", "1")))
@@ -44,7 +42,7 @@ def cache_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def smol(cache_dir: Path):
+def smol(cache_dir: Path, _torch_threads: None):
     """SmolLM2-135M-Instruct (chat template inside), float32, loaded through the registry."""
     from auditlang.engines.base import ModelConfig
     from auditlang.engines.registry import load_engine
@@ -55,7 +53,7 @@ def smol(cache_dir: Path):
 
 
 @pytest.fixture(scope="session")
-def gemma(cache_dir: Path):
+def gemma(cache_dir: Path, _torch_threads: None):
     """Gemma 3 270M base (no chat template: chat messages are refused), float32."""
     from auditlang.engines.base import ModelConfig
     from auditlang.engines.hf import HFEngine

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
 from auditlang.engines import embedded
 from auditlang.engines.base import EngineError
 

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
 from auditlang.engines.base import EngineError, ModelConfig
 from auditlang.plan.requests import REQUEST_KINDS, Message, Prompt, Request, Result
 

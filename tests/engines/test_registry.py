@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from auditlang.engines.base import Engine, EngineError, ModelConfig
-from auditlang.engines.registry import ENGINE_CAPABILITIES, ENGINE_CLASSES, load_engine, unsupported_kinds
+from auditlang.engines.registry import ENGINE_CAPABILITIES, ENGINE_CLASSES, capabilities_for, load_engine, unsupported_kinds
 from auditlang.plan.requests import REQUEST_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,14 @@ def test_capabilities_table():
     assert unsupported_kinds("hf", set(REQUEST_KINDS)) == []
     assert ENGINE_CLASSES["vllm"] == ("auditlang.engines.vllm_engine", "VLLMEngine")
     assert ENGINE_CLASSES["openai"] == ("auditlang.engines.openai_engine", "OpenAIEngine")
+
+
+def test_capabilities_for_a_declared_model():
+    generic = ModelConfig(name="m", engine="openai", path="gpt", options={"base_url": "http://x"})
+    served = ModelConfig(name="m", engine="openai", path="smol", options={"base_url": "http://x", "server": "vllm"})
+    assert capabilities_for(generic) == ENGINE_CAPABILITIES["openai"]
+    assert capabilities_for(served) == {"generate", "choice_logprobs", "continuation_logprobs", "constrained_choice"}
+    assert capabilities_for(ModelConfig(name="m", engine="hf", path="x")) == frozenset(REQUEST_KINDS)
 
 
 def test_unknown_engine_suggests_a_name():

@@ -1,0 +1,29 @@
+"""Fixtures for the study-spec and twin tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from spec_helpers import SHARED_DATA
+
+from auditlang.plan.model import Plan
+from auditlang.plan.planner import build_plan
+from auditlang.resolve.spec import Spec
+
+
+@pytest.fixture(autouse=True)
+def _pool_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Off-type / plausible-wrong answers (study 001 §3.3) load their dataset pool through
+    # AUDITLANG_DATA_ROOT; the planner does not hand its loaded items to the protocol yet.
+    if SHARED_DATA.is_dir():
+        monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(SHARED_DATA))
+
+
+@pytest.fixture
+def plan_with_data(shared_data: Path) -> Callable[[Spec], Plan]:
+    def run(spec: Spec) -> Plan:
+        return build_plan(spec, data_root=str(shared_data))
+
+    return run
