@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from auditlang.diagnostics import CompileError  # noqa: E402
 from auditlang.plan.model import Plan  # noqa: E402
 from auditlang.plan.planner import build_plan  # noqa: E402
 from auditlang.resolve import compile_spec  # noqa: E402
@@ -59,6 +60,7 @@ class PlanFigures:
     estimated: bool
     generated_tokens: int
     cpu_run_s: float | None  # None when some model is not embedded
+    note: str = ""
 
     @property
     def shared_pct(self) -> float:
@@ -86,17 +88,32 @@ def cpu_run_seconds(spec: Spec, plan: Plan) -> float | None:
 
 
 def measure(path: Path, data_root: Path, load_data: bool = True) -> PlanFigures:
-    """Compile and plan one spec, timing both steps (wall clock)."""
+    """Compile and plan one spec, timing both steps (wall clock).
+
+    A plan with data that fails at plan time (e.g. a hub dataset that cannot be loaded offline)
+    is re-planned from declared sizes, and the row says so.
+    """
     t0 = time.perf_counter()
     spec = compile_spec(path)
     t1 = time.perf_counter()
-    plan = build_plan(spec, data_root=str(data_root), load_data=load_data)
+    compile_s = t1 - t0
+    note = ""
+    try:
+        plan = build_plan(spec, data_root=str(data_root), load_data=load_data)
+    except CompileError as e:
+        if not load_data:
+            raise
+        first = e.bag.errors[0]
+        note = f"plan with data failed ({first.code}: {first.message}); figures from declared sizes"
+        t1 = time.perf_counter()
+        plan = build_plan(spec, data_root=str(data_root), load_data=False)
     t2 = time.perf_counter()
     return PlanFigures(
         spec=str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else str(path),
-        compile_s=t1 - t0, plan_s=t2 - t1, cells=len(plan.cells), naive=plan.naive_request_count,
+        compile_s=compile_s, plan_s=t2 - t1, cells=len(plan.cells), naive=plan.naive_request_count,
         unique=plan.unique_request_count, stage1=len(plan.requests), deferred=plan.deferred_count,
         estimated=plan.estimated, generated_tokens=generated_tokens(spec, plan), cpu_run_s=cpu_run_seconds(spec, plan),
+        note=note,
     )
 
 
@@ -110,9 +127,13 @@ def table(rows: list[PlanFigures]) -> str:
     body = []
     for r in rows:
         run = f"{r.cpu_run_s / 60:.1f} min" if r.cpu_run_s is not None else "—"
-        body.append(f"| `{r.spec}` | {r.compile_s:.2f} | {r.plan_s:.1f} | {r.cells:,} | {r.naive:,} | {r.unique:,} "
-                    f"| {r.shared_pct:.1f} % | {'yes' if r.estimated else 'no'} | {r.generated_tokens:,} | {run} |")
-    return head + "\n".join(body) + "\n"
+        # A plan without any rendered prompt has no stage-1 requests to deduplicate: the
+        # deduplicated count would be meaningless there.
+        dedup, shared = (f"{r.unique:,}", f"{r.shared_pct:.1f} %") if r.stage1 else ("n/a", "n/a")
+        body.append(f"| `{r.spec}` | {r.compile_s:.2f} | {r.plan_s:.1f} | {r.cells:,} | {r.naive:,} | {dedup} "
+                    f"| {shared} | {'yes' if r.estimated else 'no'} | {r.generated_tokens:,} | {run} |")
+    notes = [f"* `{r.spec}`: {r.note}" for r in rows if r.note]
+    return head + "\n".join(body) + "\n" + ("\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def load_average() -> str:
@@ -152,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(r)
         print(f"{r.spec}: compile {r.compile_s:.2f} s, plan {r.plan_s:.1f} s, {r.cells:,} cells, naive {r.naive:,} -> "
               f"deduplicated {r.unique:,} ({r.shared_pct:.1f} % shared){' (estimated)' if r.estimated else ''}; "
+              f"{r.note + '; ' if r.note else ''}"
               f"load average before: {load_before}", flush=True)
     text = table(rows)
     print(text)

@@ -187,7 +187,6 @@ class VLLMEngine:
         self.llm = self._make_llm(runner="generate")
         mc = self.llm.llm_engine.model_config
         self.max_model_len = int(mc.max_model_len)
-        self._vocab = int(mc.get_vocab_size())
         self._pool: Any = None
         self._token_str: dict[int, str] = {}
         self._fingerprint: dict[str, Any] | None = None

@@ -298,6 +298,8 @@ class Planner:
             caps = ENGINE_CAPABILITIES.get(engine)
             if caps is None:
                 continue
+            if engine == "openai" and getattr(self.spec.get(c.model).value, "server", "generic") == "vllm":
+                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
             missing = needs.get((c.model, c.protocol), set()) - set(caps)
             if c.evaluator in self.spec.objects and self.spec.get(c.evaluator).ctor == "constrained" and "constrained_choice" not in caps:
                 missing.add("constrained_choice")

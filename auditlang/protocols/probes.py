@@ -237,14 +237,21 @@ class _Thresholded:
         return Readout(c, readout.parsed, readout.kind, abstain, {**readout.extras, "threshold": t})
 
 
+def _label(z: Any) -> int | None:
+    """A dev row's correctness as 0/1; None (or NaN, e.g. an undecided judge) is unknown."""
+    if z is None or (isinstance(z, float) and math.isnan(z)):
+        return None
+    return int(bool(z))
+
+
 def _dev_xy(pid: str, dev_rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     conf, corr = [], []
     for r in dev_rows:
-        c, z = r.get("confidence"), r.get("correct")
+        c, z = r.get("confidence"), _label(r.get("correct"))
         if c is None or z is None or math.isnan(float(c)):
             continue
         conf.append(float(c))
-        corr.append(int(bool(z)))
+        corr.append(z)
     if not conf:
         raise ValueError(f"protocol '{pid}': no dev item has both a confidence and a correctness label; "
                          "nothing to fit (check the dev split and the verbal parse rate)")
@@ -368,11 +375,11 @@ class EmbeddingProgram(Program):
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
         xs, ys = [], []
         for r in dev_rows:
-            h = (r.get("extras") or {}).get("hidden")
-            if h is None or r.get("correct") is None:
+            h, z = (r.get("extras") or {}).get("hidden"), _label(r.get("correct"))
+            if h is None or z is None:
                 continue
             xs.append(h)
-            ys.append(int(bool(r["correct"])))
+            ys.append(z)
         pid = self.obj.id
         if not xs:
             raise ValueError(f"protocol '{pid}': no dev item has a hidden state and a correctness label")

@@ -31,9 +31,7 @@ def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]
     """(constructor, the exact rule of the evaluator the run builds, flags).
 
     The evaluator is built exactly as the scorer builds it (``auditlang.run.evaluators.make_evaluator``)
-    and its ``describe()`` is quoted. Flags: UNSPECIFIED when the audit names no evaluator, WARNING
-    for a parameter written in the spec that the evaluator implementation does not take (the run
-    used the implementation's default instead).
+    and its ``describe()`` is quoted. Flags: UNSPECIFIED when the audit names no evaluator.
     """
     from auditlang.run.evaluators import default_ctor, make_evaluator
 
@@ -47,14 +45,8 @@ def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]
         ev = make_evaluator(spec, eid, task)
     except (ValueError, TypeError, KeyError, ImportError) as err:
         return ctor, f"rule not available: the evaluator cannot be built from the spec ({err})", flags
-    if eid != DEFAULT_EVALUATOR:
-        obj = spec.get(eid)
-        known = {p.name for p in getattr(type(ev), "PARAMS", ())}
-        for name in sorted(explicit(obj)):
-            if name not in known:
-                flags.append(f"{WARNING}: evaluator '{eid}' sets {name}={getattr(obj.value, name)!r}, which the {ctor} "
-                             f"implementation does not take (it takes {', '.join(sorted(known)) or 'no parameters'}); "
-                             "the rule below is what ran")
+    # make_evaluator maps every spec parameter onto the scorer's (tail -> window, judge -> judge_model)
+    # and refuses unknown ones, so describe() states exactly the rule that ran.
     return ctor, ev.describe(), flags
 
 

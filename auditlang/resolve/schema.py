@@ -112,6 +112,7 @@ class OpenAIModel(_ModelBase):
     base_url: str = "http://127.0.0.1:8000/v1"
     endpoint: Literal["chat", "completions"] = "chat"
     api_key_env: str | None = "OPENAI_API_KEY"
+    server: Literal["generic", "vllm"] = "generic"  # vllm: echo + /tokenize give teacher forcing and constrained choice
 
 
 EMBEDDED_MODELS = {

@@ -45,7 +45,7 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
     if engine_override:
         engine = engine_override
     options: dict[str, Any] = {}
-    for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env"):
+    for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env", "server"):
         if hasattr(v, k) and getattr(v, k) is not None:
             options[k] = getattr(v, k)
     return ModelConfig(

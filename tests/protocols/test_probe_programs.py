@@ -119,7 +119,8 @@ def test_askcal_reads_the_probability_and_thresholds_on_dev(sb):
                          "probability!> Probability:")
     r = prog.read(ctx, {"ask_cal": gen_result(" 0.7\nThe question is: ...")}, "B", "B")
     assert r.confidence == pytest.approx(0.7) and r.abstain is None
-    fitted = prog.fit(dev_rows([0.2, 0.4, 0.6, 0.8, math.nan], [False, False, True, True, True]))
+    # NaN confidence and unknown correctness (None, or NaN from an undecided judge) are left out
+    fitted = prog.fit(dev_rows([0.2, 0.4, 0.6, 0.8, math.nan, 0.9, 0.95], [0.0, 0.0, 1.0, 1.0, 1.0, None, math.nan]))
     assert fitted["threshold"] == pytest.approx(0.6) and fitted["dev_size"] == 4 and not fitted["corrected"]
     assert prog.apply(fitted, r).abstain is False
     assert prog.apply(fitted, Readout(0.5, True, "ask_cal")).abstain is True
