@@ -83,7 +83,7 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 for ctx, r1, r2 in dev_rows:
                     text = generated_text(r1.get("answer"))
                     pred, parsed, rule, corr = _label(progs, spec, first_eid, ctx, text, r2)
-                    ro = prog.read(ctx, {**r1, **r2}, pred, text)
+                    ro = _read(progs, prog, first_eid, ctx, {**r1, **r2}, pred, text)
                     fit_input.append({"confidence": ro.confidence, "correct": corr, "extras": ro.extras, "abstain": ro.abstain})
                 fitted = prog.fit(fit_input)
             evals = [(c.evaluator, None) for c in cells if c.protocol == pid]
@@ -106,7 +106,7 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                     if any(v is None for v in r1.values()):
                         ro_conf, ro_parsed, kind, extras, abstain = math.nan, False, "missing", {"missing": True}, None
                     else:
-                        ro = prog.read(ctx, all_res, pred, text)
+                        ro = _read(progs, prog, eid, ctx, all_res, pred, text)
                         if fitted is not None:
                             ro = prog.apply(fitted, ro)
                         ro_conf, ro_parsed, kind, extras, abstain = ro.confidence, ro.parsed, ro.kind, dict(ro.extras), ro.abstain
@@ -125,6 +125,19 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                         generation=text,
                     ))
     return records
+
+
+def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str):
+    """``prog.read``; programs that compare answers (self-consistency) get the cell evaluator's extraction."""
+    if getattr(prog, "accepts_extract", False):
+        ev = progs.evaluator(eid, ctx.task) if (eid, ctx.task) not in progs._evals else progs._evals[(eid, ctx.task)]
+
+        def extract(t: str):
+            o = ev.label(t, ctx.item)
+            return o.value if o.ok else None
+
+        return prog.read(ctx, results, pred, text, extract=extract)
+    return prog.read(ctx, results, pred, text)
 
 
 def _label_plain(progs: Programs, eid: str, ctx, text: str):
