@@ -180,7 +180,7 @@ class Planner:
             out.append(ItemCtx(
                 model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
                 user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
-                labels=ctx.get("labels"), extras={"pool": ds.items},
+                labels=ctx.get("labels"), extras={"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p},
             ))
         return out
 

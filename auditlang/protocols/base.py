@@ -70,9 +70,13 @@ class ItemCtx:
         return Prompt(text=raw + (assistant_prefix or ""))
 
     def answer_request(self) -> Request:
-        """The greedy answer-scoring generation (shared by every protocol of a cell)."""
+        """The answer-scoring generation shared by every protocol of a cell: greedy unless the
+        variant sets a temperature (study 003 samples its answers at temperature 1.0)."""
+        temperature = float(self.extras.get("temperature", 0.0))
+        top_p = self.extras.get("top_p")
         return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,
-                            max_tokens=self.answer_max_tokens, temperature=0.0, top_logprobs=0)
+                            max_tokens=self.answer_max_tokens, temperature=temperature,
+                            top_p=(float(top_p) if temperature > 0 and top_p is not None else None), top_logprobs=0)
 
     # ------------------------------------------------------------ protocol helpers
     def prefilled(self, user_text: str, prefill: str) -> Prompt:

@@ -173,6 +173,8 @@ class Variant(Obj):
     fewshot_pool: str | None = None  # dataset providing the pool (default: the dataset itself, target excluded)
     perturb: list[str] = []
     max_tokens: int | None = Field(default=None, ge=1)  # answer budget for this variant (e.g. CoT 256)
+    temperature: float = Field(default=0.0, ge=0)  # answer decoding; 0 = greedy (study 003 uses 1.0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
     REFS: ClassVar[dict[str, str]] = {
         "template": "template", "multiple_choice": "template", "classification": "template", "open_qa": "template",
         "system": "template", "perturb": "perturbation", "fewshot_pool": "dataset",
