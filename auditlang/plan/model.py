@@ -80,7 +80,11 @@ class Plan:
 
 
 def plan_hash(d: dict[str, Any]) -> str:
-    body = {k: v for k, v in d.items() if k not in ("hash", "notes")}
+    """Content hash of a plan; machine-specific paths are left out, so the same spec and data
+    give the same hash in any checkout."""
+    body = {k: v for k, v in d.items() if k not in ("hash", "notes", "spec", "datasets")}
+    body["spec"] = d.get("spec", {}).get("hash")
+    body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in d.get("datasets", {}).items()}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
 

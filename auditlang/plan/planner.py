@@ -266,7 +266,7 @@ class Planner:
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
         plan = Plan(
-            version=PLAN_VERSION, spec_path=str(spec.entry), spec_hash=content_hash(spec.files), seed=spec.settings.seed,
+            version=PLAN_VERSION, spec_path=str(spec.entry), spec_hash=_spec_hash(spec), seed=spec.settings.seed,
             cells=cells, requests=list(unique.values()),
             deferred=[{"model": m, "source": s, "role": r, "kind": k, "count": c} for (m, s, r, k), c in sorted(deferred.items())],
             naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
@@ -317,6 +317,24 @@ class Planner:
         h = content_hash(objs, ds.indices if ds is not None else None)
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def _spec_hash(spec: Spec) -> str:
+    """Hash of the spec and every file it imports, keyed by paths relative to the project root."""
+    from auditlang.resolve.modules import stdlib_root
+
+    keyed = {}
+    for f, h in spec.files.items():
+        p = Path(f)
+        for base, prefix in ((stdlib_root().resolve(), "stdlib/"), (spec.root, "")):
+            try:
+                keyed[prefix + p.resolve().relative_to(base).as_posix()] = h
+                break
+            except ValueError:
+                continue
+        else:
+            keyed[p.name] = h
+    return content_hash(keyed)
 
 
 def _stage1_width(prog) -> int:
