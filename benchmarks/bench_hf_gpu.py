@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats; the best is reported")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--random-init", action="store_true", help="seeded random weights from the model's config (speed only)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
@@ -151,6 +152,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
     import transformers
 
+    if a.threads:
+        torch.set_num_threads(a.threads)
     path = random_checkpoint(a.model, a.seed) if a.random_init else a.model
     t0 = time.perf_counter()
     engine = HFEngine(ModelConfig(name="bench", engine="hf", path=path, dtype=a.dtype, device=a.device, batch_size=a.batch_size,
@@ -195,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     gpu = torch.cuda.get_device_name(0) if engine.device.startswith("cuda") else None
     report = {
         "model": a.model, "weights": "random (seeded; speed only)" if a.random_init else "real", "device": engine.device, "gpu": gpu, "dtype": a.dtype, "batch_size": a.batch_size,
-        "torch": torch.__version__, "transformers": transformers.__version__, "data": source, "chat": chat,
+        "threads": torch.get_num_threads(), "torch": torch.__version__, "transformers": transformers.__version__, "data": source, "chat": chat,
         "load_s": round(load_s, 2),
         "scoring_items": a.items,
         "engine_prompts_per_s": round(a.items / min(eng_s), 1),

@@ -206,7 +206,8 @@ class _Row:
     owner: int  # index into the request list
     prompt: list[int]
     cont: list[int] = field(default_factory=list)
-    sample: int = 0
+    sample: int = 0  # sample index (generate), choice index (constrained), layer (hidden_states)
+    extra: Any = None  # parsed per-kind parameters
 
 
 class HFEngine:
@@ -256,6 +257,7 @@ class HFEngine:
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._budget = int(config.options.get("logits_budget", 1 << 28))
         self._token_str: dict[int, str] = {}
+        self._label_cache: dict[str, list[int]] = {}
         self._fingerprint: dict[str, Any] | None = None
 
     # -- setup helpers
@@ -403,15 +405,10 @@ class HFEngine:
                 yield from handlers[kind](good, reqs, encoded)  # type: ignore[arg-type]
 
     def _forward(self, rows: list[list[int]], keep: int, hidden: bool = False) -> tuple[Any, Any]:
-        """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions."""
+        """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions
+        (left on the device; callers gather what they need and copy it to the host once)."""
         torch = self._torch
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r):] = 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        ids, mask, pos = self._pad([r for r in rows])
         with torch.inference_mode():
             out = self.model(
                 input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=pos.to(self.device),
@@ -419,6 +416,22 @@ class HFEngine:
             )
             lps = torch.log_softmax(out.logits[:, -keep:, :].float(), dim=-1)
         return lps, (out.hidden_states if hidden else None)
+
+    def _pad(self, rows: list[list[int]]) -> tuple[Any, Any, Any]:
+        """Left padding: ids, attention mask, position ids (cumulative mask - 1)."""
+        torch = self._torch
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+            mask[i, width - len(r):] = 1
+        return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+    def _topk_host(self, lp: Any, k: int) -> tuple[list[Any], list[Any]]:
+        """Top-k ids and values of the last dimension, copied to the host in one go."""
+        vals, ids = self._torch.topk(lp, min(k, lp.shape[-1]), dim=-1)
+        return ids.cpu().tolist(), vals.cpu().tolist()
 
     def _chunks(self, rows: list[_Row], keep_of: Callable[[_Row], int]) -> Iterator[list[_Row]]:
         """Rows sorted by length, cut into batches of at most batch_size rows and at most
@@ -449,90 +462,116 @@ class HFEngine:
                 out.update(self._isolated([r], fn))
             return out
 
+    def _label_ids(self, text: str) -> list[int]:
+        ids = self._label_cache.get(text)
+        if ids is None:
+            ids = label_token_ids(self.tokenizer, text)
+            if len(self._label_cache) < 100_000:
+                self._label_cache[text] = ids
+        return ids
+
     # choice_logprobs ---------------------------------------------------------
 
     def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        rows = [_Row(i, enc[i]) for i in idx]
+        rows: list[_Row] = []
+        for i in idx:
+            try:
+                choices = _str_list(reqs[i].p, "choices")
+                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
+            except ValueError as e:
+                yield _error(reqs[i], str(e))
+                continue
+            label_ids = {c: self._label_ids(c) for c in choices}
+            empty = [c for c, ids in label_ids.items() if not ids]
+            if empty:
+                yield _error(reqs[i], f"choice {empty[0]!r} encodes to zero tokens")
+                continue
+            rows.append(_Row(i, enc[i], extra=(label_ids, k)))
         for batch in self._chunks(rows, lambda r: 1):
-            outs = self._isolated(batch, self._next_token_logprobs)
+            outs = self._isolated(batch, self._choice_batch)
             for r in batch:
                 yield self._choice_result(reqs[r.owner], r, outs[id(r)])
 
-    def _next_token_logprobs(self, batch: list[_Row]) -> dict[int, Any]:
+    def _choice_batch(self, batch: list[_Row]) -> dict[int, Any]:
+        torch = self._torch
         lps, _ = self._forward([r.prompt for r in batch], keep=1)
-        return {id(r): lps[i, -1] for i, r in enumerate(batch)}
+        lp = lps[:, -1]
+        width = max(len(r.extra[0]) for r in batch)
+        index = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, r in enumerate(batch):
+            index[i, : len(r.extra[0])] = torch.tensor([ids[0] for ids in r.extra[0].values()])
+        picked = lp.gather(1, index.to(lp.device)).cpu().tolist()
+        k = max(r.extra[1] for r in batch)
+        top_ids, top_vals = self._topk_host(lp, k) if k else ([[]] * len(batch), [[]] * len(batch))
+        return {id(r): (picked[i], top_ids[i], top_vals[i]) for i, r in enumerate(batch)}
 
-    def _choice_result(self, req: Request, row: _Row, lp: Any) -> Result:
-        if isinstance(lp, Exception):
-            return _error(req, f"{type(lp).__name__}: {lp}")
-        try:
-            p = req.p
-            choices = _str_list(p, "choices")
-            k = _int(p, "top_logprobs", 0, lo=0)
-        except ValueError as e:
-            return _error(req, str(e))
-        first: dict[str, int] = {}
-        multi: list[str] = []
-        for c in choices:
-            ids = label_token_ids(self.tokenizer, c)
-            if not ids:
-                return _error(req, f"choice {c!r} encodes to zero tokens")
-            first[c] = ids[0]
-            if len(ids) > 1:
-                multi.append(c)
-        values = lp[list(first.values())].tolist()
-        result = Result(request_id=req.id, kind=req.kind, choice_logprobs={c: float(v) for c, v in zip(first, values)})
-        result.top_logprobs = self._topk(lp, k) if k else {}
-        shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
+    def _choice_result(self, req: Request, row: _Row, out: Any) -> Result:
+        if isinstance(out, Exception):
+            return _error(req, f"{type(out).__name__}: {out}")
+        label_ids, k = row.extra
+        picked, top_ids, top_vals = out
+        first = {c: ids[0] for c, ids in label_ids.items()}
+        result = Result(request_id=req.id, kind=req.kind, choice_logprobs={c: float(v) for c, v in zip(first, picked)})
+        result.top_logprobs = self._window(top_ids[:k], top_vals[:k])
         result.meta = {"prompt_tokens": len(row.prompt), "label_token_ids": first}
+        multi = [c for c, ids in label_ids.items() if len(ids) > 1]
+        shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
         if multi:
             result.meta["multi_token_labels"] = multi  # only their first token is scored
         if shared:
             result.meta["labels_sharing_first_token"] = shared
         return result
 
-    def _topk(self, lp: Any, k: int) -> dict[str, float]:
-        vals, ids = self._torch.topk(lp, min(k, lp.shape[-1]))
-        return self._window(ids.tolist(), vals.tolist())
-
     # continuation_logprobs / constrained_choice ----------------------------------
 
     def _teacher_forced(self, rows: list[_Row]) -> dict[int, Any]:
-        """owner-row id -> (logprob tensor over the continuation positions [m, V])."""
+        """id(row) -> (continuation logprobs, top-k ids per position, top-k values per position)."""
         out: dict[int, Any] = {}
         for batch in self._chunks(rows, lambda r: len(r.cont)):
             out.update(self._isolated(batch, self._tf_batch))
         return out
 
     def _tf_batch(self, batch: list[_Row]) -> dict[int, Any]:
+        torch = self._torch
         keep = max(len(r.cont) for r in batch)
         # feed prompt + continuation[:-1]: the last m positions predict the m continuation tokens
         lps, _ = self._forward([r.prompt + r.cont[:-1] for r in batch], keep=keep)
-        return {id(r): lps[i, keep - len(r.cont):] for i, r in enumerate(batch)}
+        index = torch.zeros((len(batch), keep), dtype=torch.long)
+        for i, r in enumerate(batch):
+            index[i, keep - len(r.cont):] = torch.tensor(r.cont)
+        picked = lps.gather(2, index.to(lps.device)[:, :, None])[:, :, 0].cpu().tolist()
+        k = max(int(r.extra or 0) for r in batch)
+        top_ids, top_vals = self._topk_host(lps, k) if k else (None, None)
+        out: dict[int, Any] = {}
+        for i, r in enumerate(batch):
+            m = len(r.cont)
+            tops = (top_ids[i][keep - m:], top_vals[i][keep - m:]) if top_ids is not None else None
+            out[id(r)] = (picked[i][keep - m:], tops)
+        return out
 
     def _do_continuation(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
         rows: list[_Row] = []
         for i in idx:
             try:
-                cont = label_token_ids(self.tokenizer, _str(reqs[i].p, "continuation"))
-                _int(reqs[i].p, "top_logprobs", 0, lo=0)
+                cont = self._label_ids(_str(reqs[i].p, "continuation"))
+                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
             except ValueError as e:
                 yield _error(reqs[i], str(e))
                 continue
             if not cont:
                 yield _error(reqs[i], "the continuation encodes to zero tokens")
                 continue
-            rows.append(_Row(i, enc[i], cont))
+            rows.append(_Row(i, enc[i], cont, extra=k))
         outs = self._teacher_forced(rows)
         for r in rows:
-            req, lp = reqs[r.owner], outs[id(r)]
-            if isinstance(lp, Exception):
-                yield _error(req, f"{type(lp).__name__}: {lp}")
+            req, got = reqs[r.owner], outs[id(r)]
+            if isinstance(got, Exception):
+                yield _error(req, f"{type(got).__name__}: {got}")
                 continue
-            k = _int(req.p, "top_logprobs", 0, lo=0)
-            chosen = lp.gather(-1, self._torch.tensor(r.cont, device=lp.device)[:, None])[:, 0].tolist()
+            chosen, tops = got
+            k = int(r.extra)
             toks = [
-                TokenLogprob(self.token_str(t), t, float(v), self._topk(lp[j], k) if k else {})
+                TokenLogprob(self.token_str(t), t, float(v), self._window(tops[0][j][:k], tops[1][j][:k]) if k else {})
                 for j, (t, v) in enumerate(zip(r.cont, chosen))
             ]
             yield Result(request_id=req.id, kind=req.kind, continuation=toks,
@@ -547,7 +586,7 @@ class HFEngine:
             except ValueError as e:
                 yield _error(reqs[i], str(e))
                 continue
-            pairs = [(c, _Row(i, enc[i], label_token_ids(self.tokenizer, c), sample=j)) for j, c in enumerate(choices)]
+            pairs = [(c, _Row(i, enc[i], self._label_ids(c), sample=j)) for j, c in enumerate(choices)]
             empty = [c for c, r in pairs if not r.cont]
             if empty:
                 yield _error(reqs[i], f"choice {empty[0]!r} encodes to zero tokens")
@@ -561,10 +600,7 @@ class HFEngine:
             if bad:
                 yield _error(req, f"{type(bad[0]).__name__}: {bad[0]}")
                 continue
-            scores: dict[str, float] = {}
-            for c, r in pairs:
-                lp = outs[id(r)]
-                scores[c] = float(lp.gather(-1, self._torch.tensor(r.cont, device=lp.device)[:, None]).sum())
+            scores = {c: float(sum(outs[id(r)][0])) for c, r in pairs}
             best = max(scores, key=lambda c: scores[c])  # first of equal maxima (dict order = choice order)
             yield Result(request_id=req.id, kind=req.kind, choice=best,
                          meta={"prompt_tokens": len(pairs[0][1].prompt), "choice_scores": scores,
@@ -597,7 +633,8 @@ class HFEngine:
 
     def _hidden_batch(self, batch: list[_Row]) -> dict[int, Any]:
         _, hs = self._forward([r.prompt for r in batch], keep=1, hidden=True)
-        return {id(r): hs[r.sample][i, -1].float().cpu().tolist() for i, r in enumerate(batch)}
+        states = self._torch.stack([hs[r.sample][i, -1] for i, r in enumerate(batch)]).float().cpu().tolist()
+        return {id(r): states[i] for i, r in enumerate(batch)}
 
     # generate ---------------------------------------------------------------
 
@@ -635,43 +672,39 @@ class HFEngine:
             yield Result(request_id=req.id, kind=req.kind, samples=out, meta=meta)  # type: ignore[arg-type]
 
     def _generate_batch(self, batch: list[_Row], specs: dict[int, "_GenSpec"]) -> dict[int, Any]:
-        """Decode a left-padded batch with a KV cache; one row per sample."""
+        """Decode a left-padded batch with a KV cache; one row per sample. Per step the host
+        receives the chosen ids, their logprobs and the top-k window in three copies."""
         torch = self._torch
-        n = len(batch)
+        n, dev = len(batch), self.device
         sp = [specs[r.owner] for r in batch]
         gens = [None if s.greedy else torch.Generator(device="cpu").manual_seed(sample_seed(s.seed, r.sample)) for r, s in zip(batch, sp)]
-        width = max(len(r.prompt) for r in batch)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, r in enumerate(batch):
-            ids[i, width - len(r.prompt):] = torch.tensor(r.prompt, dtype=torch.long)
-            mask[i, width - len(r.prompt):] = 1
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        sampled = [j for j, s in enumerate(sp) if not s.greedy]
         k_max = max(s.top_logprobs for s in sp)
         state = [_GenState() for _ in batch]
-        steps = max(s.max_tokens for s in sp)
-        dev = self.device
+        ids, mask, pos = self._pad([r.prompt for r in batch])
         mask = mask.to(dev)
         next_pos = pos[:, -1:].to(dev) + 1
         with torch.inference_mode():
             out = self.model(input_ids=ids.to(dev), attention_mask=mask, position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
-            for step in range(steps):
-                lp = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
-                greedy_ids = lp.argmax(-1).tolist()
-                top_v = top_i = None
-                if k_max:
-                    tv, ti = torch.topk(lp, min(k_max, lp.shape[-1]))
-                    top_v, top_i = tv.tolist(), ti.tolist()
-                chosen: list[int] = []
-                for j, (r, s, st) in enumerate(zip(batch, sp, state)):
-                    if st.done or step >= s.max_tokens:
-                        st.done = True
-                        chosen.append(self.pad_id)
+            for step in range(max(s.max_tokens for s in sp)):
+                logits = out.logits[:, -1, :].float()
+                lp = torch.log_softmax(logits, dim=-1)
+                chosen_t = lp.argmax(-1)
+                live_sampled = [j for j in sampled if not state[j].done]
+                if live_sampled:
+                    host = logits[live_sampled].cpu()
+                    draws = [_sample(torch, host[m], sp[j], gens[j]) for m, j in enumerate(live_sampled)]
+                    chosen_t[live_sampled] = torch.tensor(draws, device=chosen_t.device)
+                chosen_lp = lp.gather(1, chosen_t[:, None])[:, 0].cpu().tolist()
+                chosen = chosen_t.cpu().tolist()
+                top_ids, top_vals = self._topk_host(lp, k_max) if k_max else (None, None)
+                for j, (s, st) in enumerate(zip(sp, state)):
+                    if st.done:
+                        chosen[j] = self.pad_id
                         continue
-                    t = greedy_ids[j] if s.greedy else _sample(torch, out.logits[j, -1, :], s, gens[j])
-                    chosen.append(t)
-                    window = self._window(top_i[j][: s.top_logprobs], top_v[j][: s.top_logprobs]) if top_v and s.top_logprobs else {}
-                    st.tokens.append(TokenLogprob(self.token_str(t), t, float(lp[j, t]), window))
+                    t = chosen[j]
+                    window = self._window(top_ids[j][: s.top_logprobs], top_vals[j][: s.top_logprobs]) if top_ids and s.top_logprobs else {}
+                    st.tokens.append(TokenLogprob(self.token_str(t), t, float(chosen_lp[j]), window))
                     st.ids.append(t)
                     if t in self.eos_ids:
                         st.done, st.reason = True, "stop"

@@ -183,7 +183,7 @@ def test_s002_prompt_sets_for_robustness() -> None:
     assert {c.dataset: c.n_items for c in plan.cells} == {"nq": 1000, "sciq": 500, "triviaqa": 1000, "popqa": 1000}
 
 
-def test_s002_gpt4o_audit_with_data_and_dev_splits(plan_with_data) -> None:
+def test_s002_one_model_with_data_and_dev_splits(plan_with_data) -> None:
     spec = compiled(SPECS["s002"])
     plan = plan_with_data(only_audit(spec, "answer_prompts", models=["qwen25_14b"]))
     assert not plan.estimated

@@ -1,0 +1,306 @@
+"""auditlang vs lm-evaluation-harness on the same multiple-choice token-confidence audit.
+
+Both tools score 200 ARC-Challenge items (``../shared/data/arc_challenge.jsonl``, sample
+``random.Random(42).sample(range(1172), 200)``) with SmolLM2-135M-Instruct in float32 on the CPU,
+raw text (no chat template), the same prompt string, and the option letters as choices:
+
+* auditlang: ``auditc run benchmarks/lmeval_task/arc_tokconf.audit`` (a ``token_prob(window=full)``
+  protocol: one ``choice_logprobs`` request per item, the full-vocabulary logprob of " A".." D"
+  after the prompt; plus the planner's one-token answer generation for the evaluator).
+* lm-eval: ``lm_eval --model hf --tasks arc_tokconf_lmeval --include_path benchmarks/lmeval_task``
+  (``output_type: multiple_choice`` with choices A-D and ``target_delimiter: " "``: the
+  loglikelihood of " A".." D" after the same prompt), run from a separate virtual environment.
+
+The predicted letter of each tool is the argmax over the four label logprobs (first of equal
+maxima, in label order, as ``numpy.argmax`` in lm-eval). The script times both commands as
+subprocesses with the same thread settings (fresh output folders; the embedded model's
+conversion is cached beforehand and not timed; engine load is timed), alternates which tool runs
+first, and checks item by item that the prompts are identical and that the predictions agree.
+
+Usage (from the repository root, with the project's Python)::
+
+    /work/venv/bin/python benchmarks/bench_lmeval.py --repeats 3 --json-out /tmp/bench_lmeval.json
+
+``--lmeval-python`` names the interpreter of the venv holding lm-eval (default
+``/work/venv-lmeval/bin/python``). ``--profile`` additionally runs auditlang once under cProfile
+and prints where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TASK_DIR = REPO / "benchmarks" / "lmeval_task"
+SPEC = TASK_DIR / "arc_tokconf.audit"
+TASK = "arc_tokconf_lmeval"
+MODEL = "smollm2-135m-instruct"
+LABELS = ("A", "B", "C", "D")
+LMEVAL_BATCH = 16  # = the spec's batch_size, so both tools batch 16 prompts per forward
+# lm-eval's hf backend pads loglikelihood batches on the right and passes no attention mask
+# (lm_eval/models/huggingface.py, _loglikelihood_tokens: pad_and_concat(..., padding_side="right"));
+# auditlang's hf engine pads on the left with a mask and position ids (its fingerprint says so).
+LMEVAL_PADDING = "right"
+
+
+@dataclass
+class Timing:
+    tool: str
+    wall_s: float
+    cpu_s: float  # user + sys of the subprocess tree
+    load_before: float  # 1-minute load average
+    load_after: float
+
+
+@dataclass
+class Repeat:
+    index: int
+    auditlang: Timing
+    lmeval: Timing
+    ratio_wall: float  # auditlang / lm-eval
+    ratio_cpu: float
+    n_items: int
+    agree: int
+    prompts_identical: int
+    max_abs_logprob_diff: float
+    pred_column_agree: int  # auditlang's evaluator `pred` (first_char of the greedy token) vs lm-eval
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fail(msg: str, hint: str | None = None) -> None:
+    print(f"bench_lmeval: error: {msg}" + (f"\n  hint: {hint}" if hint else ""), file=sys.stderr)
+    raise SystemExit(2)
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONPATH=str(REPO))
+    if threads:
+        for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[k] = str(threads)
+    return env
+
+
+def timed(tool: str, cmd: list[str], env: dict[str, str], log: Path) -> Timing:
+    """Run ``cmd`` from the repository root; wall and CPU time of the whole subprocess tree."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    with log.open("w", encoding="utf-8") as fh:
+        rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+        fail(f"{tool} exited with status {rc}; last output:\n{tail}", f"full log: {log}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Timing(tool, wall, cpu, load0, os.getloadavg()[0])
+
+
+def argmax_label(lps: dict[str, float]) -> str:
+    """First label of the maximum logprob, in label order (``numpy.argmax`` semantics)."""
+    best = None
+    for lab in LABELS:
+        if lab in lps and (best is None or lps[lab] > lps[best]):
+            best = lab
+    if best is None:
+        raise ValueError(f"no label logprobs in {lps!r}")
+    return best
+
+
+def read_auditlang(run_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """item id -> {prompt, logprobs (label -> logprob), pred}, and the engine fingerprint."""
+    import pandas as pd
+
+    records = pd.read_parquet(run_dir / "records.parquet")
+    con = sqlite3.connect(f"file:{run_dir / 'journal.sqlite'}?mode=ro", uri=True)
+    try:
+        fps = [json.loads(r[0]) for r in con.execute("SELECT fingerprint FROM engines")]
+        rows = con.execute("SELECT q.request_id, q.request, r.result FROM requests q JOIN results r "
+                           "USING (request_id, fp_hash) WHERE q.kind = 'choice_logprobs'").fetchall()
+    finally:
+        con.close()
+    if len(fps) != 1:
+        fail(f"expected one engine fingerprint in {run_dir}, found {len(fps)}")
+    by_req = {rid: (json.loads(req), json.loads(res)) for rid, req, res in rows}
+    out: dict[str, dict[str, Any]] = {}
+    for rec in records.itertuples():
+        rid = json.loads(rec.request_ids).get("choice")
+        if rid not in by_req:
+            fail(f"record of item {rec.item_id} has no choice_logprobs result in the journal")
+        req, res = by_req[rid]
+        if res.get("error"):
+            fail(f"auditlang request for item {rec.item_id} failed: {res['error']}")
+        lps = {k.strip(): float(v) for k, v in res["choice_logprobs"].items()}
+        out[str(rec.item_id)] = {"prompt": req["prompt"]["text"], "logprobs": lps,
+                                 "pred": None if pd.isna(rec.pred) else rec.pred}
+    return out, fps[0]
+
+
+def read_lmeval(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """item id -> {prompt, logprobs (label -> loglikelihood)} from lm-eval's --log_samples file."""
+    files = sorted(out_dir.rglob(f"samples_{TASK}_*.jsonl"))
+    if len(files) != 1:
+        fail(f"expected one lm-eval samples file under {out_dir}, found {len(files)}")
+    out: dict[str, dict[str, Any]] = {}
+    for line in files[0].read_text(encoding="utf-8").splitlines():
+        s = json.loads(line)
+        args = [s["arguments"][f"gen_args_{i}"] for i in range(len(s["arguments"]))]
+        prompts = {a["arg_0"] for a in args}
+        if len(prompts) != 1:
+            fail(f"lm-eval sent different contexts for the choices of item {s['doc']['id']}")
+        lps = {a["arg_1"].strip(): float(r[0]) for a, r in zip(args, s["filtered_resps"])}
+        out[str(s["doc"]["id"])] = {"prompt": prompts.pop(), "logprobs": lps}
+    return out
+
+
+def compare(al: dict[str, dict[str, Any]], lm: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if set(al) != set(lm):
+        fail(f"the tools scored different items ({len(set(al) ^ set(lm))} differ)",
+             "utils.SAMPLE/SEED in benchmarks/lmeval_task must match the spec's dataset")
+    agree = prompts = pred_agree = 0
+    max_diff = 0.0
+    dis: list[dict[str, Any]] = []
+    for iid in sorted(al):
+        a, m = al[iid], lm[iid]
+        prompts += a["prompt"] == m["prompt"]
+        la, lm_ = argmax_label(a["logprobs"]), argmax_label(m["logprobs"])
+        agree += la == lm_
+        pred_agree += a["pred"] == lm_
+        max_diff = max(max_diff, max(abs(a["logprobs"][k] - m["logprobs"][k]) for k in LABELS))
+        if la != lm_:
+            dis.append({"id": iid, "auditlang": la, "lmeval": lm_, "auditlang_logprobs": a["logprobs"],
+                        "lmeval_logprobs": m["logprobs"]})
+    return {"n_items": len(al), "agree": agree, "prompts_identical": prompts, "max_abs_logprob_diff": max_diff,
+            "pred_column_agree": pred_agree, "disagreements": dis}
+
+
+def commands(args: argparse.Namespace, model_dir: Path, run_dir: Path, lm_dir: Path) -> dict[str, list[str]]:
+    auditc = [sys.executable, "-m", "auditlang.cli", "run", str(SPEC), "--out", str(run_dir),
+              "--data-root", str(args.data_root), "--no-progress"]
+    lmeval = [args.lmeval_python, "-m", "lm_eval", "--model", "hf",
+              "--model_args", f"pretrained={model_dir},dtype=float32", "--tasks", TASK,
+              "--include_path", str(TASK_DIR), "--device", "cpu", "--batch_size", str(LMEVAL_BATCH),
+              "--log_samples", "--output_path", str(lm_dir)]
+    return {"auditlang": auditc, "lmeval": lmeval}
+
+
+def profile_auditlang(args: argparse.Namespace, work: Path, env: dict[str, str]) -> None:
+    """One auditlang run under cProfile; prints the top cumulative entries."""
+    prof = work / "auditc.prof"
+    run_dir = work / "profile_run"
+    cmd = [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "auditlang.cli", "run", str(SPEC),
+           "--out", str(run_dir), "--data-root", str(args.data_root), "--no-progress"]
+    t = timed("auditlang (cProfile)", cmd, env, work / "profile.log")
+    print(f"\ncProfile run: wall {t.wall_s:.1f} s, CPU {t.cpu_s:.1f} s")
+    import pstats
+
+    stats = pstats.Stats(str(prof))
+    stats.sort_stats("cumulative").print_stats(r"auditlang|forward|log_softmax|from_pretrained|import", 30)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None, help="OMP/MKL threads for both tools (default: torch's)")
+    ap.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--lmeval-python", default="/work/venv-lmeval/bin/python")
+    ap.add_argument("--json-out", type=Path)
+    ap.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
+    ap.add_argument("--profile", action="store_true", help="also profile one auditlang run with cProfile")
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        fail(f"--repeats must be >= 1 (got {args.repeats})")
+    if not (args.data_root / "arc_challenge.jsonl").is_file():
+        fail(f"{args.data_root / 'arc_challenge.jsonl'} not found", "pass --data-root pointing at shared/data")
+    if not Path(args.lmeval_python).is_file():
+        fail(f"no interpreter at {args.lmeval_python}",
+             "create the lm-eval venv (benchmarks/README.md, 'lm-eval comparison') or pass --lmeval-python")
+    if (REPO.parent / "shared" / "data").resolve() != args.data_root.resolve():
+        fail("the lm-eval task reads ../shared/data/arc_challenge.jsonl relative to the repository root",
+             "run with the default --data-root")
+
+    sys.path.insert(0, str(REPO))
+    from auditlang.engines.embedded import resolve_embedded
+
+    model_dir = resolve_embedded(MODEL)  # converts once (cached); not timed
+    env = thread_env(args.threads)
+    lm_version = subprocess.run([args.lmeval_python, "-c", "import importlib.metadata as m; "
+                                 "print(m.version('lm_eval'), m.version('transformers'), m.version('torch'))"],
+                                capture_output=True, text=True, env=env).stdout.split()
+    import torch
+    import transformers
+
+    work = Path(tempfile.mkdtemp(prefix="bench_lmeval_"))
+    repeats: list[Repeat] = []
+    fp: dict[str, Any] = {}
+    try:
+        for i in range(args.repeats):
+            run_dir, lm_dir = work / f"auditlang_{i}", work / f"lmeval_{i}"
+            cmds = commands(args, model_dir, run_dir, lm_dir)
+            order = ["auditlang", "lmeval"] if i % 2 == 0 else ["lmeval", "auditlang"]
+            t: dict[str, Timing] = {}
+            for tool in order:
+                t[tool] = timed(tool, cmds[tool], env, work / f"{tool}_{i}.log")
+                print(f"repeat {i + 1}: {tool:9s} wall {t[tool].wall_s:7.1f} s  CPU {t[tool].cpu_s:7.1f} s  "
+                      f"load {t[tool].load_before:.1f} -> {t[tool].load_after:.1f}", flush=True)
+            al, fp = read_auditlang(run_dir)
+            cmp_ = compare(al, read_lmeval(lm_dir))
+            r = Repeat(i + 1, t["auditlang"], t["lmeval"], t["auditlang"].wall_s / t["lmeval"].wall_s,
+                       t["auditlang"].cpu_s / t["lmeval"].cpu_s, **cmp_)
+            repeats.append(r)
+            print(f"repeat {i + 1}: ratio wall {r.ratio_wall:.2f}x  CPU {r.ratio_cpu:.2f}x  "
+                  f"agree {r.agree}/{r.n_items}  prompts identical {r.prompts_identical}/{r.n_items}  "
+                  f"max |d logprob| {r.max_abs_logprob_diff:.2e}", flush=True)
+            for d in r.disagreements:
+                print(f"  disagreement {d}")
+        if args.profile:
+            profile_auditlang(args, work, env)
+    finally:
+        if args.keep:
+            print(f"run folders kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    summary = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "threads": args.threads or torch.get_num_threads()},
+        "auditlang": {"torch": torch.__version__, "transformers": transformers.__version__,
+                      "dtype": fp.get("dtype"), "padding_side": fp.get("padding_side"), "batch_size": 16},
+        "lmeval": {"version": lm_version[0] if lm_version else None,
+                   "transformers": lm_version[1] if len(lm_version) > 1 else None,
+                   "torch": lm_version[2] if len(lm_version) > 2 else None,
+                   "dtype": "float32", "padding_side": LMEVAL_PADDING, "batch_size": LMEVAL_BATCH},
+        "median_ratio_wall": statistics.median(r.ratio_wall for r in repeats),
+        "median_ratio_cpu": statistics.median(r.ratio_cpu for r in repeats),
+        "median_wall_s": {"auditlang": statistics.median(r.auditlang.wall_s for r in repeats),
+                          "lmeval": statistics.median(r.lmeval.wall_s for r in repeats)},
+        "repeats": [asdict(r) for r in repeats],
+    }
+    print(f"\nmedian over {len(repeats)} repeat(s): auditlang {summary['median_wall_s']['auditlang']:.1f} s, "
+          f"lm-eval {summary['median_wall_s']['lmeval']:.1f} s, ratio wall {summary['median_ratio_wall']:.2f}x, "
+          f"ratio CPU {summary['median_ratio_cpu']:.2f}x (target <= 0.6x)")
+    if args.json_out:
+        args.json_out.write_text(json.dumps(summary, indent=1, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x),
+                                 encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
