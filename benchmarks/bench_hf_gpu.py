@@ -68,17 +68,19 @@ def sync(torch: Any, device: str) -> None:
         torch.cuda.synchronize()
 
 
-def plain_scoring(engine: HFEngine, ids: list[list[int]], label_ids: list[int], batch: int) -> tuple[float, list[list[float]]]:
-    """What a user would write: fixed-order batches, left padding, last-position log-softmax."""
+def plain_scoring(engine: HFEngine, prompts: list[Prompt], label_ids: list[int], batch: int) -> tuple[float, list[list[float]]]:
+    """What a user would write: render (chat template) and tokenize each batch, left padding,
+    last-position log-softmax. Timed like the engine: from prompts to logprobs on the host."""
     import torch
 
-    model, dev = engine.model, engine.device
+    model, dev, tok = engine.model, engine.device, engine.tokenizer
     out: list[list[float]] = []
     sync(torch, dev)
     t0 = time.perf_counter()
     with torch.inference_mode():
-        for i in range(0, len(ids), batch):
-            chunk = ids[i : i + batch]
+        for i in range(0, len(prompts), batch):
+            texts = [engine.render_prompt(p) for p in prompts[i : i + batch]]
+            chunk = tok(texts, add_special_tokens=prompts[i].text is not None)["input_ids"]
             width = max(map(len, chunk))
             x = torch.full((len(chunk), width), engine.pad_id, dtype=torch.long)
             m = torch.zeros_like(x)
@@ -92,15 +94,16 @@ def plain_scoring(engine: HFEngine, ids: list[list[int]], label_ids: list[int], 
     return time.perf_counter() - t0, out
 
 
-def plain_generate(engine: HFEngine, ids: list[list[int]], new: int, batch: int) -> tuple[float, int]:
+def plain_generate(engine: HFEngine, prompts: list[Prompt], new: int, batch: int) -> tuple[float, int]:
     import torch
 
-    model, dev, done = engine.model, engine.device, 0
+    model, dev, tok, done = engine.model, engine.device, engine.tokenizer, 0
     sync(torch, dev)
     t0 = time.perf_counter()
     with torch.inference_mode():
-        for i in range(0, len(ids), batch):
-            chunk = ids[i : i + batch]
+        for i in range(0, len(prompts), batch):
+            texts = [engine.render_prompt(p) for p in prompts[i : i + batch]]
+            chunk = tok(texts, add_special_tokens=prompts[i].text is not None)["input_ids"]
             width = max(map(len, chunk))
             x = torch.full((len(chunk), width), engine.pad_id, dtype=torch.long)
             m = torch.zeros_like(x)
@@ -166,10 +169,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     label_ids = [engine.tokenizer(x, add_special_tokens=False)["input_ids"][0] for x in labels]
     score_reqs = [Request.make("bench", "choice_logprobs", p, choices=labels) for p in prompts[: a.items]]
     gen_reqs = [Request.make("bench", "generate", p, max_tokens=a.gen_tokens) for p in prompts[: a.gen_items]]
-    ids = [engine.encode_prompt(p) for p in prompts]
 
     list(engine.run(score_reqs[: a.batch_size]))  # warm-up (CUDA kernels, allocator)
-    plain_scoring(engine, ids[: a.batch_size], label_ids, a.batch_size)
+    plain_scoring(engine, prompts[: a.batch_size], label_ids, a.batch_size)
 
     eng_s, plain_s = [], []
     for _ in range(a.repeats):
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         res = {r.request_id: r for r in engine.run(score_reqs)}
         sync(torch, engine.device)
         eng_s.append(time.perf_counter() - t)
-        dt, plain_lp = plain_scoring(engine, ids[: a.items], label_ids, a.batch_size)
+        dt, plain_lp = plain_scoring(engine, prompts[: a.items], label_ids, a.batch_size)
         plain_s.append(dt)
     diff = max(abs(res[r.id].choice_logprobs[lab] - plain_lp[i][k]) for i, r in enumerate(score_reqs) for k, lab in enumerate(labels))
     errors = sum(1 for r in res.values() if r.error)
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             sync(torch, engine.device)
             gen_eng.append(time.perf_counter() - t)
             eng_tokens = sum(len(r.samples[0].tokens) for r in out if r.samples)
-            dt, plain_tokens = plain_generate(engine, ids[: a.gen_items], a.gen_tokens, a.batch_size)
+            dt, plain_tokens = plain_generate(engine, prompts[: a.gen_items], a.gen_tokens, a.batch_size)
             gen_plain.append(dt)
 
     gpu = torch.cuda.get_device_name(0) if engine.device.startswith("cuda") else None

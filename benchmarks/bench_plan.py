@@ -147,14 +147,21 @@ def load_average() -> str:
         return "n/a"
 
 
+NOTES = "\n### Notes"
+
+
 def write_section(text: str) -> None:
+    """Replace the ``## Plan`` section (or append it); a hand-written ``### Notes`` part is kept."""
     old = README.read_text(encoding="utf-8") if README.exists() else "# Benchmarks\n"
     start = old.find(SECTION + "\n")
     if start < 0:
         new = old.rstrip("\n") + "\n\n" + text
     else:
         nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + ("" if nxt < 0 else old[nxt + 1:])
+        end = len(old) if nxt < 0 else nxt
+        notes_at = old.find(NOTES, start, end)
+        notes = old[notes_at:end].strip("\n") if notes_at >= 0 else ""
+        new = old[:start] + text.rstrip("\n") + ("\n\n" + notes if notes else "") + "\n" + ("" if nxt < 0 else old[nxt:])
     README.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
 
 

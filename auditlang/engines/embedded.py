@@ -194,7 +194,10 @@ def resolve_embedded(name: str) -> Path:
     final = checkpoint_dir(name)
     if _complete(final):
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EngineError(f"cannot create the model cache {final.parent}: {e}", hint="set AUDITLANG_CACHE to a writable directory") from e
     with _file_lock(final.parent / f".{final.name}.lock"):
         if _complete(final):  # another process finished while we waited
             return final
@@ -206,6 +209,12 @@ def resolve_embedded(name: str) -> Path:
         try:
             _convert(info, tmp)
             os.rename(tmp, final)
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise EngineError(
+                f"converting embedded model {name!r} into {final.parent} failed: {e}",
+                hint="set AUDITLANG_CACHE to a writable directory with ~2 GB free",
+            ) from e
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

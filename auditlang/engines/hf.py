@@ -321,15 +321,27 @@ class HFEngine:
         base model), then execute them batched by kind. Per-request failures become
         ``Result.error``."""
         reqs = list(requests)
-        encoded: list[list[int] | Exception] = []
-        for r in reqs:
+        return self._run(reqs, self._encode_all([r.prompt for r in reqs]))
+
+    def _encode_all(self, prompts: list[Prompt]) -> list[list[int] | Exception]:
+        """``encode_prompt`` for many prompts: rendered one by one, tokenized in two batched
+        calls (raw text with special tokens, rendered chats without)."""
+        out: list[list[int] | Exception] = []
+        texts: dict[bool, list[tuple[int, str]]] = {True: [], False: []}
+        for i, p in enumerate(prompts):
             try:
-                encoded.append(self.encode_prompt(r.prompt))
+                texts[p.text is not None].append((i, self.render_prompt(p)))
+                out.append([])
             except EngineError:
                 raise
             except Exception as e:  # a chat template that rejects these messages, ...
-                encoded.append(e)
-        return self._run(reqs, encoded)
+                out.append(e)
+        for special, items in texts.items():
+            if items:
+                ids = self.tokenizer([t for _, t in items], add_special_tokens=special)["input_ids"]
+                for (i, _), row in zip(items, ids):
+                    out[i] = [int(x) for x in row]
+        return out
 
     def close(self) -> None:
         self.model = None

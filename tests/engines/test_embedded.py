@@ -59,6 +59,48 @@ def test_incomplete_or_foreign_directories_are_not_complete(tmp_path: Path):
     assert embedded._complete(tmp_path)
 
 
+def _fake_convert(calls: list[int]):
+    """Stands in for the GGUF conversion to exercise the cache protocol (lock, temp dir, rename)."""
+    import time
+
+    def convert(info, out: Path) -> None:
+        calls.append(1)
+        time.sleep(0.3)
+        (out / "config.json").write_text("{}")
+        (out / embedded.PROVENANCE_FILE).write_text(json.dumps({"recipe_version": embedded.RECIPE_VERSION}))
+
+    return convert
+
+
+def test_concurrent_resolution_converts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+    calls: list[int] = []
+    monkeypatch.setattr(embedded, "_convert", _fake_convert(calls))
+    final = embedded.checkpoint_dir("smollm2-135m-instruct")
+    final.parent.mkdir(parents=True)
+    stale = final.parent / f".{final.name}.tmp-interrupted"
+    stale.mkdir()  # left by a killed conversion
+    with ThreadPoolExecutor(3) as pool:
+        paths = list(pool.map(lambda _: embedded.resolve_embedded("smollm2-135m-instruct"), range(3)))
+    assert paths == [final] * 3 and len(calls) == 1
+    assert not stale.exists() and not list(final.parent.glob(".*.tmp-*"))
+
+
+def test_failed_conversion_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+
+    def broken(info, out: Path) -> None:
+        (out / "model.safetensors").write_bytes(b"partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedded, "_convert", broken)
+    with pytest.raises(KeyboardInterrupt):
+        embedded.resolve_embedded("gemma3-270m")
+    assert [p.name for p in (tmp_path / "models").iterdir() if not p.name.endswith(".lock")] == []
+
+
 def test_unknown_name():
     with pytest.raises(EngineError, match="unknown embedded model") as err:
         embedded.resolve_embedded("smollm3")

@@ -21,7 +21,8 @@ def test_diagnostics_golden(path: Path, golden, capsys, monkeypatch, shared_data
     err = capsys.readouterr().err
     assert rc == 1, err
     assert "Traceback" not in err
-    text = err.replace(str(CASES) + "/", "").replace(str(Path(__file__).resolve().parents[2]) + "/", "")
+    repo = str(Path(__file__).resolve().parents[2])
+    text = err.replace(str(CASES) + "/", "").replace(repo + "/", "").replace(repo, "<repo>")
     golden(GOLDEN / f"{path.stem}.txt", text)
     # every error has a location and a caret line
     for block in text.strip().split("\n\n"):
