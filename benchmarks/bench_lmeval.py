@@ -215,6 +215,40 @@ def profile_auditlang(args: argparse.Namespace, work: Path, env: dict[str, str])
     stats.sort_stats("cumulative").print_stats(r"auditlang|forward|log_softmax|from_pretrained|import", 30)
 
 
+def breakdown(run_dir: Path) -> dict[str, float]:
+    """Where auditlang's engine time goes, in this process: engine load, then the run's
+    ``choice_logprobs`` requests (the quantity compared) and its one-token answer generations
+    (read only by the evaluator), each executed once through the hf engine on the same batches."""
+    from auditlang.engines.registry import load_engine
+    from auditlang.resolve import compile_spec
+    from auditlang.run.runner import model_config
+    from auditlang.store.codec import request_from_json
+
+    con = sqlite3.connect(f"file:{run_dir / 'journal.sqlite'}?mode=ro", uri=True)
+    try:
+        reqs = [request_from_json(r[0]) for r in con.execute("SELECT request FROM requests ORDER BY rowid")]
+    finally:
+        con.close()
+    cfg = model_config(compile_spec(SPEC), "smol")
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    engine = load_engine(cfg)
+    out["engine_load_s"] = time.perf_counter() - t0
+    try:
+        for kind in ("choice_logprobs", "generate"):
+            batch = [r for r in reqs if r.kind == kind]
+            t0 = time.perf_counter()
+            for start in range(0, len(batch), cfg.batch_size):
+                for res in engine.run(batch[start : start + cfg.batch_size]):
+                    if res.error:
+                        fail(f"breakdown: {kind} request failed: {res.error}")
+            out[f"{kind}_s"] = time.perf_counter() - t0
+            out[f"{kind}_n"] = float(len(batch))
+    finally:
+        engine.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -224,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
     ap.add_argument("--profile", action="store_true", help="also profile one auditlang run with cProfile")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time auditlang's engine phases in-process (load, label logprobs, answer generation)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         fail(f"--repeats must be >= 1 (got {args.repeats})")
@@ -250,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench_lmeval_"))
     repeats: list[Repeat] = []
     fp: dict[str, Any] = {}
+    phases: dict[str, float] | None = None
     try:
         for i in range(args.repeats):
             run_dir, lm_dir = work / f"auditlang_{i}", work / f"lmeval_{i}"
@@ -270,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"max |d logprob| {r.max_abs_logprob_diff:.2e}", flush=True)
             for d in r.disagreements:
                 print(f"  disagreement {d}")
+        if args.breakdown:
+            phases = breakdown(work / "auditlang_0")
+            print("auditlang engine phases (in-process): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
         if args.profile:
             profile_auditlang(args, work, env)
     finally:
@@ -291,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_ratio_cpu": statistics.median(r.ratio_cpu for r in repeats),
         "median_wall_s": {"auditlang": statistics.median(r.auditlang.wall_s for r in repeats),
                           "lmeval": statistics.median(r.lmeval.wall_s for r in repeats)},
+        "engine_phases": phases,
         "repeats": [asdict(r) for r in repeats],
     }
     print(f"\nmedian over {len(repeats)} repeat(s): auditlang {summary['median_wall_s']['auditlang']:.1f} s, "

@@ -103,7 +103,7 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if e.file is None and "not found" in str(e):
+                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)

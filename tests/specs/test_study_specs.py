@@ -252,9 +252,6 @@ def test_s003_local_audit_with_data(plan_with_data) -> None:
     assert len(sc) == 2 * 1500 and {r.p["temperature"] for r in sc} == {1.0}
 
 
-@pytest.mark.xfail(strict=True, raises=CompileError,
-                   reason="planner gap: a hub(...) dataset that cannot be loaded offline is an E170 error "
-                          "instead of an estimate from its declared size (auditlang/plan/planner.py)")
 def test_s003_full_plan_with_data_is_an_estimate(shared_data: Path) -> None:
     plan = build_plan(compiled(SPECS["s003"]), data_root=str(shared_data))
     assert plan.estimated
