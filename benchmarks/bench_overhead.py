@@ -176,12 +176,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=None, help="executor commit batch (default: its own rule)")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="engine to measure (vllm: run in the vLLM venv)")
     ap.add_argument("--engine-batch", type=int, default=16, help="the hf engine's own batch size")
     ap.add_argument("--data", type=Path, default=DATA, help="ARC-Challenge JSONL (default: ../shared/data)")
     ap.add_argument("--write-readme", action="store_true")
     args = ap.parse_args()
 
-    engine = load_engine(ModelConfig(name="smol", engine="hf", path=args.model, chat=True, device=args.device, batch_size=args.engine_batch))
+    engine = load_engine(ModelConfig(name="smol", engine=args.engine, path=args.model, chat=True, device=args.device,
+                                     batch_size=args.engine_batch))
     try:
         reqs = build_requests(args.items, args.max_tokens, "smol", args.data)
         list(engine.run(reqs[:8]))  # warm-up (not timed)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from spec_helpers import SPECS, compiled, declared_plan, only_audit
 
-from auditlang.diagnostics import CompileError
 from auditlang.plan.planner import build_plan
 
 
@@ -253,10 +252,17 @@ def test_s003_local_audit_with_data(plan_with_data) -> None:
 
 
 def test_s003_full_plan_with_data_is_an_estimate(shared_data: Path) -> None:
+    # FreshQA, GPQA Diamond and LiveBench are absent offline: estimated from their declared
+    # App. D.2 sizes; TriviaQA and MMLU-Pro (486 of 2,841 locally) are planned from the files.
     plan = build_plan(compiled(SPECS["s003"]), data_root=str(shared_data))
     assert plan.estimated
-    n = {c.dataset: c.n_items for c in plan.cells}
-    assert n["gpqa"] == 198 and n["triviaqa"] == 1500 and n["mmlu_pro"] == 486
+    est = {c.dataset: (c.n_items, c.estimated) for c in plan.cells}
+    assert est == {"freshqa": (600, True), "gpqa": (198, True), "livebench": (200, True),
+                   "triviaqa": (1500, False), "mmlu_pro": (486, False)}
+    # the answer call samples at temperature 1.0 / top_p 1.0 (App. D.3)
+    answers = [r for r in plan.requests if r.kind == "generate" and r.p.get("n", 1) == 1
+               and r.p.get("max_tokens") in (32768, 40960, 131072)]
+    assert answers and {(r.p["temperature"], r.p.get("top_p", 1.0)) for r in answers} == {(1.0, 1.0)}
 
 
 # ----------------------------------------------------------------------------- study 004
@@ -297,6 +303,11 @@ def test_s004_one_model_with_data_and_disjoint_dev(plan_with_data) -> None:
     test = {ctx.index for k, u in plan.units.items() if k[4] == "test" for ctx in u.contexts}
     dev = {ctx.index for k, u in plan.units.items() if k[4] == "dev" for ctx in u.contexts}
     assert len(test) == len(dev) == 1000 and not test & dev
+    # App. A: sampling at temperature 0.1, top_p 0.9 (the answer and the probes' own calls; the
+    # TokProb 1-token read of the next-token distribution is not a sample)
+    sampled = {(r.p["temperature"], r.p.get("top_p")) for r in plan.requests
+               if r.kind == "generate" and r.p["max_tokens"] > 1}
+    assert sampled == {(0.1, 0.9)}
     # App. A.2: the shuffle moves the gold option in every item
     orig = {ctx.index: ctx.item for k, u in plan.units.items() if k[3] == "s004.original" and k[4] == "test"
             for ctx in u.contexts}
