@@ -81,6 +81,7 @@ class Planner:
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.failed: set[str] = set()
+        self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
     # -------------------------------------------------------------- data
     def dataset(self, dsid: str) -> DatasetItems | None:
@@ -120,11 +121,32 @@ class Planner:
 
     # -------------------------------------------------------------- items
     def _contexts(self, audit: str, mid: str, dsid: str, vid: str, split: str, ds: DatasetItems) -> list[ItemCtx]:
+        """Item contexts of one (model, dataset, variant, split); prompts are rendered once per
+        (dataset, variant, split) and shared by every model."""
+        rendered = self._rendered(dsid, vid, split, ds)
+        if rendered is None:
+            return []
         spec = self.spec
-        dobj = spec.get(dsid)
-        task = dobj.value.task
-        vobj = spec.get(vid)
-        var = vobj.value
+        var = spec.get(vid).value
+        task = spec.get(dsid).value.task
+        minfo = model_info(spec, mid)
+        budget = var.max_tokens or spec.get(mid).value.max_tokens
+        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p}
+        return [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
+                        user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
+                        labels=ctx.get("labels"), extras=dict(extras))
+                for idx, ctx, text, system in rendered]
+
+    def _rendered(self, dsid: str, vid: str, split: str, ds: DatasetItems):
+        key = (dsid, vid, split)
+        if key not in self._render_cache:
+            self._render_cache[key] = self._render(dsid, vid, split, ds)
+        return self._render_cache[key]
+
+    def _render(self, dsid: str, vid: str, split: str, ds: DatasetItems):
+        spec = self.spec
+        task = spec.get(dsid).value.task
+        var = spec.get(vid).value
         tid = _variant_template(spec, vid, task)
         try:
             tpl = compile_obj(spec, spec.get(tid))
@@ -132,9 +154,8 @@ class Planner:
         except TemplateError as e:
             self.bag.error("E160", f"template of variant '{vid}': {getattr(e, 'message', e)}", spec.get(tid).span,
                            hint=getattr(e, "hint", None))
-            return []
-        sample = ds.indices if split == "test" else None
-        pairs = [(i, ds.items[i]) for i in sample] if sample is not None else self._dev_items(dsid, ds)
+            return None
+        pairs = [(i, ds.items[i]) for i in ds.indices] if split == "test" else self._dev_items(dsid, ds)
         if pairs:
             avail = set(pairs[0][1]) | PROTOCOL_VARS
             missing = sorted(tpl.variables - avail)
@@ -144,10 +165,8 @@ class Planner:
                 self.bag.error("E161", f"template of variant '{vid}' uses {', '.join(repr(m) for m in missing)}, "
                                f"which dataset '{dsid}' does not provide", spec.get(tid).span,
                                hint=did_you_mean(missing[0], sorted(set(pairs[0][1])), "fields"))
-                return []
-        minfo = model_info(spec, mid)
-        budget = var.max_tokens or spec.get(mid).value.max_tokens
-        pool = [ds.items[i] for i in range(len(ds.items))] if var.fewshot else []
+                return None
+        pool = ds.items if var.fewshot else []
         base_seed = spec.settings.seed
         out = []
         for idx, raw in pairs:
@@ -164,7 +183,7 @@ class Planner:
                     item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
                 except ValueError as e:
                     self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
-                    return []
+                    return None
             examples = None
             if var.fewshot:
                 fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
@@ -174,14 +193,10 @@ class Planner:
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
             except (TemplateError, ValueError) as e:
-                self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': {getattr(e, 'message', e)}",
-                               spec.get(tid).span, hint=getattr(e, "hint", None))
-                return []
-            out.append(ItemCtx(
-                model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
-                user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
-                labels=ctx.get("labels"), extras={"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p},
-            ))
+                self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': "
+                               f"{getattr(e, 'message', e)}", spec.get(tid).span, hint=getattr(e, "hint", None))
+                return None
+            out.append((idx, ctx, text, system))
         return out
 
     # -------------------------------------------------------------- plan

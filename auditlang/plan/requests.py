@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 RequestKind = Literal[
@@ -148,8 +149,14 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_thaw)
 
 
+@lru_cache(maxsize=200_000)
+def prompt_digest(prompt: Prompt) -> str:
+    """SHA-256 of the prompt's canonical JSON; cached, since many requests share one prompt."""
+    return hashlib.sha256(canonical_json(prompt.to_dict()).encode("utf-8")).hexdigest()
+
+
 def request_hash(model: str, kind: str, prompt: Prompt, params: dict[str, Any], seed: int) -> str:
-    payload = canonical_json({"m": model, "k": kind, "p": prompt.to_dict(), "a": _thaw(params), "s": seed})
+    payload = canonical_json({"m": model, "k": kind, "p": prompt_digest(prompt), "a": _thaw(params), "s": seed})
     return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 

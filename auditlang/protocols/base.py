@@ -38,6 +38,14 @@ class ItemCtx:
     # ---------------------------------------------------------------- prompts
     def prompt(self, user_text: str | None = None, assistant_prefix: str | None = None) -> Prompt:
         """The answer prompt as this model sees it (chat messages, or raw text for base models)."""
+        if user_text is None and assistant_prefix is None:
+            cached = self.extras.get("_prompt")
+            if cached is None:
+                cached = self.extras["_prompt"] = self._prompt(None, None)
+            return cached
+        return self._prompt(user_text, assistant_prefix)
+
+    def _prompt(self, user_text: str | None, assistant_prefix: str | None) -> Prompt:
         text = self.user_text if user_text is None else user_text
         if self.model.chat:
             msgs = []
@@ -71,7 +79,16 @@ class ItemCtx:
 
     def answer_request(self) -> Request:
         """The answer-scoring generation shared by every protocol of a cell: greedy unless the
-        variant sets a temperature (study 003 samples its answers at temperature 1.0)."""
+        variant sets a temperature (study 003 samples its answers at temperature 1.0).
+        Built once per context (the planner asks for it once per protocol)."""
+        cached = self.extras.get("_answer_request")
+        if cached is not None:
+            return cached
+        req = self._answer_request()
+        self.extras["_answer_request"] = req
+        return req
+
+    def _answer_request(self) -> Request:
         temperature = float(self.extras.get("temperature", 0.0))
         top_p = self.extras.get("top_p")
         return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,

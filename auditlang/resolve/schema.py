@@ -156,8 +156,10 @@ class Typo(Obj):
 
 
 class OneShot(Obj):
-    DOC: ClassVar[str] = "Study 004: prefix one solved example drawn from a seeded pool."
+    DOC: ClassVar[str] = "Study 004: prefix one solved example (Table 4): a fixed index of a bank, or a seeded draw."
     seed: int | None = None
+    bank: Literal["mmlu", "hellaswag"] | None = None  # default: hellaswag for datasets named so, else mmlu
+    index: int | None = Field(default=None, ge=0, le=3)
 
 
 class Variant(Obj):
