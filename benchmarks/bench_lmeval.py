@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import resource
@@ -322,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "threads": args.threads or torch.get_num_threads()},
         "auditlang": {"torch": torch.__version__, "transformers": transformers.__version__,
-                      "dtype": fp.get("dtype"), "padding_side": fp.get("padding_side"), "batch_size": 16},
+                      "dtype": fp.get("dtype"), "padding_side": fp.get("padding_side"), "batch_size": LMEVAL_BATCH},
         "lmeval": {"version": lm_version[0] if lm_version else None,
                    "transformers": lm_version[1] if len(lm_version) > 1 else None,
                    "torch": lm_version[2] if len(lm_version) > 2 else None,
@@ -338,8 +337,7 @@ def main(argv: list[str] | None = None) -> int:
           f"lm-eval {summary['median_wall_s']['lmeval']:.1f} s, ratio wall {summary['median_ratio_wall']:.2f}x, "
           f"ratio CPU {summary['median_ratio_cpu']:.2f}x (target <= 0.6x)")
     if args.json_out:
-        args.json_out.write_text(json.dumps(summary, indent=1, default=lambda x: None if isinstance(x, float) and math.isnan(x) else x),
-                                 encoding="utf-8")
+        args.json_out.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     return 0
 
 
