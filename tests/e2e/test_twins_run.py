@@ -1,4 +1,4 @@
-"""Every study twin in examples/ runs end to end with `auditc run` (2 items per dataset here;
+"""Every study twin in examples/ runs end to end with `auditc run` (1 item per dataset here;
 the committed reports under examples/reports/ come from full runs of the same specs)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ TWINS = sorted(REPO.glob("examples/s00*_twin.audit"))
 @pytest.mark.parametrize("spec", TWINS, ids=lambda p: p.stem)
 def test_twin_runs_end_to_end(spec: Path, tmp_path: Path, shared_data: Path, capsys) -> None:
     out = tmp_path / spec.stem
-    rc = main(["run", str(spec), "--data-root", str(shared_data), "--out", str(out), "--limit", "2", "--no-progress"])
+    rc = main(["run", str(spec), "--data-root", str(shared_data), "--out", str(out), "--limit", "1", "--no-progress"])
     captured = capsys.readouterr()
     assert rc == 0, captured.err[-3000:]
     records = pd.read_parquet(out / "records.parquet")
