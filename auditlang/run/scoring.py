@@ -22,6 +22,7 @@ from auditlang.store.journal import Journal
 from auditlang.store.records import ExampleRecord, write_records
 
 RECORDS = "records.parquet"
+FIT_ERROR = "__fit_error__"
 
 
 def _label(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, Result | None]):
@@ -85,7 +86,12 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                     pred, parsed, rule, corr = _label(progs, spec, first_eid, ctx, text, r2)
                     ro = _read(progs, prog, first_eid, ctx, {**r1, **r2}, pred, text)
                     fit_input.append({"confidence": ro.confidence, "correct": corr, "extras": ro.extras, "abstain": ro.abstain})
-                fitted = prog.fit(fit_input)
+                try:
+                    fitted = prog.fit(fit_input)
+                except ValueError as e:
+                    # e.g. a dev split with only one outcome: nothing can be fitted; the cell's
+                    # confidences are then missing (counted), never silently unfitted.
+                    fitted = {FIT_ERROR: str(e)}
             evals = [(c.evaluator, None) for c in cells if c.protocol == pid]
             if evaluator_override:
                 evals = evaluator_override
@@ -107,7 +113,10 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                         ro_conf, ro_parsed, kind, extras, abstain = math.nan, False, "missing", {"missing": True}, None
                     else:
                         ro = _read(progs, prog, eid, ctx, all_res, pred, text)
-                        if fitted is not None:
+                        if fitted is not None and FIT_ERROR in fitted:
+                            ro.extras["fit_error"] = fitted[FIT_ERROR]
+                            ro.confidence, ro.parsed, ro.abstain = math.nan, False, None
+                        elif fitted is not None:
                             ro = prog.apply(fitted, ro)
                         ro_conf, ro_parsed, kind, extras, abstain = ro.confidence, ro.parsed, ro.kind, dict(ro.extras), ro.abstain
                     if abstain is not None:
