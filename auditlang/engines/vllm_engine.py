@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 
 VLLM_INSTALL_HINT = (
@@ -774,43 +775,3 @@ class _GenSpec:
             stop=tuple(stop),
             seed=int(req.seed),
         )
-
-
-def _error(req: Request, message: str) -> Result:
-    return Result(request_id=req.id, kind=req.kind, error=message)
-
-
-def _int(p: dict[str, Any], key: str, default: int | None, lo: int | None = None) -> int:
-    v = p.get(key, default)
-    if v is None:
-        raise ValueError(f"missing required parameter {key!r}")
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"parameter {key!r} must be an integer (got {v!r})")
-    if lo is not None and v < lo:
-        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
-    return v
-
-
-def _float(p: dict[str, Any], key: str, default: float, lo: float | None = None) -> float:
-    v = p.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise ValueError(f"parameter {key!r} must be a number (got {v!r})")
-    if lo is not None and v < lo:
-        raise ValueError(f"parameter {key!r} must be >= {lo} (got {v})")
-    return float(v)
-
-
-def _str(p: dict[str, Any], key: str) -> str:
-    v = p.get(key)
-    if not isinstance(v, str):
-        raise ValueError(f"parameter {key!r} must be a string (got {v!r})")
-    return v
-
-
-def _str_list(p: dict[str, Any], key: str) -> list[str]:
-    v = p.get(key)
-    if not isinstance(v, list | tuple) or not v or not all(isinstance(x, str) for x in v):
-        raise ValueError(f"parameter {key!r} must be a non-empty list of strings (got {v!r})")
-    if len(set(v)) != len(v):
-        raise ValueError(f"parameter {key!r} has duplicate entries: {list(v)!r}")
-    return list(v)
