@@ -131,7 +131,7 @@ class Planner:
         task = spec.get(dsid).value.task
         minfo = model_info(spec, mid)
         budget = var.max_tokens or spec.get(mid).value.max_tokens
-        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p}
+        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k}
         return [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
                         user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
                         labels=ctx.get("labels"), extras=dict(extras))
@@ -275,6 +275,7 @@ class Planner:
                                     role, kind = EVALUATOR_FOLLOWUPS[ector]
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
+        naive += self._plan_cross(units, programs, unique, deferred)
         self._check_capabilities(cells, units, programs, evaluators_by_audit={
             aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
         self.bag.raise_if_errors()
@@ -289,6 +290,45 @@ class Planner:
         )
         plan.units = units
         return plan
+
+    def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
+        """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
+        are stage-1 requests of their unit; the candidate-scoring follow-ups are counted in
+        ``deferred`` (source ``cross:<protocol>``). Returns the naive requests added."""
+        from types import SimpleNamespace
+
+        from auditlang.plan.cross import cross_sources
+
+        spec = self.spec
+        added = 0
+        for target, sources in cross_sources(spec, SimpleNamespace(units=units)).items():
+            unit = units[target]
+            ctxs = unit.contexts
+            n = len(ctxs)
+            for src in sources:
+                width = 1
+                if src.samples:
+                    prog = programs.get(src.samples) or program_for(spec.get(src.samples), spec)
+                    programs.setdefault(src.samples, prog)
+                    width = prog.p.k
+                    for ctx in ctxs:
+                        for r in prog.stage1(ctx).values():
+                            added += 1
+                            unique.setdefault(r.id, r)
+                    if src.grouping and spec.get(src.grouping).ctor == "llm_judge":
+                        deferred[(spec.get(src.grouping).value.judge, f"cross:{src.grouping}", "grouping", "generate")] += n
+                pids = spec.get(target[0]).value.protocols
+                for pid in pids:
+                    prog = programs[pid]
+                    if not prog.answer_conditioned() or not ctxs:
+                        continue
+                    base = getattr(prog, "base", None)
+                    if base is not None and base.obj.id in pids:
+                        continue  # platt over a protocol of the audit: the same requests
+                    for role, kind in prog.roles2(ctxs[0]).items():
+                        deferred[(unit.model, f"cross:{pid}", role, kind)] += n * width
+                        added += n * width
+        return added
 
     def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
         """Reject, at plan time, cells whose engine cannot serve a request kind they need."""

@@ -43,7 +43,7 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         req.add_row(m, plan.models.get(m, {}).get("engine", "?"), k, "1", f"{n:,}", "")
     for d in plan.deferred:
         req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], "2",
-                    f"{d['count']:,}", f"{d['role']} of {d['source']} (built from stage-1 outputs)")
+                    f"{d['count']:,}", _deferred_label(d))
     con.print(req)
     saved = plan.naive_request_count - plan.unique_request_count
     pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
@@ -55,3 +55,10 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         con.print("[bold]cells[/bold] (id · items · content hash; * = estimated)")
         for c in plan.cells:
             con.print(f"  {c.id}  {c.n_items}{'*' if c.estimated else ''}  {c.hash}", soft_wrap=True, highlight=False)
+
+
+def _deferred_label(d: dict) -> str:
+    src = str(d["source"])
+    if src.startswith("cross:"):
+        return f"{d['role']} of {src[len('cross:'):]} (cross stage: answers of other units)"
+    return f"{d['role']} of {src} (built from stage-1 outputs)"

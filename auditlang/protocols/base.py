@@ -91,9 +91,11 @@ class ItemCtx:
     def _answer_request(self) -> Request:
         temperature = float(self.extras.get("temperature", 0.0))
         top_p = self.extras.get("top_p")
+        top_k = self.extras.get("sample_top_k")  # sampling top-k (request param top_k); none = off
         return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,
                             max_tokens=self.answer_max_tokens, temperature=temperature,
-                            top_p=(float(top_p) if temperature > 0 and top_p is not None else None), top_logprobs=0)
+                            top_p=(float(top_p) if temperature > 0 and top_p is not None else None),
+                            top_k=(int(top_k) if temperature > 0 and top_k else None), top_logprobs=0)
 
     # ------------------------------------------------------------ protocol helpers
     def prefilled(self, user_text: str, prefill: str) -> Prompt:
@@ -199,6 +201,24 @@ class Program:
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
         raise NotImplementedError
 
+    # ------------------------------------------------------------ supplied candidates (cross stage)
+    def answer_conditioned(self) -> bool:
+        """True when the confidence is a function of the answer shown to the model, so the
+        program can score an answer it did not generate (another model's answer, the answer of
+        another prompt, a sampled answer: see auditlang/run/cross.py). Programs whose
+        confidence ignores the answer (first-token windows, supplied provenances, probes) say no."""
+        return False
+
+    def candidate_requests(self, ctx: ItemCtx, results: dict[str, Result], answer_text: str, pred: Any) -> dict[str, Request]:
+        """Requests that score ``answer_text`` (with evaluator answer ``pred``) as if it were the
+        model's own answer: the program's stage-2 follow-ups built on a substituted answer."""
+        return self.stage2(ctx, {**results, "answer": supplied_result(answer_text)}, pred)
+
+    def read_candidate(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
+        """The confidence of a supplied candidate; ``results`` holds the item's stage-1 results and
+        the candidate's requests' results under their roles."""
+        return self.read(ctx, {**results, "answer": supplied_result(answer_text)}, pred, answer_text, **kw)
+
     def describe(self) -> str:
         return self.p.DOC
 
@@ -241,6 +261,13 @@ def program_for(obj, spec) -> Program:
         "platt": probes.PlattProgram,
     }
     return table[obj.ctor](obj, spec)
+
+
+def supplied_result(text: str) -> Result:
+    """A stand-in answer generation holding ``text`` (never stored; ids are not real)."""
+    from auditlang.plan.requests import Sample
+
+    return Result(request_id="supplied", kind="generate", samples=[Sample(text=text, tokens=[], finish_reason="stop")])
 
 
 def generated_text(res: Result | None) -> str:

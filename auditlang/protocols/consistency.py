@@ -72,7 +72,7 @@ def agreement(answers: list[Any], reference: Any, same: Same) -> float:
 
 
 class SelfConsistencyProgram(Program):
-    """``self_consistency(k, temperature, top_p, seed, max_tokens, reference)``."""
+    """``self_consistency(k, temperature, top_p, sample_top_k, seed, max_tokens, reference)``."""
 
     accepts_extract = True
 
@@ -83,8 +83,36 @@ class SelfConsistencyProgram(Program):
         p = self.p
         seed = p.seed if p.seed is not None else ctx.seed
         return {"samples": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=seed, n=p.k,
-                                        temperature=p.temperature, top_p=p.top_p,
+                                        temperature=p.temperature, top_p=p.top_p, top_k=p.sample_top_k,
                                         max_tokens=p.max_tokens or ctx.answer_max_tokens, top_logprobs=0)}
+
+    def answer_conditioned(self) -> bool:
+        return True
+
+    def candidate_requests(self, ctx: ItemCtx, results: dict[str, Result], answer_text: str, pred: Any) -> dict[str, Request]:
+        return {}  # the model's own samples are compared with the candidate: nothing to run
+
+    def read_candidate(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, *,
+                       extract: Extract | None = None, same: Same | None = None) -> Readout:
+        """A supplied candidate's confidence: the fraction of the model's K samples whose answer
+        is equivalent to the candidate's (study 003 leaves how self-consistency scores another
+        model's candidate unspecified; this is the natural reading, ``c = Σ_k 1[â_k = s] / K``)."""
+        kind = self.obj.ctor
+        res = usable(results, "samples")
+        if res is None or not res.samples:
+            return Readout(math.nan, False, kind, extras={"reason": "no samples"})
+        ext = extract or default_extract(ctx)
+        eq = same or default_same
+        answers = [ext(s.text or "") for s in res.samples]
+        answers += [None] * (self.p.k - len(answers))
+        ref = ext(answer_text) if pred is None else (pred.strip() if isinstance(pred, str) else pred)
+        ref = ref if ref not in ("", None) else None
+        conf = agreement(answers, ref, eq)
+        extras = {"answers": answers, "reference": ref, "reference_kind": "candidate", "k": len(answers)}
+        if math.isnan(conf):
+            extras["reason"] = "the candidate has no extracted answer"
+            return Readout(math.nan, False, kind, extras=extras)
+        return Readout(conf, True, kind, extras=extras)
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, *,
              extract: Extract | None = None, same: Same | None = None) -> Readout:

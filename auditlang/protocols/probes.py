@@ -18,8 +18,8 @@ Prompts: without ``template=`` the probes use the paper's stdlib templates
 (``s004/mc/{nota,moreinfo,selfref,askcal}``), switching to the ``*_oneshot`` template when the
 item carries a one-shot example (``oneshot`` field from the one-shot perturbation). Decoding
 is greedy by default (``temperature=0``); 004 App. A samples with temperature 0.1, top_p 0.9,
-top_k 50 (``temperature=0.1, top_p=0.9`` reproduce the first two; the request contract has no
-top_k).
+top_k 50 (``temperature=0.1, top_p=0.9, sample_top_k=50``; ``sample_top_k`` becomes the
+generate request's sampling ``top_k``).
 
 Dev fitting (``needs_dev``): the runner reads every dev item of the cell like a test item,
 scores correctness with the cell's evaluator, then calls ``fitted = program.fit(dev_rows)``
@@ -114,7 +114,7 @@ class _PromptedProbe(Program):
         p = self.p
         return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=p.max_tokens,
                             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
-                            top_logprobs=0)
+                            top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 
     def _reply(self, results: dict[str, Result]) -> str | None:
         res = usable(results, self.ROLE)
@@ -448,6 +448,16 @@ class PlattProgram(Program):
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
         r = self.base.read(ctx, results, pred, answer_text, **kw)
+        return Readout(r.confidence, r.parsed, self.obj.ctor, r.abstain, {**r.extras, "base_kind": r.kind})
+
+    def answer_conditioned(self) -> bool:
+        return self.base.answer_conditioned()
+
+    def candidate_requests(self, ctx: ItemCtx, results: dict[str, Result], answer_text: str, pred: Any) -> dict[str, Request]:
+        return self.base.candidate_requests(ctx, results, answer_text, pred)
+
+    def read_candidate(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
+        r = self.base.read_candidate(ctx, results, pred, answer_text, **kw)
         return Readout(r.confidence, r.parsed, self.obj.ctor, r.abstain, {**r.extras, "base_kind": r.kind})
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -119,6 +119,9 @@ class TokenProgram(Program):
         p = self.p
         return self._score_role() if p.readout != "first_token" and p.scored == "generated" else {}
 
+    def answer_conditioned(self) -> bool:
+        return self.p.readout != "first_token" and self.p.scored == "generated"
+
     # ------------------------------------------------------------------ requests
     def _context_prompt(self, ctx: ItemCtx) -> Prompt:
         p = self.p

@@ -214,6 +214,9 @@ class VerbalProgram(SuppliedAnswers, Program):
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {"verbal": "generate"} if self._staged() == 2 else {}
 
+    def answer_conditioned(self) -> bool:
+        return self._staged() == 2
+
     # ------------------------------------------------------------------ requests
     def prompt_for(self, ctx: ItemCtx, answer: str) -> Prompt:
         if self.layout == "prefill":
@@ -228,7 +231,7 @@ class VerbalProgram(SuppliedAnswers, Program):
         p = self.p
         return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=p.max_tokens,
                             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
-                            top_logprobs=0)
+                            top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         if self._staged() != 1:
@@ -313,6 +316,9 @@ class PTrueProgram(SuppliedAnswers, Program):
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {"p_true": "choice_logprobs"} if self._staged() == 2 else {}
+
+    def answer_conditioned(self) -> bool:
+        return self._staged() == 2
 
     def _request(self, ctx: ItemCtx, answer: str) -> Request:
         if self.layout == "single":

@@ -60,3 +60,19 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             if x and x not in a.protocols:
                 bag.error("E156", f"compare '{comp.id}': protocol '{x}' is not in audit '{audit_id}'", comp.param_span(fld),
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
+        if comp.ctor == "robustness":
+            _check_robustness(spec, comp, a, bag)
+
+
+def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
+    """Study 002's answer samples must come from a self_consistency protocol (K sampled answers),
+    and the answers it scores need a confidence protocol that reads the answer."""
+    c = comp.value
+    if c.samples and c.samples in spec.objects and spec.get(c.samples).ctor != "self_consistency":
+        bag.error("E157", f"compare '{comp.id}': samples='{c.samples}' is a {spec.get(c.samples).ctor} protocol; "
+                  "A-STB / A-SST need K sampled answers per item", comp.param_span("samples"),
+                  hint="name a self_consistency(k=..., temperature=...) protocol, e.g. stdlib:s002 samples10")
+    if c.grouping and c.grouping in spec.objects and not c.samples:
+        bag.error("E157", f"compare '{comp.id}': grouping= groups sampled answers, but samples= is not given",
+                  comp.param_span("grouping"), hint="add samples=<a self_consistency protocol>")
+

@@ -86,6 +86,11 @@ class _ModelBase(Obj):
     batch_size: int = Field(default=16, ge=1)
     max_tokens: int = Field(default=32, ge=1)  # default answer budget
     seed: int | None = None
+    # chat-template variables (study 003 App. C): Qwen3's `enable_thinking` flag and GPT-OSS's
+    # `reasoning_effort`; none = not passed (the template's default). They reach the engines as
+    # ModelConfig.options["chat_template_kwargs"].
+    enable_thinking: bool | None = None
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
 
 
 class HFModel(_ModelBase):
@@ -177,6 +182,9 @@ class Variant(Obj):
     max_tokens: int | None = Field(default=None, ge=1)  # answer budget for this variant (e.g. CoT 256)
     temperature: float = Field(default=0.0, ge=0)  # answer decoding; 0 = greedy (study 003 uses 1.0)
     top_p: float = Field(default=1.0, gt=0, le=1)
+    # sampling top-k (vLLM semantics, applied before top_p; none = off). Not the logprob window
+    # that `top_k` names in token protocols. 004 App. A samples with top_k 50.
+    sample_top_k: int | None = Field(default=None, ge=1)
     REFS: ClassVar[dict[str, str]] = {
         "template": "template", "multiple_choice": "template", "classification": "template", "open_qa": "template",
         "system": "template", "perturb": "perturbation", "fewshot_pool": "dataset",
@@ -220,6 +228,7 @@ class Verbalized(Obj):
     answer_form: Literal["full", "extracted"] = "full"  # own answer embedded: full generation or evaluator's answer
     temperature: float = Field(default=0.0, ge=0)  # 000/001/002 greedy; 003 App. D.3 samples at 1.0
     top_p: float = Field(default=1.0, gt=0, le=1)
+    sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; see Variant)
     REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model", "prefill": "template"}
 
 
@@ -240,6 +249,7 @@ class SelfConsistency(Obj):
     k: int = Field(default=10, ge=2)
     temperature: float = Field(default=1.0, gt=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
+    sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; 003: top_k=-1, off)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     reference: Literal["first_sample", "answer"] = "first_sample"  # 003: agreement with sample 1
@@ -250,8 +260,9 @@ class AbstainProbe(Obj):
 
     template: str | None = None
     max_tokens: int = Field(default=16, ge=1)
-    temperature: float = Field(default=0.0, ge=0)  # 004 appendix A samples at 0.1 / top_p 0.9
+    temperature: float = Field(default=0.0, ge=0)  # 004 appendix A samples at 0.1 / top_p 0.9 / top_k 50
     top_p: float = Field(default=1.0, gt=0, le=1)
+    sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; see Variant)
     REFS: ClassVar[dict[str, str]] = {"template": "template"}
 
 
@@ -473,8 +484,16 @@ class ProtocolGrid(_Compare):
 class Robustness(_Compare):
     DOC: ClassVar[str] = "Study 002: P-RB, A-STB, A-SST across prompts, next to Brier and AUROC."
     variants: list[str] = []
-    grouping: str | None = None  # evaluator (LLM judge) grouping answers semantically
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator"}
+    # P-RB input (002 App. A.3): "fixed" re-scores the answer generated under the first listed
+    # variant under every prompt (a cross-variant stage); "own" scores each prompt's own answer
+    # (002's GPT-4o fallback: "based on the generated output sequences instead").
+    answer: Literal["fixed", "own"] = "fixed"
+    # A-STB / A-SST input (002 §4.2, App. A.3): a self_consistency protocol whose K samples (of the
+    # first listed variant) are each scored by every confidence protocol of the audit.
+    samples: str | None = None
+    grouping: str | None = None  # evaluator grouping the samples semantically (an llm_judge: 002 A.1)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
+                                      "samples": "protocol"}
 
 
 class Aligned(_Compare):

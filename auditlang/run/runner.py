@@ -30,6 +30,7 @@ from auditlang.run.stage2 import stage2_requests
 from auditlang.store.journal import Journal
 
 RUN_FILE = "run.json"
+CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params passed to the chat template
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
@@ -48,6 +49,9 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
     for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env", "server"):
         if hasattr(v, k) and getattr(v, k) is not None:
             options[k] = getattr(v, k)
+    template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
+    if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
+        options["chat_template_kwargs"] = template_kwargs
     return ModelConfig(
         name=mid, engine=engine, path=path, dtype=DTYPES.get(v.dtype, v.dtype), chat=chat,
         device=getattr(v, "device", "auto"), batch_size=v.batch_size, revision=v.revision, options=options,
@@ -78,49 +82,75 @@ def _load(cfg: ModelConfig):
 
 def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
                  shard=None, retry_errors: bool = False, log=print) -> dict[str, str]:
-    """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash."""
+    """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
+
+    Three phases: (1) each audited model's stage 1 and stage 2; (2) the cross stage (answers of
+    other units, see auditlang/run/cross.py), for models that have cross requests; (3) judge
+    models. A model is loaded once per phase that has work for it.
+    """
     from auditlang.execute.executor import execute
+    from auditlang.run.cross import cross_requests
 
     run_dir.mkdir(parents=True, exist_ok=True)
     info = read_run_file(run_dir)
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
     totals = {"executed": 0, "cached": 0, "errors": 0}
     audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
-    judges = sorted({d["model"] for d in plan.deferred if d["model"] not in audited})
+    opts = {"progress": progress, "retry_errors": retry_errors}
     with Journal(run_dir) as journal:
-        for mid in audited + judges:
+        def run_phase(mid: str, work) -> None:
             cfg = model_config(spec, mid, engine_override)
             t0 = time.perf_counter()
             engine = _load(cfg)
             log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
             try:
-                fp = journal.register_engine(engine.fingerprint(), mid)
-                fps[mid] = fp
+                fps[mid] = journal.register_engine(engine.fingerprint(), mid)
                 write_run_file(run_dir, {**info, "fingerprints": fps, "spec": str(spec.entry), "plan_hash": plan_hash_of(plan)})
-                stage1 = [r for r in plan.requests if r.model == mid]
-                st = execute(engine, stage1, journal, progress=progress, shard=shard, retry_errors=retry_errors,
-                             description=f"{mid} stage 1")
-                _acc(totals, st)
-                stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
-                if stage2:
-                    # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
-                    st = execute(engine, stage2, journal, progress=progress, shard=None, retry_errors=retry_errors,
-                                 description=f"{mid} stage 2")
-                    _acc(totals, st)
-                if mid in judges:
-                    jreqs = [r for r in stage2_requests(spec, plan, journal, fps, judges_only=True) if r.model == mid]
-                    st = execute(engine, jreqs, journal, progress=progress, shard=None, retry_errors=retry_errors,
-                                 description=f"{mid} judge")
-                    _acc(totals, st)
+                work(engine)
             except EngineError as e:
                 raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
             finally:
                 engine.close()
+
+        for mid in audited:
+            def stages12(engine, mid=mid) -> None:
+                stage1 = [r for r in plan.requests if r.model == mid]
+                _acc(totals, execute(engine, stage1, journal, shard=shard, description=f"{mid} stage 1", **opts))
+                stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                if stage2:
+                    # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
+                    _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
+            run_phase(mid, stages12)
+
+        # Cross stage: built from committed answers of every model (a shard builds what its journal
+        # allows). Requests of audited models run now (candidate scoring, and sample grouping when
+        # an audited model is also a judge); those of other models join the judge phase.
+        cross = cross_requests(spec, plan, journal, fps)
+        for mid in audited:
+            mine = [r for r in cross if r.model == mid]
+            if mine and _missing(journal, fps, mid, mine, retry_errors):
+                run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
+                    totals, execute(engine, mine, journal, shard=None, description=f"{mid} cross", **opts)))
+        judge_work = stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+        for mid in sorted({r.model for r in judge_work}):
+            mine = [r for r in judge_work if r.model == mid]
+            run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
+                totals, execute(engine, mine, journal, shard=None, description=f"{mid} judge", **opts)))
     log(f"requests: executed {totals['executed']}, cached {totals['cached']}, errors {totals['errors']}")
     info = read_run_file(run_dir)
     info.update({"fingerprints": fps, "last_run": totals, "spec": str(spec.entry), "plan_hash": plan_hash_of(plan)})
     write_run_file(run_dir, info)
     return fps
+
+
+def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request], retry_errors: bool) -> bool:
+    """Whether any request still needs the engine (saves reloading a model whose work is all
+    stored). ``fps[mid]`` was registered by this call's first phase, so it is the current engine's."""
+    fp = fps.get(mid)
+    if fp is None:
+        return True
+    committed = journal.committed([r.id for r in reqs], fp)
+    return any(r.id not in committed or (retry_errors and committed[r.id]) for r in reqs)
 
 
 def _acc(totals: dict[str, int], st) -> None:

@@ -62,7 +62,10 @@ def _gold(ctx) -> str:
 def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
     """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
+    from auditlang.run.cross import CrossData
+
     progs = Programs(spec)
+    cross = CrossData(spec, plan, journal, fps, progs)
     records: list[ExampleRecord] = []
     cells_by_unit: dict[tuple, list] = {}
     for c in plan.cells:
@@ -92,6 +95,8 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                     # e.g. a dev split with only one outcome: nothing can be fitted; the cell's
                     # confidences are then missing (counted), never silently unfitted.
                     fitted = {FIT_ERROR: str(e)}
+            target = (aid, mid, dsid, vid, "test")
+            cand_results = _cross_results(cross, journal, fp, target, pid, rows) if cross.sources.get(target) else {}
             evals = [(c.evaluator, None) for c in cells if c.protocol == pid]
             if evaluator_override:
                 evals = evaluator_override
@@ -121,6 +126,9 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                         ro_conf, ro_parsed, kind, extras, abstain = ro.confidence, ro.parsed, ro.kind, dict(ro.extras), ro.abstain
                     if abstain is not None:
                         extras["abstain"] = bool(abstain)
+                    if ctx.index in cand_results:
+                        extras["supplied"] = _score_candidates(progs, spec, cross, journal, target, aid, pid, eid, ctx, r1,
+                                                               cand_results[ctx.index], fitted)
                     conf = float(ro_conf) if ro_conf is not None else math.nan
                     if not math.isnan(conf):
                         conf = min(1.0, max(0.0, conf))
@@ -136,7 +144,96 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
     return records
 
 
-def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str):
+def _cross_results(cross, journal: Journal, fp: str, target: tuple, pid: str, rows) -> dict[int, dict[str, Result | None]]:
+    """Item index -> role -> stored result of the cross-stage requests of one (unit, protocol)."""
+    reqs = {ctx.index: cross.requests(target, pid, ctx) for ctx, _, _ in rows if cross.candidates(target).get(ctx.index)}
+    got = journal.get_many([r.id for rs in reqs.values() for r in rs.values()], fp)
+    return {i: {role: got.get(r.id) for role, r in rs.items()} for i, rs in reqs.items()}
+
+
+def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, target: tuple, aid: str, pid: str, eid: str,
+                      ctx, r1: dict[str, Result | None], results: dict[str, Result | None], fitted) -> list[dict[str, Any]]:
+    """Record extras ``supplied``: every candidate answer of this item scored by this cell's
+    protocol (confidence) and labelled by its evaluator (correctness), see run/cross.py."""
+    from auditlang.protocols.base import supplied_result
+    from auditlang.run.cross import group_labels, role_of
+
+    prog = progs.program(pid)
+    cands = cross.candidates(target).get(ctx.index, [])
+    out: list[dict[str, Any]] = []
+    for cand in cands:
+        prefix = role_of(cand, "")
+        mine = {k[len(prefix):]: v for k, v in results.items() if k.startswith(prefix)}
+        if not prog.answer_conditioned():
+            conf, parsed, reason = math.nan, False, "the protocol's confidence does not read the answer"
+        elif any(v is None for v in mine.values()) or any(v is None for v in r1.values()):
+            conf, parsed, reason = math.nan, False, "missing"
+        else:
+            ro = _read(progs, prog, eid, ctx, {**r1, **mine}, cand.pred, cand.text, candidate=True)
+            if fitted is not None and FIT_ERROR in fitted:
+                ro.confidence, ro.parsed = math.nan, False
+            elif fitted is not None:
+                ro = prog.apply(fitted, ro)
+            conf, parsed, reason = ro.confidence, ro.parsed, ro.extras.get("reason")
+        src_r2 = _source_followups(progs, spec, journal, cross.fps, aid, cand)
+        pred, ok, rule, corr = _label(progs, spec, eid, cand.ctx, cand.text, src_r2)
+        entry = {"source": cand.source, "index": cand.index, "pred": None if pred is None else str(pred), "parsed": ok,
+                 "confidence": None if conf is None or math.isnan(conf) else min(1.0, max(0.0, float(conf))),
+                 "confidence_parsed": bool(parsed), "correct": corr, "request_id": cand.request_id}
+        if reason:
+            entry["reason"] = reason
+        out.append(entry)
+    by_source: dict[str, list[int]] = {}
+    for i, cand in enumerate(cands):
+        if cand.source.startswith("samples:"):
+            by_source.setdefault(cand.source, []).append(i)
+    for key, idx in by_source.items():
+        greq = cross.grouping_requests(target, ctx).get(key)
+        reply = None
+        if greq is not None:
+            gfp = cross.fps.get(greq.model) or _fp_for(journal, greq.model)
+            reply = journal.get(greq.id, gfp) if gfp else None
+        labels, rule = group_labels([cands[i] for i in idx], reply, lambda c: _same_key(c))
+        for i, lab in zip(idx, labels):
+            out[i]["group"], out[i]["group_rule"] = lab, rule
+    return out
+
+
+def _same_key(cand) -> str:
+    from auditlang.score.string_match import normalize_answer
+
+    if cand.pred is None:
+        return "unparsed:" + normalize_answer(cand.text)
+    return normalize_answer(str(cand.pred)) if isinstance(cand.pred, str) else str(cand.pred)
+
+
+def _source_followups(progs: Programs, spec: Spec, journal: Journal, fps: dict[str, str], aid: str,
+                      cand) -> dict[str, Result | None]:
+    """The evaluator follow-ups (constrained re-prompt, judge verdict) the candidate's own model
+    would have for this answer, read from the journal (absent for sampled answers)."""
+    from auditlang.run.evaluators import evaluator_ctor
+
+    out: dict[str, Result | None] = {}
+    for eid in spec.get(aid).value.evaluators:
+        ctor = evaluator_ctor(spec, eid, cand.ctx.task)
+        if ctor not in ("constrained", "llm_judge"):
+            continue
+        from auditlang.protocols.base import supplied_result
+
+        for role, req in item_stage2(progs, spec, aid, _any_protocol(spec, aid), cand.ctx,
+                                     {"answer": supplied_result(cand.text)}).items():
+            if role.startswith(("constrained:", "judge:")):
+                fp = fps.get(req.model) or _fp_for(journal, req.model)
+                out[role] = journal.get(req.id, fp) if fp else None
+        break
+    return out
+
+
+def _any_protocol(spec: Spec, aid: str) -> str:
+    return spec.get(aid).value.protocols[0]
+
+
+def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str, candidate: bool = False):
     """``prog.read``; programs that compare answers (self-consistency) get the cell evaluator's extraction."""
     if getattr(prog, "accepts_extract", False):
         ev = progs.evaluator(eid, ctx.task) if (eid, ctx.task) not in progs._evals else progs._evals[(eid, ctx.task)]
@@ -145,8 +242,9 @@ def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str):
             o = ev.label(t, ctx.item)
             return o.value if o.ok else None
 
-        return prog.read(ctx, results, pred, text, extract=extract)
-    return prog.read(ctx, results, pred, text)
+        read = prog.read_candidate if candidate else prog.read
+        return read(ctx, results, pred, text, extract=extract)
+    return (prog.read_candidate if candidate else prog.read)(ctx, results, pred, text)
 
 
 def _label_plain(progs: Programs, eid: str, ctx, text: str):

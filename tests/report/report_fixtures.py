@@ -87,7 +87,7 @@ compare gap = ece_gap(main, verbal=verbal, token=tok_norm)
 compare ns = norm_shift(main, raw=tok_raw, norm=tok_norm)
 compare rep = evaluator_repair(main, base=fc, repairs=[rx], reference_variant=plain, variant=cot)
 compare grid = protocol_grid(main, verbal=verbal, configs=[tok_bare, tok_prefix], estimators=[ece10, binfree])
-compare rob = robustness(main, variants=[plain, reorder, framing])
+compare rob = robustness(main, variants=[plain, reorder, framing], answer=own)
 compare al = aligned(main, pairs=[[small, mid], [mid, big]])
 compare cons = consistency(probes, probes=[nota, moreinfo, selfref])
 """

@@ -3,9 +3,9 @@
 For each model pair, dataset, variant, confidence protocol and evaluator (a "case"), on the items
 both models answered with a confidence: raw ECE and Brier per model; IA on both-right U
 both-wrong (003 section 4.1); DA with the more accurate model reweighted to the other's accuracy
-(section 4.2); CA on the shared candidate pool (section 4.3), read from record extras
-``candidates`` = [{"answer", "confidence", "correct"}, ...] (every candidate of U_i scored by
-this model). A reversal is a view whose signed difference (model 1 - model 2) has the opposite
+(section 4.2); CA on the shared candidate pool (section 4.3): each model's own answer plus the
+other model's answer, which the cross stage (auditlang/run/cross.py) has each model score; read
+from record extras ``supplied``. A reversal is a view whose signed difference (model 1 - model 2) has the opposite
 sign of the raw one (section 5.2); patterns follow Figure 4.
 """
 
@@ -34,18 +34,47 @@ from auditlang.report.tables import Table
 VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
 
 
-def _candidates(rd: RunData, df) -> tuple[np.ndarray, np.ndarray] | None:
+def _norm(pred: Any) -> str | None:
+    from auditlang.score.string_match import normalize_answer
+
+    return None if pred is None else normalize_answer(str(pred))
+
+
+def _candidates(rd: RunData, df, other: str, items: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """This model's confidence and the candidate-level gold for every (item, candidate) of the
+    shared pool U_i = {own answer, ``other``'s answer} (003 section 4.3; U_i is a set: an answer
+    equal to the own one after normalisation is one candidate). The other model's answer and this
+    model's confidence in it come from record extras ``supplied`` (source ``model:<other>``,
+    written by the cross stage). None when no record carries them."""
     conf, corr = [], []
-    for i in df.index:
-        cands = rd.extras(i).get("candidates")
-        if not isinstance(cands, list) or not cands:
-            return None
-        for cd in cands:
-            if not isinstance(cd, dict) or cd.get("confidence") is None or cd.get("correct") is None:
-                return None
-            conf.append(float(cd["confidence"]))
-            corr.append(float(cd["correct"]))
-    return np.asarray(conf), np.asarray(corr)
+    seen = False
+    key = f"model:{other}"
+    by = by_item(df)
+    for i in items:
+        if i not in by.index:
+            continue
+        row = by.loc[i]
+        own_pred = row["pred"] if isinstance(row["pred"], str) else None
+        if not (math.isnan(float(row["confidence"])) or math.isnan(float(row["correct"]))):
+            conf.append(float(row["confidence"]))
+            corr.append(float(row["correct"]))
+        x = rd.extras(int(row["_row"])) if "_row" in row.index else {}
+        for cand in x.get("supplied") or []:
+            if cand.get("source") != key:
+                continue
+            seen = True
+            if own_pred is not None and _norm(cand.get("pred")) == _norm(own_pred):
+                continue  # the same answer: one candidate
+            if cand.get("confidence") is None or cand.get("correct") is None:
+                continue
+            conf.append(float(cand["confidence"]))
+            corr.append(float(cand["correct"]))
+    return (np.asarray(conf), np.asarray(corr)) if seen and conf else None
+
+
+def _with_row(df):
+    """The records with their row index as a column (``by_item`` re-indexes by item)."""
+    return df.assign(_row=df.index)
 
 
 def aligned(rd: RunData, name: str, c) -> Comparison:
@@ -94,11 +123,12 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                             except ValueError as err:
                                 long.nc(f"DA: {err}", where)
                         if "CA" in views:
-                            k1 = _candidates(rd, rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e))
-                            k2 = _candidates(rd, rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e))
+                            k1 = _candidates(rd, _with_row(rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e)), m2, items)
+                            k2 = _candidates(rd, _with_row(rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e)), m1, items)
                             if k1 is None or k2 is None:
-                                long.nc("CA: records carry no cross-model candidate scores (extras 'candidates'; study 003 "
-                                        "section 4.3 needs every model to score the shared answer pool)", where)
+                                long.nc("CA: records carry no cross-model candidate scores (extras 'supplied' from the "
+                                        "cross stage; study 003 section 4.3 needs every model to score the shared "
+                                        "answer pool)", where)
                             else:
                                 ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
                                 vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)

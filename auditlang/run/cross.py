@@ -1,0 +1,170 @@
+"""Cross stage: the confidence a unit gives to answers it did not generate itself.
+
+Three comparisons need answers from another unit before their confidences can be requested, so
+the runner executes this stage after every audited model's stages 1 and 2:
+
+* ``aligned(..., views=[..., candidate])`` -- study 003 Candidate-Aligned (section 4.3): each
+  model of a pair scores the other model's answer to the same item (same dataset and variant).
+  Source key ``model:<other model>``.
+* ``robustness(..., answer=fixed)`` -- study 002 P-RB (App. A.3, "the same answer under
+  different prompt formulations"): the answer generated under the first listed variant is
+  re-scored under every other listed variant by the same model. Source key ``variant:<first>``.
+* ``robustness(..., samples=P)`` -- study 002 A-STB / A-SST (section 4.2, App. A.3): each of the
+  K answers sampled by self_consistency protocol ``P`` under the first listed variant is scored by
+  every confidence protocol of the audit. Source key ``samples:<P>``; the samples are grouped by
+  meaning (by the ``grouping=`` judge, else by the cell evaluator's normalised answer).
+
+Every confidence protocol whose confidence reads the answer (``Program.answer_conditioned``)
+scores a candidate with the requests it would build for its own answer
+(``Program.candidate_requests``); self-consistency compares its own samples with the candidate
+and needs no request. The same functions build the requests for execution and find their
+results for scoring, so both agree on request ids without storing anything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditlang.plan.cross import Source, UnitKey, cross_sources
+from auditlang.plan.model import Plan
+from auditlang.plan.requests import Request, Result
+from auditlang.protocols.base import ItemCtx
+from auditlang.resolve.spec import Spec
+
+@dataclass
+class Candidate:
+    """One supplied answer for one item of a target unit."""
+
+    source: str
+    index: int  # sample index; 0 for a single answer
+    text: str  # the answer text shown to the model (the full generation)
+    pred: Any  # the audit's first evaluator's answer, as for the model's own answer
+    ctx: ItemCtx  # the source item's context (for the candidate's correctness)
+    request_id: str  # the generation that produced it
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class CrossData:
+    """Candidates of every target unit, read from the journal (answers must be committed)."""
+
+    def __init__(self, spec: Spec, plan: Plan, journal, fps: dict[str, str], progs) -> None:
+        self.spec, self.plan, self.journal, self.fps, self.progs = spec, plan, journal, fps, progs
+        self.sources = cross_sources(spec, plan)
+        self._cands: dict[UnitKey, dict[int, list[Candidate]]] = {}
+
+    def candidates(self, target: UnitKey) -> dict[int, list[Candidate]]:
+        """Item index -> candidates (empty when the unit has no sources or answers are missing)."""
+        if target not in self._cands:
+            got: dict[int, list[Candidate]] = {}
+            for src in self.sources.get(target, []):
+                for idx, cands in self._from_source(target, src).items():
+                    got.setdefault(idx, []).extend(cands)
+            self._cands[target] = got
+        return self._cands[target]
+
+    def _from_source(self, target: UnitKey, src: Source) -> dict[int, list[Candidate]]:
+        from auditlang.run.stage2 import primary_pred
+
+        aid = target[0]
+        unit = self.plan.units[src.unit]
+        fp = self.fps.get(unit.model)
+        if fp is None or not unit.stage1:
+            return {}
+        first_pid = next(iter(unit.stage1))
+        if src.samples:
+            prog = self.progs.program(src.samples)
+            reqs = [prog.stage1(ctx)["samples"] for ctx in unit.contexts]
+        else:
+            reqs = [per_item["answer"] for per_item in unit.stage1[first_pid]]
+        got = self.journal.get_many([r.id for r in reqs], fp)
+        out: dict[int, list[Candidate]] = {}
+        for ctx, req in zip(unit.contexts, reqs):
+            res = got.get(req.id)
+            if res is None or res.error is not None or not res.samples:
+                continue
+            samples = res.samples if src.samples else res.samples[:1]
+            cands = []
+            for j, s in enumerate(samples):
+                text = s.text or ""
+                cands.append(Candidate(src.key, j, text, primary_pred(self.progs, self.spec, aid, ctx, text), ctx, req.id))
+            out[ctx.index] = cands
+        return out
+
+    def requests(self, target: UnitKey, pid: str, ctx: ItemCtx) -> dict[str, Request]:
+        """Role -> request for every candidate of one item under one protocol."""
+        prog = self.progs.program(pid)
+        if not prog.answer_conditioned():
+            return {}
+        out: dict[str, Request] = {}
+        for cand in self.candidates(target).get(ctx.index, []):
+            for role, req in prog.candidate_requests(ctx, {}, cand.text, cand.pred).items():
+                out[role_of(cand, role)] = req
+        return out
+
+    def grouping_requests(self, target: UnitKey, ctx: ItemCtx) -> dict[str, Request]:
+        """Judge requests grouping an item's sampled answers (002 App. A.1), by source key."""
+        out: dict[str, Request] = {}
+        for src in self.sources.get(target, []):
+            if not src.samples or not src.grouping or self.spec.get(src.grouping).ctor != "llm_judge":
+                continue
+            cands = [c for c in self.candidates(target).get(ctx.index, []) if c.source == src.key]
+            if len(cands) < 2:
+                continue
+            out[src.key] = grouping_request_for(self.spec, src.grouping, ctx, [c.text for c in cands])
+        return out
+
+    def all_requests(self) -> Iterator[Request]:
+        """Every cross request (targets' models) and grouping request (judge models)."""
+        for target in self.sources:
+            unit = self.plan.units[target]
+            aid = target[0]
+            pids = list(self.spec.get(aid).value.protocols)
+            for ctx in unit.contexts:
+                for pid in pids:
+                    yield from self.requests(target, pid, ctx).values()
+                yield from self.grouping_requests(target, ctx).values()
+
+
+def role_of(cand: Candidate, role: str) -> str:
+    return f"cross:{cand.source}#{cand.index}:{role}"
+
+
+def grouping_request_for(spec: Spec, eid: str, ctx: ItemCtx, texts: list[str]) -> Request:
+    from auditlang.run.runner import model_config
+    from auditlang.score.judge import grouping_request
+
+    judge = spec.get(eid).value.judge
+    return grouping_request(judge, str(ctx.item.get("question")), texts, seed=ctx.seed,
+                            chat=model_config(spec, judge).chat)
+
+
+def cross_requests(spec: Spec, plan: Plan, journal, fps: dict[str, str], progs=None) -> list[Request]:
+    """Unique cross-stage requests whose inputs the journal holds (all models, judges included)."""
+    from auditlang.run.stage2 import Programs
+
+    data = CrossData(spec, plan, journal, fps, progs or Programs(spec))
+    out: dict[str, Request] = {}
+    for r in data.all_requests():
+        out.setdefault(r.id, r)
+    return list(out.values())
+
+
+def group_labels(cands: list[Candidate], reply: Result | None, same_key) -> tuple[list[str], str]:
+    """A group label per sampled candidate: the judge's groups when its reply parses into a
+    partition, else the evaluator's normalised answer (``same_key``). Returns (labels, rule)."""
+    if reply is not None:
+        from auditlang.score.judge import parse_grouping_reply
+
+        out = parse_grouping_reply(reply, len(cands))
+        if out.ok:
+            labels = [""] * len(cands)
+            for g, members in enumerate(out.value):
+                for i in members:
+                    labels[i] = f"g{g}"
+            return labels, "judge"
+    return [same_key(c) for c in cands], "evaluator" if reply is None else "evaluator_after_judge_failure"
+
+
+__all__ = ["Candidate", "CrossData", "Source", "cross_requests", "cross_sources", "group_labels", "role_of"]
