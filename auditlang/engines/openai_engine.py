@@ -20,6 +20,12 @@ What a server exposes decides what this engine can do (``capabilities()``):
     + continuation ids sent to ``/v1/completions`` with ``echo=True, max_tokens=0, logprobs=k``;
   * ``constrained_choice``: ``structured_outputs={"choice": [...]}`` (vLLM >= 0.12), greedy;
   * assistant prefill: ``continue_final_message=True, add_generation_prompt=False``.
+  * sampling ``top_k`` (a generate request's parameter) is sent as a top-level ``top_k`` only
+    when set; only vLLM-style servers honour it (OpenAI's API rejects or ignores it).
+- Chat-template variables (``options.chat_template_kwargs``, the model parameters
+  ``enable_thinking`` and ``reasoning_effort``): ``reasoning_effort`` is sent as the top-level
+  API parameter, the others as ``chat_template_kwargs`` (a vLLM extension; also passed to
+  ``/tokenize`` so teacher-forced prompts match the chat endpoint's rendering).
   The values are vLLM's raw full-vocabulary logprobs (notes/vllm.md §1.2).
 - ``hidden_states`` is never exposed by these APIs.
 
@@ -44,6 +50,7 @@ from typing import Any
 
 from auditlang.engines.base import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
+from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
 from auditlang.plan.requests import Prompt, Request, Result, Sample, TokenLogprob
 
 KNOWN_OPTIONS = {
@@ -56,6 +63,8 @@ KNOWN_OPTIONS = {
     "backoff": "first retry delay in seconds, doubled each retry (default 1.0)",
     "concurrency": "requests in flight at once (default 4)",
     "window": "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)",
+    "chat_template_kwargs": "chat-template variables (model params enable_thinking, reasoning_effort): sent as "
+                            "chat_template_kwargs (vLLM-style servers), reasoning_effort as the top-level API parameter",
 }
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403}
@@ -85,6 +94,7 @@ class _Options:
         if unknown:
             known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
             raise EngineError(f"model {config.name!r}: unknown openai option(s) {sorted(unknown)}", hint=f"known options: {known}")
+        opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
         opts.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
         choices = {"endpoint": ("auto", "chat", "completions"), "server": ("generic", "vllm")}
         for k, allowed in choices.items():
@@ -113,6 +123,10 @@ class OpenAIEngine:
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
         self._opts = _Options.parse(config)
+        try:
+            self._template_kwargs = chat_template_kwargs(config.options, config.name)
+        except ValueError as e:
+            raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self.model = config.path
         key = os.environ.get(self._opts.api_key_env) if self._opts.api_key_env else None
         self._headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
@@ -193,6 +207,8 @@ class OpenAIEngine:
             "root": info.get("root"),  # vLLM: the checkpoint the server loaded
             "max_model_len": info.get("max_model_len"),
             "chat": self.config.chat,
+            # only when set, so fingerprints of plain models are unchanged
+            **({"chat_template_kwargs": dict(self._template_kwargs)} if self._template_kwargs else {}),
         }
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
@@ -243,9 +259,22 @@ class OpenAIEngine:
             body["messages"] = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
             if prompt.continue_final:
                 body.update(continue_final_message=True, add_generation_prompt=False)
+            body.update(self._chat_extras())
             return "/chat/completions", body
         body["prompt"] = prompt.text
         return "/completions", body
+
+    def _chat_extras(self) -> dict[str, Any]:
+        """The model's chat-template variables for a chat request: ``reasoning_effort`` as the
+        top-level API parameter (OpenAI reasoning models, vLLM's GPT-OSS), every other one in
+        ``chat_template_kwargs`` (a vLLM / SGLang extension that OpenAI's API rejects)."""
+        kw = dict(self._template_kwargs)
+        out: dict[str, Any] = {}
+        if "reasoning_effort" in kw:
+            out["reasoning_effort"] = kw.pop("reasoning_effort")
+        if kw:
+            out[CHAT_TEMPLATE_KWARGS] = kw
+        return out
 
     # generate ----------------------------------------------------------------
 
@@ -258,11 +287,14 @@ class OpenAIEngine:
         stop = p.get("stop") or None
         if isinstance(stop, str):
             stop = [stop]
+        top_k = sampling_top_k(p)
         route = self._route(req.prompt)
         greedy = temperature == 0.0
         lp_params = {"logprobs": True, "top_logprobs": k} if route == "chat" else {"logprobs": k}
+        # top_k is an extension (vLLM-style servers honour it; OpenAI's API has no such field)
         path, body = self._body(req.prompt, route, max_tokens=max_tokens, temperature=temperature, top_p=p.get("top_p"),
-                                n=1 if greedy else n, stop=list(stop) if stop else None, seed=req.seed, **lp_params)
+                                n=1 if greedy else n, stop=list(stop) if stop else None, seed=req.seed,
+                                top_k=top_k if top_k and not greedy else None, **lp_params)
         data = self._call("POST", path, body)
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
         samples = [self._chat_sample(c, k) if route == "chat" else self._completion_sample(c, k) for c in choices]
@@ -358,8 +390,9 @@ class OpenAIEngine:
             return self._tokenize({"prompt": prompt.text, "add_special_tokens": True})
         self._route(prompt)
         msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+        extra = {CHAT_TEMPLATE_KWARGS: dict(self._template_kwargs)} if self._template_kwargs else {}
         return self._tokenize({"messages": msgs, "add_special_tokens": False, "add_generation_prompt": not prompt.continue_final,
-                               "continue_final_message": prompt.continue_final})
+                               "continue_final_message": prompt.continue_final, **extra})
 
     def _continuation(self, req: Request) -> Result:
         p = req.p

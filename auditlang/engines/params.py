@@ -45,3 +45,45 @@ def str_list_param(p: dict[str, Any], key: str) -> list[str]:
     if len(set(v)) != len(v):
         raise ValueError(f"parameter {key!r} has duplicate entries: {list(v)!r}")
     return list(v)
+
+
+def sampling_top_k(p: dict[str, Any]) -> int:
+    """The ``generate`` request's sampling ``top_k`` (vLLM semantics), 0 when off.
+
+    Absent, ``None``, ``0`` and ``-1`` mean off (vLLM accepts both 0 and -1); k >= 1 keeps the
+    k most probable tokens (after temperature, before top_p). Not the logprob window
+    (``top_logprobs``)."""
+    v = p.get("top_k")
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"generate: parameter 'top_k' (sampling top-k) must be an integer (got {v!r})")
+    if v < -1:
+        raise ValueError(f"generate: parameter 'top_k' (sampling top-k) must be >= 1, or 0 / -1 for off (got {v})")
+    return max(v, 0)
+
+
+CHAT_TEMPLATE_KWARGS = "chat_template_kwargs"
+
+
+def chat_template_kwargs(options: dict[str, Any], model: str) -> dict[str, Any]:
+    """``options["chat_template_kwargs"]``: extra variables for the model's chat template
+    (e.g. Qwen3 ``enable_thinking``, GPT-OSS ``reasoning_effort``), checked; ``{}`` when unset.
+
+    Keys must be identifiers other than the arguments the engines set themselves; values
+    JSON scalars. Raises ValueError naming the model."""
+    v = options.get(CHAT_TEMPLATE_KWARGS)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ValueError(f"model {model!r}: option {CHAT_TEMPLATE_KWARGS!r} must be a mapping (got {v!r})")
+    reserved = {"conversation", "messages", "tokenize", "add_generation_prompt", "continue_final_message",
+                "chat_template", "tools", "documents", "return_dict"}
+    for k, x in v.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise ValueError(f"model {model!r}: chat template argument names must be identifiers (got {k!r})")
+        if k in reserved:
+            raise ValueError(f"model {model!r}: chat template argument {k!r} is set by the engine itself")
+        if x is not None and not isinstance(x, str | int | float | bool):
+            raise ValueError(f"model {model!r}: chat template argument {k!r} must be a string, number or boolean (got {x!r})")
+    return dict(sorted(v.items()))

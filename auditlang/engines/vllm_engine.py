@@ -8,7 +8,9 @@ Shared conventions with the hf engine (auditlang/engines/hf.py), so both engines
 - Prompts are rendered and tokenized HERE with the checkpoint's transformers tokenizer by
   hf.py's rules and handed to vLLM as ``TokensPrompt`` ids: no second BOS (§4), token-exact
   teacher forcing (§2.1). An assistant last message is continued
-  (``add_generation_prompt=False, continue_final_message=True``, §4).
+  (``add_generation_prompt=False, continue_final_message=True``, §4). The model's
+  ``options.chat_template_kwargs`` (e.g. ``enable_thinking``) go to ``apply_chat_template``,
+  as ``LLM.chat(chat_template_kwargs=...)`` would pass them (§4), and into the fingerprint.
 - Labels, continuations and choices are tokenized on their own (``hf.label_token_ids``);
   a label is scored by its first token. Token strings are ``decode([id])``; windows keep the
   higher logprob when two ids decode to the same string.
@@ -24,6 +26,8 @@ Per kind:
   depend on n and seeds never share streams (§5: vLLM's n>1 uses seed+i). Greedy requests run
   once and are copied n times (vLLM rejects greedy n>1). ``logprobs=k`` (0 = chosen token
   only); the window keeps the k best (vLLM adds the sampled token when outside the top-k).
+  A request's sampling ``top_k`` becomes ``SamplingParams(top_k=k)`` (left at vLLM's 0 = off
+  when absent, 0 or -1).
 - continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``;
   prefix caching is disabled engine-wide for reproducible scores (§2.2, bug #42019).
 - constrained_choice: ``StructuredOutputsParams(choice=...)``, greedy, no logprobs requested:
@@ -51,6 +55,7 @@ from typing import Any
 
 from auditlang.engines.base import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
+from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
 from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 
 VLLM_INSTALL_HINT = (
@@ -69,6 +74,7 @@ KNOWN_OPTIONS = {
     "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
     "chunk_size": "requests per generate() call; results are yielded after each chunk (default 256)",
     "trust_remote_code": "allow model code from the checkpoint (default false)",
+    "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
 }
 _DTYPES = ("float32", "bfloat16", "float16")
 _MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's cap on logprob_token_ids (§1.5a)
@@ -115,6 +121,7 @@ class _Options:
         if unknown:
             known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
             raise EngineError(f"model {config.name!r}: unknown vllm option(s) {sorted(unknown)}", hint=f"known options: {known}")
+        opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
         kinds: dict[str, tuple[type, ...]] = {
             "max_logprobs": (int,), "max_model_len": (int,), "kv_cache_gib": (int, float),
             "gpu_memory_utilization": (int, float), "enforce_eager": (bool,), "tensor_parallel_size": (int,),
@@ -153,6 +160,10 @@ class VLLMEngine:
 
         self.config = config
         self._opts = _Options.parse(config)
+        try:
+            self._template_kwargs = chat_template_kwargs(config.options, config.name)
+        except ValueError as e:
+            raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         if config.device not in ("auto", "cpu", "cuda") and not config.device.startswith("cuda"):
             raise EngineError(f"model {config.name!r}: unknown device {config.device!r}", hint="use cpu, cuda or auto (vLLM picks the platform it was built for)")
         self._set_env_before_import()
@@ -364,6 +375,8 @@ class VLLMEngine:
                 "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
                 "sample_seeds": "one n=1 request per sample, seed = hf.sample_seed(request seed, index)",
             }
+            if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged
+                self._fingerprint["chat_template_kwargs"] = dict(self._template_kwargs)
         return dict(self._fingerprint)
 
     def model_runner(self) -> str:
@@ -416,9 +429,10 @@ class VLLMEngine:
                 hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
             )
         msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+        kw = self._template_kwargs  # what LLM.chat(chat_template_kwargs=...) would pass (notes/vllm.md §4)
         if prompt.continue_final:
-            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True)
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True, **kw)
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kw)
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         text = self.render_prompt(prompt)
@@ -681,6 +695,7 @@ class VLLMEngine:
             for s in range(1 if spec.greedy else spec.n):  # greedy samples are identical: copy one
                 params = self._sp(
                     n=1, max_tokens=spec.max_tokens, temperature=spec.temperature, top_p=spec.top_p,
+                    **({"top_k": spec.top_k} if spec.top_k else {}),
                     seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
                     stop_token_ids=sorted(self.eos_ids), logprobs=spec.top_logprobs,
                 )
@@ -747,6 +762,7 @@ class _GenSpec:
     stop: tuple[str, ...]
     seed: int
     clamped: bool = False
+    top_k: int = 0  # sampling top-k; 0 = off (SamplingParams.top_k: "0 (or -1)" disables it)
 
     @property
     def greedy(self) -> bool:
@@ -774,4 +790,5 @@ class _GenSpec:
             top_logprobs=_int(p, "top_logprobs", 0, lo=0),
             stop=tuple(stop),
             seed=int(req.seed),
+            top_k=sampling_top_k(p),
         )

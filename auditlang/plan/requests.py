@@ -78,7 +78,10 @@ class Request:
 
     ``params`` by kind (all optional unless stated):
       generate: max_tokens (int, required), temperature (float, 0 = greedy), top_p, n (samples),
-                top_logprobs (k of the per-position window, 0 = none), stop (list[str])
+                top_logprobs (k of the per-position window, 0 = none), stop (list[str]),
+                top_k (SAMPLING top-k, vLLM semantics: keep the k most probable tokens after
+                temperature and before top_p; absent, 0 or -1 = off; ignored when greedy;
+                the logprob window is top_logprobs, never top_k)
       choice_logprobs: choices (list[str], required), top_logprobs (k)
       continuation_logprobs: continuation (str, required)
       constrained_choice: choices (list[str], required)

@@ -5,7 +5,7 @@ access to dunders or other unsafe members, no mutation of the context) with
 ``StrictUndefined`` (a missing variable is an error, never an empty string), autoescape off
 and ``keep_trailing_newline`` (the rendered text is byte-exact: a template file that ends
 without a newline renders without one). ``{% include %}`` / ``{% import %}`` names resolve
-relative to the repository's ``stdlib/templates/`` folder. Rendering ``None`` into a prompt is
+relative to the stdlib's ``templates/`` folder (see :mod:`auditlang.stdlib_location`). Rendering ``None`` into a prompt is
 an error too (it is always a missing value, e.g. ``gold_label`` of a free-form item).
 
 The context convention (which variables the planner supplies) is in ``docs/prompts.md`` and
@@ -26,7 +26,9 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-STDLIB_TEMPLATES_DIR: Path = Path(__file__).resolve().parents[2] / "stdlib" / "templates"
+from auditlang.stdlib_location import stdlib_root
+
+STDLIB_TEMPLATES_DIR: Path = stdlib_root() / "templates"
 TEMPLATE_SUFFIX = ".j2"
 MAX_LETTERS = 26
 

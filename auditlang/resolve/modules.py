@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditlang import stdlib_location
 from auditlang.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
@@ -14,8 +15,8 @@ ROOT_MARKERS = ("auditlang.toml", "pyproject.toml", ".git")
 
 
 def stdlib_root() -> Path:
-    """The standard library of spec fragments (``stdlib/`` beside the package)."""
-    return Path(__file__).resolve().parents[2] / "stdlib"
+    """The standard library of spec fragments (repository ``stdlib/`` first, else the installed copy)."""
+    return stdlib_location.stdlib_root()
 
 
 def project_root(entry: Path) -> Path:

@@ -223,8 +223,10 @@ class _Resolver:
             seen.add(name)
             field_name = self._field_name(cls, name)
             if field_name is None:
-                self.bag.error("E120", f"unknown parameter '{name}' for {ctor}()", nspan,
-                               hint=did_you_mean(name, S.describe_params(cls), "parameters"))
+                hint = did_you_mean(name, S.describe_params(cls), "parameters")
+                if name == "top_k" and "sample_top_k" in cls.model_fields:
+                    hint = "the sampling top-k is 'sample_top_k' ('top_k' is the logprob window of token protocols)"
+                self.bag.error("E120", f"unknown parameter '{name}' for {ctor}()", nspan, hint=hint)
                 ok = False
                 continue
             val = self._param_value(oid, mod, cls, field_name, expr)

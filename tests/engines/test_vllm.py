@@ -67,6 +67,10 @@ def _build_requests() -> dict[str, list[Request]]:
         "prefill": [Request.make("m", "generate", prefill, max_tokens=6)],
         "sampled": [Request.make("m", "generate", _chat(rows[0]), seed=11, max_tokens=6, temperature=1.0, n=3, top_logprobs=2),
                     Request.make("m", "generate", _chat(rows[0]), seed=11, max_tokens=6, temperature=1.0, n=2, top_logprobs=2)],
+        "topk": [Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8, temperature=1.5, n=3, top_logprobs=5, top_k=3),
+                 Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8, temperature=1.0, top_k=1),
+                 Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8),
+                 Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8, temperature=1.0, top_k=-4)],
         "constrained": [Request.make("m", "constrained_choice", _chat(r), choices=_labels(r)) for r in rows]
         + [Request.make("m", "constrained_choice", raw, choices=[" Paris", " London", " Berlin"])],
         "hidden": [Request.make("m", "hidden_states", _chat(r)) for r in rows[:2]],
@@ -266,6 +270,48 @@ def test_chat_messages_for_base_model_raise(vllm_engine, requests_) -> None:
     base.config = ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct", chat=False)
     with pytest.raises(EngineError, match="chat is off"):
         base.run(requests_["choice"][:1])
+
+
+@needs_vllm
+def test_sampling_top_k(vllm_results, requests_) -> None:
+    k3, k1, greedy, bad = (vllm_results[r.id] for r in requests_["topk"])
+    assert k3.error is None and len(k3.samples) == 3
+    # every sampled token is among the 3 best of its position (raw-logit ranks = scaled ranks)
+    ranks = [sum(v > t.logprob + 1e-6 for v in t.top.values()) for s in k3.samples for t in s.tokens]
+    assert ranks and max(ranks) <= 2
+    assert _ok(vllm_results, requests_["topk"][1]).samples[0].text == greedy.samples[0].text  # top_k=1 = argmax
+    assert "top_k" in bad.error and bad.samples is None
+
+
+@needs_vllm
+def test_chat_template_kwargs_reach_the_template(vllm_engine) -> None:
+    seen: list[dict] = []
+    eng = copy.copy(vllm_engine)
+    eng._template_kwargs = {"enable_thinking": False}
+    eng._fingerprint = None
+    tok = vllm_engine.tokenizer
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+        def apply_chat_template(self, msgs, **kw):
+            seen.append(kw)
+            return tok.apply_chat_template(msgs, **kw)
+
+    eng.tokenizer = Spy()
+    prompt = _chat(_arc_items()[0])
+    assert eng.render_prompt(prompt) == vllm_engine.render_prompt(prompt)  # SmolLM2's template ignores it
+    assert seen[-1]["enable_thinking"] is False
+    assert eng.fingerprint()["chat_template_kwargs"] == {"enable_thinking": False}
+    assert "chat_template_kwargs" not in vllm_engine.fingerprint()
+
+
+def test_bad_chat_template_kwargs_are_rejected() -> None:
+    from auditlang.engines.vllm_engine import VLLMEngine
+
+    with pytest.raises(EngineError, match="set by the engine"):
+        VLLMEngine(ModelConfig(name="m", engine="vllm", path="x", options={"chat_template_kwargs": {"tools": "x"}}))
 
 
 def test_unknown_option_is_rejected() -> None:
