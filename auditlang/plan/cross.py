@@ -1,5 +1,6 @@
 """Which units score answers of other units (the run's cross stage), derived from the spec's
-comparisons; see auditlang/run/cross.py for the stage itself."""
+comparisons and from protocols with ``wrong_from=``; see auditlang/run/cross.py for the stage
+itself."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ class Source:
     unit: UnitKey  # the unit whose generation(s) supply the answers
     samples: str | None = None  # the self_consistency protocol, for "samples:" sources
     grouping: str | None = None  # evaluator grouping the samples (llm_judge), for "samples:" sources
+    # "wrong_from:<protocol>" sources (001 §3.3): the protocol whose supplied plausible-wrong answer
+    # is another model's wrong answer, and the units of those models, in preference order
+    protocol: str | None = None
+    wrong_from: tuple = ()
 
 
 def cross_sources(spec: Spec, plan) -> dict[UnitKey, list[Source]]:
@@ -51,4 +56,14 @@ def cross_sources(spec: Spec, plan) -> dict[UnitKey, list[Source]]:
                 if c.samples:
                     key = (aid, m, d, ref, "test")
                     add(key, Source(f"samples:{c.samples}", key, samples=c.samples, grouping=c.grouping))
+    for aid, aobj in spec.of_kind("audit").items():
+        a = aobj.value
+        for pid in a.protocols:
+            wf = getattr(spec.get(pid).value, "wrong_from", None) or [] if pid in spec.objects else []
+            if not wf:
+                continue
+            for m, d, v in itertools.product(a.models, a.datasets, a.variants):
+                target = (aid, m, d, v, "test")
+                units = tuple((aid, w, d, v, "test") for w in wf if w != m and (aid, w, d, v, "test") in plan.units)
+                add(target, Source(f"wrong_from:{pid}", target, protocol=pid, wrong_from=units))
     return out

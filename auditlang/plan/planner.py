@@ -304,9 +304,14 @@ class Planner:
         for target, sources in cross_sources(spec, SimpleNamespace(units=units)).items():
             unit = units[target]
             ctxs = unit.contexts
-            n = len(ctxs)
+            n = len(ctxs) if ctxs else (estimated_size(spec.get(unit.dataset)) or 0)
             for src in sources:
                 width = 1
+                if src.protocol is not None:  # wrong_from: one supplied-answer request per item
+                    for role, kind in programs[src.protocol].cross_roles().items():
+                        deferred[(unit.model, f"cross:{src.protocol}", role, kind)] += n
+                        added += n
+                    continue
                 if src.samples:
                     prog = programs.get(src.samples) or program_for(spec.get(src.samples), spec)
                     programs.setdefault(src.samples, prog)

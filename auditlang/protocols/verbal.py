@@ -24,8 +24,11 @@ for multiple choice; for free-form QA one of the item's ``incorrect_answers``, f
 off-type when it has none -- 001 uses off-type "only as a fallback"). Supplied answers need no
 generation, so their requests are stage 1. Every random pick is seeded by
 ``random.Random("<provenance>|<model seed>|<dataset>|<item id>")``: all protocols of a spec see
-the same supplied answer for an item. Cross-model wrong answers (``wrong_from``) are not
-supported yet.
+the same supplied answer for an item. ``wrong_from=[models]`` takes the plausible-wrong answer
+from another model's run instead (001 §3.3: "another model's incorrect guess for the same
+question"): the first listed model other than the cell's own whose answer to the item is wrong
+under the audit's first evaluator (its extracted answer is shown), else an off-type answer (001's
+fallback); that request is built in the run's cross stage (auditlang/run/cross.py).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from auditlang.protocols.token import label_choices
 
 ANSWER_VARS = ("generation", "proposed_answer")
 POOL_KEY = "pool"  # ctx.extras[POOL_KEY]: items of the dataset, for off-type answers
+WRONG_FROM_PREFIX = "wrong_from:"  # ctx.extras key prefix of the cross stage's wrong_from choice
 _PROB_MARKER = re.compile(r"probability\s{0,3}:", re.IGNORECASE)
 
 
@@ -124,10 +128,22 @@ class SuppliedAnswers:
     obj: Any
 
     def _check_provenance(self) -> None:
-        if getattr(self.p, "wrong_from", None):
-            raise ValueError(f"protocol '{self.obj.id}': wrong_from (plausible-wrong answers taken from another "
-                             "model's runs, study 001 §3.3) is not supported yet; leave it out to use the item's "
-                             "own wrong options / incorrect_answers, with off-type answers as the fallback")
+        if self.p.wrong_from and self.p.provenance != "plausible_wrong":
+            raise ValueError(f"protocol '{self.obj.id}': wrong_from applies to provenance=plausible_wrong")
+
+    def cross_supplied(self) -> bool:
+        """True when the supplied answer is another model's wrong answer (``wrong_from``): the
+        request is built in the run's cross stage, after the other models' answers exist."""
+        return bool(self.p.wrong_from)
+
+    def wrong_from_key(self) -> str:
+        """``ctx.extras`` key of the cross stage's choice for this protocol: (answer, provenance
+        used, model the answer came from or None)."""
+        return f"{WRONG_FROM_PREFIX}{self.obj.id}"
+
+    def cross_roles(self) -> dict[str, str]:
+        """Names and kinds of the cross-stage requests (``wrong_from``), for plan-time counting."""
+        return self.stage1_roles_supplied()
 
     def _pool(self, ctx: ItemCtx) -> Sequence[dict[str, Any]]:
         pool = ctx.extras.get(POOL_KEY)
@@ -145,8 +161,15 @@ class SuppliedAnswers:
         return cache[ctx.dataset]
 
     def supplied(self, ctx: ItemCtx) -> tuple[str, str]:
-        """(answer, provenance used) for a supplied provenance (not ``self``)."""
+        """(answer, provenance used) for a supplied provenance (not ``self``). With ``wrong_from``
+        the cross stage has put its choice in ``ctx.extras`` (auditlang/run/cross.py)."""
         prov = self.p.provenance
+        if self.p.wrong_from:
+            got = ctx.extras.get(self.wrong_from_key())
+            if got is None:
+                raise ValueError(f"internal: protocol '{self.obj.id}': the cross stage has not chosen the "
+                                 f"supplied answer of item {ctx.item.get('id')!r}")
+            return got[0], got[1]
         if prov == "gold":
             gold = ctx.gold_answer()
             if gold is None or not gold.strip():
@@ -202,14 +225,22 @@ class VerbalProgram(SuppliedAnswers, Program):
 
     # ------------------------------------------------------------------ roles
     def _staged(self) -> int:
+        """0: read from the answer; 1: stage 1; 2: stage 2 (own answer); 3: cross stage (wrong_from)."""
         if self.layout == "joint_answer":
             return 0
         if self.layout == "joint_call" or self.p.provenance != "self":
-            return 1
+            return 3 if self.p.wrong_from else 1
         return 2
 
     def stage1_roles(self) -> dict[str, str]:
         return {"verbal": "generate"} if self._staged() == 1 else {}
+
+    def stage1_roles_supplied(self) -> dict[str, str]:
+        return {"verbal": "generate"}
+
+    def supplied_requests(self, ctx: ItemCtx, answer: str) -> dict[str, Request]:
+        """The request eliciting confidence in a supplied ``answer``."""
+        return {"verbal": self._request(ctx, self.prompt_for(ctx, answer))}
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {"verbal": "generate"} if self._staged() == 2 else {}
@@ -255,6 +286,8 @@ class VerbalProgram(SuppliedAnswers, Program):
         extras: dict[str, Any] = {"layout": self.layout, "provenance": self.p.provenance, "scale": self.p.scale}
         if self.p.provenance != "self":
             extras["supplied"], extras["provenance_used"] = self.supplied(ctx)
+            if self.p.wrong_from:
+                extras["wrong_from_model"] = ctx.extras[self.wrong_from_key()][2]
         if self.layout == "joint_answer":
             text = answer_text
         else:
@@ -309,10 +342,19 @@ class PTrueProgram(SuppliedAnswers, Program):
         self.layout = "single" if uses_answer(self.tpl) else "followup"
 
     def _staged(self) -> int:
-        return 2 if self.p.provenance == "self" else 1
+        if self.p.provenance == "self":
+            return 2
+        return 3 if self.p.wrong_from else 1
 
     def stage1_roles(self) -> dict[str, str]:
         return {"p_true": "choice_logprobs"} if self._staged() == 1 else {}
+
+    def stage1_roles_supplied(self) -> dict[str, str]:
+        return {"p_true": "choice_logprobs"}
+
+    def supplied_requests(self, ctx: ItemCtx, answer: str) -> dict[str, Request]:
+        """The request scoring a supplied ``answer``."""
+        return {"p_true": self._request(ctx, answer)}
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {"p_true": "choice_logprobs"} if self._staged() == 2 else {}
@@ -344,6 +386,8 @@ class PTrueProgram(SuppliedAnswers, Program):
         extras: dict[str, Any] = {"provenance": self.p.provenance, "normalise": self.p.normalise}
         if self.p.provenance != "self":
             extras["supplied"], extras["provenance_used"] = self.supplied(ctx)
+            if self.p.wrong_from:
+                extras["wrong_from_model"] = ctx.extras[self.wrong_from_key()][2]
         res = usable(results, "p_true")
         if res is None or not res.choice_logprobs:
             extras["reason"] = "no label logprobs"

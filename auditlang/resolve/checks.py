@@ -45,12 +45,22 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                           po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
                 bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
+            wrong_from = getattr(po.value, "wrong_from", None) or []
+            if wrong_from and po.value.provenance != "plausible_wrong":
+                bag.error("E158", f"protocol '{p}': wrong_from= supplies plausible-wrong answers, but provenance is "
+                          f"{po.value.provenance}", po.param_span("wrong_from"), hint="add provenance=plausible_wrong")
+            for w in wrong_from:
+                if w in spec.objects and w not in a.models:
+                    bag.error("E158", f"protocol '{p}' takes wrong answers from model '{w}', which audit '{audit.id}' "
+                              "does not run", audit.param_span("protocols"),
+                              hint=f"add {w} to the audit's models (its answers to the same items are needed)")
     for comp in spec.of_kind("compare").values():
         audit_id = comp.value.audit
         if audit_id not in spec.objects:
             continue
         a = spec.get(audit_id).value
-        for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols)):
+        for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols),
+                          ("protocols", a.protocols)):
             for x in getattr(comp.value, fld, []) or []:
                 if x not in pool:
                     bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {fld if fld == 'variants' else 'protocols'}",
@@ -75,4 +85,16 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
     if c.grouping and c.grouping in spec.objects and not c.samples:
         bag.error("E157", f"compare '{comp.id}': grouping= groups sampled answers, but samples= is not given",
                   comp.param_span("grouping"), hint="add samples=<a self_consistency protocol>")
+    if c.protocols:
+        # 002 §5: VC's P-RB varies the confidence prompt with the answer prompt fixed (one variant)
+        variants = list(c.variants) or list(audit.variants)
+        if len(variants) > 1:
+            where = comp.param_span("variants") if c.variants else comp.param_span("protocols")
+            bag.error("E157", f"compare '{comp.id}': protocols= makes the confidence protocols the prompts of P-RB, "
+                      f"which needs one fixed answer prompt, but it spans {len(variants)} variants "
+                      f"({', '.join(variants)})", where,
+                      hint="name one variant (variants=[...] with one entry), or drop protocols= to vary the prompts")
+        if len(c.protocols) < 2:
+            bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
+                      "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 

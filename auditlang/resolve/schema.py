@@ -222,7 +222,9 @@ class Verbalized(Obj):
     parser: Literal["strict"] = "strict"
     provenance: Provenance = "self"
     mode: Literal["followup", "joint"] = "followup"
-    wrong_from: str | None = None  # model supplying plausible-wrong answers
+    # models whose wrong answers to the same item are the plausible-wrong answers (001 §3.3); the
+    # first listed model other than the cell's own with a wrong answer wins, else off-type
+    wrong_from: list[str] = []
     max_tokens: int = Field(default=8, ge=1)
     prefill: str | None = None  # assistant prefill holding the supplied answer (study 001 section 3.3)
     answer_form: Literal["full", "extracted"] = "full"  # own answer embedded: full generation or evaluator's answer
@@ -237,7 +239,7 @@ class PTrue(Obj):
     template: str | None = None
     provenance: Provenance = "self"
     labels: list[str] = ["A", "B"]  # true label first
-    wrong_from: str | None = None
+    wrong_from: list[str] = []  # as for verbalized
     normalise: bool = False  # P(true label) / sum over labels (study 002) instead of raw P (study 003)
     top_k: int = Field(default=20, ge=1)  # next-token window recorded with the label logprobs (003: 20)
     answer_form: Literal["full", "extracted"] = "full"
@@ -492,8 +494,12 @@ class Robustness(_Compare):
     # first listed variant) are each scored by every confidence protocol of the audit.
     samples: str | None = None
     grouping: str | None = None  # evaluator grouping the samples semantically (an llm_judge: 002 A.1)
+    # P-RB across CONFIDENCE prompts (002 §5: VC varies its 7 confidence-elicitation prompts with the
+    # answer prompt fixed): the listed protocols of one variant are the prompts; each unit's own
+    # answer is the same under every protocol, so no cross stage is needed. Excludes >1 variant.
+    protocols: list[str] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
-                                      "samples": "protocol"}
+                                      "samples": "protocol", "protocols": "protocol"}
 
 
 class Aligned(_Compare):

@@ -24,6 +24,7 @@ results for scoring, so both agree on request ids without storing anything else.
 from __future__ import annotations
 
 from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,15 +60,24 @@ class CrossData:
         if target not in self._cands:
             got: dict[int, list[Candidate]] = {}
             for src in self.sources.get(target, []):
+                if src.protocol is not None:
+                    continue  # wrong_from sources: see wrong_from_choice
                 for idx, cands in self._from_source(target, src).items():
                     got.setdefault(idx, []).extend(cands)
             self._cands[target] = got
         return self._cands[target]
 
     def _from_source(self, target: UnitKey, src: Source) -> dict[int, list[Candidate]]:
+        key = (src.unit, src.samples)
+        cache = self.__dict__.setdefault("_answers", {})
+        if key not in cache:
+            cache[key] = self._read_source(target[0], src)
+        # cached per unit; labelled with this source's key (one unit can be several sources)
+        return {i: [dataclasses.replace(c, source=src.key) for c in cands] for i, cands in cache[key].items()}
+
+    def _read_source(self, aid: str, src: Source) -> dict[int, list[Candidate]]:
         from auditlang.run.stage2 import primary_pred
 
-        aid = target[0]
         unit = self.plan.units[src.unit]
         fp = self.fps.get(unit.model)
         if fp is None or not unit.stage1:
@@ -115,16 +125,75 @@ class CrossData:
             out[src.key] = grouping_request_for(self.spec, src.grouping, ctx, [c.text for c in cands])
         return out
 
+    def wrong_from_choice(self, target: UnitKey, pid: str, ctx: ItemCtx) -> tuple[str, str, str | None]:
+        """(answer, provenance used, source model) for a ``wrong_from`` protocol (001 §3.3): the
+        first listed other model whose answer to this item is wrong under the audit's first
+        evaluator (its extracted answer, else its text), else an off-type answer. Also stored in
+        ``ctx.extras`` for the program's ``supplied``/``read``."""
+        from auditlang.protocols.verbal import off_type_answer
+        from auditlang.run.scoring import label_answer
+        from auditlang.run.stage2 import audit_evaluators
+
+        prog = self.progs.program(pid)
+        aid = target[0]
+        eid = audit_evaluators(self.spec, aid)[0]
+        choice: tuple[str, str, str | None] | None = None
+        for src in self.sources.get(target, []):
+            if src.protocol != pid:
+                continue
+            for unit_key in src.wrong_from:
+                got = self._from_source(target, Source("model", unit_key)).get(ctx.index)
+                if not got:
+                    continue
+                cand = got[0]
+                pred, ok, _, corr = label_answer(self.progs, self.spec, eid, cand.ctx, cand.text,
+                                                 source_followups(self.progs, self.spec, self.journal, self.fps, aid, cand))
+                shown = pred if ok and isinstance(pred, str) and pred.strip() else cand.text
+                if corr == 0.0 and shown.strip():
+                    choice = (shown.strip(), "plausible_wrong", unit_key[1])
+                    break
+        if choice is None:
+            choice = (off_type_answer(ctx, prog._pool(ctx)), "off_type", None)
+        ctx.extras[prog.wrong_from_key()] = choice
+        return choice
+
+    def wrong_from_requests(self, target: UnitKey, pid: str, ctx: ItemCtx) -> dict[str, Request]:
+        """The supplied-answer request of a ``wrong_from`` protocol for one item."""
+        prog = self.progs.program(pid)
+        answer, _, _ = self.wrong_from_choice(target, pid, ctx)
+        return prog.supplied_requests(ctx, answer)
+
     def all_requests(self) -> Iterator[Request]:
         """Every cross request (targets' models) and grouping request (judge models)."""
-        for target in self.sources:
+        for target, sources in self.sources.items():
             unit = self.plan.units[target]
             aid = target[0]
             pids = list(self.spec.get(aid).value.protocols)
+            wf = [s.protocol for s in sources if s.protocol is not None]
             for ctx in unit.contexts:
                 for pid in pids:
                     yield from self.requests(target, pid, ctx).values()
+                for pid in wf:
+                    yield from self.wrong_from_requests(target, pid, ctx).values()
                 yield from self.grouping_requests(target, ctx).values()
+
+
+def source_followups(progs, spec: Spec, journal, fps: dict[str, str], aid: str, cand: Candidate) -> dict[str, Result | None]:
+    """The evaluator follow-ups (constrained re-prompt, judge verdict) the candidate's own model
+    has for this answer, read from the journal (absent for sampled answers)."""
+    from auditlang.protocols.base import supplied_result
+    from auditlang.run.evaluators import evaluator_ctor
+    from auditlang.run.stage2 import item_stage2
+
+    a = spec.get(aid).value
+    if not any(evaluator_ctor(spec, e, cand.ctx.task) in ("constrained", "llm_judge") for e in a.evaluators):
+        return {}
+    out: dict[str, Result | None] = {}
+    for role, req in item_stage2(progs, spec, aid, a.protocols[0], cand.ctx, {"answer": supplied_result(cand.text)}).items():
+        if role.startswith(("constrained:", "judge:")):
+            fp = fps.get(req.model)
+            out[role] = journal.get(req.id, fp) if fp else None
+    return out
 
 
 def role_of(cand: Candidate, role: str) -> str:
@@ -167,4 +236,5 @@ def group_labels(cands: list[Candidate], reply: Result | None, same_key) -> tupl
     return [same_key(c) for c in cands], "evaluator" if reply is None else "evaluator_after_judge_failure"
 
 
-__all__ = ["Candidate", "CrossData", "Source", "cross_requests", "cross_sources", "group_labels", "role_of"]
+__all__ = ["Candidate", "CrossData", "Source", "cross_requests", "cross_sources", "group_labels", "role_of",
+           "source_followups"]

@@ -53,6 +53,9 @@ def _label(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, 
     return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
 
 
+label_answer = _label  # (pred, parsed, rule, correct) of an answer text under one evaluator
+
+
 def _gold(ctx) -> str:
     if ctx.labels and ctx.item.get("gold_label"):
         return str(ctx.item["gold_label"])
@@ -79,6 +82,8 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
         for pid in sorted({c.protocol for c in cells}):
             prog = progs.program(pid)
             rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp)
+            if getattr(prog, "cross_supplied", lambda: False)():
+                rows = _with_wrong_from(cross, journal, fp, (aid, mid, dsid, vid, "test"), pid, rows)
             fitted = None
             if getattr(prog, "needs_dev", False) and dev_unit is not None and pid in dev_unit.stage1:
                 dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp)
@@ -144,6 +149,15 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
     return records
 
 
+def _with_wrong_from(cross, journal: Journal, fp: str, target: tuple, pid: str, rows):
+    """Rows of a ``wrong_from`` protocol with its cross-stage result added to stage 1 (the
+    program's request is built from another model's answer, see run/cross.py)."""
+    reqs = [cross.wrong_from_requests(target, pid, ctx) for ctx, _, _ in rows]
+    got = journal.get_many([r.id for rs in reqs for r in rs.values()], fp)
+    return [(ctx, {**r1, **{role: got.get(r.id) for role, r in rs.items()}}, r2)
+            for (ctx, r1, r2), rs in zip(rows, reqs)]
+
+
 def _cross_results(cross, journal: Journal, fp: str, target: tuple, pid: str, rows) -> dict[int, dict[str, Result | None]]:
     """Item index -> role -> stored result of the cross-stage requests of one (unit, protocol)."""
     reqs = {ctx.index: cross.requests(target, pid, ctx) for ctx, _, _ in rows if cross.candidates(target).get(ctx.index)}
@@ -155,8 +169,7 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
                       ctx, r1: dict[str, Result | None], results: dict[str, Result | None], fitted) -> list[dict[str, Any]]:
     """Record extras ``supplied``: every candidate answer of this item scored by this cell's
     protocol (confidence) and labelled by its evaluator (correctness), see run/cross.py."""
-    from auditlang.protocols.base import supplied_result
-    from auditlang.run.cross import group_labels, role_of
+    from auditlang.run.cross import group_labels, role_of, source_followups
 
     prog = progs.program(pid)
     cands = cross.candidates(target).get(ctx.index, [])
@@ -175,7 +188,7 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
             elif fitted is not None:
                 ro = prog.apply(fitted, ro)
             conf, parsed, reason = ro.confidence, ro.parsed, ro.extras.get("reason")
-        src_r2 = _source_followups(progs, spec, journal, cross.fps, aid, cand)
+        src_r2 = source_followups(progs, spec, journal, cross.fps, aid, cand)
         pred, ok, rule, corr = _label(progs, spec, eid, cand.ctx, cand.text, src_r2)
         entry = {"source": cand.source, "index": cand.index, "pred": None if pred is None else str(pred), "parsed": ok,
                  "confidence": None if conf is None or math.isnan(conf) else min(1.0, max(0.0, float(conf))),
@@ -205,32 +218,6 @@ def _same_key(cand) -> str:
     if cand.pred is None:
         return "unparsed:" + normalize_answer(cand.text)
     return normalize_answer(str(cand.pred)) if isinstance(cand.pred, str) else str(cand.pred)
-
-
-def _source_followups(progs: Programs, spec: Spec, journal: Journal, fps: dict[str, str], aid: str,
-                      cand) -> dict[str, Result | None]:
-    """The evaluator follow-ups (constrained re-prompt, judge verdict) the candidate's own model
-    would have for this answer, read from the journal (absent for sampled answers)."""
-    from auditlang.run.evaluators import evaluator_ctor
-
-    out: dict[str, Result | None] = {}
-    for eid in spec.get(aid).value.evaluators:
-        ctor = evaluator_ctor(spec, eid, cand.ctx.task)
-        if ctor not in ("constrained", "llm_judge"):
-            continue
-        from auditlang.protocols.base import supplied_result
-
-        for role, req in item_stage2(progs, spec, aid, _any_protocol(spec, aid), cand.ctx,
-                                     {"answer": supplied_result(cand.text)}).items():
-            if role.startswith(("constrained:", "judge:")):
-                fp = fps.get(req.model) or _fp_for(journal, req.model)
-                out[role] = journal.get(req.id, fp) if fp else None
-        break
-    return out
-
-
-def _any_protocol(spec: Spec, aid: str) -> str:
-    return spec.get(aid).value.protocols[0]
 
 
 def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str, candidate: bool = False):

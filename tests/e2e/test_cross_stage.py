@@ -24,6 +24,7 @@ DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 SPEC = """
 import "stdlib/s002"
+import "stdlib/s001"
 settings { seed = 7 }
 dataset trivia = jsonl("triviaqa.jsonl", task=open_qa, sample=4, seed=3, dev_sample=4)
 model m1 = embedded("smollm2-135m-instruct", dtype=float32, max_tokens=8)
@@ -35,6 +36,14 @@ audit main {
   protocols = [s002.prob, s002.p_true, s002.samples10]
   evaluators = [s002.lenient]
   metrics = [accuracy]
+}
+protocol pw = s001.verbal_plausible_wrong with (wrong_from=[m2, m1])
+audit supplied {
+  models = [m1, m2]
+  datasets = [trivia]
+  variants = [s002.a1]
+  protocols = [pw]
+  evaluators = [s002.lenient]
 }
 compare ca = aligned(main, pairs=[[m1, m2]], views=[instance, candidate])
 compare rob = robustness(main, variants=[s002.a1, s002.a3], samples=s002.samples10)
@@ -68,7 +77,9 @@ class ScriptedEngine:
         for r in requests:
             ScriptedEngine.executed.append(r.id)
             key = (r.model, r.prompt.to_dict() if hasattr(r.prompt, "to_dict") else str(r.prompt))
-            if r.kind == "generate":
+            if r.kind == "generate" and "Probability" in json.dumps(key):
+                yield Result(request_id=r.id, kind=r.kind, samples=[Sample(text=f"0.{_h(key) % 90 + 10}", tokens=[])])
+            elif r.kind == "generate":
                 n = int(r.p.get("n") or 1)
                 # answers depend on the item only for half the prompts, so the two models agree there
                 texts = [ANSWERS[_h(key, s, r.seed) % len(ANSWERS)] for s in range(n)]
@@ -109,6 +120,27 @@ def cross_run(tmp_path, monkeypatch):
 
 def _supplied(row) -> list[dict]:
     return json.loads(row["extras"]).get("supplied") or []
+
+
+def test_wrong_from_supplies_the_other_models_wrong_answer(cross_run):
+    spec, plan, run_dir, fps, df = cross_run
+    pw = df[df.protocol == "pw"]
+    answers = df[(df.audit_id if "audit_id" in df else df.cell_id.str.startswith("supplied/")) & (df.protocol == "pw")]
+    assert len(pw) == 8 and len(answers) == 8
+    main = df[(df.variant == "s002.a1") & (df.protocol == "s002.p_true")]
+    n_cross = 0
+    for _, row in pw.iterrows():
+        x = json.loads(row["extras"])
+        other = "m2" if row.model == "m1" else "m1"  # wrong_from=[m2, m1]: never the model itself
+        peer = main[(main.model == other) & (main.item_id == row.item_id)].iloc[0]
+        if peer["correct"] == 0.0 and peer["pred"]:
+            assert x["provenance_used"] == "plausible_wrong" and x["wrong_from_model"] == other
+            assert x["supplied"] == peer["pred"]
+            n_cross += 1
+        else:
+            assert x["provenance_used"] == "off_type" and x["wrong_from_model"] is None
+        assert row["confidence_parsed"] and 0.1 <= row["confidence"] <= 0.99
+    assert n_cross >= 1
 
 
 def test_cross_stage_loads_each_model_once_more(cross_run):
@@ -188,3 +220,4 @@ def test_rerun_executes_nothing_and_loads_no_cross_engine(cross_run):
     runner.execute_plan(spec, plan, run_dir, progress=False, log=lambda *a: None)
     assert ScriptedEngine.executed == []
     assert ScriptedEngine.loads == ["m1", "m2"]  # the first phase fingerprints each engine; nothing else loads
+

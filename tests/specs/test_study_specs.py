@@ -122,7 +122,13 @@ def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     assert len(cells) == 12
     assert sum(c.n_items for c in cells) == 11916
     assert {c.protocol for c in plan.cells if c.audit == "supplied"} == {
-        "s001.verbal_self", "s001.verbal_gold", "s001.verbal_plausible_wrong", "s001.verbal_off_type"}
+        "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type"}
+    # §3.3: plausible-wrong answers are another model's wrong guesses: built in the cross stage,
+    # one request per (model, item)
+    spec = compiled(SPECS["s001"])
+    assert spec.get("verbal_plausible_wrong").value.wrong_from == ["llama3_8b_it", "mistral_7b_it", "qwen25_7b_it"]
+    cross = [d for d in plan.deferred if d["source"] == "cross:verbal_plausible_wrong"]
+    assert sum(d["count"] for d in cross) == 11916
     # App. I, Table 16: the integer-scale check has n = 12 Instruct cells
     assert len({(c.model, c.dataset) for c in plan.cells if c.audit == "int_scale"}) == 12
 
@@ -180,6 +186,26 @@ def test_s002_prompt_sets_for_robustness() -> None:
             vc[(c.model, c.dataset, c.evaluator)].add(c.protocol)
     assert {len(v) for v in vc.values()} == {7}
     assert {c.dataset: c.n_items for c in plan.cells} == {"nq": 1000, "sciq": 500, "triviaqa": 1000, "popqa": 1000}
+
+
+def test_s002_vc_prb_across_confidence_prompts() -> None:
+    # §5 / Table 6: VC's P-RB is over the 7 confidence prompts of App. Table 5 with the answer prompt
+    # fixed (A1); App. A.7 Table 7 contrasts it with the 10 answer prompts (P(1) confidence prompt).
+    spec = compiled(SPECS["s002"])
+    vc = spec.get("robustness_vc").value
+    assert vc.audit == "vc" and vc.protocols == list(spec.get("vc").value.protocols)
+    assert len(vc.protocols) == 7 and spec.get("vc").value.variants == ["s002.a1"]
+    assert {spec.get(p).ctor for p in vc.protocols} == {"verbalized"}
+    assert vc.samples == "s002.samples10" and vc.grouping == "judge"
+    ans = spec.get("robustness_vc_answer").value
+    assert not ans.protocols and len(ans.variants) == 10 and ans.answer == "own"
+    # no cross-variant stage for the VC compare: the own A1 answer is the same under every prompt
+    from auditlang.plan.cross import cross_sources
+
+    plan = declared_plan(SPECS["s002"])
+    keys = {s.key for t, srcs in cross_sources(spec, plan).items() if t[0] == "vc" for s in srcs}
+    assert keys == {"samples:s002.samples10"}
+    assert "LANGUAGE GAP: `robustness` computes P-RB across VARIANTS" not in SPECS["s002"].read_text(encoding="utf-8")
 
 
 def test_s002_one_model_with_data_and_dev_splits(plan_with_data) -> None:
