@@ -97,43 +97,36 @@ class SelfConsistencyProgram(Program):
         """A supplied candidate's confidence: the fraction of the model's K samples whose answer
         is equivalent to the candidate's (study 003 leaves how self-consistency scores another
         model's candidate unspecified; this is the natural reading, ``c = Σ_k 1[â_k = s] / K``)."""
-        kind = self.obj.ctor
-        res = usable(results, "samples")
-        if res is None or not res.samples:
-            return Readout(math.nan, False, kind, extras={"reason": "no samples"})
         ext = extract or default_extract(ctx)
-        eq = same or default_same
-        answers = [ext(s.text or "") for s in res.samples]
-        answers += [None] * (self.p.k - len(answers))
-        ref = ext(answer_text) if pred is None else (pred.strip() if isinstance(pred, str) else pred)
-        ref = ref if ref not in ("", None) else None
-        conf = agreement(answers, ref, eq)
-        extras = {"answers": answers, "reference": ref, "reference_kind": "candidate", "k": len(answers)}
-        if math.isnan(conf):
-            extras["reason"] = "the candidate has no extracted answer"
-            return Readout(math.nan, False, kind, extras=extras)
-        return Readout(conf, True, kind, extras=extras)
+        ref = ext(answer_text) if pred is None else pred
+        return self._agreement(ctx, results, ref, "candidate", ext, same, "the candidate has no extracted answer")
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, *,
              extract: Extract | None = None, same: Same | None = None) -> Readout:
+        ref = None if self.p.reference == "first_sample" else pred  # first_sample: set from the answers
+        return self._agreement(ctx, results, ref, self.p.reference, extract or default_extract(ctx), same,
+                               "reference answer missing (not attempted)")
+
+    def _agreement(self, ctx: ItemCtx, results: dict[str, Result], ref: Any, ref_kind: str, ext: Extract,
+                   same: Same | None, why_missing: str) -> Readout:
+        """Agreement of the K extracted sample answers with ``ref`` (the first sample's answer
+        when ``ref_kind`` is ``first_sample``); a missing sample stays in the denominator (003)."""
         kind = self.obj.ctor
         res = usable(results, "samples")
         if res is None or not res.samples:
             return Readout(math.nan, False, kind, extras={"reason": "no samples"})
-        ext = extract or default_extract(ctx)
-        eq = same or default_same
         answers = [ext(s.text or "") for s in res.samples]
-        answers += [None] * (self.p.k - len(answers))  # a missing sample stays in the denominator (003)
-        if self.p.reference == "first_sample":
+        answers += [None] * (self.p.k - len(answers))
+        if ref_kind == "first_sample":
             ref = answers[0]
         else:
-            ref = pred.strip() if isinstance(pred, str) else pred
+            ref = ref.strip() if isinstance(ref, str) else ref
             ref = ref if ref not in ("", None) else None
-        extras = {"answers": answers, "reference": ref, "reference_kind": self.p.reference, "k": len(answers)}
+        extras = {"answers": answers, "reference": ref, "reference_kind": ref_kind, "k": len(answers)}
         if len(res.samples) != self.p.k:
             extras["samples_returned"] = len(res.samples)
-        conf = agreement(answers, ref, eq)
+        conf = agreement(answers, ref, same or default_same)
         if math.isnan(conf):
-            extras.setdefault("reason", "reference answer missing (not attempted)")
+            extras.setdefault("reason", why_missing)
             return Readout(math.nan, False, kind, extras=extras)
         return Readout(conf, True, kind, extras=extras)
