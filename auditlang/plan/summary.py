@@ -41,8 +41,9 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     by = Counter((r.model, r.kind) for r in plan.requests)
     for (m, k), n in sorted(by.items()):
         req.add_row(m, plan.models.get(m, {}).get("engine", "?"), k, "1", f"{n:,}", "")
-    for d in plan.deferred:
-        req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], "2",
+    for d in sorted(plan.deferred, key=lambda d: str(d["source"]).startswith("cross:")):
+        stage = "cross" if str(d["source"]).startswith("cross:") else "2"
+        req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], stage,
                     f"{d['count']:,}", _deferred_label(d))
     con.print(req)
     saved = plan.naive_request_count - plan.unique_request_count
@@ -60,5 +61,5 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
 def _deferred_label(d: dict) -> str:
     src = str(d["source"])
     if src.startswith("cross:"):
-        return f"{d['role']} of {src[len('cross:'):]} (cross stage: answers of other units)"
+        return f"{d['role']} of {src[len('cross:'):]} (answers of other units)"
     return f"{d['role']} of {src} (built from stage-1 outputs)"
