@@ -221,3 +221,65 @@ def test_rerun_executes_nothing_and_loads_no_cross_engine(cross_run):
     assert ScriptedEngine.executed == []
     assert ScriptedEngine.loads == ["m1", "m2"]  # the first phase fingerprints each engine; nothing else loads
 
+
+
+JUDGED = """
+import "stdlib/s002"
+settings { seed = 7 }
+dataset trivia = jsonl("triviaqa.jsonl", task=open_qa, sample=3, seed=3)
+model m1 = embedded("smollm2-135m-instruct", dtype=float32, max_tokens=8)
+model jm = embedded("gemma3-270m", dtype=float32, max_tokens=8)
+evaluator judge = llm_judge(jm, max_tokens=8)
+audit main {
+  models = [m1]
+  datasets = [trivia]
+  variants = [s002.a1, s002.a3]
+  protocols = [s002.p_true]
+  evaluators = [judge]
+}
+compare rob = robustness(main, variants=[s002.a1, s002.a3], samples=s002.samples10, grouping=judge)
+"""
+
+
+class JudgingEngine(ScriptedEngine):
+    """The scripted engine, plus judge replies: a fixed partition for grouping prompts (samples
+    1-5 and 6-10) and a hash-chosen 1/0 for correctness prompts."""
+
+    def run(self, requests):
+        rest = []
+        for r in requests:
+            text = json.dumps(r.prompt.to_dict() if hasattr(r.prompt, "to_dict") else str(r.prompt))
+            if "grouping 10 answers" in text:
+                ScriptedEngine.executed.append(r.id)
+                reply = "{1: a, 2: b, 3: c, 4: d, 5: e}, {6: f, 7: g, 8: h, 9: i, 10: j}"
+                yield Result(request_id=r.id, kind=r.kind, samples=[Sample(text=reply, tokens=[])])
+            elif "semantically equivalent to the reference" in text:
+                ScriptedEngine.executed.append(r.id)
+                yield Result(request_id=r.id, kind=r.kind, samples=[Sample(text=str(_h(text) % 2), tokens=[])])
+            else:
+                rest.append(r)
+        yield from super().run(rest)
+
+
+def test_samples_grouped_by_the_judge(tmp_path, monkeypatch):
+    if not (DATA / "triviaqa.jsonl").exists():
+        pytest.skip("../shared/data is not available")
+    import auditlang.run.runner as runner
+    from auditlang.run.scoring import score_and_write
+
+    monkeypatch.setattr(runner, "_load", JudgingEngine)
+    ScriptedEngine.loads, ScriptedEngine.executed = [], []
+    p = tmp_path / "judged.audit"
+    p.write_text(JUDGED, encoding="utf-8")
+    spec = compile_spec(str(p))
+    plan = Planner(spec, str(DATA), load_data=True).build()
+    assert [d["count"] for d in plan.deferred if d["role"] == "grouping"] == [3]
+    fps = runner.execute_plan(spec, plan, tmp_path / "run", progress=False, log=lambda *a: None)
+    assert ScriptedEngine.loads == ["m1", "m1", "jm"]  # stages 1-2, cross, judge (verdicts + grouping)
+    df = pd.DataFrame([r.__dict__ for r in score_and_write(spec, plan, tmp_path / "run", fps)])
+    ref = df[df.variant == "s002.a1"]
+    assert len(ref) == 3 and ref["correct"].notna().all()  # judge verdicts read back
+    for _, row in ref.iterrows():
+        got = sorted((s for s in _supplied(row) if s["source"] == "samples:s002.samples10"), key=lambda s: s["index"])
+        assert [s["group"] for s in got] == ["g0"] * 5 + ["g1"] * 5
+        assert {s["group_rule"] for s in got} == {"judge"}
