@@ -30,7 +30,9 @@ def test_perturbation_seeds_follow_004() -> None:
     for obj in spec.of_kind("perturbation").values():
         seeds.setdefault(obj.ctor, set()).add(obj.value.seed)
     assert seeds["space_insertion"] == seeds["option_shuffle"] == seeds["typo"] == {4, 44, 99}
-    assert len(seeds["one_shot"]) == 4  # Table 4: four one-shot examples
+    # Table 4: four fixed one-shot examples, one condition each (the same example for every item)
+    shots = [o.value for o in spec.of_kind("perturbation").values() if o.ctor == "one_shot"]
+    assert sorted(o.index for o in shots) == [0, 1, 2, 3] and all(o.seed is None for o in shots)
 
 
 def test_s002_prompt_sets_are_complete() -> None:
