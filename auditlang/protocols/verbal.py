@@ -169,7 +169,7 @@ class SuppliedAnswers:
             if got is None:
                 raise ValueError(f"internal: protocol '{self.obj.id}': the cross stage has not chosen the "
                                  f"supplied answer of item {ctx.item.get('id')!r}")
-            return got[0], got[1]
+            return got[0], got[1]  # provenance "pending": another model's answer is not stored yet
         if prov == "gold":
             gold = ctx.gold_answer()
             if gold is None or not gold.strip():

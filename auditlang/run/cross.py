@@ -54,6 +54,7 @@ class CrossData:
         self.spec, self.plan, self.journal, self.fps, self.progs = spec, plan, journal, fps, progs
         self.sources = cross_sources(spec, plan)
         self._cands: dict[UnitKey, dict[int, list[Candidate]]] = {}
+        self._pending: dict[UnitKey, set[int]] = {}  # source unit -> items whose answer is not committed
 
     def candidates(self, target: UnitKey) -> dict[int, list[Candidate]]:
         """Item index -> candidates (empty when the unit has no sources or answers are missing)."""
@@ -80,7 +81,9 @@ class CrossData:
 
         unit = self.plan.units[src.unit]
         fp = self.fps.get(unit.model)
+        pending = self.__dict__.setdefault("_pending", {})
         if fp is None or not unit.stage1:
+            pending[src.unit] = {ctx.index for ctx in unit.contexts}
             return {}
         first_pid = next(iter(unit.stage1))
         if src.samples:
@@ -90,6 +93,7 @@ class CrossData:
             reqs = [per_item["answer"] for per_item in unit.stage1[first_pid]]
         got = self.journal.get_many([r.id for r in reqs], fp)
         out: dict[int, list[Candidate]] = {}
+        pending[src.unit] = {ctx.index for ctx, req in zip(unit.contexts, reqs) if req.id not in got}
         for ctx, req in zip(unit.contexts, reqs):
             res = got.get(req.id)
             if res is None or res.error is not None or not res.samples:
@@ -143,6 +147,10 @@ class CrossData:
                 continue
             for unit_key in src.wrong_from:
                 got = self._from_source(target, Source("model", unit_key)).get(ctx.index)
+                if ctx.index in self._pending.get(unit_key, ()):
+                    # that model has not answered yet: choosing now could pick the fallback too early
+                    choice = ("", "pending", None)
+                    break
                 if not got:
                     continue
                 cand = got[0]
@@ -160,8 +168,8 @@ class CrossData:
     def wrong_from_requests(self, target: UnitKey, pid: str, ctx: ItemCtx) -> dict[str, Request]:
         """The supplied-answer request of a ``wrong_from`` protocol for one item."""
         prog = self.progs.program(pid)
-        answer, _, _ = self.wrong_from_choice(target, pid, ctx)
-        return prog.supplied_requests(ctx, answer)
+        answer, used, _ = self.wrong_from_choice(target, pid, ctx)
+        return {} if used == "pending" else prog.supplied_requests(ctx, answer)
 
     def all_requests(self) -> Iterator[Request]:
         """Every cross request (targets' models) and grouping request (judge models)."""

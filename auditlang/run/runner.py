@@ -84,9 +84,10 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                  shard=None, retry_errors: bool = False, log=print) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
 
-    Three phases: (1) each audited model's stage 1 and stage 2; (2) the cross stage (answers of
-    other units, see auditlang/run/cross.py), for models that have cross requests; (3) judge
-    models. A model is loaded once per phase that has work for it.
+    Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
+    already exist; (2) the rest of the cross stage (answers of models run after it, see
+    auditlang/run/cross.py), only for models with missing work; (3) judge models. A model is
+    loaded once per phase that has work for it.
     """
     from auditlang.execute.executor import execute
     from auditlang.run.cross import cross_requests
@@ -120,6 +121,11 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                 if stage2:
                     # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
                     _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
+                # Cross requests whose answers already exist (another prompt's or a sampled answer of
+                # this model, models run before it) run now, in the same engine load.
+                early = [r for r in cross_requests(spec, plan, journal, fps) if r.model == mid]
+                if early:
+                    _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
             run_phase(mid, stages12)
 
         # Cross stage: built from committed answers of every model (a shard builds what its journal
