@@ -4,7 +4,9 @@ Study 001 section 4.3 asks every calibration comparison to disclose C1 elicitati
 C2 the scored answer, C3 the token-probability readout and C4 the conditioning context; study
 000 adds the ECE estimator and binning, token normalisation and top-k coverage, the evaluator
 rule, the verbal parse rate with its threshold, the elicitation phrasings and the variant set;
-study 003 the accuracy gap between compared models. The checklist states each item per group of
+study 003 the accuracy gap between compared models; every study's decoding (002 A.4 greedy, 003
+App. D.3 temperature 1.0, 004 App. A top_k 50), 003's chat-template options and, for comparisons
+built on the cross stage, whose answers each unit scored. The checklist states each item per group of
 cells (audit, then protocol), flags whatever the spec left at a default as UNSPECIFIED and adds
 WARNING lines (e.g. a single elicitation phrasing).
 """
@@ -42,6 +44,9 @@ ITEMS: dict[str, str] = {
     "templates": "Prompt templates with hashes",
     "seeds": "Seeds and sample indices",
     "engines": "Engine, version, dtype and model revision",
+    "chat": "Chat-template options",
+    "sampling": "Decoding and sampling settings (temperature, top_p, sampling top-k)",
+    "cross": "Answers scored by another unit (cross stage)",
 }
 
 
@@ -143,16 +148,16 @@ def _fold(text: str, width: int = 110) -> str:
 
 def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
     cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
-    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _seeds(rd)]))
+    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _chat(rd), _seeds(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
-            _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _phrasings(rd, aid), _vpr(rd, aid),
-            _accgap(rd, aid, comparisons), _templates(rd, aid)]))
+            _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
+            _vpr(rd, aid), _accgap(rd, aid, comparisons), _cross(rd, aid), _templates(rd, aid)]))
         for pid in rd.audit(aid).protocols:
             n_cells = sum(1 for c in rd.plan.cells if c.audit == aid and c.protocol == pid)
             ctor = rd.protocol_ctor(pid)
             cl.groups.append(Group(f"Audit {aid}, cells of protocol {pid} ({ctor}, {n_cells} cells)",
-                                   _protocol_entries(rd, aid, pid)))
+                                   _protocol_entries(rd, aid, pid) + [_protocol_sampling(rd, aid, pid)]))
     return cl
 
 
@@ -217,6 +222,38 @@ def _embedded(fp: dict) -> str:
     if not isinstance(emb, dict):
         return ""
     return "; embedded package " + ", ".join(f"{k} {v}" for k, v in emb.items() if v is not None)
+
+
+def _chat(rd: RunData) -> Entry:
+    """Chat-template variables per model (003 App. C: Qwen3 enable_thinking, GPT-OSS reasoning_effort),
+    as passed to the engine, and what the engine fingerprint recorded."""
+    from auditlang.report.decoding import all_models, chat_template_options, is_chat, kwargs_text
+
+    e = Entry("chat")
+    for mid in all_models(rd):
+        kw = chat_template_options(rd, mid)
+        fp = rd.fingerprints.get(mid)
+        if not is_chat(rd, mid):
+            e.lines.append(f"model {mid}: not applicable: base model (raw prompts, no chat template)"
+                           + (f"; the spec sets {kwargs_text(kw)}, which no chat template reads" if kw else ""))
+            continue
+        if not kw:
+            e.lines.append(f"model {mid}: no chat-template options set (enable_thinking, reasoning_effort not passed): "
+                           "the chat template's own defaults apply")
+            continue
+        line = f"model {mid}: chat-template options {kwargs_text(kw)} (passed to the engine as chat_template_kwargs)"
+        if fp is None:
+            line += "; not computable: no engine fingerprint recorded to confirm them"
+        elif fp.get("chat_template_kwargs"):
+            line += f"; the engine fingerprint records {kwargs_text(fp['chat_template_kwargs'])}"
+            if dict(fp["chat_template_kwargs"]) != kw:
+                e.flag(f"{D.WARNING}: model '{mid}': the engine fingerprint records chat-template options "
+                       f"{kwargs_text(fp['chat_template_kwargs'])}, the spec sets {kwargs_text(kw)}")
+        else:
+            e.flag(f"{D.WARNING}: model '{mid}' sets chat-template options ({kwargs_text(kw)}) but its engine "
+                   f"fingerprint ({fp.get('engine')!r}) records none; the engine may not have applied them")
+        e.lines.append(line)
+    return e
 
 
 def _seeds(rd: RunData) -> Entry:
@@ -353,6 +390,40 @@ def _variants(rd: RunData, aid: str) -> Entry:
     return e
 
 
+def _answer_sampling(rd: RunData, aid: str) -> Entry:
+    """Answer decoding per variant (shared by every protocol of a cell), from the spec and the plan."""
+    from auditlang.report.decoding import decoding_flags, decoding_of, planned_decoding, planned_text
+
+    e = Entry("sampling")
+    for vid in rd.audit(aid).variants:
+        o = rd.spec.get(vid)
+        dec = decoding_of(o)
+        text, agrees = planned_text(planned_decoding(rd, aid, variant=vid, roles=("answer",)), dec)
+        e.lines.append(f"answers under variant {vid}: {dec.text()}; {text}")
+        if not agrees:
+            e.flag(f"{D.WARNING}: the plan's answer requests under variant '{vid}' do not all decode as the spec says")
+        for fl in decoding_flags(o, "answer decoding"):
+            e.flag(fl)
+    e.lines.append("each protocol's own generations (verbal follow-ups, sampled answers, probe replies) are stated "
+                   "in its protocol group below")
+    return e
+
+
+def _cross(rd: RunData, aid: str) -> Entry:
+    """Answers a unit scored without generating them (CA, fixed-answer P-RB, A-STB / A-SST samples)."""
+    from auditlang.report.cross_scoring import cross_uses
+
+    e = Entry("cross")
+    uses = cross_uses(rd, aid)
+    if not uses:
+        e.lines.append(f"not applicable: no comparison of audit '{aid}' scores answers of other units")
+    for u in uses:
+        e.lines += u.lines
+        for fl in u.flags:
+            e.flag(fl)
+    return e
+
+
 def _phrasings(rd: RunData, aid: str) -> Entry:
     e = Entry("phrasings")
     verbal = [p for p in rd.audit(aid).protocols if rd.protocol_ctor(p) in ("verbalized", "ask_cal", "p_true")]
@@ -483,6 +554,30 @@ def _coverage_lines(rd: RunData, aid: str, pid: str) -> list[str]:
     worst = min(per_cell, key=per_cell.get)
     return [f"top-k label coverage: mean example-level coverage {np.mean(allv):.3f} over {len(allv)} cells; "
             f"{full} cells with full coverage; lowest {per_cell[worst]:.3f} ({worst})"]
+
+
+def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
+    """Decoding of the protocol's own generations (its answers' decoding is in the audit group)."""
+    from auditlang.report.decoding import decoding_flags, decoding_of, planned_decoding, planned_text
+
+    e = Entry("sampling")
+    o = rd.spec.get(pid)
+    dec = decoding_of(o)
+    if dec is None:
+        e.lines.append(f"not applicable to {o.ctor}: the protocol makes no generation of its own (it reads logprobs "
+                       "or fits on hidden states / the dev split); the answers' decoding is stated per variant above")
+        return e
+    what = {"self_consistency": "sampled answers", "verbalized": "verbal-confidence call"}.get(o.ctor, "probe reply")
+    e.lines.append(f"{what} of {pid} ({o.ctor}): {dec.text()}")
+    if o.ctor == "self_consistency":
+        seed = o.value.seed if o.value.seed is not None else "the model seed"
+        text, agrees = planned_text(planned_decoding(rd, aid, protocol=pid, roles=("samples",)), dec)
+        e.lines.append(f"k={o.value.k} samples per item, seed {seed}; {text}")
+        if not agrees:
+            e.flag(f"{D.WARNING}: the plan's sample requests of protocol '{pid}' do not all decode as the spec says")
+    for fl in decoding_flags(o, what):
+        e.flag(fl)
+    return e
 
 
 def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:

@@ -4,7 +4,9 @@ Columns: Axis | Main setting | Alternative | Held fixed | Contrast. One table pe
 from its protocols (grouped by constructor; the main setting is the first protocol of each
 constructor in audit order, or a protocol_grid's first configuration), its variants,
 evaluators and estimators. An axis appears when the audit's protocols actually differ on it;
-"Contrast" names the declared comparison that measures it, else the protocol pair.
+"Contrast" names the declared comparison that measures it, else the protocol pair. Notes state
+the decoding, chat-template options and cross-scored answers (auditlang/report/decoding.py,
+cross_scoring.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ AXES: dict[str, list[tuple[str, str]]] = {
                    ("prefill", "Answer slot")],
     "verbalized": [("provenance", "Verb. answer provenance (C1)"), ("scale", "Verbal scale"),
                    ("phrasing", "Elicitation phrasing"), ("mode", "Elicitation mode"),
-                   ("answer_form", "Answer shown to the follow-up"), ("wrong_from", "Source of wrong answers")],
+                   ("answer_form", "Answer shown to the follow-up"), ("wrong_from", "Source of wrong answers"),
+                   ("temperature", "Verbal-call temperature"), ("top_p", "Verbal-call top-p"),
+                   ("sample_top_k", "Verbal-call sampling top-k")],
     "p_true": [("provenance", "P(True) answer provenance (C1)"), ("normalise", "P(True) normalisation"),
                ("template", "P(True) template"), ("top_k", "Window size (top-k)")],
-    "self_consistency": [("k", "Samples (k)"), ("temperature", "Sampling temperature"), ("reference", "Agreement reference")],
+    "self_consistency": [("k", "Samples (k)"), ("temperature", "Sampling temperature"), ("top_p", "Sampling top-p"),
+                         ("sample_top_k", "Sampling top-k"), ("reference", "Agreement reference")],
 }
 
 # (constructor, axis) -> how a named comparison of that kind measures the axis
@@ -134,10 +139,52 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
                     if o.value.audit == aid and o.ctor == "evaluator_repair"), None)
         t.add("Evaluator", evs[0], "; ".join(evs[1:]), "generations, protocols, models, data",
               f"evaluator repair ({rep})" if rep else "same generations re-scored")
+    _decoding_rows_and_notes(rd, aid, t)
     t.notes.append(f"Main setting: {', '.join(mains)}.")
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def _decoding_rows_and_notes(rd: RunData, aid: str, t: Table) -> None:
+    """Decoding of answers and protocol calls, chat-template options and cross-scored answers, as
+    notes under the table (an "Answer decoding" row when the variants decode differently)."""
+    from auditlang.report.cross_scoring import cross_uses
+    from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
+
+    a = rd.audit(aid)
+
+    def mark(o) -> str:
+        return " [UNSPECIFIED: left at the default]" if decoding_flags(o, "") else ""
+
+    decs = {v: decoding_of(rd.spec.get(v)) for v in a.variants}
+    if len(set(decs.values())) > 1:
+        main = a.variants[0]
+        t.add("Answer decoding", f"{decs[main].text()} ({main})",
+              "; ".join(f"{decs[v].text()} ({v})" for v in a.variants[1:] if decs[v] != decs[main]),
+              "prompts, protocols, evaluators, models, data", "per-cell table")
+        t.notes.append("Answer decoding: " + "; ".join(f"{v}: {d.text()}{mark(rd.spec.get(v))}" for v, d in decs.items())
+                       + ".")
+    elif decs:
+        d = next(iter(decs.values()))
+        unspec = any(decoding_flags(rd.spec.get(v), "") for v in a.variants)
+        t.notes.append(f"Answer decoding: {d.text()} under every variant"
+                       + (" [UNSPECIFIED: left at the default]" if unspec else "") + ".")
+    own = [(p, decoding_of(rd.spec.get(p))) for p in a.protocols]
+    own = [(p, d) for p, d in own if d is not None]
+    if own:  # protocols that decode alike share one statement
+        alike: dict[str, list[str]] = {}
+        for p, d in own:
+            alike.setdefault(f"{d.text()}{mark(rd.spec.get(p))}", []).append(p)
+        t.notes.append("Protocol calls: " + "; ".join(f"{', '.join(ps)}: {text}" for text, ps in alike.items()) + ".")
+    chat = {m: kw for m in a.models if (kw := chat_template_options(rd, m))}
+    if chat:
+        t.notes.append("Chat-template options: " + "; ".join(f"{m}: {kwargs_text(kw)}" for m, kw in chat.items())
+                       + (f"; not set for {', '.join(m for m in a.models if m not in chat)}"
+                          if len(chat) < len(a.models) else "") + ".")
+    for u in cross_uses(rd, aid):
+        if u.note:
+            t.notes.append("Cross-scored answers: " + u.note)
 
 
 def disclosure_tables(rd: RunData) -> list[Table]:

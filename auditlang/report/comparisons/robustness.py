@@ -1,7 +1,9 @@
 """Study 002 robustness, stability and sensitivity next to Brier and AUROC (section 4, Table 6).
 
 P-RB from the (items x prompts) confidence matrix of each (model, dataset, protocol, evaluator)
-across the compared variants (002 eq. 3; NaN where a prompt gave no confidence). A-STB / A-SST
+across the compared variants (002 eq. 3; NaN where a prompt gave no confidence); with
+``protocols=[...]`` the prompts are confidence protocols under one variant instead (002 §5: VC
+perturbs its confidence-elicitation prompt), one row per (model, dataset, evaluator). A-STB / A-SST
 need M sampled answers per item, each scored by the confidence method and grouped by meaning
 (002 section 4.2). With ``answer=fixed`` (default) P-RB re-scores the first prompt's answer under
 every prompt; the fixed-answer and per-sample confidences come from record extras ``supplied``
@@ -21,6 +23,7 @@ from auditlang.metrics.robustness import answer_sensitivity, answer_stability, p
 from auditlang.report.comparisons.common import Comparison, by_item, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
+
 
 def _samples(rd: RunData, df, key: str) -> tuple[list, list, int] | None:
     """Per item: the confidences of its K sampled answers and their semantic groups, from record
@@ -50,13 +53,129 @@ def _fixed(rd: RunData, df, key: str) -> dict[str, float]:
     return out
 
 
+def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, float]:
+    """(A-STB, A-SST) of one protocol's scored samples under the first variant (NaN when not computable)."""
+    vals = {"A-STB": math.nan, "A-SST": math.nan}
+    got = _samples(rd, first, f"samples:{c.samples}") if c.samples and not first.empty else None
+    if not c.samples:
+        t.nc("A-STB / A-SST: the comparison names no samples= protocol (K sampled answers per item, "
+             "study 002 section 4.2)", where)
+    elif got is None:
+        t.nc(f"A-STB / A-SST: records carry no scored samples (extras 'supplied', source "
+             f"'samples:{c.samples}', from the cross stage)", where)
+    else:
+        if got[2]:
+            t.nc(f"A-STB / A-SST: {got[2]} sampled answer(s) without a confidence left out", where)
+        for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST")):
+            try:
+                vals[label] = fn(got[0], got[1]).value
+            except ValueError as err:
+                t.nc(f"{label}: {err}", where)
+    return vals["A-STB"], vals["A-SST"]
+
+
+def _brier_auroc(frames: dict, t: Table, where: str) -> tuple[float, float]:
+    """Brier and AUROC of every prompt's frame (rows with known correctness and a confidence),
+    each averaged over the prompts (macro, 002 Table 6); a prompt with one outcome class has no AUROC."""
+    briers, aurocs = [], []
+    for key, f in frames.items():
+        k = known(f, True)
+        if k.empty:
+            continue
+        cc, zz = k["confidence"].to_numpy(float), k["correct"].to_numpy(float)
+        briers.append(brier(cc, zz))
+        au = auroc(cc, zz)
+        if math.isnan(au):
+            t.nc("AUROC: only one outcome class", f"{where} / {key}")
+        else:
+            aurocs.append(au)
+    return (float(np.mean(briers)) if briers else math.nan, float(np.mean(aurocs)) if aurocs else math.nan)
+
+
+def _mean_finite(xs: list[float]) -> float:
+    ok = [x for x in xs if not math.isnan(x)]
+    return float(np.mean(ok)) if ok else math.nan
+
+
+def _prompt_label(rd: RunData, protocols: list[str]) -> str:
+    """The protocol column of an across-protocols row, e.g. ``verbalized(7 prompts)``."""
+    ctors = list(dict.fromkeys(rd.protocol_ctor(p) for p in protocols))
+    return f"{ctors[0] if len(ctors) == 1 else 'protocols'}({len(protocols)} prompts)"
+
+
+def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
+    """P-RB over CONFIDENCE prompts (002 §5, Table 6 "VC"; App. A.7 Table 7 "Conf-P"): the
+    (items x protocols) matrix of one cell's own answers under one answer prompt. The answer is
+    the same for every protocol of a unit (one stage-1 answer request), so this is 002's "same
+    answer under different prompt formulations" without a cross stage. Brier and AUROC per
+    protocol, averaged over the protocols; A-STB / A-SST per protocol over the scored samples,
+    averaged over the protocols (002 does not say which VC prompt scores the samples)."""
+    protocols = list(c.protocols)
+    variants = list(c.variants) or list(a.variants)
+    if len(variants) != 1:
+        raise ValueError(f"protocols= needs one answer prompt, but the comparison spans variants {variants}")
+    v = variants[0]
+    label = _prompt_label(rd, protocols)
+    out = Comparison(name, "robustness", c.audit)
+    t = Table(name, f"Robustness (P-RB) across confidence prompts, stability (A-STB) and sensitivity (A-SST) "
+              f"with Brier and AUROC ({name})", list(COLUMNS))
+    for m in a.models:
+        for d in a.datasets:
+            for e in rd.evaluators(c.audit):
+                where = f"{m} / {d} / {v} / {e}"
+                frames = {p: by_item(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e))
+                          for p in protocols}
+                frames = {p: f for p, f in frames.items() if not f.empty}
+                if not frames:
+                    continue
+                items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
+                prb, prb_ex = math.nan, ""
+                missing = [p for p in protocols if p not in frames]
+                if missing:
+                    t.nc(f"P-RB: no records for protocol(s) {missing}", where)
+                else:
+                    mat = np.array([[float(frames[p]["confidence"].get(i, math.nan)) for p in protocols] for i in items])
+                    try:
+                        r = prompt_robustness(mat)
+                        prb, prb_ex = r.value, r.n_excluded
+                    except ValueError as err:
+                        t.nc(f"P-RB: {err}", where)
+                stbs, ssts = [], []
+                for p in frames if c.samples else []:
+                    first = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
+                    stb, sst = _stability(rd, c, first, t, f"{where} / {p}")
+                    stbs.append(stb)
+                    ssts.append(sst)
+                if not c.samples:
+                    _stability(rd, c, frames[next(iter(frames))], t, where)  # the "no samples=" note, once
+                br, au = _brier_auroc(frames, t, where)
+                t.add(m, d, label, e, len(items), prb, prb_ex, _mean_finite(stbs), _mean_finite(ssts), br, au)
+    t.notes.append(f"Prompts: the confidence protocols {', '.join(protocols)} under the one answer prompt {v}; "
+                   "P-RB over each item's confidences in the model's own answer, which every protocol of the cell "
+                   "shares (002 section 5: only the confidence-elicitation prompt is perturbed for VC). Std is the "
+                   "population standard deviation (002 eq. 3).")
+    if c.samples:
+        t.notes.append(f"A-STB / A-SST: the K answers of protocol '{c.samples}' under {v}, scored by each listed "
+                       "protocol and averaged over the protocols (002 does not say which confidence prompt scores the "
+                       "samples); semantic groups from " + (f"judge evaluator '{c.grouping}' (002 App. A.1)" if c.grouping
+                                                            else "the evaluator's normalised answer (no grouping= judge given)") + ".")
+    t.notes.append("Brier and AUROC: per protocol, averaged over the protocols (macro over prompts, 002 Table 6).")
+    out.tables.append(t)
+    return out
+
+
+COLUMNS = ("model", "dataset", "protocol", "evaluator", "n_items", "P-RB", "P-RB items excluded", "A-STB", "A-SST",
+           "Brier (mean over prompts)", "AUROC (mean over prompts)")
+
+
 def robustness(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
+    if getattr(c, "protocols", None):
+        return _across_protocols(rd, name, c, a)
     variants = list(c.variants) or list(a.variants)
     out = Comparison(name, "robustness", c.audit)
     t = Table(name, f"Robustness (P-RB), stability (A-STB) and sensitivity (A-SST) with Brier and AUROC ({name})",
-              ["model", "dataset", "protocol", "evaluator", "n_items", "P-RB", "P-RB items excluded", "A-STB", "A-SST",
-               "Brier (mean over prompts)", "AUROC (mean over prompts)"])
+              list(COLUMNS))
     if len(variants) < 2:
         t.notes.append(not_computable(f"P-RB needs at least two prompts; the comparison names {variants}"))
     for m in a.models:
@@ -96,42 +215,10 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
                             t.nc(f"P-RB: {err}", where)
                     elif len(variants) >= 2:
                         t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", where)
-                    stb = sst = math.nan
                     first = rd.rows(c.audit, model=m, dataset=d, variant=variants[0], protocol=p, evaluator=e)
-                    got = _samples(rd, first, f"samples:{c.samples}") if c.samples and not first.empty else None
-                    if not c.samples:
-                        t.nc("A-STB / A-SST: the comparison names no samples= protocol (K sampled answers per item, "
-                             "study 002 section 4.2)", where)
-                    elif got is None:
-                        t.nc(f"A-STB / A-SST: records carry no scored samples (extras 'supplied', source "
-                             f"'samples:{c.samples}', from the cross stage)", where)
-                    else:
-                        if got[2]:
-                            t.nc(f"A-STB / A-SST: {got[2]} sampled answer(s) without a confidence left out", where)
-                        for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST")):
-                            try:
-                                val = fn(got[0], got[1]).value
-                            except ValueError as err:
-                                t.nc(f"{label}: {err}", where)
-                                val = math.nan
-                            if label == "A-STB":
-                                stb = val
-                            else:
-                                sst = val
-                    briers, aurocs = [], []
-                    for v, f in frames.items():
-                        k = known(f, True)
-                        if k.empty:
-                            continue
-                        cc, zz = k["confidence"].to_numpy(float), k["correct"].to_numpy(float)
-                        briers.append(brier(cc, zz))
-                        au = auroc(cc, zz)
-                        if math.isnan(au):
-                            t.nc("AUROC: only one outcome class", f"{where} / {v}")
-                        else:
-                            aurocs.append(au)
-                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst,
-                          float(np.mean(briers)) if briers else math.nan, float(np.mean(aurocs)) if aurocs else math.nan)
+                    stb, sst = _stability(rd, c, first, t, where)
+                    br, au = _brier_auroc(frames, t, where)
+                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, br, au)
     if c.samples:
         t.notes.append(f"A-STB / A-SST: the K answers of protocol '{c.samples}' under prompt {variants[0]}, each scored "
                        "by the row's protocol; semantic groups from "
