@@ -26,6 +26,12 @@ class Source:
     wrong_from: tuple = ()
 
 
+def samples_key(samples: str, grouping: str | None) -> str:
+    """Source key of sampled answers: ``samples:<protocol>``, plus ``@<grouping>`` when a judge
+    groups them (two comparisons grouping the same samples differently stay apart)."""
+    return f"samples:{samples}" + (f"@{grouping}" if grouping else "")
+
+
 def cross_sources(spec: Spec, plan) -> dict[UnitKey, list[Source]]:
     """Target unit -> its sources, from the spec's comparisons (units absent from ``plan.units``
     -- a Plan, or anything with ``units`` -- are skipped)."""
@@ -55,7 +61,7 @@ def cross_sources(spec: Spec, plan) -> dict[UnitKey, list[Source]]:
                         add((aid, m, d, v, "test"), Source(f"variant:{ref}", (aid, m, d, ref, "test")))
                 if c.samples:
                     key = (aid, m, d, ref, "test")
-                    add(key, Source(f"samples:{c.samples}", key, samples=c.samples, grouping=c.grouping))
+                    add(key, Source(samples_key(c.samples, c.grouping), key, samples=c.samples, grouping=c.grouping))
     for aid, aobj in spec.of_kind("audit").items():
         a = aobj.value
         for pid in a.protocols:

@@ -18,6 +18,7 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
+from auditlang.plan.cross import samples_key
 from auditlang.report import describe as D
 from auditlang.report.decoding import decoding_flags, decoding_of
 from auditlang.report.rundata import RunData
@@ -140,7 +141,7 @@ def _robustness(rd: RunData, aid: str, cid: str, c) -> CrossUse:
         seed = so.value.seed if getattr(so.value, "seed", None) is not None else "the model seed"
         u.lines.append(f"comparison {cid} (A-STB / A-SST, 002 §4.2): K={so.value.k} answers sampled by "
                        f"{c.samples} under {variants[0]} ({dec.text() if dec else 'decoding unknown'}, seed {seed}), "
-                       "each scored by every confidence protocol of the audit (source samples:" + c.samples + ")")
+                       "each scored by every confidence protocol of the audit (source " + samples_key(c.samples, c.grouping) + ")")
         u.flags += decoding_flags(so, "sampled answers'")
         if c.grouping:
             ctor = rd.spec.get(c.grouping).ctor
@@ -153,7 +154,7 @@ def _robustness(rd: RunData, aid: str, cid: str, c) -> CrossUse:
             u.flags.append(f"{D.UNSPECIFIED}: compare '{cid}' does not set grouping; sampled answers are grouped by the "
                            "cell evaluator's normalised answer")
         u.lines.append(f"comparison {cid}: samples grouped by meaning with {how}")
-        n, no_conf, rules = supplied_counts(rd, aid, f"samples:{c.samples}") if not rd.records.empty else (0, 0, Counter())
+        n, no_conf, rules = supplied_counts(rd, aid, samples_key(c.samples, c.grouping)) if not rd.records.empty else (0, 0, Counter())
         total = sum(rules.values())
         if not n:
             u.lines.append(f"records: not computable: no record carries scored samples (extras 'supplied', source "

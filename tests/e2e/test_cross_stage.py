@@ -282,6 +282,6 @@ def test_samples_grouped_by_the_judge(tmp_path, monkeypatch):
     ref = df[df.variant == "s002.a1"]
     assert len(ref) == 3 and ref["correct"].notna().all()  # judge verdicts read back
     for _, row in ref.iterrows():
-        got = sorted((s for s in _supplied(row) if s["source"] == "samples:s002.samples10"), key=lambda s: s["index"])
+        got = sorted((s for s in _supplied(row) if s["source"] == "samples:s002.samples10@judge"), key=lambda s: s["index"])
         assert [s["group"] for s in got] == ["g0"] * 5 + ["g1"] * 5
         assert {s["group_rule"] for s in got} == {"judge"}

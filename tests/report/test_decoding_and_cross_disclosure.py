@@ -53,7 +53,7 @@ def _records(plan) -> list[ExampleRecord]:
                 supplied = [{"source": f"model:{other}", "index": 0, "pred": "A",
                              "confidence": None if k == 3 else 0.5, "correct": float(GOLD[k] == "A")}]
                 rule = "evaluator_after_judge_failure" if k == 2 else "judge"
-                supplied += [{"source": "samples:sc", "index": s, "pred": "AAB"[s], "confidence": 0.4 + 0.1 * s,
+                supplied += [{"source": "samples:sc@judge", "index": s, "pred": "AAB"[s], "confidence": 0.4 + 0.1 * s,
                               "correct": None, "group": "AAB"[s], "group_rule": rule} for s in range(3)]
             else:
                 supplied = [{"source": "variant:v1", "index": 0, "pred": "A", "confidence": 0.6,

@@ -204,7 +204,7 @@ def test_s002_vc_prb_across_confidence_prompts() -> None:
 
     plan = declared_plan(SPECS["s002"])
     keys = {s.key for t, srcs in cross_sources(spec, plan).items() if t[0] == "vc" for s in srcs}
-    assert keys == {"samples:s002.samples10"}
+    assert keys == {"samples:s002.samples10@judge"}
     assert "LANGUAGE GAP: `robustness` computes P-RB across VARIANTS" not in SPECS["s002"].read_text(encoding="utf-8")
 
 

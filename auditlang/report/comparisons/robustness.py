@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from auditlang.plan.cross import samples_key
 from auditlang.metrics.calibration import brier
 from auditlang.metrics.discrimination import auroc
 from auditlang.metrics.robustness import answer_sensitivity, answer_stability, prompt_robustness
@@ -27,7 +28,7 @@ from auditlang.report.tables import Table, not_computable
 
 def _samples(rd: RunData, df, key: str) -> tuple[list, list, int] | None:
     """Per item: the confidences of its K sampled answers and their semantic groups, from record
-    extras ``supplied`` (source ``samples:<protocol>``, written by the cross stage). Samples with
+    extras ``supplied`` (source ``samples:<protocol>[@<grouping>]``, written by the cross stage). Samples with
     no confidence (an empty answer, a failed request) are left out and counted (third value)."""
     confs, groups, dropped = [], [], 0
     for i in df.index:
@@ -56,13 +57,13 @@ def _fixed(rd: RunData, df, key: str) -> dict[str, float]:
 def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, float]:
     """(A-STB, A-SST) of one protocol's scored samples under the first variant (NaN when not computable)."""
     vals = {"A-STB": math.nan, "A-SST": math.nan}
-    got = _samples(rd, first, f"samples:{c.samples}") if c.samples and not first.empty else None
+    got = _samples(rd, first, samples_key(c.samples, c.grouping)) if c.samples and not first.empty else None
     if not c.samples:
         t.nc("A-STB / A-SST: the comparison names no samples= protocol (K sampled answers per item, "
              "study 002 section 4.2)", where)
     elif got is None:
         t.nc(f"A-STB / A-SST: records carry no scored samples (extras 'supplied', source "
-             f"'samples:{c.samples}', from the cross stage)", where)
+             f"'{samples_key(c.samples, c.grouping)}', from the cross stage)", where)
     else:
         if got[2]:
             t.nc(f"A-STB / A-SST: {got[2]} sampled answer(s) without a confidence left out", where)
