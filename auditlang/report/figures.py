@@ -139,7 +139,7 @@ def consistency_figures(comps: list[Comparison]) -> list[Figure]:
             probes, variants = hm["probes"], hm["variants"]
             if not hm["intra"] and not hm["cross"]:
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
             intra = np.array([[hm["intra"].get((p, v), math.nan) for v in variants] for p in probes], dtype=float)
             _heat(axes[0], intra, probes, variants, f"IoU_cons vs '{c.data['reference']}'")
             cross = np.full((len(probes), len(probes)), math.nan)
