@@ -6,7 +6,8 @@ raw text (no chat template), the same prompt string, and the option letters as c
 
 * auditlang: ``auditc run benchmarks/lmeval_task/arc_tokconf.audit`` (a ``token_prob(window=full)``
   protocol: one ``choice_logprobs`` request per item, the full-vocabulary logprob of " A".." D"
-  after the prompt; plus the planner's one-token answer generation for the evaluator).
+  after the prompt; plus the planner's one-token answer generation for the evaluator, which the
+  hf engine serves from the same forward pass: one forward per item, as lm-eval).
 * lm-eval: ``lm_eval --model hf --tasks arc_tokconf_lmeval --include_path benchmarks/lmeval_task``
   (``output_type: multiple_choice`` with choices A-D and ``target_delimiter: " "``: the
   loglikelihood of " A".." D" after the same prompt), run from a separate virtual environment.
@@ -217,7 +218,9 @@ def profile_auditlang(args: argparse.Namespace, work: Path, env: dict[str, str])
 def breakdown(run_dir: Path) -> dict[str, float]:
     """Where auditlang's engine time goes, in this process: engine load, then the run's
     ``choice_logprobs`` requests (the quantity compared) and its one-token answer generations
-    (read only by the evaluator), each executed once through the hf engine on the same batches."""
+    (read only by the evaluator), each kind alone, then both together in the executor's order
+    (``shared_s``: the pairs share one forward pass, as in ``auditc run``)."""
+    from auditlang.execute.executor import execution_order
     from auditlang.engines.registry import load_engine
     from auditlang.resolve import compile_spec
     from auditlang.run.runner import model_config
@@ -243,6 +246,13 @@ def breakdown(run_dir: Path) -> dict[str, float]:
                         fail(f"breakdown: {kind} request failed: {res.error}")
             out[f"{kind}_s"] = time.perf_counter() - t0
             out[f"{kind}_n"] = float(len(batch))
+        both = execution_order(engine, reqs)
+        t0 = time.perf_counter()
+        for start in range(0, len(both), 2 * cfg.batch_size):
+            for res in engine.run(both[start : start + 2 * cfg.batch_size]):
+                if res.error:
+                    fail(f"breakdown: request failed: {res.error}")
+        out["shared_s"] = time.perf_counter() - t0
     finally:
         engine.close()
     return out

@@ -67,6 +67,8 @@ class TimedEngine:
         self.config = engine.config
         self.wall = 0.0
         self.cpu = 0.0
+        if callable(getattr(engine, "sort_key", None)):  # keep the engine's execution order
+            self.sort_key = engine.sort_key
 
     def capabilities(self) -> frozenset[str]:
         return self.inner.capabilities()

@@ -24,6 +24,14 @@ Conventions (also in docs/engines.md):
   agree to float tolerance, not bit for bit.
 - Sampling draws from a per-sample ``torch.Generator`` on the CPU seeded from (request seed,
   sample index), so a request's samples do not depend on what else is in its batch.
+  Temperature, then sampling ``top_k``, then ``top_p`` (vLLM's order and semantics).
+- ``options.chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``) are passed to
+  ``apply_chat_template`` for every chat prompt and recorded in the fingerprint.
+- One forward pass per prompt: a ``choice_logprobs`` request whose encoded prompt equals that
+  of a greedy (temperature 0) ``generate`` request in the same ``run`` call is served from that
+  generation's first decoding step (the same last-position log-softmax vector), not from a
+  forward pass of its own. ``sort_key`` tells the executor to put such requests next to each
+  other (same commit batch), shortest prompts first, so batches carry little padding.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from typing import Any
 
 from auditlang.engines.base import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
+from auditlang.engines.params import chat_template_kwargs, sampling_top_k
 from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 
 HF_EXTRA_HINT = "pip install 'auditlang[hf]'"
@@ -49,6 +58,7 @@ KNOWN_OPTIONS = {
     "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
     "trust_remote_code": "allow model code from the checkpoint (default false)",
     "logits_budget": "max float32 logit values held at once per forward (default 2**28 = 1 GiB)",
+    "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
 }
 _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
@@ -227,6 +237,10 @@ class HFEngine:
             raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
         if config.batch_size < 1:
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        try:
+            self._template_kwargs = chat_template_kwargs(config.options, config.name)
+        except ValueError as e:
+            raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self._resolved = resolve_model(config)
         self.device = self._pick_device(config.device)
         d, gguf = self._resolved.local_dir, self._resolved.gguf_file
@@ -315,7 +329,23 @@ class HFEngine:
                 "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
                 "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             }
+            if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged
+                self._fingerprint["chat_template_kwargs"] = dict(self._template_kwargs)
         return dict(self._fingerprint)
+
+    def sort_key(self, request: Request) -> tuple[str, int, tuple[Any, ...]]:
+        """Executor hook (see ``auditlang.execute.executor``): the order of a stage's requests.
+        By kind, except that ``choice_logprobs`` and greedy ``generate`` requests form one class
+        (a pair with the same prompt then lands in one commit batch and shares one forward pass);
+        within a class by prompt length in characters, then by prompt, so requests of one prompt
+        are adjacent and every commit batch holds prompts of similar length (little padding, as
+        if the whole stage were sorted by length)."""
+        shared = request.kind == "choice_logprobs" or (request.kind == "generate" and _is_greedy(request))
+        p = request.prompt
+        if p.text is not None:
+            return ("choice_logprobs+greedy" if shared else request.kind, len(p.text), (0, p.text))
+        msgs = tuple((m.role, m.content) for m in p.messages or ())  # (1, ...): never compared with a text
+        return ("choice_logprobs+greedy" if shared else request.kind, sum(len(c) for _, c in msgs), (1, msgs))
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         """Validate all requests (EngineError for misconfiguration, e.g. chat messages for a
@@ -367,9 +397,10 @@ class HFEngine:
                 hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
             )
         msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+        kw = self._template_kwargs  # the model's chat-template variables (enable_thinking, ...)
         if prompt.continue_final:
-            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True)
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True, **kw)
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kw)
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         """Prompt token ids: raw text with the tokenizer's special tokens; a rendered chat
@@ -395,27 +426,61 @@ class HFEngine:
 
     def _run(self, reqs: list[Request], encoded: list[list[int] | Exception]) -> Iterator[Result]:
         handlers: dict[str, Callable[[list[int], list[Request], list[list[int]]], Iterator[Result]]] = {
-            "generate": self._do_generate,
-            "choice_logprobs": self._do_choice_logprobs,
             "continuation_logprobs": self._do_continuation,
             "constrained_choice": self._do_constrained,
             "hidden_states": self._do_hidden,
         }
+        good: dict[str, list[int]] = {kind: [] for kind in REQUEST_KINDS}
+        for i, req in enumerate(reqs):
+            enc = encoded[i]
+            if isinstance(enc, Exception):
+                yield _error(req, f"prompt could not be rendered: {type(enc).__name__}: {enc}")
+            elif not enc:
+                yield _error(req, "the prompt encodes to zero tokens")
+            elif self.max_positions and len(enc) >= self.max_positions:
+                yield _error(req, f"the prompt has {len(enc)} tokens; the model's context is {self.max_positions}")
+            else:
+                good[req.kind].append(i)
+        # choice_logprobs requests riding on a greedy generation of the same encoded prompt
+        choice_rows: list[_Row] = []
+        if good["choice_logprobs"]:
+            choice_rows = yield from self._choice_rows(good["choice_logprobs"], reqs, encoded)  # type: ignore[arg-type]
+        riders, alone = self._pair_riders(choice_rows, good["generate"], reqs, encoded)  # type: ignore[arg-type]
+        rider_out: dict[int, Any] = {}
         for kind in REQUEST_KINDS:
-            idx = [i for i, r in enumerate(reqs) if r.kind == kind]
-            good: list[int] = []
-            for i in idx:
-                enc = encoded[i]
-                if isinstance(enc, Exception):
-                    yield _error(reqs[i], f"prompt could not be rendered: {type(enc).__name__}: {enc}")
-                elif not enc:
-                    yield _error(reqs[i], "the prompt encodes to zero tokens")
-                elif self.max_positions and len(enc) >= self.max_positions:
-                    yield _error(reqs[i], f"the prompt has {len(enc)} tokens; the model's context is {self.max_positions}")
-                else:
-                    good.append(i)
-            if good:
-                yield from handlers[kind](good, reqs, encoded)  # type: ignore[arg-type]
+            if kind == "generate":
+                if good[kind]:
+                    yield from self._do_generate(good[kind], reqs, encoded, riders, rider_out)  # type: ignore[arg-type]
+                for rows in riders.values():  # a generation batch that failed before step 0: forward alone
+                    for r in rows:
+                        if id(r) in rider_out:
+                            yield self._choice_result(reqs[r.owner], r, rider_out[id(r)])
+                        else:
+                            alone.append(r)
+            elif kind == "choice_logprobs":
+                yield from self._choice_from_rows(alone, reqs)
+            elif good[kind]:
+                yield from handlers[kind](good[kind], reqs, encoded)  # type: ignore[arg-type]
+
+    def _pair_riders(self, rows: list[_Row], gen_idx: list[int], reqs: list[Request],
+                     enc: list[list[int]]) -> tuple[dict[int, list[_Row]], list[_Row]]:
+        """Attach each choice row to the first greedy generate request with the same encoded
+        prompt: ``{generate index: [choice rows]}``, and the rows with no such partner."""
+        if not rows:
+            return {}, []
+        partner: dict[tuple[int, ...], int] = {}
+        for i in gen_idx:
+            if _is_greedy(reqs[i]):
+                partner.setdefault(tuple(enc[i]), i)
+        riders: dict[int, list[_Row]] = {}
+        alone: list[_Row] = []
+        for r in rows:
+            g = partner.get(tuple(r.prompt))
+            if g is None:
+                alone.append(r)
+            else:
+                riders.setdefault(g, []).append(r)
+        return riders, alone
 
     def _forward(self, rows: list[list[int]], keep: int, hidden: bool = False) -> tuple[Any, Any]:
         """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions
@@ -485,7 +550,8 @@ class HFEngine:
 
     # choice_logprobs ---------------------------------------------------------
 
-    def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _choice_rows(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+        """Yields error results for malformed requests; returns the rows of the others."""
         rows: list[_Row] = []
         for i in idx:
             try:
@@ -500,15 +566,22 @@ class HFEngine:
                 yield _error(reqs[i], f"choice {empty[0]!r} encodes to zero tokens")
                 continue
             rows.append(_Row(i, enc[i], extra=(label_ids, k)))
+        return rows
+
+    def _choice_from_rows(self, rows: list[_Row], reqs: list[Request]) -> Iterator[Result]:
         for batch in self._chunks(rows, lambda r: 1):
             outs = self._isolated(batch, self._choice_batch)
             for r in batch:
                 yield self._choice_result(reqs[r.owner], r, outs[id(r)])
 
     def _choice_batch(self, batch: list[_Row]) -> dict[int, Any]:
-        torch = self._torch
         lps, _ = self._forward([r.prompt for r in batch], keep=1)
-        lp = lps[:, -1]
+        return self._pick_labels(lps[:, -1], batch)
+
+    def _pick_labels(self, lp: Any, batch: list[_Row]) -> dict[int, Any]:
+        """From next-token log-softmax rows (``lp[i]`` belongs to ``batch[i]``): id(row) ->
+        (label first-token logprobs, top-k ids, top-k values)."""
+        torch = self._torch
         width = max(len(r.extra[0]) for r in batch)
         index = torch.zeros((len(batch), width), dtype=torch.long)
         for i, r in enumerate(batch):
@@ -651,7 +724,12 @@ class HFEngine:
 
     # generate ---------------------------------------------------------------
 
-    def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]],
+                     riders: dict[int, list[_Row]] | None = None, rider_out: dict[int, Any] | None = None) -> Iterator[Result]:
+        """``riders``: choice rows served from step 0 of the greedy request they are attached to;
+        their outputs land in ``rider_out`` (id(row) -> output), absent when the batch failed first."""
+        riders = riders or {}
+        rider_out = rider_out if rider_out is not None else {}
         rows: list[_Row] = []
         specs: dict[int, _GenSpec] = {}
         for i in idx:
@@ -668,7 +746,7 @@ class HFEngine:
             rows.extend(_Row(i, enc[i], sample=s) for s in range(1 if spec.greedy else spec.n))
         samples: dict[tuple[int, int], Sample | Exception] = {}
         for batch in self._chunks(rows, lambda r: 1):
-            outs = self._isolated(batch, lambda b: self._generate_batch(b, specs))
+            outs = self._isolated(batch, lambda b: self._generate_batch(b, specs, riders, rider_out))
             for r in batch:
                 samples[(r.owner, r.sample)] = outs[id(r)]
         for i, spec in specs.items():
@@ -684,9 +762,12 @@ class HFEngine:
                 meta["max_tokens_clamped_to"] = spec.max_tokens
             yield Result(request_id=req.id, kind=req.kind, samples=out, meta=meta)  # type: ignore[arg-type]
 
-    def _generate_batch(self, batch: list[_Row], specs: dict[int, "_GenSpec"]) -> dict[int, Any]:
+    def _generate_batch(self, batch: list[_Row], specs: dict[int, "_GenSpec"], riders: dict[int, list[_Row]] | None = None,
+                        rider_out: dict[int, Any] | None = None) -> dict[int, Any]:
         """Decode a left-padded batch with a KV cache; one row per sample. Per step the host
-        receives the chosen ids, their logprobs and the top-k window in three copies."""
+        receives the chosen ids, their logprobs and the top-k window in three copies. At step 0
+        the choice rows riding on a greedy row are scored from that row's log-softmax vector
+        (exactly what ``_choice_batch`` computes) into ``rider_out``."""
         torch = self._torch
         n, dev = len(batch), self.device
         sp = [specs[r.owner] for r in batch]
@@ -702,6 +783,11 @@ class HFEngine:
             for step in range(max(s.max_tokens for s in sp)):
                 logits = out.logits[:, -1, :].float()
                 lp = torch.log_softmax(logits, dim=-1)
+                if step == 0 and riders and rider_out is not None:
+                    rows_of = [(j, c) for j, r in enumerate(batch) if r.sample == 0 for c in riders.get(r.owner, ())]
+                    if rows_of:
+                        at = torch.tensor([j for j, _ in rows_of], device=lp.device)
+                        rider_out.update(self._pick_labels(lp.index_select(0, at), [c for _, c in rows_of]))
                 chosen_t = lp.argmax(-1)
                 live_sampled = [j for j in sampled if not state[j].done]
                 if live_sampled:
@@ -750,6 +836,14 @@ class HFEngine:
         return False
 
 
+def _is_greedy(req: Request) -> bool:
+    """A well-formed temperature-0 generate request (whose first step is the plain argmax)."""
+    try:
+        return _GenSpec.parse(req).greedy
+    except (ValueError, TypeError):
+        return False
+
+
 @dataclass
 class _GenState:
     ids: list[int] = field(default_factory=list)
@@ -769,6 +863,7 @@ class _GenSpec:
     stop: tuple[str, ...]
     seed: int
     clamped: bool = False
+    top_k: int = 0  # sampling top-k (0 = off), applied before top_p
 
     @property
     def greedy(self) -> bool:
@@ -794,12 +889,19 @@ class _GenSpec:
             top_logprobs=_int(p, "top_logprobs", 0, lo=0),
             stop=tuple(stop),
             seed=int(req.seed),
+            top_k=sampling_top_k(p),
         )
 
 
 def _sample(torch: Any, logits: Any, spec: _GenSpec, gen: Any) -> int:
-    """Temperature then nucleus (top-p) sampling on the CPU with the sample's generator."""
+    """Temperature, then top-k, then nucleus (top-p) sampling on the CPU with the sample's
+    generator; vLLM's order (``apply_top_k_top_p``): top-k keeps every token whose probability
+    reaches the k-th largest (ties at the k-th stay), top-p then works on the renormalised rest."""
     probs = torch.softmax(logits.float().cpu() / spec.temperature, dim=-1)
+    if 0 < spec.top_k < probs.shape[-1]:
+        kth = torch.topk(probs, spec.top_k).values[-1]
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum()
     if spec.top_p < 1.0:
         sorted_p, order = torch.sort(probs, descending=True)
         before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens

@@ -8,13 +8,20 @@ engine's fingerprint, and runs the rest through ``engine.run`` in *commit batche
 results are committed in one transaction, so a ``kill -9`` loses at most the batch in flight
 (see docs/outputs.md). The engine may batch further internally. Calling it again with the same
 requests executes nothing, so the runner calls it once per stage without bookkeeping.
+
+Order of execution: requests left to run are sorted (stably, so plan order breaks ties) by the
+engine's optional hook ``sort_key(request)``, by default the request kind (homogeneous batches).
+The hf engine's key puts ``choice_logprobs`` and greedy ``generate`` requests of the same prompt
+next to each other, so they land in one commit batch and share one forward pass, and orders
+prompts by length, so commit batches carry little padding (see auditlang/engines/hf.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 
@@ -24,7 +31,7 @@ from auditlang.plan.requests import Request, Result
 from auditlang.store.journal import Journal
 from auditlang.store.shards import Shard
 
-__all__ = ["ExecStats", "default_batch_size", "execute"]
+__all__ = ["ExecStats", "default_batch_size", "execute", "execution_order"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,7 @@ def execute(
     committed = journal.committed([r.id for r in selected], fp_hash)
     cached_errors = sum(committed.values()) if not retry_errors else 0
     todo = [r for r in selected if r.id not in committed or (retry_errors and committed[r.id])]
-    todo.sort(key=lambda r: r.kind)  # stable: homogeneous batches, plan order within a kind
+    todo = execution_order(engine, todo)
     if todo:
         journal.put_requests(todo, fp_hash)
 
@@ -129,6 +136,14 @@ def execute(
         cached_errors=cached_errors, executed=executed, errors=errors,
         seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected),
     )
+
+
+def execution_order(engine: Engine, requests: Sequence[Request]) -> list[Request]:
+    """``requests`` sorted by the engine's ``sort_key(request)`` hook, else by kind; the sort is
+    stable, so requests with equal keys keep plan order."""
+    hook = getattr(engine, "sort_key", None)
+    key: Callable[[Request], Any] = hook if callable(hook) else (lambda r: r.kind)
+    return sorted(requests, key=key)
 
 
 def _check_requests(engine: Engine, requests: Sequence[Request]) -> None:

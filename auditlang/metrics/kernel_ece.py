@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import fft, optimize, signal
 
 from auditlang.metrics._inputs import prepare
 
@@ -52,6 +51,8 @@ class _SmoothResidual:
         x = np.zeros(grid + 1)
         x[: m_max + 1] = self._coefficients(m_max) * np.exp(-0.5 * (np.pi * m * sigma) ** 2)
         # DCT-I: y_k = x_0 + (-1)^k x_G + 2 sum_{m=1}^{G-1} x_m cos(pi k m / G) = r(k / G)
+        from scipy import fft  # imported on use: scipy.signal & co. cost ~0.5 s at start-up
+
         r = fft.dct(x, type=1)
         absr = np.abs(r)
         return float((absr.sum() - 0.5 * (absr[0] + absr[-1])) / grid)
@@ -102,6 +103,8 @@ def _fixed_point(f: Callable[[float], float]) -> float:
         if lo == SMECE_SIGMA_MIN:
             return SMECE_SIGMA_MIN
         hi = lo
+    from scipy import optimize
+
     return float(optimize.brentq(h, lo, hi, xtol=1e-9, rtol=1e-9))
 
 
@@ -130,6 +133,8 @@ def _triweight_kde(data: np.ndarray, bw: float) -> np.ndarray:
     L = int(min(np.floor(real_bw / dx), x.size))
     u = np.linspace(-dx * L, dx * L, 2 * L + 1) / real_bw
     kernel = np.where(u**2 < 1, np.maximum(0.0, 1 - u**2) ** 3, 0.0) * (35.0 / 32.0) / real_bw
+    from scipy import signal
+
     return signal.convolve(counts, kernel, mode="same")
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 
@@ -50,6 +49,8 @@ class PlattScaler:
         c = as_prob("platt.apply", confidence, allow_nan=True)
         out = np.full(c.shape, np.nan)
         ok = ~np.isnan(c)
+        from scipy import special  # imported on use (scipy is slow to import)
+
         out[ok] = special.expit(self.a * _feature(c[ok], self.feature) + self.b)
         return out
 
@@ -57,6 +58,8 @@ class PlattScaler:
 def _objective(params: np.ndarray, x: np.ndarray, z: np.ndarray, loss: str) -> tuple[float, np.ndarray]:
     a, b = params
     s = a * x + b
+    from scipy import special
+
     p = special.expit(s)
     n = x.size
     if loss == "mse":
@@ -85,6 +88,8 @@ def fit_platt(confidence, correct, *, feature: str = "prob", loss: str = "mse") 
     x = _feature(c, feature)
     acc = float(z.mean())
     start = np.array([0.0, float(np.log(acc) - np.log1p(-acc))])
+    from scipy import optimize
+
     res = optimize.minimize(_objective, start, args=(x, z, loss), jac=True, method="L-BFGS-B",
                             options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-10})
     return PlattScaler(float(res.x[0]), float(res.x[1]), feature, loss, int(c.size), bool(res.success))

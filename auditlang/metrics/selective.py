@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import digamma
 
 from auditlang.metrics._inputs import group_sum, prepare, tie_groups
 
@@ -33,6 +32,8 @@ def _harmonic_steps(m: np.ndarray) -> np.ndarray:
         table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, int(cum_i.max()) + 1))))
         h, h0 = table[cum_i.astype(np.intp)], 0.0
     else:
+        from scipy.special import digamma  # imported on use (scipy is slow to import)
+
         h, h0 = digamma(cum + 1), float(digamma(1.0))
     return np.diff(h, axis=1, prepend=np.full((h.shape[0], 1), h0))
 

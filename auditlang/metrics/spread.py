@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from auditlang.metrics._checks import as_binary
 from auditlang.metrics.registry import register
@@ -88,6 +87,8 @@ def size_spread_correlation(sizes: Sequence[float], spreads: Sequence[float]) ->
         raise ValueError("size_spread_correlation: sizes and spreads must not contain NaN")
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         raise ValueError("size_spread_correlation: sizes or spreads are all equal; the rank correlation is undefined")
+    from scipy import stats  # imported on use (scipy.stats is slow to import)
+
     res = stats.spearmanr(x, y)
     return SpearmanResult(float(res.statistic), float(res.pvalue), int(x.size))
 

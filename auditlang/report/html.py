@@ -5,13 +5,15 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
 from auditlang.report.checklist import Checklist
-from auditlang.report.figures import Figure
 from auditlang.report.tables import Table
+
+if TYPE_CHECKING:  # figures imports matplotlib (~0.3 s); only annotations need it here
+    from auditlang.report.figures import Figure
 
 TEMPLATES = Path(__file__).parent / "templates"
 
