@@ -171,9 +171,12 @@ class CrossData:
         answer, used, _ = self.wrong_from_choice(target, pid, ctx)
         return {} if used == "pending" else prog.supplied_requests(ctx, answer)
 
-    def all_requests(self) -> Iterator[Request]:
-        """Every cross request (targets' models) and grouping request (judge models)."""
+    def all_requests(self, only_model: str | None = None) -> Iterator[Request]:
+        """Every cross request (targets' models) and grouping request (judge models);
+        ``only_model``: just the targets that model scores (their grouping requests included)."""
         for target, sources in self.sources.items():
+            if only_model is not None and target[1] != only_model:
+                continue
             unit = self.plan.units[target]
             aid = target[0]
             pids = list(self.spec.get(aid).value.protocols)
@@ -217,13 +220,15 @@ def grouping_request_for(spec: Spec, eid: str, ctx: ItemCtx, texts: list[str]) -
                             chat=model_config(spec, judge).chat)
 
 
-def cross_requests(spec: Spec, plan: Plan, journal, fps: dict[str, str], progs=None) -> list[Request]:
-    """Unique cross-stage requests whose inputs the journal holds (all models, judges included)."""
+def cross_requests(spec: Spec, plan: Plan, journal, fps: dict[str, str], progs=None,
+                   only_model: str | None = None) -> list[Request]:
+    """Unique cross-stage requests whose inputs the journal holds (all models, judges included;
+    ``only_model``: only the units of that model, so a model's first load builds just its own)."""
     from auditlang.run.stage2 import Programs
 
     data = CrossData(spec, plan, journal, fps, progs or Programs(spec))
     out: dict[str, Request] = {}
-    for r in data.all_requests():
+    for r in data.all_requests(only_model):
         out.setdefault(r.id, r)
     return list(out.values())
 

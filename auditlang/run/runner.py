@@ -123,7 +123,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                     _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
                 # Cross requests whose answers already exist (another prompt's or a sampled answer of
                 # this model, models run before it) run now, in the same engine load.
-                early = [r for r in cross_requests(spec, plan, journal, fps) if r.model == mid]
+                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
                 if early:
                     _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
             run_phase(mid, stages12)
