@@ -329,7 +329,12 @@ class _Resolver:
                 self.bag.error("E120", f"unknown parameter '{shown}' for {ctor}()", where,
                                hint=did_you_mean(str(shown), S.describe_params(cls), "parameters"))
             else:
-                self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where)
+                hint = None
+                if typ == "list_type":  # a bare value where a list is expected: wrong_from=m2
+                    got = err.get("input")
+                    shown_got = got if isinstance(got, str) else repr(got)
+                    hint = f"'{shown}' takes a list; write {shown}=[{shown_got}]"
+                self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
 
     # -------------------------------------------------------------- metrics
     def _metric_expr(self, mod: LoadedModule, expr: A.Expr, oid: str) -> MetricRef | None:
