@@ -271,6 +271,8 @@ class HFEngine:
         self.pad_id = int(pad if pad is not None else min(self.eos_ids) if self.eos_ids else 0)
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
         self._budget = int(config.options.get("logits_budget", 1 << 28))
+        # fixed cost of one forward pass in padded-token equivalents (see _chunks)
+        self._batch_cost = 64 if self.device == "cpu" else 4096
         self._token_str: dict[int, str] = {}
         self._label_cache: dict[str, list[int]] = {}
         self._fingerprint: dict[str, Any] | None = None
@@ -511,21 +513,38 @@ class HFEngine:
         vals, ids = self._torch.topk(lp, min(k, lp.shape[-1]), dim=-1)
         return ids.cpu().tolist(), vals.cpu().tolist()
 
-    def _chunks(self, rows: list[_Row], keep_of: Callable[[_Row], int]) -> Iterator[list[_Row]]:
-        """Rows sorted by length, cut into batches of at most batch_size rows and at most
-        ``logits_budget`` kept logit values."""
+    def _chunks(self, rows: list[_Row], keep_of: Callable[[_Row], int],
+                steps_of: Callable[[_Row], int] | None = None) -> Iterator[list[_Row]]:
+        """Rows sorted by length, cut into contiguous batches of at most batch_size rows and at
+        most ``logits_budget`` kept logit values, choosing the cuts that minimise padded tokens
+        plus a fixed cost per forward pass (``_batch_cost`` token-equivalents; ``steps_of``: the
+        decoding steps a row adds after its prompt forward, each paying that cost again). On a CPU
+        the padding dominates, so a batch is cut where the lengths jump; on a GPU the per-pass
+        cost does, and batches stay full."""
         order = sorted(rows, key=lambda r: (len(r.prompt) + len(r.cont), r.owner, r.sample))
-        batch: list[_Row] = []
-        keep = 0
-        for r in order:
-            k = max(keep, keep_of(r))
-            if batch and (len(batch) >= self.config.batch_size or (len(batch) + 1) * k * self._vocab > self._budget):
-                yield batch
-                batch, k = [], keep_of(r)
-            batch.append(r)
-            keep = k
-        if batch:
-            yield batch
+        n, cap, c = len(order), max(1, self.config.batch_size), self._batch_cost
+        length = [len(r.prompt) + len(r.cont) for r in order]
+        keeps = [keep_of(r) for r in order]
+        extra = [steps_of(r) for r in order] if steps_of else [0] * n
+        best = [0.0] + [float("inf")] * n
+        cut = [0] * (n + 1)
+        for j in range(1, n + 1):
+            keep = steps = 0
+            for i in range(j - 1, max(0, j - cap) - 1, -1):  # batch order[i:j], growing leftwards
+                keep = max(keep, keeps[i])
+                steps = max(steps, extra[i])
+                if i < j - 1 and (j - i) * keep * self._vocab > self._budget:
+                    break
+                cost = best[i] + (j - i) * length[j - 1] + c * (1 + steps)
+                if cost < best[j]:
+                    best[j], cut[j] = cost, i
+        bounds: list[tuple[int, int]] = []
+        j = n
+        while j:
+            bounds.append((cut[j], j))
+            j = cut[j]
+        for i, j in reversed(bounds):
+            yield order[i:j]
 
     def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
         """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.
@@ -745,7 +764,7 @@ class HFEngine:
             # greedy samples are identical: compute one and copy it n times
             rows.extend(_Row(i, enc[i], sample=s) for s in range(1 if spec.greedy else spec.n))
         samples: dict[tuple[int, int], Sample | Exception] = {}
-        for batch in self._chunks(rows, lambda r: 1):
+        for batch in self._chunks(rows, lambda r: 1, steps_of=lambda r: specs[r.owner].max_tokens - 1):
             outs = self._isolated(batch, lambda b: self._generate_batch(b, specs, riders, rider_out))
             for r in batch:
                 samples[(r.owner, r.sample)] = outs[id(r)]

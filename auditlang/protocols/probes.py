@@ -36,7 +36,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
 
 from auditlang.metrics.platt import PlattScaler, fit_platt
 from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold
@@ -322,9 +321,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, C: float) -> tuple[np.ndarray, np
         w, b = params[:d], params[d]
         s = z @ w + b
         loss = float(np.sum(np.logaddexp(0.0, s) - y * s))
-        r = special.expit(s) - y
+        r = _expit(s) - y
         grad = np.concatenate([C * (z.T @ r) + w, [C * float(np.sum(r))]])
         return 0.5 * float(w @ w) + C * loss, grad
+
+    from scipy import optimize  # lazy: scipy costs ~0.3 s at start-up
 
     res = optimize.minimize(obj, np.zeros(d + 1), jac=True, method="L-BFGS-B",
                             options={"maxiter": 5000, "ftol": 1e-12, "gtol": 1e-8})
@@ -403,7 +404,7 @@ class EmbeddingProgram(Program):
             raise ValueError(f"protocol '{self.obj.id}': hidden state has {len(h)} values, the probe was "
                              f"fitted on {mean.size}")
         z = (np.asarray(h, dtype=float) - mean) / np.asarray(fitted["scale"])
-        p = float(special.expit(z @ np.asarray(fitted["coef"]) + float(fitted["intercept"])))
+        p = float(_expit(z @ np.asarray(fitted["coef"]) + float(fitted["intercept"])))
         return Readout(p, True, readout.kind, p < 0.5, extras)
 
 
@@ -471,3 +472,9 @@ class PlattProgram(Program):
         c = readout.confidence
         new = float(s.apply([c])[0]) if not math.isnan(c) else math.nan
         return Readout(new, readout.parsed, readout.kind, readout.abstain, {**readout.extras, "base_confidence": c})
+
+
+def _expit(x: Any) -> Any:
+    """scipy.special.expit without importing scipy (numerically stable logistic)."""
+    x = np.asarray(x, dtype=float)
+    return np.where(x >= 0, 1.0 / (1.0 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))))
