@@ -80,6 +80,8 @@ class Repeat:
     max_abs_logprob_diff: float
     pred_column_agree: int  # auditlang's evaluator `pred` (first_char of the greedy token) vs lm-eval
     disagreements: list[dict[str, Any]] = field(default_factory=list)
+    plain: dict[str, Timing] = field(default_factory=dict)  # plain transformers scripts (--plain)
+    plain_agree: dict[str, int] = field(default_factory=dict)  # their predictions vs lm-eval's
 
 
 def fail(msg: str, hint: str | None = None) -> None:
@@ -191,6 +193,32 @@ def compare(al: dict[str, dict[str, Any]], lm: dict[str, dict[str, Any]]) -> dic
             "pred_column_agree": pred_agree, "disagreements": dis}
 
 
+PLAIN_SCRIPT = TASK_DIR / "plain_mc.py"
+
+
+def write_prompts(data_root: Path, path: Path) -> None:
+    """The rendered prompts of the spec's choice_logprobs requests, from auditlang's plan
+    (untimed): the plain scripts' input."""
+    from auditlang.plan.planner import Planner
+    from auditlang.resolve import compile_spec
+
+    plan = Planner(compile_spec(SPEC), str(data_root), load_data=True).build()
+    items = []
+    for unit in plan.units.values():
+        for per_item in unit.stage1.values():
+            for ctx, reqs in zip(unit.contexts, per_item):
+                for r in reqs.values():
+                    if r.kind == "choice_logprobs":
+                        items.append({"id": str(ctx.item.get("id", ctx.index)), "prompt": r.prompt.text})
+    if len(items) != 200:
+        fail(f"expected 200 choice_logprobs prompts in the plan, found {len(items)}")
+    path.write_text(json.dumps(items), encoding="utf-8")
+
+
+def read_plain(path: Path) -> dict[str, dict[str, float]]:
+    return {str(d["id"]): d["logprobs"] for d in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
 def commands(args: argparse.Namespace, model_dir: Path, run_dir: Path, lm_dir: Path) -> dict[str, list[str]]:
     auditc = [sys.executable, "-m", "auditlang.cli", "run", str(SPEC), "--out", str(run_dir),
               "--data-root", str(args.data_root), "--no-progress"]
@@ -267,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-out", type=Path)
     ap.add_argument("--keep", action="store_true", help="keep the run folders (printed)")
     ap.add_argument("--profile", action="store_true", help="also profile one auditlang run with cProfile")
+    ap.add_argument("--warmup", action="store_true", help="run each tool once, untimed, before the repeats")
+    ap.add_argument("--plain", action="store_true",
+                    help="also time plain transformers scripts (benchmarks/lmeval_task/plain_mc.py): one forward "
+                         "per item (plain-1) and length-sorted batches of 16 (plain-16)")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time auditlang's engine phases in-process (load, label logprobs, answer generation)")
     args = ap.parse_args(argv)
@@ -297,10 +329,25 @@ def main(argv: list[str] | None = None) -> int:
     fp: dict[str, Any] = {}
     phases: dict[str, float] | None = None
     try:
+        if args.warmup:  # untimed: the first lm-eval run of a session reads its venv and caches cold
+            cmds = commands(args, model_dir, work / "warmup_auditlang", work / "warmup_lmeval")
+            for tool in ("auditlang", "lmeval"):
+                t0 = time.perf_counter()
+                timed(tool, cmds[tool], env, work / f"warmup_{tool}.log")
+                print(f"warm-up: {tool} {time.perf_counter() - t0:.1f} s (untimed)", flush=True)
         for i in range(args.repeats):
             run_dir, lm_dir = work / f"auditlang_{i}", work / f"lmeval_{i}"
             cmds = commands(args, model_dir, run_dir, lm_dir)
             order = ["auditlang", "lmeval"] if i % 2 == 0 else ["lmeval", "auditlang"]
+            if args.plain:
+                if i == 0:
+                    write_prompts(args.data_root, work / "prompts.json")
+                for b in (1, LMEVAL_BATCH):
+                    cmds[f"plain-{b}"] = [sys.executable, str(PLAIN_SCRIPT), str(work / "prompts.json"),
+                                          str(work / f"plain-{b}_{i}.jsonl"), str(model_dir), "--batch", str(b)]
+                order = order + [t for t in cmds if t.startswith("plain-")]
+                if i % 2:
+                    order = order[::-1]
             t: dict[str, Timing] = {}
             for tool in order:
                 t[tool] = timed(tool, cmds[tool], env, work / f"{tool}_{i}.log")
@@ -310,6 +357,14 @@ def main(argv: list[str] | None = None) -> int:
             cmp_ = compare(al, read_lmeval(lm_dir))
             r = Repeat(i + 1, t["auditlang"], t["lmeval"], t["auditlang"].wall_s / t["lmeval"].wall_s,
                        t["auditlang"].cpu_s / t["lmeval"].cpu_s, **cmp_)
+            lm = read_lmeval(lm_dir)
+            for tool in [k for k in t if k.startswith("plain-")]:
+                got = read_plain(work / f"{tool}_{i}.jsonl")
+                r.plain[tool] = t[tool]
+                r.plain_agree[tool] = sum(argmax_label(got[k]) == argmax_label(lm[k]["logprobs"]) for k in lm if k in got)
+                print(f"repeat {i + 1}: {tool} / lm-eval wall {t[tool].wall_s / t['lmeval'].wall_s:.2f}x, "
+                      f"auditlang / {tool} {t['auditlang'].wall_s / t[tool].wall_s:.2f}x, "
+                      f"agree with lm-eval {r.plain_agree[tool]}/{len(lm)}", flush=True)
             repeats.append(r)
             print(f"repeat {i + 1}: ratio wall {r.ratio_wall:.2f}x  CPU {r.ratio_cpu:.2f}x  "
                   f"agree {r.agree}/{r.n_items}  prompts identical {r.prompts_identical}/{r.n_items}  "
@@ -340,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         "median_ratio_cpu": statistics.median(r.ratio_cpu for r in repeats),
         "median_wall_s": {"auditlang": statistics.median(r.auditlang.wall_s for r in repeats),
                           "lmeval": statistics.median(r.lmeval.wall_s for r in repeats)},
+        "median_plain_ratio_wall": {k: statistics.median(r.plain[k].wall_s / r.lmeval.wall_s for r in repeats)
+                                    for k in (repeats[0].plain if repeats else {})},
         "engine_phases": phases,
         "repeats": [asdict(r) for r in repeats],
     }

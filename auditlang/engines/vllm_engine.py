@@ -160,6 +160,7 @@ class VLLMEngine:
 
         self.config = config
         self._opts = _Options.parse(config)
+        self.call_size = self._opts.chunk_size  # the executor's commit batch: one generate() chunk
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:

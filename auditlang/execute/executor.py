@@ -61,7 +61,12 @@ class ExecStats:
 
 
 def default_batch_size(engine: Engine) -> int:
-    """Commit batch when none is given: 4 engine batches, at least 32 and at most 512 requests."""
+    """Commit batch when none is given: the engine's ``call_size`` when it declares one (the
+    requests it serves best in one call, e.g. the vLLM engine's chunk, so continuous batching
+    is not cut into small calls), else 4 engine batches, at least 32 and at most 512 requests."""
+    call = getattr(engine, "call_size", None)
+    if isinstance(call, int) and not isinstance(call, bool) and call >= 1:
+        return call
     engine_batch = int(getattr(getattr(engine, "config", None), "batch_size", 16) or 16)
     return max(32, min(512, 4 * engine_batch))
 

@@ -202,3 +202,21 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path: Path) 
         assert set(eng.executed) == {r.id for r in reqs} - done_before
         assert j.counts().pending == 0
     assert dump_results(run / "journal.sqlite") == _clean_run(tmp_path, reqs)
+
+
+def test_default_commit_batch_follows_the_engines_call_size(requests_100, journal) -> None:
+    """Without batch_size, an engine's ``call_size`` (vLLM: its generate() chunk) sets the calls;
+    otherwise 4 engine batches, at least 32."""
+    from auditlang.execute import default_batch_size
+
+    plain = HashEngine()
+    assert default_batch_size(plain) == 32  # 4 x batch_size 4, raised to 32
+    execute(plain, requests_100, journal, progress=False)
+    assert plain.batches == [32, 32, 32, 4]
+    wide = HashEngine(version="2")
+    wide.call_size = 60
+    assert default_batch_size(wide) == 60
+    execute(wide, requests_100, journal, progress=False)
+    assert wide.batches == [60, 40]
+    wide.call_size = True  # not a size: ignored
+    assert default_batch_size(wide) == 32
