@@ -58,6 +58,7 @@ KNOWN_OPTIONS = {
     "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
     "trust_remote_code": "allow model code from the checkpoint (default false)",
     "logits_budget": "max float32 logit values held at once per forward (default 2**28 = 1 GiB)",
+    "cpu_linear": "CPU float32 linear layers: 'onednn' (pre-packed oneDNN weights, default where available) or 'torch' (stock MKL)",
     "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
 }
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -260,6 +261,7 @@ class HFEngine:
             raise EngineError(f"model {config.name!r}: transformers could not load {d} ({type(e).__name__}: {e})", hint=HF_EXTRA_HINT if isinstance(e, ImportError) else None) from e
         self.model = model.to(device=self.device, dtype=dtype).eval()
         self.dtype = dtype
+        self.cpu_linear = self._pack_linears(config.options.get("cpu_linear", "onednn"))
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
         gen = getattr(self.model, "generation_config", None)
         eos = getattr(gen, "eos_token_id", None)
@@ -278,6 +280,36 @@ class HFEngine:
         self._fingerprint: dict[str, Any] | None = None
 
     # -- setup helpers
+
+    def _pack_linears(self, want: Any) -> str:
+        """On a CPU in float32, run every linear layer except the output head through oneDNN with
+        weights pre-packed once (``torch.ops.mkldnn._linear_pointwise``, what torch.compile's CPU
+        backend does): 7-15 % less forward time than stock ``F.linear`` (MKL) on the project's
+        machine, up to 1.7x on decoding-step shapes. Another float32 summation order: logprobs
+        move by ~1e-4 at most, so the choice is in the fingerprint. Returns what runs: 'onednn'
+        or 'torch' (GPU, other dtypes, ``cpu_linear='torch'``, or a torch without oneDNN)."""
+        if want not in ("onednn", "torch"):
+            raise EngineError(f"model {self.config.name!r}: cpu_linear must be 'onednn' or 'torch' (got {want!r})",
+                              hint=f"cpu_linear: {KNOWN_OPTIONS['cpu_linear']}")
+        torch = self._torch
+        mkldnn = getattr(torch.ops, "mkldnn", None)
+        if (want == "torch" or self.device != "cpu" or self.dtype != torch.float32
+                or not torch.backends.mkldnn.is_available() or not hasattr(mkldnn, "_linear_pointwise")):
+            return "torch"
+        head = self.model.get_output_embeddings()
+        targets = [(parent, name, child) for parent in self.model.modules() for name, child in parent.named_children()
+                   if type(child) is torch.nn.Linear and child is not head]
+        try:
+            packed = [_PackedLinear.of(torch, child) for _, _, child in targets]
+            probe = torch.zeros(1, 2, targets[0][2].in_features) if targets else None
+            if probe is not None:
+                with torch.inference_mode():
+                    packed[0](probe)
+        except Exception:  # noqa: BLE001 - a torch build whose oneDNN ops refuse: keep stock linears
+            return "torch"
+        for (parent, name, _), new in zip(targets, packed):
+            setattr(parent, name, new)
+        return "onednn" if targets else "torch"
 
     def _pick_device(self, device: str) -> str:
         torch = self._torch
@@ -330,6 +362,7 @@ class HFEngine:
                 "chat": self.config.chat,
                 "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
                 "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+                "cpu_linear": self.cpu_linear,
             }
             if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged
                 self._fingerprint["chat_template_kwargs"] = dict(self._template_kwargs)
@@ -853,6 +886,34 @@ class HFEngine:
             st.text = text[: min(cut)]
             return True
         return False
+
+
+def _packed_linear_class(torch: Any) -> type:
+    class PackedLinear(torch.nn.Module):
+        """A float32 ``nn.Linear`` whose weight is pre-packed for oneDNN (see HFEngine._pack_linears)."""
+
+        def __init__(self, weight: Any, bias: Any, in_features: int, out_features: int) -> None:
+            super().__init__()
+            self.register_buffer("packed_weight", weight, persistent=False)
+            self.register_buffer("bias", bias, persistent=False)
+            self.in_features, self.out_features = in_features, out_features
+
+        def forward(self, x: Any) -> Any:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, self.bias, "none", [], "")
+
+    return PackedLinear
+
+
+class _PackedLinear:
+    _cls: type | None = None
+
+    @classmethod
+    def of(cls, torch: Any, lin: Any) -> Any:
+        if cls._cls is None:
+            cls._cls = _packed_linear_class(torch)
+        w = torch.ops.mkldnn._reorder_linear_weight(lin.weight.detach(), 1024)
+        b = None if lin.bias is None else lin.bias.detach()
+        return cls._cls(w, b, lin.in_features, lin.out_features)
 
 
 def _is_greedy(req: Request) -> bool:
