@@ -202,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                  "counts cells and naive requests from declared sizes but has nothing to deduplicate (n/a); "
                  "a full plan keeps every rendered request in memory, which is where its time goes.\n\n"
                  f"Measured {time.strftime('%Y-%m-%d')} on the project's 2-core CPU machine ({platform.machine()}, "
-                 f"Python {platform.python_version()}); other jobs shared the machine (load average "
-                 f"{load_average()} at the end of the run), so wall times are inflated.\n\n")
+                 f"Python {platform.python_version()}); load average {load_average()} at the end of the run "
+                 "(planning is single-threaded: a load above 1 means other jobs shared the machine and "
+                 "inflated the wall times).\n\n")
         write_section(intro + text)
         print(f"wrote {README}")
     return 0
