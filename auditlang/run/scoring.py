@@ -81,12 +81,12 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
         dev_unit = plan.units.get((aid, mid, dsid, vid, "dev"))
         for pid in sorted({c.protocol for c in cells}):
             prog = progs.program(pid)
-            rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp)
+            rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp, fps)
             if getattr(prog, "cross_supplied", lambda: False)():
                 rows = _with_wrong_from(cross, journal, fp, (aid, mid, dsid, vid, "test"), pid, rows)
             fitted = None
             if getattr(prog, "needs_dev", False) and dev_unit is not None and pid in dev_unit.stage1:
-                dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp)
+                dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp, fps)
                 first_eid = cells[0].evaluator
                 fit_input = []
                 for ctx, r1, r2 in dev_rows:
@@ -244,7 +244,8 @@ def _label_plain(progs: Programs, eid: str, ctx, text: str):
     return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
 
 
-def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journal: Journal, fp: str):
+def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journal: Journal, fp: str,
+                   fps: dict[str, str] | None = None):
     per_item = unit.stage1.get(pid, [])
     ids = [r.id for reqs in per_item for r in reqs.values()]
     got = journal.get_many(ids, fp)
@@ -256,7 +257,7 @@ def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journa
         if r2_reqs:
             judge_fp = {}
             for role, req in r2_reqs.items():
-                rfp = fp if req.model == unit.model else _fp_for(journal, req.model)
+                rfp = fp if req.model == unit.model else (fps or {}).get(req.model) or _fp_for(journal, req.model)
                 judge_fp[role] = journal.get(req.id, rfp) if rfp else None
             r2 = judge_fp
         rows.append((ctx, r1, r2))
@@ -264,10 +265,13 @@ def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journa
 
 
 def _fp_for(journal: Journal, model: str) -> str | None:
-    for fp, rec in journal.fingerprints().items():
+    """The model's most recently registered fingerprint (after an engine upgrade a run folder
+    holds several; the newest is the one the last run used). Callers prefer the run's ``fps``."""
+    found = None
+    for fp, rec in journal.fingerprints().items():  # ordered by registration time
         if getattr(rec, "model", None) == model:
-            return fp
-    return None
+            found = fp
+    return found
 
 
 def _jsonable(x: Any) -> Any:

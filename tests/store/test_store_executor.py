@@ -220,3 +220,18 @@ def test_default_commit_batch_follows_the_engines_call_size(requests_100, journa
     assert wide.batches == [60, 40]
     wide.call_size = True  # not a size: ignored
     assert default_batch_size(wide) == 32
+
+
+def test_scoring_reads_a_models_newest_fingerprint(tmp_path: Path) -> None:
+    """After an engine upgrade a run folder holds two fingerprints of one model; replies of a
+    model scored from another unit (judges) come from the newest one, not the first."""
+    from auditlang.run.scoring import _fp_for
+
+    with Journal(tmp_path / "run") as j:
+        old = j.register_engine({"engine": "hash", "version": "1"}, "judge")
+        time.sleep(0.01)  # created_at has millisecond resolution
+        new = j.register_engine({"engine": "hash", "version": "2"}, "judge")
+        j.register_engine({"engine": "hash", "version": "3"}, "other")
+        assert old != new
+        assert _fp_for(j, "judge") == new
+        assert _fp_for(j, "missing") is None
