@@ -171,7 +171,7 @@ def kde_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> floa
     active = np.maximum(pp1, pp2) > 1e-6
     with np.errstate(divide="ignore", invalid="ignore"):
         accu = np.minimum(perc * pp1 / pp2, 1.0)
-    vals = np.where(active & ~np.isnan(accu), np.abs(x - accu) * pp2, 0.0)
+        vals = np.where(active & ~np.isnan(accu), np.abs(x - accu) * pp2, 0.0)  # masked: no warning
     # reference loop: a low-density point (i > 1) repeats integral[i-1]; earlier points stay 0
     last = np.maximum.accumulate(np.where(active, np.arange(x.size), -1))
     integral = np.where(last >= 0, vals[np.maximum(last, 0)], 0.0)
