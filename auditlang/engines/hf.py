@@ -37,6 +37,7 @@ Conventions (also in docs/engines.md):
 from __future__ import annotations
 
 import copy
+import functools
 import gc
 import hashlib
 import json
@@ -299,17 +300,17 @@ class HFEngine:
         head = self.model.get_output_embeddings()
         targets = [(parent, name, child) for parent in self.model.modules() for name, child in parent.named_children()
                    if type(child) is torch.nn.Linear and child is not head]
+        if not targets:
+            return "torch"
         try:
-            packed = [_PackedLinear.of(torch, child) for _, _, child in targets]
-            probe = torch.zeros(1, 2, targets[0][2].in_features) if targets else None
-            if probe is not None:
-                with torch.inference_mode():
-                    packed[0](probe)
+            packed = [_packed_linear(torch, child) for _, _, child in targets]
+            with torch.inference_mode():
+                packed[0](torch.zeros(1, 2, targets[0][2].in_features))
         except Exception:  # noqa: BLE001 - a torch build whose oneDNN ops refuse: keep stock linears
             return "torch"
         for (parent, name, _), new in zip(targets, packed):
             setattr(parent, name, new)
-        return "onednn" if targets else "torch"
+        return "onednn"
 
     def _pick_device(self, device: str) -> str:
         torch = self._torch
@@ -888,6 +889,7 @@ class HFEngine:
         return False
 
 
+@functools.lru_cache(maxsize=None)
 def _packed_linear_class(torch: Any) -> type:
     class PackedLinear(torch.nn.Module):
         """A float32 ``nn.Linear`` whose weight is pre-packed for oneDNN (see HFEngine._pack_linears)."""
@@ -904,16 +906,11 @@ def _packed_linear_class(torch: Any) -> type:
     return PackedLinear
 
 
-class _PackedLinear:
-    _cls: type | None = None
-
-    @classmethod
-    def of(cls, torch: Any, lin: Any) -> Any:
-        if cls._cls is None:
-            cls._cls = _packed_linear_class(torch)
-        w = torch.ops.mkldnn._reorder_linear_weight(lin.weight.detach(), 1024)
-        b = None if lin.bias is None else lin.bias.detach()
-        return cls._cls(w, b, lin.in_features, lin.out_features)
+def _packed_linear(torch: Any, lin: Any) -> Any:
+    """``lin`` as a PackedLinear (weight reordered once for oneDNN; 1024: the row-count hint)."""
+    w = torch.ops.mkldnn._reorder_linear_weight(lin.weight.detach(), 1024)
+    b = None if lin.bias is None else lin.bias.detach()
+    return _packed_linear_class(torch)(w, b, lin.in_features, lin.out_features)
 
 
 def _is_greedy(req: Request) -> bool:

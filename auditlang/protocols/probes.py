@@ -477,4 +477,5 @@ class PlattProgram(Program):
 def _expit(x: Any) -> Any:
     """scipy.special.expit without importing scipy (numerically stable logistic)."""
     x = np.asarray(x, dtype=float)
-    return np.where(x >= 0, 1.0 / (1.0 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))))
+    e = np.exp(-np.abs(x))  # never overflows
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)

@@ -204,7 +204,7 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
         greq = cross.grouping_requests(target, ctx).get(key)
         reply = None
         if greq is not None:
-            gfp = cross.fps.get(greq.model) or _fp_for(journal, greq.model)
+            gfp = _fp_for(journal, greq.model, cross.fps)
             reply = journal.get(greq.id, gfp) if gfp else None
         labels, rule = group_labels([cands[i] for i in idx], reply, lambda c: _same_key(c))
         for i, lab in zip(idx, labels):
@@ -257,16 +257,18 @@ def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journa
         if r2_reqs:
             judge_fp = {}
             for role, req in r2_reqs.items():
-                rfp = fp if req.model == unit.model else (fps or {}).get(req.model) or _fp_for(journal, req.model)
+                rfp = fp if req.model == unit.model else _fp_for(journal, req.model, fps)
                 judge_fp[role] = journal.get(req.id, rfp) if rfp else None
             r2 = judge_fp
         rows.append((ctx, r1, r2))
     return rows
 
 
-def _fp_for(journal: Journal, model: str) -> str | None:
-    """The model's most recently registered fingerprint (after an engine upgrade a run folder
-    holds several; the newest is the one the last run used). Callers prefer the run's ``fps``."""
+def _fp_for(journal: Journal, model: str, fps: dict[str, str] | None = None) -> str | None:
+    """The run's fingerprint of ``model`` (``fps``), else its most recently registered one (after
+    an engine upgrade a run folder holds several; the newest is the one the last run used)."""
+    if fps and fps.get(model):
+        return fps[model]
     found = None
     for fp, rec in journal.fingerprints().items():  # ordered by registration time
         if getattr(rec, "model", None) == model:
