@@ -18,18 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.errors import UserError
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
 ENV_DATA_ROOT = "AUDITLANG_DATA_ROOT"
 
 
-class DataError(Exception):
+class DataError(UserError):
     """A user-facing data problem, with the file and (where known) the line."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.file, self.line, self.hint = file, line, hint
+        super().__init__(message, hint)
+        self.file, self.line = file, line
 
 
 @dataclass
@@ -164,17 +165,18 @@ def _filter(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[dict[st
     return out
 
 
-def load_dataset(spec: Spec, ds_id: str, root: Path) -> DatasetItems:
-    """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems."""
+def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None) -> DatasetItems:
+    """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems.
+    ``file``: read this file instead of locating the declared one (a run directory's copy)."""
     ds = spec.get(ds_id)
-    if ds.ctor == "hub":
+    if ds.ctor == "hub" and file is None:
         return _load_hub(ds)
-    path = locate(ds, root, spec)
+    path = file if file is not None else locate(ds, root, spec)
     if path is None:
         raise DataError(f"data file '{ds.value.path}' not found under the data root {root}", None, None,
                         hint=f"pass --data-root DIR or set {ENV_DATA_ROOT}")
     try:
-        rows = _read_jsonl(path) if ds.ctor == "jsonl" else _read_csv(path)
+        rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
     except OSError as e:
         raise DataError(f"cannot read data file: {e.strerror}", str(path)) from None
     if not rows:

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.diagnostics import CompileError, DiagnosticBag
+from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
-from auditlang.plan.requests import Request
+from auditlang.core.requests import Request
 from auditlang.plan.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
-from auditlang.protocols.base import ItemCtx, ModelInfo, program_for
+from auditlang.protocols.base import ItemCtx, ModelInfo
+from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
@@ -72,8 +73,11 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 
 class Planner:
-    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None) -> None:
+    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+                 data_files: dict[str, Path] | None = None) -> None:
+        """``data_files``: dataset id -> the file to read for it (a run directory's copies)."""
         self.spec = spec
+        self.data_files = dict(data_files or {})
         self.limit = limit
         self.root = data_root_for(spec, data_root)
         self.load_data = load_data
@@ -90,7 +94,7 @@ class Planner:
         got: DatasetItems | None = None
         if self.load_data:
             try:
-                got = load_dataset(self.spec, dsid, self.root)
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
                 if self.limit is not None:
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
@@ -160,7 +164,7 @@ class Planner:
             avail = set(pairs[0][1]) | PROTOCOL_VARS
             missing = sorted(tpl.variables - avail)
             if missing:
-                from auditlang.diagnostics import did_you_mean
+                from auditlang.core.diagnostics import did_you_mean
 
                 self.bag.error("E161", f"template of variant '{vid}' uses {', '.join(repr(m) for m in missing)}, "
                                f"which dataset '{dsid}' does not provide", spec.get(tid).span,
@@ -289,6 +293,7 @@ class Planner:
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
         plan.units = units
+        plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
         return plan
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
@@ -337,7 +342,7 @@ class Planner:
 
     def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
         """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
-        from auditlang.engines.registry import ENGINE_CAPABILITIES
+        from auditlang.core.capabilities import ENGINE_CAPABILITIES
 
         needs: dict[tuple[str, str], set[str]] = {}
         for (aid, mid, dsid, vid, split), unit in units.items():

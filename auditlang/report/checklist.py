@@ -294,7 +294,7 @@ def _seeds(rd: RunData) -> Entry:
                            f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")
             if po.value.seed is None:
                 e.flag(f"{D.UNSPECIFIED}: perturbation '{pid}' sets no seed; the global seed was used")
-    from auditlang.run.cellmetrics import audit_bootstrap
+    from auditlang.score.cellmetrics import audit_bootstrap
 
     for aid in rd.audit_ids():
         B, seed, level = audit_bootstrap(spec, aid)
@@ -323,7 +323,7 @@ def _metric_refs(rd: RunData, aid: str) -> tuple[list[MetricRef], bool]:
     ids = rd.audit(aid).metrics
     if ids:
         return [rd.spec.metrics[m] for m in ids], True
-    from auditlang.run.cellmetrics import DEFAULT_METRICS
+    from auditlang.score.cellmetrics import DEFAULT_METRICS
 
     return list(DEFAULT_METRICS), False
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditlang import stdlib_location
-from auditlang.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
 
@@ -107,7 +107,7 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
                 hint = None
                 if "cannot find" in err and imp.path.startswith("stdlib/"):
                     avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
-                    from auditlang.diagnostics import did_you_mean
+                    from auditlang.core.diagnostics import did_you_mean
 
                     hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
                 bag.error("E112", err, imp.span, hint=hint)

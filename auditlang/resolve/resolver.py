@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from auditlang.diagnostics import CompileError, DiagnosticBag, Span, did_you_mean
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span, did_you_mean
 from auditlang.resolve import schema as S
 from auditlang.resolve.modules import LoadedModule, load_modules, project_root
 from auditlang.resolve.spec import MetricRef, Resolved, Spec

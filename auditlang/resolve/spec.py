@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditlang.diagnostics import Span
+from auditlang.core.diagnostics import Span
 from auditlang.resolve.schema import Obj
 
 

@@ -6,7 +6,7 @@ import pytest
 from spec_helpers import REPO, compiled
 
 from auditlang.plan.templates import compile_obj
-from auditlang.protocols.base import program_for
+from auditlang.protocols.registry import program_for
 
 FRAGMENTS = ["protocols", "evaluators", "perturbations", "metrics", "s001", "s002", "s003", "s004"]
 
