@@ -76,6 +76,13 @@ def _check_run_dir(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return info, plan_json
 
 
+def _ids_by_model(plan: Plan) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in plan.requests:
+        out.setdefault(r.model, []).append(r.id)
+    return out
+
+
 def _data_files(run_dir: Path, info: dict[str, Any]) -> dict[str, Path]:
     return {d: run_dir / e["file"] for d, e in info.get("data", {}).items()}
 
@@ -90,7 +97,9 @@ def load_run(run_dir: str | Path) -> Run:
     with stdlib_location.use(run_dir / STDLIB_DIR):
         spec = compile_spec(entry)
         plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info))
-        if plan.hash != plan_json.get("hash"):
+        stored_ids = read_plan_ids(run_dir)
+        if plan.hash != plan_json.get("hash") or (
+                stored_ids is not None and stored_ids != _ids_by_model(plan)):
             raise UserError(f"{run_dir}: the plan rebuilt from its stored spec and data ({plan.hash}) is not the plan "
                             f"it ran ({plan_json.get('hash')})",
                             hint="the run directory's spec/ or data/ was edited, or it was written by another auditlang "

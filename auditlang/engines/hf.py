@@ -66,6 +66,16 @@ _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept (imports no torch)."""
+    unknown = set(config.options) - set(KNOWN_OPTIONS)
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
+        raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
+    if config.batch_size < 1:
+        raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+
+
 def label_token_ids(tokenizer: Any, text: str) -> list[int]:
     """Token ids of a label / continuation / choice: the text on its own, exactly as written,
     without special tokens (the rule every engine must share so labels mean the same thing)."""
@@ -223,12 +233,7 @@ class HFEngine:
         self._torch = torch
         self._transformers = transformers
         self.config = config
-        unknown = set(config.options) - set(KNOWN_OPTIONS)
-        if unknown:
-            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-            raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
-        if config.batch_size < 1:
-            raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        check_config(config)
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:

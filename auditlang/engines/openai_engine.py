@@ -75,6 +75,11 @@ class RequestFailed(Exception):
     """The server rejected one request (the run goes on; the Result carries the message)."""
 
 
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept."""
+    _Options.parse(config)
+
+
 @dataclass(frozen=True)
 class _Options:
     base_url: str

@@ -80,6 +80,11 @@ _DTYPES = ("float32", "bfloat16", "float16")
 _MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's cap on logprob_token_ids (§1.5a)
 
 
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept (imports no vLLM)."""
+    _Options.parse(config)
+
+
 def import_vllm() -> Any:
     """The ``vllm`` module, or EngineError with the install hint."""
     try:

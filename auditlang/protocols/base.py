@@ -239,7 +239,7 @@ class Program:
     # ------------------------------------------------------------ helpers
     def template(self, template_id: str):
         """Compile the spec's template object ``template_id`` (cached by the compiler)."""
-        from auditlang.plan.templates import compile_obj
+        from auditlang.prompts.templates import compile_obj
 
         return compile_obj(self.spec, self.spec.get(template_id))
 

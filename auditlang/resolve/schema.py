@@ -105,7 +105,7 @@ class VLLMModel(_ModelBase):
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
     max_logprobs: int | None = Field(default=None, ge=1)
-    enforce_eager: bool = False
+    enforce_eager: bool | None = None  # unset: vLLM's engine default (eager on CPU, graphs on GPU)
     tensor_parallel: int = Field(default=1, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 
