@@ -18,7 +18,8 @@ from auditlang.plan.planner import Planner
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
 from auditlang.store.rundir import (
-    PLAN_FILE, RUN_FORMAT, RUN_FILE, STDLIB_DIR, read_plan_file, read_plan_ids, read_run_file)
+    METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
+    read_run_file)
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -53,6 +54,32 @@ class Run:
     @property
     def fingerprints(self) -> dict[str, str]:
         return dict(self.info.get("fingerprints", {}))
+
+    @property
+    def records(self):
+        """One row per cell x item (``records.parquet``) as a pandas DataFrame."""
+        from auditlang.store.records import read_records  # lazy: pandas/pyarrow only when asked
+
+        return read_records(self.run_dir / RECORDS)
+
+    @property
+    def metrics(self):
+        """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
+
+    @property
+    def comparisons(self) -> dict[str, Any]:
+        """The spec's comparisons as the report computed them: name -> DataFrame (``report/comparisons/*.csv``)."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        folder = self.report_dir / "comparisons"
+        return {p.stem: pd.read_csv(p) for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+    @property
+    def report_dir(self) -> Path:
+        return self.run_dir / REPORT_DIR
 
     def stdlib(self):
         """Context in which ``stdlib/`` names resolve to the run's stored standard library (wrap
@@ -174,3 +201,30 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     from auditlang.report import build_report
 
     return build_report(spec, plan, Path(run_dir))
+
+
+def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
+             report: bool = True, progress: bool = False, retry_errors: bool = False, shard=None,
+             log=print) -> Run | None:
+    """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and
+    report it. ``limit`` must be the one the plan was built with (it is recorded for read-back).
+    A shard run (``shard``) stops after execution and returns None: merge, then report."""
+    from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
+    from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
+    from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
+    from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
+
+    run_dir = Path(run_dir)
+    with RunLock(run_dir) as lock:
+        lock.beat(doing="writing the run's inputs (spec, data, plan)")
+        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine)
+        fps = execute_plan(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
+                           retry_errors=retry_errors, log=log, beat=lock.beat)
+        if shard is not None:
+            return None
+        lock.beat(doing="scoring")
+        score_and_write(spec, plan, run_dir, fps)
+        if report:
+            lock.beat(doing="writing the report")
+            write_report(spec, plan, run_dir)
+    return Run(run_dir, spec, plan, {**info, "fingerprints": fps})

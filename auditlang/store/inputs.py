@@ -62,14 +62,19 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
     if staged.exists():
         shutil.rmtree(staged)
     project = staged / Path(PROJECT_DIR).name
-    copy_tree_files((src, project / rel) for src, rel in spec_files(spec))
+    entry = spec.entry.resolve()
+    copy_tree_files((src, project / rel) for src, rel in spec_files(spec) if not (src == entry and spec.entry_text is not None))
     project.mkdir(parents=True, exist_ok=True)
+    rel = _inside(spec.entry, spec.root)
+    entry_rel = rel if rel is not None else Path("_outside") / spec.entry.name
+    if spec.entry_text is not None:  # compiled from text (an editor buffer, a notebook string)
+        (project / entry_rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / entry_rel).write_text(spec.entry_text, encoding="utf-8")
     (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
     shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     replace_dir(staged, run_dir / "spec")
-    rel = _inside(spec.entry, spec.root)
-    return (Path(PROJECT_DIR) / (rel if rel is not None else Path("_outside") / spec.entry.name)).as_posix()
+    return (Path(PROJECT_DIR) / entry_rel).as_posix()
 
 
 def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
