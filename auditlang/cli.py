@@ -20,6 +20,7 @@ from pathlib import Path
 
 from auditlang import __version__
 from auditlang.diagnostics import CompileError, render
+from auditlang.lsp.command import add_lsp_command
 
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="what a run directory holds and what is left to do")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_status)
+    add_lsp_command(sub)
     return ap
 
 

@@ -406,15 +406,18 @@ class _Resolver:
                 self.spec.report.append((name, params))
 
 
-def compile_spec(path: str | Path) -> Spec:
-    """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics."""
+def compile_spec(path: str | Path, text: str | None = None) -> Spec:
+    """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
+
+    ``text``, when given, is the spec's source (an editor's unsaved buffer); ``path`` then only
+    places it (imports are relative to it) and need not exist."""
     entry = Path(path)
     bag = DiagnosticBag()
-    if not entry.exists():
+    if text is None and not entry.exists():
         bag.error("E100", f"spec file not found: {entry}", None,
                   hint=did_you_mean(entry.name, [p.name for p in entry.parent.glob('*.audit')] if entry.parent.exists() else [], "specs here"))
         raise CompileError(bag)
-    top, hashes = load_modules(entry, bag)
+    top, hashes = load_modules(entry, bag, text)
     spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes)
     r = _Resolver(top, bag, spec)
     r.resolve_all()

@@ -1,0 +1,23 @@
+"""The ``auditc lsp`` subcommand (kept here so the CLI needs one line to register it)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_lsp_command(sub) -> None:
+    p = sub.add_parser("lsp", help="language server for editors (stdio; needs the `lsp` extra)")
+    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the only transport")
+    p.set_defaults(fn=cmd_lsp)
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        from auditlang.lsp.server import serve
+    except ImportError as e:
+        from auditlang.errors import RuntimeFailure
+
+        raise RuntimeFailure(f"the language server needs pygls ({e})",
+                             hint="pip install 'auditlang[lsp]'") from None
+    serve()
+    return 0
