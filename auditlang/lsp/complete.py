@@ -80,7 +80,7 @@ def complete(text: str, offset: int, path: Path | None) -> list[T.CompletionItem
     if at_name:
         _param_names(slot, set(top.given) if top else set(), add)
         return items
-    _values(slot, text, path, add)
+    _values(slot, text, path, add, ctx.stmt_name)
     return items
 
 
@@ -105,7 +105,7 @@ def _param_names(slot: Slot, given: set[str], add) -> None:
             f"{p} = " if block else f"{p}=", "0" if f.is_required() else "1")
 
 
-def _values(slot: Slot, text: str, path: Path | None, add) -> None:
+def _values(slot: Slot, text: str, path: Path | None, add, own: str | None) -> None:
     ann = param_annotation(slot)
     if ann is not None:
         for c in D.literal_choices(ann):
@@ -130,6 +130,8 @@ def _values(slot: Slot, text: str, path: Path | None, add) -> None:
         add(ctor, K.Constructor, f"{kind} constructor", D.ctor_doc(kind, ctor), f"{ctor}($0)", "2", snippet=True)
     at = _import_line(text)
     for n in symbols.visible(text, path, kind):
+        if n.file is None and n.label == own:
+            continue  # the declaration being written
         extra = None
         sort = "0" if n.file is None else "1"
         if n.import_needed:

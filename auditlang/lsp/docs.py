@@ -146,7 +146,10 @@ def param_doc(cls: type[S.Obj], name: str) -> str | None:
 
 def signature(ctor: str, cls: type[S.Obj]) -> str:
     ps = []
-    for name, f in params(cls).items():
+    pos = [cls.model_fields[n].alias or n for n in cls.POSITIONAL if n in cls.model_fields]
+    items = sorted(params(cls).items(), key=lambda kv: (
+        kv[0] not in pos, pos.index(kv[0]) if kv[0] in pos else 0, not kv[1].is_required()))
+    for name, f in items:
         ps.append(name if f.is_required() else f"{name}={_default(f).removeprefix('default ')}")
     return f"{ctor}(" + ", ".join(ps) + ")"
 

@@ -81,11 +81,15 @@ def test_session_diagnostics_hover_completion_format_shutdown(client, tmp_path):
     start = _pos(BAD, "sampel")
     assert d["range"] == {"start": start, "end": {"line": start["line"], "character": start["character"] + 6}}
 
-    # as you type: a syntax error, then a fix clears every diagnostic
-    diags = _change(client, uri, BROKEN, 2)["diagnostics"]
+    # as you type: an incremental edit (as editors send them) fixes it; a syntax error; a fix
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"range": d["range"], "text": "sample"}]})
+    assert client.wait_notification("textDocument/publishDiagnostics",
+                                    lambda p: p["uri"] == uri and p.get("version") == 2)["diagnostics"] == []
+    diags = _change(client, uri, BROKEN, 3)["diagnostics"]
     assert [d["code"] for d in diags] == ["E002"]
     assert diags[0]["range"]["start"] == _pos(BROKEN, "== embedded", 1)
-    assert _change(client, uri, GOOD, 3)["diagnostics"] == []
+    assert _change(client, uri, GOOD, 4)["diagnostics"] == []
 
     # hover: a constructor, a parameter, a stdlib name, a metric
     h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": _pos(GOOD, "token_prob", 3)})
@@ -104,7 +108,7 @@ def test_session_diagnostics_hover_completion_format_shutdown(client, tmp_path):
 
     # completion: stdlib names after `s000.`, constructor parameters inside a call
     typing = GOOD.replace("protocols = [p, s000.token_norm]", "protocols = [p, s000.tok")
-    _change(client, uri, typing, 4)
+    _change(client, uri, typing, 40)
     res = client.request("textDocument/completion", {"textDocument": {"uri": uri},
                                                      "position": _pos(typing, "s000.tok", 8)})
     labels = {i["label"]: i for i in res["items"]}
@@ -113,13 +117,13 @@ def test_session_diagnostics_hover_completion_format_shutdown(client, tmp_path):
     edit = labels["s000.token_norm"]["textEdit"]
     assert edit["newText"] == "s000.token_norm" and edit["range"]["start"] == _pos(typing, "s000.tok")
     typing = GOOD.replace("token_prob(normalise=label_set)", "token_prob(normalise=label_set, ")
-    _change(client, uri, typing, 5)
+    _change(client, uri, typing, 50)
     res = client.request("textDocument/completion", {"textDocument": {"uri": uri},
                                                      "position": _pos(typing, "label_set, ", 11)})
     labels = [i["label"] for i in res["items"]]
     assert {"readout", "window", "top_k", "context"} <= set(labels) and "normalise" not in labels
     typing = GOOD.replace("token_prob(normalise=label_set)", "token_prob(normalise=label_set, window=")
-    _change(client, uri, typing, 6)
+    _change(client, uri, typing, 60)
     res = client.request("textDocument/completion", {"textDocument": {"uri": uri},
                                                      "position": _pos(typing, "window=", 7)})
     assert {i["label"] for i in res["items"]} == {"top_k", "full"}
