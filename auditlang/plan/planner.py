@@ -80,6 +80,7 @@ class Planner:
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         self.failed: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
@@ -104,8 +105,9 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
+                if e.file is None and ("not found" in str(e) or obj.ctor == "hub"):  # could not read it
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                    self.hints[dsid] = e.hint
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
@@ -230,7 +232,8 @@ class Planner:
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                                     **ds.meta}
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:

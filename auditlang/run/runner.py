@@ -179,8 +179,12 @@ def prepare(spec_path: str, data_root: str | None, limit: int | None) -> tuple[S
     plan = planner.build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]
-        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available",
-                        hint="pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
+        causes = "".join(f"\n  {n.split(' — counts are estimates')[0]}" for n in plan.notes
+                         if any(n.startswith(f"dataset '{d}':") for d in missing))
+        hubs = [d for d in missing if spec.get(d).ctor == "hub"]
+        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available{causes}",
+                        hint=(planner.hints.get(hubs[0]) if hubs else None)
+                        or "pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
     return spec, plan
 
 
