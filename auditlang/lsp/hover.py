@@ -50,6 +50,15 @@ def hover(text: str, offset: int, path: Path | None) -> tuple[str, int, int] | N
     return (md, start, end) if md else None
 
 
+def definition(text: str, offset: int, path: Path | None) -> tuple[Path | None, int] | None:
+    """(file — None for the document itself —, 0-based line) of the declaration of the name at ``offset``."""
+    word, start, _ = word_at(text, offset)
+    if not word or in_string(text, start):
+        return None
+    n = symbols.lookup(text, path, word)
+    return (n.file, n.decl.line) if n is not None else None
+
+
 def _keyword(word: str) -> str:
     out = [f"**{word}**: {D.KIND_DOCS.get(word, '')}"]
     ctors = [c for c in S.constructor_names(word) if c != word]

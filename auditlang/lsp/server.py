@@ -1,7 +1,7 @@
 """The language server behind ``auditc lsp`` (pygls, stdio).
 
-Features: diagnostics as you type (the compiler's own, on open/change/save), hover, completion
-and whole-document formatting with the ``auditc fmt`` formatter. Positions inside the server are
+Features: diagnostics as you type (the compiler's own, on open/change/save), hover, completion,
+go to definition (local, imported and stdlib names) and whole-document formatting with the ``auditc fmt`` formatter. Positions inside the server are
 code points; :class:`pygls.workspace.TextDocument` converts them to the client's encoding.
 """
 
@@ -17,7 +17,7 @@ from auditlang import __version__
 from auditlang.diagnostics import CompileError
 from auditlang.lsp.analysis import check_text
 from auditlang.lsp.complete import complete
-from auditlang.lsp.hover import hover
+from auditlang.lsp.hover import definition, hover
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
              "note": T.DiagnosticSeverity.Information}
@@ -77,6 +77,17 @@ def on_hover(ls: LanguageServer, params: T.HoverParams) -> T.Hover | None:
     md, start, end = found
     rng = T.Range(_position(text, start), _position(text, end))
     return T.Hover(contents=T.MarkupContent(T.MarkupKind.Markdown, md), range=doc.range_to_client_units(rng))
+
+
+@server.feature(T.TEXT_DOCUMENT_DEFINITION)
+def on_definition(ls: LanguageServer, params: T.DefinitionParams) -> T.Location | None:
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    found = definition(doc.source, _offset(doc, params.position), _path(doc.uri))
+    if found is None:
+        return None
+    file, line = found
+    uri = doc.uri if file is None else file.resolve().as_uri()
+    return T.Location(uri=uri, range=T.Range(T.Position(line, 0), T.Position(line, 0)))
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[".", "(", "[", ",", "=", '"', "/"]))

@@ -106,6 +106,15 @@ def test_session_diagnostics_hover_completion_format_shutdown(client, tmp_path):
     h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": _pos(GOOD, "sample=", 2)})
     assert "**sample**" in h["contents"]["value"]
 
+    # go to definition: a stdlib name opens stdlib/s000.audit at its declaration; a local one
+    loc = client.request("textDocument/definition", {"textDocument": {"uri": uri},
+                                                     "position": _pos(GOOD, "s000.token_norm", 7)})
+    assert loc["uri"].endswith("/stdlib/s000.audit")
+    s000 = (REPO / "stdlib" / "s000.audit").read_text(encoding="utf-8").splitlines()
+    assert s000[loc["range"]["start"]["line"]].startswith("protocol token_norm = ")
+    loc = client.request("textDocument/definition", {"textDocument": {"uri": uri}, "position": _pos(GOOD, "[p,", 1)})
+    assert loc["uri"] == uri and loc["range"]["start"]["line"] == 3
+
     # completion: stdlib names after `s000.`, constructor parameters inside a call
     typing = GOOD.replace("protocols = [p, s000.token_norm]", "protocols = [p, s000.tok")
     _change(client, uri, typing, 40)
