@@ -18,6 +18,7 @@ import os
 import re
 import socket
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -41,7 +42,9 @@ def _offline_env() -> bool:
                for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
+@lru_cache(maxsize=4)
 def _reachable(endpoint: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hub endpoint opens (probed once per process)."""
     u = urlparse(endpoint)
     try:
         with socket.create_connection((u.hostname or "huggingface.co", u.port or 443), timeout=timeout):

@@ -186,3 +186,24 @@ def test_run_checklist_records_hub_identity_and_unspecified_revision(offline_hub
     assert "Hugging Face Hub 'allenai/ai2_arc', config 'ARC-Challenge', split 'test', revision not pinned" in text
     assert f"commit {offline_hub['commit']}" in text and "content sha256 " in text
     assert "UNSPECIFIED: dataset 'arc' does not pin revision= of Hub dataset 'allenai/ai2_arc'" in text
+
+
+def test_unreachable_hub_reads_the_cache_without_retrying(hub_cache, tmp_path, capsys, monkeypatch):
+    """No offline flag set, but the Hub endpoint cannot be reached: the split comes from the
+    cache at once (the libraries would retry for about a minute), and the flags are restored."""
+    import datasets
+    import huggingface_hub.constants as hc
+
+    from auditlang.data import hub
+
+    for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", hub_cache["cache"])
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
+    probes = []
+    monkeypatch.setattr(hub, "_reachable", lambda endpoint: probes.append(endpoint) or False)
+    d = _plan(capsys, _spec(tmp_path, _hub()))["datasets"]["arc"]
+    assert d["available"] and d["offline"] is True and d["commit"] == hub_cache["commit"]
+    assert probes == [hc.ENDPOINT]
+    assert datasets.config.HF_HUB_OFFLINE is False and hc.HF_HUB_OFFLINE is False
