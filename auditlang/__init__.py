@@ -24,19 +24,18 @@ def compile(source: str | Path, *, path: str | Path | None = None):  # noqa: A00
     """A validated ``Spec`` from a spec file or a spec's text. Text is compiled as if it were the
     file ``path`` (default ``./<spec>.audit``: relative imports and data paths resolve from there).
     Raises ``CompileError`` (its ``.diagnostics`` carry file:line:col and hints)."""
-    from auditlang.resolve import compile_spec  # lazy: `import auditlang` stays instant
+    from auditlang.resolve import compile_source  # lazy: `import auditlang` stays instant
 
-    if isinstance(source, Path) or ("\n" not in source and str(source).endswith(".audit") and path is None):
-        return compile_spec(source)
-    return compile_spec(path or Path.cwd() / "<spec>.audit", text=source)
+    return compile_source(source, path)
 
 
 def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = None):
-    """The ``Plan`` of a spec (a ``Spec``, a path or spec text): cells, unique requests, counts."""
-    from auditlang.api import plan_spec  # lazy: `import auditlang` stays instant
+    """The ``Plan`` of a spec (a ``Spec``, a path or spec text): cells, unique requests, counts.
+    (Once any ``auditlang.plan`` submodule is imported, this name is the callable package, which
+    does the same.)"""
+    from auditlang.plan import build  # lazy: `import auditlang` stays instant
 
-    spec = spec if hasattr(spec, "objects") else compile(spec)
-    return plan_spec(spec, None if data_root is None else str(data_root), limit)
+    return build(spec, data_root, limit)
 
 
 def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,

@@ -27,13 +27,19 @@ def default_run_dir(spec_path: str) -> Path:
 
 
 def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
-              data_files: dict[str, Path] | None = None) -> Plan:
-    """The plan a run executes: every dataset must be readable (no estimates)."""
-    plan = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files).build()
+              data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> Plan:
+    """The plan a run executes: every dataset must be readable (no estimates). ``data_files`` /
+    ``data_meta``: read these copies instead (a run directory's, see ``load_run``)."""
+    planner = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, data_meta=data_meta)
+    plan = planner.build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]
-        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available",
-                        hint="pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
+        causes = "".join(f"\n  {n.split(' — counts are estimates')[0]}" for n in plan.notes
+                         if any(n.startswith(f"dataset '{d}':") for d in missing))
+        hubs = [d for d in missing if spec.get(d).ctor == "hub"]
+        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available{causes}",
+                        hint=(planner.hints.get(hubs[0]) if hubs else None)
+                        or "pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
     return plan
 
 
@@ -114,6 +120,10 @@ def _data_files(run_dir: Path, info: dict[str, Any]) -> dict[str, Path]:
     return {d: run_dir / e["file"] for d, e in info.get("data", {}).items()}
 
 
+def _data_meta(info: dict[str, Any]) -> dict[str, dict]:
+    return {d: dict(e.get("meta") or {}) for d, e in info.get("data", {}).items()}
+
+
 def load_run(run_dir: str | Path) -> Run:
     """Read a run directory back: compile its stored spec against its stored stdlib, re-plan from
     its stored data, and check the plan hash against ``plan.json``. Nothing outside the run
@@ -123,7 +133,8 @@ def load_run(run_dir: str | Path) -> Run:
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         spec = compile_spec(entry)
-        plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info))
+        plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info),
+                         data_meta=_data_meta(info))
         stored_ids = read_plan_ids(run_dir)
         if plan.hash != plan_json.get("hash") or (
                 stored_ids is not None and stored_ids != _ids_by_model(plan)):
@@ -176,7 +187,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     spec = compile_spec(spec_path)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
-                   data_files={d: p for d, p in stored.items() if d in spec.objects}).build()
+                   data_files={d: p for d, p in stored.items() if d in spec.objects},
+                   data_meta={d: m for d, m in _data_meta(run.info).items() if d in spec.objects}).build()
     changed = changed_cells(run, plan)
     if plan.estimated:
         changed += [f"(dataset {d}: not part of this run)" for d, i in plan.datasets.items() if not i.get("available")]
@@ -193,7 +205,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
                                                   if k not in ("spec_entry", "data", "plan_hash", "format")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
         new_spec = compile_spec(run.run_dir / info["spec_entry"])
-        new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info))
+        new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
+                             data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
 
 

@@ -74,16 +74,19 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None) -> None:
-        """``data_files``: dataset id -> the file to read for it (a run directory's copies)."""
+                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> None:
+        """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
+        (a run directory's copies)."""
         self.spec = spec
         self.data_files = dict(data_files or {})
+        self.data_meta = dict(data_meta or {})
         self.limit = limit
         self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         self.failed: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
@@ -94,7 +97,7 @@ class Planner:
         got: DatasetItems | None = None
         if self.load_data:
             try:
-                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
@@ -108,8 +111,9 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
+                if e.file is None and ("not found" in str(e) or obj.ctor == "hub"):  # could not read it
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                    self.hints[dsid] = e.hint
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
@@ -234,7 +238,8 @@ class Planner:
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                                     **ds.meta}
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -293,7 +298,7 @@ class Planner:
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
         plan.units = units
-        plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
+        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
