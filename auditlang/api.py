@@ -88,7 +88,7 @@ def load_run(run_dir: str | Path) -> Run:
     info, plan_json = _check_run_dir(run_dir)
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
-        spec = compile_spec(entry)
+        spec = compile_spec(entry, info.get("model_swaps") or None)
         plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info))
         if plan.hash != plan_json.get("hash"):
             raise UserError(f"{run_dir}: the plan rebuilt from its stored spec and data ({plan.hash}) is not the plan "
@@ -137,7 +137,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     copied into the run directory); otherwise a UserError names the cells that must run first."""
     from auditlang.store.inputs import save_inputs
 
-    spec = compile_spec(spec_path)
+    spec = compile_spec(spec_path, run.info.get("model_swaps") or None)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
                    data_files={d: p for d, p in stored.items() if d in spec.objects}).build()
@@ -156,7 +156,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
                                                   if k not in ("spec_entry", "data", "plan_hash", "format")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
-        new_spec = compile_spec(run.run_dir / info["spec_entry"])
+        new_spec = compile_spec(run.run_dir / info["spec_entry"], info.get("model_swaps") or None)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info))
     return Run(run.run_dir, new_spec, new_plan, info)
 

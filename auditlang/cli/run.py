@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, write_report
@@ -26,29 +29,55 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return s.index, s.count
 
 
+def parse_swaps(items: list[str] | None) -> dict[str, str]:
+    """``NAME=MODEL`` items of ``--swap-model`` -> {NAME: MODEL}, checked before anything runs."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, expr = item.partition("=")
+        if not sep or not name.strip() or not expr.strip():
+            raise UsageError(f"--swap-model {item!r}: expected NAME=MODEL",
+                             hint="e.g. --swap-model smol='embedded(\"gemma3-270m\")' (MODEL in spec syntax)")
+        out[name.strip()] = expr.strip()
+    return out
+
+
 def cmd_run(args) -> int:
     from auditlang.score.stage import score_and_write
 
     shard_ix = parse_shard(args.shard)
-    spec = compile_spec(args.spec)
+    swaps = parse_swaps(args.swap_model)
+    display = "none" if args.no_progress else args.display
+    cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
+    spec = compile_spec(args.spec, swaps)
     plan = plan_spec(spec, args.data_root, args.limit)
+    for note in plan.notes:
+        if "data root" in note:
+            print(f"note: {note}", file=sys.stderr)
+    for name, expr in swaps.items():
+        print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        save_inputs(spec, plan, run_dir, limit=args.limit, engine_override=args.engine)
+        save_inputs(spec, plan, run_dir, limit=args.limit, engine_override=args.engine, model_swaps=swaps,
+                    response_cache=str(Path(cache_dir).resolve()) if cache_dir else None)
         shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
         print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
               f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
-        fps = execute_plan(spec, plan, run_dir, engine_override=args.engine, progress=not args.no_progress,
-                           shard=shard, retry_errors=args.retry_errors, beat=lock.beat)
+        fps = execute_plan(spec, plan, run_dir, engine_override=args.engine, progress=display,
+                           shard=shard, retry_errors=args.retry_errors, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:
             print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
                   "then `auditc report TARGET`")
             return 0
         lock.beat(doing="scoring")
+        t0 = time.perf_counter()
+        if display != "none":
+            print("scoring, metrics and bootstrap intervals ...", file=sys.stderr, flush=True)
         score_and_write(spec, plan, run_dir, fps)
         if not args.no_report:
             lock.beat(doing="writing the report")
+            if display != "none":
+                print(f"scored in {time.perf_counter() - t0:.1f}s; writing the report ...", file=sys.stderr, flush=True)
             write_report(spec, plan, run_dir)
     print(f"done: {run_dir}")
     return 0

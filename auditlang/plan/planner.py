@@ -7,6 +7,7 @@ it counts cells and requests from the declared sample sizes and marks the figure
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -74,9 +75,11 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None) -> None:
-        """``data_files``: dataset id -> the file to read for it (a run directory's copies)."""
+                 data_files: dict[str, Path] | None = None, step=None) -> None:
+        """``data_files``: dataset id -> the file to read for it (a run directory's copies).
+        ``step(text)``: told when each dataset is read and each audit planned (progress)."""
         self.spec = spec
+        self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
         self.limit = limit
         self.root = data_root_for(spec, data_root)
@@ -84,6 +87,14 @@ class Planner:
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        declared = spec.settings.data_root
+        if declared and not data_files:
+            from auditlang.data.loader import ENV_DATA_ROOT
+
+            via = "--data-root" if data_root else (f"${ENV_DATA_ROOT}" if os.environ.get(ENV_DATA_ROOT) else None)
+            if via:
+                self.notes.append(f"data root: {self.root} (from {via}) overrides the spec's settings data_root "
+                                  f"{declared!r}")
         self.failed: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
@@ -93,6 +104,7 @@ class Planner:
             return self.data[dsid]
         got: DatasetItems | None = None
         if self.load_data:
+            self.step(f"reading dataset {dsid}")
             try:
                 got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
                 if self.limit is not None:
@@ -215,8 +227,10 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
+        est1: dict[tuple, tuple[str, str, int]] = {}  # without data: (unit key, role) -> (model, kind, n)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
+            self.step(f"planning audit {aid}")
             evaluators = a.evaluators or ["<default>"]
             for dsid in a.datasets:
                 ds = self.dataset(dsid)
@@ -262,8 +276,14 @@ class Planner:
                                             tok_prompt += pt
                                             tok_gen += gt
                                 unit.stage1[pid] = per_item
+                                if ds is None and n_items:
+                                    key = (mid, dsid, vid, split)
+                                    est1[(key, "answer")] = (mid, "generate", n_items)
+                                    for role, kind in _stage1_roles(prog).items():
+                                        # protocols asking the same role of one prompt share it (token_norm, token_raw)
+                                        est1[(key, role, kind)] = (mid, kind, n_items)
                                 n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
-                                roles2 = prog.roles2(ctxs[0]) if ctxs else {}
+                                roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
                                 for eid in evaluators:
                                     ector = spec.get(eid).ctor if eid in spec.objects else None
                                     extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
@@ -279,6 +299,7 @@ class Planner:
                                     role, kind = EVALUATOR_FOLLOWUPS[ector]
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
+        self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
         self._check_capabilities(cells, units, programs, evaluators_by_audit={
             aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
@@ -292,6 +313,11 @@ class Planner:
             naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
+        by_kind: Counter = Counter()
+        for m, k, n in est1.values():
+            by_kind[(m, k)] += n
+        plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items())]
+        plan.token_estimate_followups = _followup_tokens(plan)
         plan.units = units
         plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
         return plan
@@ -402,6 +428,41 @@ def _spec_hash(spec: Spec) -> str:
     return content_hash(keyed)
 
 
+def _roles2_without_data(prog) -> dict[str, str]:
+    """Follow-up roles when no item is at hand (most protocols' roles do not depend on it)."""
+    try:
+        return dict(prog.roles2(None))
+    except Exception:  # noqa: BLE001 - a protocol whose roles need an item: not estimated
+        return {}
+
+
+def _stage1_roles(prog) -> dict[str, str]:
+    try:
+        return dict(prog.stage1_roles())
+    except AttributeError:
+        return {}
+
+
+def _followup_tokens(plan: Plan) -> dict[str, int]:
+    """Rough token estimate of the follow-up requests (built at run time from stage-1 outputs):
+    each re-sends about its model's mean stage-1 prompt plus that model's answer budget."""
+    per_model: dict[str, list[int]] = {}
+    for r in plan.requests:
+        pt, gt = _estimate_tokens(r)
+        acc = per_model.setdefault(r.model, [0, 0, 0])
+        acc[0] += pt
+        acc[1] = max(acc[1], gt)
+        acc[2] += 1
+    prompt = gen = 0
+    for d in plan.deferred:
+        acc = per_model.get(d["model"])
+        if not acc or not acc[2]:
+            continue
+        prompt += d["count"] * (acc[0] // acc[2] + acc[1])
+        gen += d["count"] * acc[1]
+    return {"prompt_tokens": prompt, "generated_tokens_max": gen} if prompt else {}
+
+
 def _stage1_width(prog) -> int:
     try:
         return len(prog.stage1_roles())
@@ -429,6 +490,7 @@ def _path_of(spec: Spec, mid: str) -> str:
     return o.value.name if o.ctor == "embedded" else o.value.path
 
 
-def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True) -> Plan:
+def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+               step=None) -> Plan:
     """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics."""
-    return Planner(spec, data_root, load_data).build()
+    return Planner(spec, data_root, load_data, limit=limit, step=step).build()

@@ -196,6 +196,10 @@ def _engines(rd: RunData) -> Entry:
         path = v.name if o.ctor == "embedded" else v.path
         fp = rd.fingerprints.get(mid)
         declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        swap = getattr(rd.spec, "model_swaps", {}).get(mid)
+        if swap:
+            declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
+                        f"another model): {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}")
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
