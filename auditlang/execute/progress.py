@@ -143,7 +143,7 @@ class ExecProgress:
 
     def _emit(self, text: str | None = None) -> None:
         self._last_line = self.clock()
-        self.console.print(text or self.line(), highlight=False, soft_wrap=True)
+        self.console.print(text or self.line(), highlight=False, soft_wrap=True, markup=False)
 
     def _tick(self) -> None:  # plain mode: a line even while an engine batch is still running
         while not self._stop.wait(max(self.interval, 0.5)):
