@@ -41,6 +41,17 @@ def parse_swaps(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def env_settings(spec) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+    from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+
+    url = os.environ.get(OPENAI_BASE_URL_ENV)
+    if not url:
+        return {}
+    return {mid: url for mid, o in spec.of_kind("model").items()
+            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
+
+
 def cmd_run(args) -> int:
     from auditlang.score.stage import score_and_write
 
@@ -55,10 +66,14 @@ def cmd_run(args) -> int:
             print(f"note: {note}", file=sys.stderr)
     for name, expr in swaps.items():
         print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
+    from_env = env_settings(spec)
+    for mid, url in from_env.items():
+        print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
         save_inputs(spec, plan, run_dir, limit=args.limit, engine_override=args.engine, model_swaps=swaps,
+                    env_settings={m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
                     response_cache=str(Path(cache_dir).resolve()) if cache_dir else None)
         shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
         print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "

@@ -6,6 +6,7 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from auditlang.core.engine import ModelConfig
@@ -13,10 +14,13 @@ from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
 CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params passed to the chat template
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"  # honoured by openai(...) models that name no base_url
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> ModelConfig:
+    """``openai(...)`` without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (else the
+    schema default, a local server); the engine fingerprint records the URL used."""
     o = spec.get(mid)
     v = o.value
     if o.ctor == "embedded":
@@ -31,6 +35,8 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
     for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env", "server"):
         if hasattr(v, k) and getattr(v, k) is not None:
             options[k] = getattr(v, k)
+    if o.ctor == "openai" and "base_url" not in dict(o.param_spans) and os.environ.get(OPENAI_BASE_URL_ENV):
+        options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]  # the spec names no server: the environment's
     template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
     if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
         options["chat_template_kwargs"] = template_kwargs

@@ -225,3 +225,25 @@ def test_unchanged_rerun_loads_no_model(tmp_path: Path, capsys) -> None:
     # more items: the model has missing work, so it is loaded
     assert main([*args[:3], "3", *args[4:]]) == 0
     assert "[smollm2] loading the dryrun engine" in capsys.readouterr().out
+
+
+def test_openai_model_without_base_url_takes_openai_base_url(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A spec `openai(...)` model naming no base_url goes to $OPENAI_BASE_URL (here a port where
+    nothing listens: exit 3 naming that URL); run.json records where the URL came from."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = tmp_path / "o.audit"
+    spec.write_text(QUICK.read_text(encoding="utf-8").replace(
+        'embedded("smollm2-135m-instruct", dtype=float32, batch_size=16, max_tokens=16)', 'openai("served-smol")'),
+        encoding="utf-8")
+    (tmp_path / "data").symlink_to(ROOT / "examples" / "data")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    run = tmp_path / "r"
+    assert main(["run", str(spec), "--limit", "1", "--out", str(run), "--display", "none"]) == 3
+    err = capsys.readouterr().err
+    assert f"using $OPENAI_BASE_URL = http://127.0.0.1:{port}/v1" in err and f"127.0.0.1:{port}" in err.split("error:")[1]
+    info = json.loads((run / "run.json").read_text())
+    assert info["env_settings"] == {"smollm2": {"base_url": f"http://127.0.0.1:{port}/v1", "from": "OPENAI_BASE_URL"}}
