@@ -26,9 +26,10 @@ def default_run_dir(spec_path: str) -> Path:
 
 
 def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
-              data_files: dict[str, Path] | None = None) -> Plan:
-    """The plan a run executes: every dataset must be readable (no estimates)."""
-    plan = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files).build()
+              data_files: dict[str, Path] | None = None, step=None) -> Plan:
+    """The plan a run executes: every dataset must be readable (no estimates). ``step``: see
+    :class:`~auditlang.plan.planner.Planner` (progress of long planning)."""
+    plan = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, step=step).build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]
         raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available",

@@ -60,7 +60,12 @@ def cmd_run(args) -> int:
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     spec = compile_spec(args.spec, swaps)
-    plan = plan_spec(spec, args.data_root, args.limit)
+    from auditlang.cli.plan import StepLog
+
+    step = StepLog() if display != "none" else None
+    plan = plan_spec(spec, args.data_root, args.limit, step=step)
+    if step is not None:
+        step(None)
     for note in plan.notes:
         if "data root" in note:
             print(f"note: {note}", file=sys.stderr)

@@ -247,3 +247,24 @@ def test_openai_model_without_base_url_takes_openai_base_url(tmp_path: Path, mon
     assert f"using $OPENAI_BASE_URL = http://127.0.0.1:{port}/v1" in err and f"127.0.0.1:{port}" in err.split("error:")[1]
     info = json.loads((run / "run.json").read_text())
     assert info["env_settings"] == {"smollm2": {"base_url": f"http://127.0.0.1:{port}/v1", "from": "OPENAI_BASE_URL"}}
+
+
+def test_fmt_missing_file_is_e100_exit_1(tmp_path: Path, capsys) -> None:
+    (tmp_path / "quick.audit").write_text("", encoding="utf-8")
+    assert main(["fmt", str(tmp_path / "quik.audit")]) == 1
+    err = capsys.readouterr().err
+    assert "error[E100]: spec file not found" in err and "did you mean 'quick.audit'" in err
+
+
+def test_plan_step_log_reports_slow_steps_only() -> None:
+    from auditlang.cli.plan import StepLog
+
+    out = io.StringIO()
+    log = StepLog(threshold=0.05, stream=out)
+    log("reading dataset fast")
+    log("reading dataset slow")
+    import time
+
+    time.sleep(0.1)
+    log(None)
+    assert out.getvalue().startswith("plan: reading dataset slow (") and "fast" not in out.getvalue()
