@@ -70,7 +70,11 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             if rec["fp"] not in journal.fingerprints():
                 return False
             fps[mid] = rec["fp"]
-            return not _missing(journal, fps, mid, needed(), retry_errors)
+            reqs = needed()
+            if _missing(journal, fps, mid, reqs, retry_errors):
+                return False
+            totals["cached"] += len({r.id for r in reqs})
+            return True
 
         def run_phase(mid: str, work) -> None:
             cfg = model_config(spec, mid, engine_override)

@@ -222,6 +222,7 @@ def test_unchanged_rerun_loads_no_model(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "loading" not in out
     assert "[smollm2] unchanged and every request stored: not loaded" in out
+    assert json.loads((run / "run.json").read_text())["last_run"]["cached"] > 0
     # more items: the model has missing work, so it is loaded
     assert main([*args[:3], "3", *args[4:]]) == 0
     assert "[smollm2] loading the dryrun engine" in capsys.readouterr().out
@@ -268,3 +269,24 @@ def test_plan_step_log_reports_slow_steps_only() -> None:
     time.sleep(0.1)
     log(None)
     assert out.getvalue().startswith("plan: reading dataset slow (") and "fast" not in out.getvalue()
+
+
+def test_embedded_conversion_is_announced(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The one-time GGUF conversion says what it is doing and how long it takes, on stderr
+    (the conversion itself is replaced by a stub writing a complete checkpoint)."""
+    from auditlang.engines import embedded
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+
+    def fake_convert(info, out: Path) -> None:
+        (out / "config.json").write_text("{}", encoding="utf-8")
+        (out / embedded.PROVENANCE_FILE).write_text(json.dumps({"recipe_version": embedded.RECIPE_VERSION}),
+                                                    encoding="utf-8")
+
+    monkeypatch.setattr(embedded, "_convert", fake_convert)
+    embedded.resolve_embedded("smollm2-135m-instruct")
+    err = capsys.readouterr().err
+    assert "converting embedded model 'smollm2-135m-instruct' to a checkpoint, once" in err
+    assert re.search(r"converted 'smollm2-135m-instruct' in \d+s", err)
+    embedded.resolve_embedded("smollm2-135m-instruct")  # cached: silent
+    assert capsys.readouterr().err == ""
