@@ -7,10 +7,10 @@ the runner records ``run.json["static_keys"][model] = {"key": ..., "fp": fingerp
 on the next run, a model whose static key is unchanged and whose every request is committed
 under that fingerprint is not loaded at all.
 
-The key hashes the model's :class:`ModelConfig`, the auditlang version, the engine package's
-installed version (read from package metadata, no import) and the model files' metadata (name,
-size, mtime of every file of a local checkpoint directory; the converted checkpoint of an
-embedded model). Models whose weights cannot be identified that way (hub ids, served models)
+The key hashes the model's :class:`ModelConfig`, the auditlang version, the engine's source
+files, the engine packages' installed versions (package metadata, no import), the machine (host
+name, architecture, ``CUDA_VISIBLE_DEVICES``) and the model files' metadata (name, size, mtime of
+every file of a local checkpoint directory; the converted checkpoint of an embedded model). Models whose weights cannot be identified that way (hub ids, served models)
 have no static key and are loaded as before.
 """
 
@@ -20,12 +20,29 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
+import os
+import platform
 from pathlib import Path
 
 from auditlang import __version__
 from auditlang.core.engine import ModelConfig
 
-ENGINE_PACKAGES = {"hf": ("transformers", "torch"), "vllm": ("vllm",), "dryrun": ()}
+ENGINE_PACKAGES = {"hf": ("transformers", "torch"), "vllm": ("vllm", "torch"), "dryrun": ()}
+ENGINE_MODULES = {"hf": ("hf.py", "hfstack.py", "embedded.py"), "vllm": ("vllm_engine.py", "hf.py", "embedded.py"),
+                  "dryrun": ("dryrun.py",)}
+
+
+def _sources(engine: str) -> str:
+    """Hash of the engine's own source files: an edited engine (a development checkout) may
+    fingerprint differently, so it is loaded again."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1] / "engines"
+    for name in ENGINE_MODULES[engine]:
+        try:
+            h.update((root / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()
 
 
 def _version(dist: str) -> str | None:
@@ -75,6 +92,9 @@ def static_key(cfg: ModelConfig) -> str | None:
         "config": dataclasses.asdict(cfg),
         "auditlang": __version__,
         "packages": {p: _version(p) for p in ENGINE_PACKAGES[cfg.engine]},
+        "engine_sources": _sources(cfg.engine),
+        # the fingerprint records the device (a GPU's name) and CPU kernels: another machine loads again
+        "machine": [platform.node(), platform.machine(), os.environ.get("CUDA_VISIBLE_DEVICES")],
         "files": files,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
