@@ -21,7 +21,8 @@ from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
+from rich.text import Text
 
 __all__ = ["DISPLAYS", "ExecProgress", "fmt_duration", "resolve_display"]
 
@@ -58,6 +59,17 @@ def _interval() -> float:
         return DEFAULT_INTERVAL
 
 
+class _StatsColumn(ProgressColumn):
+    """Rate, elapsed and eta, computed at each render (so elapsed ticks during a long batch)."""
+
+    def __init__(self, bar: ExecProgress) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def render(self, task: Task) -> Text:
+        return Text(self.bar.stats(), style="progress.data.speed")
+
+
 class ExecProgress:
     """Progress over ``total`` requests. The executor calls :meth:`begin_batch` before each
     commit batch, :meth:`advance` per result, and hands :meth:`engine_work` to the engine."""
@@ -84,9 +96,9 @@ class ExecProgress:
         self._lock = threading.Lock()
         if self.mode == "rich":
             self._progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"), console=self.console, transient=False)
-            self._task = self._progress.add_task(description, total=total, stats="")
+                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _StatsColumn(self),
+                console=self.console, transient=False)
+            self._task = self._progress.add_task(description, total=total)
 
     # -- numbers
 
@@ -137,7 +149,7 @@ class ExecProgress:
 
     def _refresh(self) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=self.done, stats=self.stats())
+            self._progress.update(self._task, completed=self.done)
         elif self.mode == "plain" and self.clock() - self._last_line >= self.interval:
             self._emit()
 

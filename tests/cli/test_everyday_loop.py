@@ -290,3 +290,16 @@ def test_embedded_conversion_is_announced(tmp_path: Path, monkeypatch, capsys) -
     assert re.search(r"converted 'smollm2-135m-instruct' in \d+s", err)
     embedded.resolve_embedded("smollm2-135m-instruct")  # cached: silent
     assert capsys.readouterr().err == ""
+
+
+def test_merge_prints_a_readable_summary(tmp_path: Path, capsys) -> None:
+    for i in (0, 1):
+        assert main(["run", str(QUICK), "--limit", "2", "--engine", "dryrun", "--out", str(tmp_path / f"s{i}"),
+                     "--shard", f"{i}/2", "--display", "none"]) == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "all"), str(tmp_path / "s0"), str(tmp_path / "s1")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r".*all: merged 2 journal\(s\): \d+ results added, 0 errors replaced by successes, "
+                        r"\d+ already present, 0 conflicts \(first result kept\)", out[0])
+    assert out[1] == f"next: auditc report {tmp_path / 'all'}"
+    assert main(["report", str(tmp_path / "all")]) == 0
