@@ -75,10 +75,13 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None, step=None) -> None:
+                 data_files: dict[str, Path] | None = None, step=None, synthetic: frozenset[str] = frozenset()) -> None:
         """``data_files``: dataset id -> the file to read for it (a run directory's copies).
-        ``step(text)``: told when each dataset is read and each audit planned (progress)."""
+        ``step(text)``: told when each dataset is read and each audit planned (progress).
+        ``synthetic``: datasets to stand in for with placeholder items of the declared sizes
+        (used only to estimate the counts of a plan whose data is missing)."""
         self.spec = spec
+        self.synthetic = synthetic
         self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
         self.limit = limit
@@ -103,7 +106,17 @@ class Planner:
         if dsid in self.data:
             return self.data[dsid]
         got: DatasetItems | None = None
-        if self.load_data:
+        if dsid in self.synthetic:
+            got = _synthetic_items(self.spec, dsid)
+            if self.limit is not None:
+                got.indices = got.indices[: self.limit]
+            got.dev_indices = _dev_indices(got, self.spec)
+            if self.spec.get(dsid).value.dev:
+                got.dev_indices = []
+                dev = self.dataset(self.spec.get(dsid).value.dev)
+                if dev is not None:
+                    got.extras_dev = dev  # type: ignore[attr-defined]
+        elif self.load_data:
             self.step(f"reading dataset {dsid}")
             try:
                 got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
@@ -227,7 +240,7 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
-        est1: dict[tuple, tuple[str, str, int]] = {}  # without data: (unit key, role) -> (model, kind, n)
+        est1 = self._est1 = {}  # without data: (unit key, role, kind) -> (model, kind, n)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
             self.step(f"planning audit {aid}")
@@ -316,11 +329,37 @@ class Planner:
         by_kind: Counter = Counter()
         for m, k, n in est1.values():
             by_kind[(m, k)] += n
-        plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items())]
+        self._exact_requests = list(unique.values())
+        missing = frozenset(d for d, i in ds_info.items() if not i.get("available")) | frozenset(
+            d for d in self.data if self.data[d] is None and d not in self.failed)
+        missing |= frozenset(spec.get(d).value.dev for d in missing
+                             if getattr(spec.get(d).value, "dev", None) and self.data.get(spec.get(d).value.dev) is None)
+        if estimated and missing and not self.synthetic:
+            self.step(f"counting requests on placeholder items for {', '.join(sorted(missing))} (no data)")
+            exact = self._estimate_with_placeholders(missing)
+            if exact is not None:
+                by_kind, plan.deferred = exact
+                plan.notes.append(PLACEHOLDER_NOTE)
+        plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
         plan.token_estimate_followups = _followup_tokens(plan)
         plan.units = units
         plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
         return plan
+
+    def _estimate_with_placeholders(self, missing: frozenset[str]):
+        """Plan again with placeholder items for the ``missing`` datasets, so request sharing
+        between cells is counted as the real run would: ((model, kind) -> estimated stage-1
+        count beyond this plan's exact requests, deferred list), or None when the spec's
+        templates need fields the placeholders lack (the role-count estimate stands)."""
+        try:
+            synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing,
+                            data_files={d: Path(ds.path) for d, ds in self.data.items()
+                                        if ds is not None and not ds.path.startswith("hub:")}).build()
+        except Exception:  # noqa: BLE001 - placeholders cannot render: keep the simpler estimate
+            return None
+        extra = Counter((r.model, r.kind) for r in synth.requests)
+        extra.subtract(Counter((r.model, r.kind) for r in self._exact_requests))
+        return extra, synth.deferred
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
@@ -335,7 +374,8 @@ class Planner:
         for target, sources in cross_sources(spec, SimpleNamespace(units=units)).items():
             unit = units[target]
             ctxs = unit.contexts
-            n = len(ctxs) if ctxs else (estimated_size(spec.get(unit.dataset)) or 0)
+            no_data = self.data.get(unit.dataset) is None
+            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else len(ctxs)
             for src in sources:
                 width = 1
                 if src.protocol is not None:  # wrong_from: one supplied-answer request per item
@@ -351,17 +391,21 @@ class Planner:
                         for r in prog.stage1(ctx).values():
                             added += 1
                             unique.setdefault(r.id, r)
+                    if no_data and n:  # without data: the sampled answers, from the declared size
+                        for role, kind in _stage1_roles(prog).items():
+                            self._est1[(target[1:], f"samples:{src.samples}", role, kind)] = (unit.model, kind, n)
+                            added += n
                     if src.grouping and spec.get(src.grouping).ctor == "llm_judge":
                         deferred[(spec.get(src.grouping).value.judge, f"cross:{src.grouping}", "grouping", "generate")] += n
                 pids = spec.get(target[0]).value.protocols
                 for pid in pids:
                     prog = programs[pid]
-                    if not prog.answer_conditioned() or not ctxs:
+                    if not prog.answer_conditioned() or not n:
                         continue
                     base = getattr(prog, "base", None)
                     if base is not None and base.obj.id in pids:
                         continue  # platt over a protocol of the audit: the same requests
-                    for role, kind in prog.roles2(ctxs[0]).items():
+                    for role, kind in (prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)).items():
                         deferred[(unit.model, f"cross:{pid}", role, kind)] += n * width
                         added += n * width
         return added
@@ -426,6 +470,27 @@ def _spec_hash(spec: Spec) -> str:
         else:
             keyed[p.name] = h
     return content_hash(keyed)
+
+
+PLACEHOLDER_NOTE = ("counts for datasets without data come from placeholder items of the declared sizes "
+                    "(exact unless the prompts of different items coincide); tokens are not estimated")
+
+
+def _synthetic_items(spec: Spec, dsid: str) -> DatasetItems:
+    """Placeholder items of a dataset's declared size (sample + dev_sample + spare rows for
+    few-shot pools), each with its own question, choices and answer."""
+    v = spec.get(dsid).value
+    n = estimated_size(spec.get(dsid)) or 0
+    total = n + (v.dev_sample or 0) + 64
+    mc = getattr(v, "task", "multiple_choice") != "open_qa"
+    width = len(v.labels) if getattr(v, "labels", None) else 4
+    items = []
+    for i in range(total):
+        choices = [f"choice {j} of item {i}" for j in range(width)] if mc else None
+        items.append({"id": f"{dsid}_placeholder_{i}", "question": f"placeholder question {i} of {dsid}",
+                      "choices": choices, "answer": choices[0] if mc else f"answer {i}",
+                      "answer_index": 0 if mc else None, "aliases": None})
+    return DatasetItems(dsid, f"placeholder:{dsid}", items, list(range(n)))
 
 
 def _roles2_without_data(prog) -> dict[str, str]:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from auditlang.plan.model import Plan
+from auditlang.plan.planner import PLACEHOLDER_NOTE
 from auditlang.resolve.spec import Spec
 
 
@@ -54,7 +55,8 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     if plan.estimated_stage1:
         con.print(f"requests (estimated from declared sizes, data not read): ≈ {plan.unique_request_count:,} "
                   f"(stage 1 ≈ {plan.estimated_stage1_count + len(plan.requests):,}, follow-ups {plan.deferred_count:,}); "
-                  "sharing between cells is known only once prompts are rendered from the data")
+                  + ("requests shared between cells counted on placeholder items" if PLACEHOLDER_NOTE in plan.notes else
+                     "requests shared between cells are counted once per role (an approximation)"))
     else:
         con.print(f"requests: naive {plan.naive_request_count:,} → deduplicated {plan.unique_request_count:,} "
                   f"({saved:,} shared, {pct:.1f}%){est}; stage 1 {len(plan.requests):,} (exactly what `auditc run` "

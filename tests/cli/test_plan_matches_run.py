@@ -44,3 +44,24 @@ def test_plan_counts_equal_executed_requests(spec: Path, tmp_path: Path, capsys)
     assert len(executed - stage1) <= plan["deferred_request_count"]
     stdout = capsys.readouterr().out
     assert f"{plan['stage1_request_count']} stage-1 requests" in stdout
+
+
+@pytest.mark.parametrize("spec", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_plan_without_data_estimates_the_counts_of_the_plan_with_data(spec: Path, tmp_path: Path) -> None:
+    """Without the data, counts come from placeholder items of the declared sizes, so request
+    sharing between cells is counted as with the real items: the estimate equals the exact count."""
+    if spec.name != "quickstart.audit" and not (DATA / "sst2.jsonl").exists():
+        pytest.skip("../shared/data is not available")
+    got = {}
+    for mode in ("data", "no-data"):
+        out = tmp_path / f"{mode}.json"
+        extra = ["--no-data"] if mode == "no-data" else []
+        assert main(["plan", str(spec), *_data_root(spec), *extra, "--format", "json", "--no-requests", "-o", str(out)]) == 0
+        got[mode] = json.loads(out.read_text())
+    exact, est = got["data"], got["no-data"]
+    assert est["estimated"] and not exact["estimated"]
+    assert est["stage1_request_count"] == exact["stage1_request_count"]
+    assert est["deferred_request_count"] == exact["deferred_request_count"]
+    assert est["unique_request_count"] == exact["unique_request_count"]
+    kinds = {(d["model"], d["kind"]): d["count"] for d in est["estimated_stage1"]}
+    assert sum(kinds.values()) == exact["stage1_request_count"]
