@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="the same as --display none")
     p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
                    help="replace the spec's model NAME by MODEL, a model expression in spec syntax "
-                        "(e.g. smol='embedded(\"gemma3-270m\")' or smol='hf(\"Qwen/Qwen2.5-0.5B-Instruct\")'); repeatable; "
+                        "(e.g. smol='embedded(\"gemma3-270m\")' or smol='hf(\"Qwen/Qwen2.5-0.5B-Instruct\")'); it replaces the whole declaration, parameters included; repeatable; "
                         "recorded in run.json and the checklist")
     p.add_argument("--cache", metavar="DIR", help="response cache shared across run directories (else $AUDITLANG_CACHE_DIR): "
                                                   "results found there under the same request id and engine fingerprint are reused")

@@ -12,6 +12,7 @@ missing and an unchanged spec executes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     statics: dict[str, dict[str, str]] = dict(info.get("static_keys", {}))
     cache = Journal(Path(cache_dir)) if cache_dir else None
     opts = {"progress": progress, "retry_errors": retry_errors, "cache": cache}
-    with Journal(run_dir) as journal:
+    with Journal(run_dir) as journal, (cache or contextlib.nullcontext()):
         def unchanged(mid: str, needed) -> bool:
             """Whether ``mid``'s static key is the recorded one and ``needed()`` (built with its
             recorded fingerprint) is all committed: then the model need not be loaded."""
@@ -137,8 +138,6 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                 continue
             run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
                 totals, execute(engine, mine, journal, shard=None, description=f"{mid} judge", **opts)))
-    if cache is not None:
-        cache.close()
     log(f"requests: executed {totals['executed']}, cached {totals['cached']}"
         + (f" ({totals['from_cache']} from the response cache {cache_dir})" if totals["from_cache"] else "")
         + f", errors {totals['errors']}")
