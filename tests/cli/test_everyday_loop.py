@@ -123,6 +123,7 @@ def test_run_display_plain_logs_a_line_per_model_stage(tmp_path: Path, capsys, m
 def test_hf_engine_reports_work_per_engine_batch() -> None:
     """The hf engine's _chunks calls progress_hook after each forward batch, weighting a
     request's rows 1/rows (here 3 requests x 2 rows, batch_size 2)."""
+    pytest.importorskip("torch")
     from auditlang.engines.hf import HFEngine, _Row
 
     eng = HFEngine.__new__(HFEngine)
@@ -277,6 +278,10 @@ def test_embedded_conversion_is_announced(tmp_path: Path, monkeypatch, capsys) -
     from auditlang.engines import embedded
 
     monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+    try:
+        embedded.checkpoint_dir("smollm2-135m-instruct")
+    except Exception as e:  # noqa: BLE001 - the embedded model's package is not installed
+        pytest.skip(f"embedded model package not installed: {e}")
 
     def fake_convert(info, out: Path) -> None:
         (out / "config.json").write_text("{}", encoding="utf-8")
