@@ -27,7 +27,6 @@ from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
-PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
 EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
@@ -184,7 +183,7 @@ class Planner:
                     if getattr(pobj.value, "index", None) is not None:
                         opts["index"] = pobj.value.index
                 try:
-                    item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
+                    item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
                     self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
                     return None

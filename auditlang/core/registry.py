@@ -1,0 +1,183 @@
+"""The one component registry: every protocol, evaluator, verbal parser, metric, comparison,
+perturbation and engine, by kind and name, with its parameter schema and implementation.
+
+An :class:`Entry` carries ``schema`` (what the language validates: a pydantic constructor model
+for protocols, evaluators, perturbations and comparisons; a name -> ``ParamSpec`` mapping for
+metrics; the ``Param`` tuple of a verbal parser; ``None`` for engines, whose parameters are the
+model constructor's) and ``impl`` (the object, or a ``"package.module:attr"`` string imported on
+first :meth:`Entry.load`). Lazy strings keep the dependency direction: the resolver declares a
+protocol without importing the planner-side program, and the engine table names torch- and
+vLLM-backed classes without importing them.
+
+Built-in entries are registered by the module that owns each kind (``resolve/schema.py`` for the
+language constructors, ``metrics/registry.py``, ``evaluators/registry.py``,
+``core/capabilities.py``). Code outside the package registers its own the same way::
+
+    from auditlang.core.registry import register
+    register("metric", "my_metric", schema={...}, impl=my_fn, doc="...")
+
+This module imports nothing of auditlang outside ``core/``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditlang.core.errors import AuditlangError
+
+KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "comparison", "perturbation", "engine")
+
+
+class RegistryError(AuditlangError, ValueError):
+    """A registration that cannot be accepted, or a lookup of a name nobody registered.
+
+    ``hint`` holds a did-you-mean suggestion and the registered names."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered component. ``meta`` holds kind-specific facts (a metric's ``inputs``, an
+    engine's ``capabilities``, a perturbation's ``seed_name``)."""
+
+    kind: str
+    name: str
+    schema: Any
+    impl: Any
+    doc: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def impl_path(self) -> str | None:
+        """``"module:attr"`` of a lazily referenced implementation, else None."""
+        return self.impl if isinstance(self.impl, str) else None
+
+    def load(self) -> Any:
+        """The implementation object (imports a lazily referenced one now; ImportError propagates)."""
+        if not isinstance(self.impl, str):
+            return self.impl
+        module, _, attr = self.impl.partition(":")
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+
+class Registry:
+    """Entries by (kind, name). Registering a taken name raises unless ``replace=True``."""
+
+    def __init__(self, kinds: tuple[str, ...] = KINDS) -> None:
+        self.kinds = tuple(kinds)
+        self._entries: dict[str, dict[str, Entry]] = {k: {} for k in self.kinds}
+        self._aliases: dict[str, dict[str, str]] = {k: {} for k in self.kinds}
+
+    def register(self, kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "",
+                 aliases: tuple[str, ...] = (), replace: bool = False, **meta: Any) -> Entry:
+        """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string."""
+        self._check_kind(kind)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise RegistryError(f"register: a {kind} name must be an identifier, got {name!r}")
+        if isinstance(impl, str):
+            if ":" not in impl:
+                raise RegistryError(f"register: {kind} {name!r}: a lazy implementation is 'module:attr', got {impl!r}")
+        elif not callable(impl):
+            raise RegistryError(f"register: {kind} {name!r}: the implementation is not callable")
+        taken = self._entries[kind]
+        if not replace and (name in taken or name in self._aliases[kind]):
+            raise RegistryError(f"register: {kind} {name!r} is already registered", hint="pass replace=True to override")
+        if not doc and not isinstance(impl, str):
+            doc = (getattr(impl, "__doc__", None) or "").strip().split("\n")[0]
+        entry = Entry(kind, name, schema, impl, doc, dict(meta), tuple(aliases))
+        taken[name] = entry
+        for a in aliases:
+            self._aliases[kind][a] = name
+        return entry
+
+    def unregister(self, kind: str, name: str) -> None:
+        """Remove an entry (tests and plugins that register temporarily)."""
+        self._check_kind(kind)
+        entry = self._entries[kind].pop(name, None)
+        for a in entry.aliases if entry else ():
+            self._aliases[kind].pop(a, None)
+
+    def get(self, kind: str, name: str) -> Entry:
+        """The entry registered as ``name`` (or one of its aliases); RegistryError with a
+        did-you-mean hint otherwise."""
+        found = self.find(kind, name)
+        if found is None:
+            raise RegistryError(f"unknown {kind.replace('_', ' ')} {name!r}", hint=self.suggest(kind, name))
+        return found
+
+    def find(self, kind: str, name: str) -> Entry | None:
+        self._check_kind(kind)
+        entries = self._entries[kind]
+        return entries.get(name) or entries.get(self._aliases[kind].get(name, ""))
+
+    def names(self, kind: str) -> list[str]:
+        """Registered names of ``kind``, in registration order (aliases excluded)."""
+        self._check_kind(kind)
+        return list(self._entries[kind])
+
+    def entries(self, kind: str) -> list[Entry]:
+        self._check_kind(kind)
+        return list(self._entries[kind].values())
+
+    def suggest(self, kind: str, name: str) -> str:
+        """``did you mean 'x'? <kind>s: a, b, c`` (the closest registered name, if any)."""
+        names = self.names(kind)
+        close = difflib.get_close_matches(str(name), names + list(self._aliases[kind]), n=1)
+        head = f"did you mean '{self._aliases[kind].get(close[0], close[0])}'? " if close else ""
+        return head + f"{kind.replace('_', ' ')}s: " + ", ".join(sorted(names))
+
+    def view(self, kind: str, value: Callable[[Entry], Any] | None = None) -> "KindView":
+        """A live read-only mapping name -> ``value(entry)`` (default: the loaded implementation)."""
+        self._check_kind(kind)
+        return KindView(self, kind, value or Entry.load)
+
+    def _check_kind(self, kind: str) -> None:
+        if kind not in self._entries:
+            raise RegistryError(f"unknown component kind {kind!r}", hint="kinds: " + ", ".join(self.kinds))
+
+
+class KindView(Mapping):
+    """Read-only mapping over one kind of a :class:`Registry`; reflects later registrations.
+    Aliases are looked up but not listed."""
+
+    def __init__(self, registry: Registry, kind: str, value: Callable[[Entry], Any]) -> None:
+        self._registry, self._kind, self._value = registry, kind, value
+
+    def __getitem__(self, name: str) -> Any:
+        entry = self._registry.find(self._kind, name) if isinstance(name, str) else None
+        if entry is None:
+            raise KeyError(name)
+        return self._value(entry)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._registry.names(self._kind))
+
+    def __len__(self) -> int:
+        return len(self._registry.names(self._kind))
+
+    def __repr__(self) -> str:
+        return f"<{self._kind} registry: {', '.join(self)}>"
+
+
+REGISTRY = Registry()
+
+
+def register(kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "", aliases: tuple[str, ...] = (),
+             replace: bool = False, **meta: Any) -> Entry:
+    """Register a component in the process-wide registry (see :meth:`Registry.register`)."""
+    return REGISTRY.register(kind, name, impl=impl, schema=schema, doc=doc, aliases=aliases, replace=replace, **meta)
+
+
+def get(kind: str, name: str) -> Entry:
+    return REGISTRY.get(kind, name)
+
+
+def names(kind: str) -> list[str]:
+    return REGISTRY.names(kind)
