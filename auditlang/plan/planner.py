@@ -17,7 +17,7 @@ from auditlang.data.loader import DataError, DatasetItems, data_root_for, estima
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.requests import Request
-from auditlang.plan.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation

@@ -512,7 +512,7 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
 
 
 def _templates(rd: RunData, aid: str) -> Entry:
-    from auditlang.plan.templates import compile_obj
+    from auditlang.resolve.templates import compile_obj
     from auditlang.prompts.render import TemplateError
 
     e = Entry("templates")

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.prompts.render import TemplateError
+from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.spec import Spec
+from auditlang.resolve.templates import compile_obj
 
 LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
 TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    check_templates(spec, bag)
+    check_protocols(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
@@ -98,3 +103,13 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
             bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 
+
+
+def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
+    """Every template object compiles (Jinja syntax, a readable file, text or file= but not both)."""
+    for t in spec.of_kind("template").values():
+        try:
+            compile_obj(spec, t)
+        except TemplateError as e:
+            where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span, hint=e.hint)
