@@ -84,6 +84,7 @@ class Planner:
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.failed: set[str] = set()
+        self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
     # -------------------------------------------------------------- data
@@ -188,10 +189,10 @@ class Planner:
                     self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
                     return None
             examples = None
-            if var.fewshot:
-                fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
-                examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
             try:
+                if var.fewshot:  # ValueError: fewer pool items than fewshot=
+                    fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
+                    examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
                 ctx = build_context(item, examples=examples)
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
@@ -252,7 +253,11 @@ class Planner:
                                     continue
                                 per_item = []
                                 for ctx in ctxs:
-                                    reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    try:
+                                        reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    except ValueError as e:  # the item lacks what the protocol reads
+                                        self._item_error(pid, e)
+                                        break
                                     per_item.append(reqs)
                                     for r in reqs.values():
                                         if r.id not in unique:
@@ -338,6 +343,14 @@ class Planner:
                         deferred[(unit.model, f"cross:{pid}", role, kind)] += n * width
                         added += n * width
         return added
+
+    def _item_error(self, pid: str, err: ValueError) -> None:
+        """E164: a data item the protocol cannot use (no gold answer, no choices), once per protocol."""
+        if pid in self.failed_protocols:
+            return
+        self.failed_protocols.add(pid)
+        self.bag.error("E164", str(err), self.spec.get(pid).span,
+                       hint="fix the data, or use a protocol setting that does not need it (docs/protocols.md)")
 
     def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
         """Reject, at plan time, cells whose engine cannot serve a request kind they need."""

@@ -45,9 +45,15 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             if p not in spec.objects:
                 continue
             po = spec.get(p)
-            if po.ctor == "token_prob" and po.value.readout == "first_token" and po.value.normalise == "label_set" and "open_qa" in tasks:
-                bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an open-QA dataset",
-                          po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+            if po.ctor == "token_prob" and po.value.readout == "first_token" and "open_qa" in tasks:
+                if po.value.normalise == "label_set":
+                    bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an "
+                              "open-QA dataset", po.span,
+                              hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+                elif po.value.window == "full":
+                    bag.error("E154", f"protocol '{p}': window=full scores the option labels, but audit '{audit.id}' "
+                              "has an open-QA dataset", po.param_span("window"),
+                              hint="use readout=T1 or T2 (answer span) for open QA, or window=top_k")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
                 bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
             wrong_from = getattr(po.value, "wrong_from", None) or []
@@ -112,4 +118,5 @@ def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
             compile_obj(spec, t)
         except TemplateError as e:
             where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
-            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span, hint=e.hint)
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span,
+                      hint=e.hint or "templates are Jinja2 (docs/prompts.md): close every {{ ... }} and {% ... %}")
