@@ -31,6 +31,16 @@ from auditlang.core.errors import AuditlangError
 
 KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "comparison", "perturbation", "engine")
 
+# The module that registers each kind's built-in entries, imported by name on the first lookup
+# of that kind, so a lookup never depends on which modules happen to be imported already. By name
+# because they belong to later layers (resolve/, evaluators/, metrics/) that import this module.
+BUILTINS: dict[str, str] = {
+    "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.resolve.schema",
+    "perturbation": "auditlang.resolve.schema", "comparison": "auditlang.resolve.schema",
+    "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics",
+    "engine": "auditlang.core.capabilities",
+}
+
 
 class RegistryError(AuditlangError, ValueError):
     """A registration that cannot be accepted, or a lookup of a name nobody registered.
@@ -70,15 +80,17 @@ class Entry:
 class Registry:
     """Entries by (kind, name). Registering a taken name raises unless ``replace=True``."""
 
-    def __init__(self, kinds: tuple[str, ...] = KINDS) -> None:
+    def __init__(self, kinds: tuple[str, ...] = KINDS, builtins: dict[str, str] | None = None) -> None:
         self.kinds = tuple(kinds)
         self._entries: dict[str, dict[str, Entry]] = {k: {} for k in self.kinds}
         self._aliases: dict[str, dict[str, str]] = {k: {} for k in self.kinds}
+        self._pending: dict[str, str] = dict(builtins or {})  # kind -> module still to import
 
     def register(self, kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "",
                  aliases: tuple[str, ...] = (), replace: bool = False, **meta: Any) -> Entry:
-        """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string."""
-        self._check_kind(kind)
+        """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string.
+        The built-ins of ``kind`` are loaded first, so a clash with one is reported here."""
+        self._load(kind)
         if not isinstance(name, str) or not name.isidentifier():
             raise RegistryError(f"register: a {kind} name must be an identifier, got {name!r}")
         if isinstance(impl, str):
@@ -113,17 +125,17 @@ class Registry:
         return found
 
     def find(self, kind: str, name: str) -> Entry | None:
-        self._check_kind(kind)
+        self._load(kind)
         entries = self._entries[kind]
         return entries.get(name) or entries.get(self._aliases[kind].get(name, ""))
 
     def names(self, kind: str) -> list[str]:
         """Registered names of ``kind``, in registration order (aliases excluded)."""
-        self._check_kind(kind)
+        self._load(kind)
         return list(self._entries[kind])
 
     def entries(self, kind: str) -> list[Entry]:
-        self._check_kind(kind)
+        self._load(kind)
         return list(self._entries[kind].values())
 
     def suggest(self, kind: str, name: str) -> str:
@@ -137,6 +149,13 @@ class Registry:
         """A live read-only mapping name -> ``value(entry)`` (default: the loaded implementation)."""
         self._check_kind(kind)
         return KindView(self, kind, value or Entry.load)
+
+    def _load(self, kind: str) -> None:
+        """Import the module registering ``kind``'s built-ins, once (before the first lookup)."""
+        self._check_kind(kind)
+        module = self._pending.pop(kind, None)
+        if module is not None:
+            importlib.import_module(module)
 
     def _check_kind(self, kind: str) -> None:
         if kind not in self._entries:
@@ -166,7 +185,7 @@ class KindView(Mapping):
         return f"<{self._kind} registry: {', '.join(self)}>"
 
 
-REGISTRY = Registry()
+REGISTRY = Registry(builtins=BUILTINS)
 
 
 def register(kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "", aliases: tuple[str, ...] = (),
