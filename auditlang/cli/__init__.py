@@ -26,6 +26,7 @@ from auditlang.cli.report import cmd_report
 from auditlang.cli.rescore import cmd_rescore
 from auditlang.cli.run import cmd_run
 from auditlang.cli.status import cmd_status
+from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
@@ -59,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     p.add_argument("--out", help="run directory (default runs/<spec name>)")
     p.add_argument("--data-root")
-    p.add_argument("--engine", choices=["hf", "vllm", "openai", "dryrun"],
+    p.add_argument("--engine", choices=list(engine_names()),
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
     p.add_argument("--limit", type=int, help="use only the first N sampled items of each dataset")
     p.add_argument("--shard", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")

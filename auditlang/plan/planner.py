@@ -16,6 +16,7 @@ from typing import Any
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
+from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
 from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
@@ -27,7 +28,6 @@ from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
-EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
                            "perturbations"})
@@ -270,7 +270,7 @@ class Planner:
                                 roles2 = prog.roles2(ctxs[0]) if ctxs else {}
                                 for eid in evaluators:
                                     ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
+                                    extra2 = 1 if _followup(ector) else 0
                                     naive += n_items * (n1 + len(roles2) + extra2)
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
@@ -279,8 +279,8 @@ class Planner:
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
                                 ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if ector in EVALUATOR_FOLLOWUPS:
-                                    role, kind = EVALUATOR_FOLLOWUPS[ector]
+                                if _followup(ector):
+                                    role, kind = _followup(ector)
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
         naive += self._plan_cross(units, programs, unique, deferred)
@@ -394,6 +394,11 @@ class Planner:
         h = content_hash(objs, ds.indices if ds is not None else None)
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def _followup(ector: str | None) -> tuple[str, str] | None:
+    """(role, kind) of an evaluator's own model request (constrained, llm_judge), else None."""
+    return REGISTRY.get("evaluator", ector).meta.get("followup") if ector else None
 
 
 def _spec_hash(spec: Spec) -> str:

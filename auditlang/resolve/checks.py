@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.spec import Spec
 from auditlang.resolve.templates import compile_obj
 
-LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
-TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
@@ -38,9 +37,10 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             if e not in spec.objects:
                 continue
             ctor = spec.get(e).ctor
-            if ctor in LABEL_EVALUATORS and "open_qa" in tasks:
+            if REGISTRY.get("evaluator", ctor).meta.get("reads") == "labels" and "open_qa" in tasks:
+                text = [x.name for x in REGISTRY.entries("evaluator") if x.meta.get("reads") == "text"]
                 bag.error("E153", f"evaluator '{e}' ({ctor}) reads option labels but audit '{audit.id}' has an open-QA dataset",
-                          audit.param_span("evaluators"), hint="use exact_match, lenient_match, alias_match or llm_judge for open QA")
+                          audit.param_span("evaluators"), hint=f"use {', '.join(text[:-1])} or {text[-1]} for open QA")
         for p in a.protocols:
             if p not in spec.objects:
                 continue

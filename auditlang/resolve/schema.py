@@ -541,18 +541,22 @@ for _name, _schema, _impl, _meta in (
     # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
     register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
 
+# meta reads: "labels" (option letters: multiple choice and classification only) or "text";
+# followup: (role, request kind) of the evaluator's own model request, planned per item;
+# request_params: parameters that shape that request, not the scorer's text rule.
 _E = "auditlang.evaluators."
-for _name, _schema, _impl in (
-    ("first_char", FirstChar, "letters:FirstCharEvaluator"),
-    ("regex_reparse", RegexReparse, "regex_reparse:RegexReparseEvaluator"),
-    ("constrained", Constrained, "constrained:ConstrainedEvaluator"),
-    ("exact_match", ExactMatch, "string_match:ExactMatchEvaluator"),
-    ("lenient_match", LenientMatch, "string_match:LenientMatchEvaluator"),
-    ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator"),
-    ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator"),
-    ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator"),
+for _name, _schema, _impl, _meta in (
+    ("first_char", FirstChar, "letters:FirstCharEvaluator", {"reads": "labels"}),
+    ("regex_reparse", RegexReparse, "regex_reparse:RegexReparseEvaluator", {"reads": "labels"}),
+    ("constrained", Constrained, "constrained:ConstrainedEvaluator",
+     {"reads": "labels", "followup": ("constrained", "constrained_choice"), "request_params": ("max_tokens",)}),
+    ("exact_match", ExactMatch, "string_match:ExactMatchEvaluator", {"reads": "text"}),
+    ("lenient_match", LenientMatch, "string_match:LenientMatchEvaluator", {"reads": "text"}),
+    ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator", {"reads": "text"}),
+    ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
+    ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
 ):
-    register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC)
+    register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
 
 # seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
 # release so plans and perturbed prompts stay identical. The alias is the prompts-level name.

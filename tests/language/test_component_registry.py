@@ -75,6 +75,9 @@ def test_every_evaluator_and_verbal_parser_has_an_entry_and_vice_versa() -> None
     assert _impls("verbal_parser") == _public_classes(VerbalParser, "auditlang.evaluators", mods)
     for e in REGISTRY.entries("evaluator") + REGISTRY.entries("verbal_parser"):
         assert e.load().name == e.name
+    for e in REGISTRY.entries("evaluator"):  # what the resolver (E153) and the planner read
+        assert e.meta["reads"] in ("labels", "text"), e.name
+        assert ("followup" in e.meta) == (e.name in ("constrained", "llm_judge")), e.name
 
 
 def test_verbal_scales_are_the_registered_parsers() -> None:
