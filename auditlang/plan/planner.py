@@ -284,8 +284,7 @@ class Planner:
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
         naive += self._plan_cross(units, programs, unique, deferred)
-        self._check_capabilities(cells, units, programs, evaluators_by_audit={
-            aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
+        check_capabilities(spec, programs, self.bag)
         self.bag.raise_if_errors()
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
@@ -352,48 +351,53 @@ class Planner:
         self.bag.error("E164", str(err), self.spec.get(pid).span,
                        hint="fix the data, or use a protocol setting that does not need it (docs/protocols.md)")
 
-    def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
-        """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
-        from auditlang.core.capabilities import ENGINE_CAPABILITIES
-
-        needs: dict[tuple[str, str], set[str]] = {}
-        for (aid, mid, dsid, vid, split), unit in units.items():
-            for pid, per_item in unit.stage1.items():
-                kinds = {r.kind for reqs in per_item[:1] for r in reqs.values()} or {"generate"}
-                if unit.contexts:
-                    kinds |= set(programs[pid].roles2(unit.contexts[0]).values())
-                needs.setdefault((mid, pid), set()).update(kinds)
-        for aid, evs in evaluators_by_audit.items():
-            for eid in evs:
-                if eid in self.spec.objects and self.spec.get(eid).ctor == "constrained":
-                    for c in cells:
-                        if c.audit == aid and c.evaluator == eid:
-                            needs.setdefault((c.model, c.protocol), set()).add("constrained_choice")
-        bad: dict[tuple[str, str], list[str]] = {}
-        for c in cells:
-            engine = _engine_of(self.spec, c.model)
-            caps = ENGINE_CAPABILITIES.get(engine)
-            if caps is None:
-                continue
-            if engine == "openai" and getattr(self.spec.get(c.model).value, "server", "generic") == "vllm":
-                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
-            missing = needs.get((c.model, c.protocol), set()) - set(caps)
-            if c.evaluator in self.spec.objects and self.spec.get(c.evaluator).ctor == "constrained" and "constrained_choice" not in caps:
-                missing.add("constrained_choice")
-            for k in missing:
-                bad.setdefault((c.model, k), []).append(c.id)
-        for (mid, kind), cell_ids in sorted(bad.items()):
-            shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
-            self.bag.error("E172", f"model '{mid}' uses the {_engine_of(self.spec, mid)} engine, which cannot serve "
-                           f"{kind} requests needed by cell(s) {shown}", self.spec.get(mid).span,
-                           hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
-
     def _cell(self, aid, mid, dsid, vid, pid, eid, n_items, ds) -> Cell:
         spec = self.spec
         objs = [spec.get(x).params() if x in spec.objects else x for x in (mid, dsid, vid, pid, eid)]
         h = content_hash(objs, ds.indices if ds is not None else None)
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def check_capabilities(spec: Spec, programs: dict | None = None, bag: DiagnosticBag | None = None) -> DiagnosticBag:
+    """E172: a model whose engine cannot serve a request kind one of its cells needs (e.g.
+    continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
+    protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
+    program, built here when missing."""
+    from auditlang.core.capabilities import ENGINE_CAPABILITIES
+
+    bag = bag if bag is not None else DiagnosticBag()
+    programs = programs if programs is not None else {}
+    bad: dict[tuple[str, str], list[str]] = {}
+    for aid, aobj in spec.of_kind("audit").items():
+        a = aobj.value
+        for mid in a.models:
+            engine = _engine_of(spec, mid)
+            caps = ENGINE_CAPABILITIES.get(engine)
+            if caps is None:
+                continue
+            if engine == "openai" and getattr(spec.get(mid).value, "server", "generic") == "vllm":
+                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(spec.get(pid), spec)
+                prog = programs[pid]
+                # roles2 reads no item today; None stands for "any item" (the kinds are static)
+                kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
+                for eid in a.evaluators or ["<default>"]:
+                    missing = set(kinds)
+                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
+                        missing.add("constrained_choice")
+                    for k in sorted(missing - set(caps)):
+                        for dsid in a.datasets:
+                            for vid in a.variants:
+                                bad.setdefault((mid, k), []).append(f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}")
+    for (mid, kind), cell_ids in sorted(bad.items()):
+        shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
+        bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
+                  f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
+                  hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    return bag
 
 
 def _followup(ector: str | None) -> tuple[str, str] | None:

@@ -167,3 +167,21 @@ def test_item_level_problems_are_plan_diagnostics(tmp_path: Path, capsys, shared
         rc, err = _run(["plan", "--data-root", str(tmp_path), str(path)], capsys)
         assert rc == 1 and "Traceback" not in err, err
         assert f"error[{code}]" in err and text in err, err
+
+
+def test_engine_capabilities_are_found_by_check(tmp_path: Path, capsys, monkeypatch, shared_data) -> None:
+    """E172 needs no data: the request kinds come from the protocol programs' roles."""
+    monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(shared_data))
+    src = (Path(__file__).parent / "cases" / "engine_capabilities.audit").read_text(encoding="utf-8")
+    path = tmp_path / "s.audit"
+    path.write_text(src, encoding="utf-8")
+    outs = [_run(argv + [str(path)], capsys) for argv in (["check"], ["plan", "--no-data"], ["plan"])]
+    assert [rc for rc, _ in outs] == [1, 1, 1]
+    assert outs[0][1] == outs[1][1] == outs[2][1]
+    err = outs[0][1]
+    assert "cannot serve continuation_logprobs requests needed by cell(s) a/gpt/arc/v/t1/first_char, a/gpt/arc/v/t1/c\n" in err
+    assert "cannot serve constrained_choice requests needed by cell(s) a/gpt/arc/v/t1/c, a/gpt/arc/v/ft/c\n" in err
+    # served by vLLM's OpenAI-compatible server: the same spec plans
+    path.write_text(src.replace('openai("gpt-4o-mini")', 'openai("gpt-4o-mini", server=vllm)'), encoding="utf-8")
+    assert _run(["check", str(path)], capsys)[0] == 0
+    assert _run(["plan", "--no-data", str(path)], capsys)[0] == 0
