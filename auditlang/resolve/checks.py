@@ -14,6 +14,12 @@ from auditlang.resolve.templates import compile_obj
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
     check_templates(spec, bag)
     check_protocols(spec, bag)
+    for ds in spec.of_kind("dataset").values():
+        v = ds.value
+        if (v.filter_field is None) != (v.filter_in is None):
+            given, other = ("filter_field", "filter_in") if v.filter_in is None else ("filter_in", "filter_field")
+            bag.error("E159", f"dataset '{ds.id}': {given}= without {other}= (rows are kept whose filter_field "
+                      "value is in filter_in)", ds.param_span(given), hint=f"add {other}=..., or drop {given}=")
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]

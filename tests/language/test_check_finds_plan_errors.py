@@ -185,3 +185,14 @@ def test_engine_capabilities_are_found_by_check(tmp_path: Path, capsys, monkeypa
     path.write_text(src.replace('openai("gpt-4o-mini")', 'openai("gpt-4o-mini", server=vllm)'), encoding="utf-8")
     assert _run(["check", str(path)], capsys)[0] == 0
     assert _run(["plan", "--no-data", str(path)], capsys)[0] == 0
+
+
+def test_dataset_filter_without_values_is_found_by_check(tmp_path: Path, capsys, monkeypatch, shared_data) -> None:
+    monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(shared_data))
+    path = tmp_path / "s.audit"
+    spec = _spec("protocol p = token_prob()\n", ["p"])
+    for given, other in (('filter_field="subject"', "filter_in"), ('filter_in=["a"]', "filter_field")):
+        path.write_text(spec.replace("sample=5)", f"sample=5, {given})", 1), encoding="utf-8")
+        for argv in (["check"], ["plan", "--no-data"], ["plan"]):
+            rc, err = _run(argv + [str(path)], capsys)
+            assert rc == 1 and f"error[E159]: dataset 'arc': {given.split('=')[0]}= without {other}=" in err, err
