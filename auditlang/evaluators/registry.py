@@ -1,7 +1,7 @@
 """Evaluators and verbal-confidence parsers in the component registry (auditlang/core/registry.py).
 
 Evaluators are language constructors: their entries (name, constructor model, implementation)
-are registered by ``resolve/schema.py``; the verbal parsers are registered here (schema: the
+are registered by ``resolve/schema.py`` (loaded by the registry on the first evaluator lookup); the verbal parsers are registered here (schema: the
 class's ``PARAMS``). ``EVALUATORS`` and ``VERBAL_PARSERS`` are live read-only views name ->
 class. ``EVALUATORS[name](**params)`` builds a component; the classes validate their keyword
 params (``ValueError`` naming the allowed values). :func:`make_evaluator` /
@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import auditlang.resolve.schema  # noqa: F401  (registers the evaluator entries)
 from auditlang.core.registry import REGISTRY
 from auditlang.evaluators.base import Evaluator, VerbalParser, unknown_name
 from auditlang.evaluators.boxed import Boxed0100Parser

@@ -348,6 +348,11 @@ class Planner:
         if pid in self.failed_protocols:
             return
         self.failed_protocols.add(pid)
+        if isinstance(err, TemplateError):  # a protocol template that does not render for this item
+            self.bag.error("E163", f"rendering protocol '{pid}': {err.message}", self.spec.get(pid).span,
+                           hint=err.hint or "the protocol's templates may use the item's fields and the protocol's "
+                                            "variables (docs/prompts.md)")
+            return
         self.bag.error("E164", str(err), self.spec.get(pid).span,
                        hint="fix the data, or use a protocol setting that does not need it (docs/protocols.md)")
 

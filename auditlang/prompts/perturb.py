@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 from auditlang.core.registry import REGISTRY, RegistryError
 from auditlang.prompts.render import letters
-from auditlang.resolve import schema as _schema  # noqa: F401  (registers the perturbation entries)
 from auditlang.prompts.seeds import seed_for
 
 PAPER_SEEDS: tuple[int, ...] = (4, 44, 99)  # paper 004, A.2

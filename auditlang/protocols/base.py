@@ -12,10 +12,10 @@ from auditlang.resolve.templates import compile_obj
 
 
 def invariant(ok: bool, message: str) -> None:
-    """An internal assertion: the resolver (auditlang/resolve/protocol_checks.py, E159) rejects
-    every spec that could break it, so a failure here is a bug, never a user mistake."""
+    """An internal assertion: the resolver (resolve/protocol_checks.py E159, resolve/checks.py)
+    rejects every spec that could break it, so a failure here is a bug, never a user mistake."""
     if not ok:
-        raise AssertionError(f"internal: {message} (auditc check should have reported this as E159)")
+        raise AssertionError(f"internal: {message} (auditc check should have rejected this spec)")
 
 @dataclass(frozen=True)
 class ModelInfo:

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 from auditlang.core.registry import REGISTRY
 from auditlang.protocols.base import Program
-from auditlang.resolve import schema as _schema  # noqa: F401  (registers the protocol entries)
 
 PROGRAMS: Mapping[str, type[Program]] = REGISTRY.view("protocol")
 

@@ -196,3 +196,14 @@ def test_dataset_filter_without_values_is_found_by_check(tmp_path: Path, capsys,
         for argv in (["check"], ["plan", "--no-data"], ["plan"]):
             rc, err = _run(argv + [str(path)], capsys)
             assert rc == 1 and f"error[E159]: dataset 'arc': {given.split('=')[0]}= without {other}=" in err, err
+
+
+def test_protocol_template_undefined_variable_is_a_plan_diagnostic(tmp_path: Path, capsys, monkeypatch,
+                                                                   shared_data) -> None:
+    monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(shared_data))
+    path = tmp_path / "s.audit"
+    path.write_text(_spec('protocol p = p_true(template="Is {{ proposed_answer }} right for {{ quesion }}?", '
+                          "provenance=gold)\n", ["p"]), encoding="utf-8")
+    rc, err = _run(["plan", str(path)], capsys)
+    assert rc == 1 and "Traceback" not in err
+    assert "error[E163]: rendering protocol 'p': variable 'quesion' is undefined" in err and "question" in err

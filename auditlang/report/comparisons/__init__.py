@@ -14,7 +14,6 @@ from auditlang.core.registry import REGISTRY
 from auditlang.report.comparisons.common import Comparison
 from auditlang.report.comparisons.verbal import vpr_summary, vpr_tables
 from auditlang.report.rundata import RunData
-from auditlang.resolve import schema as _schema  # noqa: F401  (registers the comparison entries)
 from auditlang.report.tables import Table, not_computable
 
 __all__ = ["COMPARISONS", "Comparison", "compute_all", "compute_one", "vpr_summary", "vpr_tables"]
