@@ -27,6 +27,7 @@ from auditlang.cli.report import cmd_report
 from auditlang.cli.rescore import cmd_rescore
 from auditlang.cli.run import cmd_run
 from auditlang.cli.status import cmd_status
+from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="the .audit file to run")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<spec name>)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
-    p.add_argument("--engine", choices=["hf", "vllm", "openai", "dryrun"],
+    p.add_argument("--engine", choices=list(engine_names()),
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N sampled items of each dataset")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
@@ -169,13 +170,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+    return _guarded(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    ap = build_parser()  # reads the component registry (installed plugins load here)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
+    return args.fn(args)
+
+
+def _guarded(work) -> int:
+    """Run ``work``; every deliberate error becomes its message and exit code, anything else is
+    reported as an internal error (exit 70) with its traceback."""
     try:
-        return args.fn(args)
+        return work()
     except CompileError as e:
         print_diags(e.diagnostics)
         return EXIT_DIAG

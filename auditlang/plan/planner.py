@@ -17,8 +17,9 @@ from typing import Any
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
+from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
@@ -28,8 +29,6 @@ from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
-PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
-EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
                            "perturbations"})
@@ -102,6 +101,7 @@ class Planner:
                 self.notes.append(f"data root: {self.root} (from {via}) overrides the spec's settings data_root "
                                   f"{declared!r}")
         self.failed: set[str] = set()
+        self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
     # -------------------------------------------------------------- data
@@ -213,15 +213,15 @@ class Planner:
                     if getattr(pobj.value, "index", None) is not None:
                         opts["index"] = pobj.value.index
                 try:
-                    item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
+                    item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
                     self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
                     return None
             examples = None
-            if var.fewshot:
-                fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
-                examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
             try:
+                if var.fewshot:  # ValueError: fewer pool items than fewshot=
+                    fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
+                    examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
                 ctx = build_context(item, examples=examples)
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
@@ -289,7 +289,11 @@ class Planner:
                                     continue
                                 per_item = []
                                 for ctx in ctxs:
-                                    reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    try:
+                                        reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    except ValueError as e:  # the item lacks what the protocol reads
+                                        self._item_error(pid, e)
+                                        break
                                     per_item.append(reqs)
                                     for r in reqs.values():
                                         if r.id not in unique:
@@ -308,7 +312,7 @@ class Planner:
                                 roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
                                 for eid in evaluators:
                                     ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
+                                    extra2 = 1 if _followup(ector) else 0
                                     naive += n_items * (n1 + len(roles2) + extra2)
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
@@ -317,14 +321,13 @@ class Planner:
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
                                 ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if ector in EVALUATOR_FOLLOWUPS:
-                                    role, kind = EVALUATOR_FOLLOWUPS[ector]
+                                if _followup(ector):
+                                    role, kind = _followup(ector)
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
         self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
-        self._check_capabilities(cells, units, programs, evaluators_by_audit={
-            aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
+        check_capabilities(spec, programs, self.bag)
         self.bag.raise_if_errors()
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
@@ -438,41 +441,18 @@ class Planner:
                         added += n * width
         return added
 
-    def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
-        """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
-        from auditlang.core.capabilities import ENGINE_CAPABILITIES
-
-        needs: dict[tuple[str, str], set[str]] = {}
-        for (aid, mid, dsid, vid, split), unit in units.items():
-            for pid, per_item in unit.stage1.items():
-                kinds = {r.kind for reqs in per_item[:1] for r in reqs.values()} or {"generate"}
-                if unit.contexts:
-                    kinds |= set(programs[pid].roles2(unit.contexts[0]).values())
-                needs.setdefault((mid, pid), set()).update(kinds)
-        for aid, evs in evaluators_by_audit.items():
-            for eid in evs:
-                if eid in self.spec.objects and self.spec.get(eid).ctor == "constrained":
-                    for c in cells:
-                        if c.audit == aid and c.evaluator == eid:
-                            needs.setdefault((c.model, c.protocol), set()).add("constrained_choice")
-        bad: dict[tuple[str, str], list[str]] = {}
-        for c in cells:
-            engine = _engine_of(self.spec, c.model)
-            caps = ENGINE_CAPABILITIES.get(engine)
-            if caps is None:
-                continue
-            if engine == "openai" and getattr(self.spec.get(c.model).value, "server", "generic") == "vllm":
-                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
-            missing = needs.get((c.model, c.protocol), set()) - set(caps)
-            if c.evaluator in self.spec.objects and self.spec.get(c.evaluator).ctor == "constrained" and "constrained_choice" not in caps:
-                missing.add("constrained_choice")
-            for k in missing:
-                bad.setdefault((c.model, k), []).append(c.id)
-        for (mid, kind), cell_ids in sorted(bad.items()):
-            shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
-            self.bag.error("E172", f"model '{mid}' uses the {_engine_of(self.spec, mid)} engine, which cannot serve "
-                           f"{kind} requests needed by cell(s) {shown}", self.spec.get(mid).span,
-                           hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    def _item_error(self, pid: str, err: ValueError) -> None:
+        """E164: a data item the protocol cannot use (no gold answer, no choices), once per protocol."""
+        if pid in self.failed_protocols:
+            return
+        self.failed_protocols.add(pid)
+        if isinstance(err, TemplateError):  # a protocol template that does not render for this item
+            self.bag.error("E163", f"rendering protocol '{pid}': {err.message}", self.spec.get(pid).span,
+                           hint=err.hint or "the protocol's templates may use the item's fields and the protocol's "
+                                            "variables (docs/prompts.md)")
+            return
+        self.bag.error("E164", str(err), self.spec.get(pid).span,
+                       hint="fix the data, or use a protocol setting that does not need it (docs/protocols.md)")
 
     def _cell(self, aid, mid, dsid, vid, pid, eid, n_items, ds) -> Cell:
         spec = self.spec
@@ -480,6 +460,52 @@ class Planner:
         h = content_hash(objs, ds.indices if ds is not None else None)
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def check_capabilities(spec: Spec, programs: dict | None = None, bag: DiagnosticBag | None = None) -> DiagnosticBag:
+    """E172: a model whose engine cannot serve a request kind one of its cells needs (e.g.
+    continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
+    protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
+    program, built here when missing."""
+    from auditlang.core.capabilities import ENGINE_CAPABILITIES
+
+    bag = bag if bag is not None else DiagnosticBag()
+    programs = programs if programs is not None else {}
+    bad: dict[tuple[str, str], list[str]] = {}
+    for aid, aobj in spec.of_kind("audit").items():
+        a = aobj.value
+        for mid in a.models:
+            engine = _engine_of(spec, mid)
+            caps = ENGINE_CAPABILITIES.get(engine)
+            if caps is None:
+                continue
+            if engine == "openai" and getattr(spec.get(mid).value, "server", "generic") == "vllm":
+                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(spec.get(pid), spec)
+                prog = programs[pid]
+                # roles2 reads no item today; None stands for "any item" (the kinds are static)
+                kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
+                for eid in a.evaluators or ["<default>"]:
+                    missing = set(kinds)
+                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
+                        missing.add("constrained_choice")
+                    for k in sorted(missing - set(caps)):
+                        for dsid in a.datasets:
+                            for vid in a.variants:
+                                bad.setdefault((mid, k), []).append(f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}")
+    for (mid, kind), cell_ids in sorted(bad.items()):
+        shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
+        bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
+                  f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
+                  hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    return bag
+
+
+def _followup(ector: str | None) -> tuple[str, str] | None:
+    """(role, kind) of an evaluator's own model request (constrained, llm_judge), else None."""
+    return REGISTRY.get("evaluator", ector).meta.get("followup") if ector else None
 
 
 def _spec_hash(spec: Spec) -> str:
