@@ -343,3 +343,24 @@ def test_s004_one_model_with_data_and_disjoint_dev(plan_with_data) -> None:
                 o = orig[ctx.index]
                 assert ctx.item["answer_index"] != o["answer_index"]
                 assert ctx.item["choices"][ctx.item["answer_index"]] == o["choices"][o["answer_index"]]
+
+
+def test_s004_models_per_dataset_follow_the_tables() -> None:
+    # MMLU: Table 1 / Table 7 (Mistral-7B, LLaMA-3.1-8B, OLMo-2-7B) and Table 6 (LLaMA 1B, 3B,
+    # 8B, 70B). HellaSwag: Table 8 and Tables 11-12 (Mistral-7B, LLaMA-3.1-8B), Table 9 (LLaMA
+    # 1B, 3B), Table 10 (LLaMA-3.1-70B, OLMo-2-7B): all six models on both datasets.
+    plan = declared_plan(SPECS["s004"])
+    per = defaultdict(set)
+    for c in plan.cells:
+        per[c.dataset].add(c.model)
+    six = {"mistral_7b", "llama32_1b", "llama32_3b", "llama31_8b", "llama31_70b", "olmo2_7b"}
+    assert per == {"mmlu": six, "hellaswag": six}
+    by_audit = defaultdict(set)
+    for c in plan.cells:
+        by_audit[c.audit].add(c.model)
+    assert by_audit["mmlu_main"] == {"mistral_7b", "llama31_8b", "olmo2_7b"}  # Table 1
+    assert by_audit["mmlu_scaling"] == {"llama32_1b", "llama32_3b", "llama31_8b", "llama31_70b"}  # Table 6
+    assert by_audit["hellaswag_all"] == six  # Tables 8-12
+    # Tables 12 and 14: LLaMA-3.1-8B's abstain performance on HellaSwag and MMLU, every condition
+    hs8 = {c.variant for c in plan.cells if c.model == "llama31_8b" and c.dataset == "hellaswag"}
+    assert len(hs8) == 14
