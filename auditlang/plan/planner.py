@@ -315,7 +315,7 @@ class Planner:
                 if src.samples:
                     prog = programs.get(src.samples) or program_for(spec.get(src.samples), spec)
                     programs.setdefault(src.samples, prog)
-                    width = prog.p.k
+                    width = prog.sample_count()
                     for ctx in ctxs:
                         for r in prog.stage1(ctx).values():
                             added += 1

@@ -572,7 +572,11 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     if o.ctor == "self_consistency":
         seed = o.value.seed if o.value.seed is not None else "the model seed"
         text, agrees = planned_text(planned_decoding(rd, aid, protocol=pid, roles=("samples",)), dec)
-        e.lines.append(f"k={o.value.k} samples per item, seed {seed}; {text}")
+        if o.value.reference == "first_sample":
+            e.lines.append(f"k={o.value.k} runs per item: the scored answer (run 1) and k-1={o.value.k - 1} samples, "
+                           f"seed {seed}; {text}")
+        else:
+            e.lines.append(f"k={o.value.k} samples per item besides the scored answer, seed {seed}; {text}")
         if not agrees:
             e.flag(f"{D.WARNING}: the plan's sample requests of protocol '{pid}' do not all decode as the spec says")
     for fl in decoding_flags(o, what):
@@ -640,10 +644,13 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
         nm.lines.append(f"{na}")
     elif ctor == "self_consistency":
         c1.lines.append(f"{na}: no confidence prompt")
-        c2.lines.append(f"agreement with the {'first sample' if v.reference == 'first_sample' else 'scored answer'} "
-                        f"(reference={v.reference})")
+        c2.lines.append("the scored answer is run 1 of the k runs; confidence = agreement with it (reference=first_sample, "
+                        "003 App. D.3)" if v.reference == "first_sample" else
+                        "agreement of k further samples with the scored answer (reference=answer)")
         c2.flag(D.unspecified(o, "reference"))
-        c3.lines.append(f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
+        c3.lines.append(f"{na}: share of k={v.k} runs (temperature {v.temperature}, top_p {v.top_p}) that agree"
+                        if v.reference == "first_sample" else
+                        f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
         c4.lines.append("the variant prompt, sampled")
         nm.lines.append(na)
     else:

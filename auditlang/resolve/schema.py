@@ -254,7 +254,9 @@ class SelfConsistency(Obj):
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; 003: top_k=-1, off)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
-    reference: Literal["first_sample", "answer"] = "first_sample"  # 003: agreement with sample 1
+    # 003 App. D.3: first_sample = the scored answer is run 1 of k (k-1 more samples), c = agreement
+    # with run 1; answer = k samples compared with the scored answer (not one of them)
+    reference: Literal["first_sample", "answer"] = "first_sample"
 
 
 class AbstainProbe(Obj):

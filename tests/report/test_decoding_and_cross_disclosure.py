@@ -30,7 +30,7 @@ variant v1 = variant(t1)
 variant v2 = variant(t2, temperature=0.7, top_p=0.9, sample_top_k=50)
 protocol tb = token_prob(readout=T1, scored=generated, context=bare)
 protocol vb = verbalized(scale=decimal_01, phrasing=conf, temperature=1.0)
-protocol sc = self_consistency(k=3, temperature=0.7, sample_top_k=20)
+protocol sc = self_consistency(k=3, temperature=0.7, sample_top_k=20, reference=answer)
 evaluator fc = first_char()
 evaluator judge = llm_judge(j)
 audit main { models = [a, b]  datasets = [arc]  variants = [v1, v2]  protocols = [tb, vb]  evaluators = [fc] }

@@ -272,9 +272,14 @@ def test_s003_local_audit_with_data(plan_with_data) -> None:
     plan = plan_with_data(only_audit(compiled(SPECS["s003"]), "trivia", models=["qwen25_7b", "qwen25_72b"]))
     assert not plan.estimated
     assert {c.n_items for c in plan.cells} == {1500}
-    # self-consistency: one n=10 sampling request per item at temperature 1.0 (App. D.3)
-    sc = [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 10]
+    # App. D.3 self-consistency: 10 responses per question, the first of which is the scored
+    # answer: one n=9 sampling request per item at temperature 1.0 next to the answer request
+    sc = [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 9]
     assert len(sc) == 2 * 1500 and {r.p["temperature"] for r in sc} == {1.0}
+    assert not [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 10]
+    answers = [r for r in plan.requests if r.kind == "generate" and r.p.get("n", 1) == 1 and r.model == sc[0].model
+               and r.prompt == sc[0].prompt]
+    assert len(answers) == 1 and answers[0].p["temperature"] == 1.0  # run 1: same prompt and decoding
 
 
 def test_s003_full_plan_with_data_is_an_estimate(shared_data: Path) -> None:
