@@ -60,11 +60,14 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             continue
         a = spec.get(audit_id).value
         for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols),
-                          ("protocols", a.protocols)):
+                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", a.variants)):
             for x in getattr(comp.value, fld, []) or []:
                 if x not in pool:
-                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {fld if fld == 'variants' else 'protocols'}",
+                    what = "protocols" if fld in ("probes", "configs", "protocols") else fld.replace("reference_", "")
+                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {what}",
                               comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}")
+        if comp.ctor == "evaluator_repair":
+            _check_repair_reference(comp, a, audit_id, bag)
         for fld in ("verbal", "token", "raw", "norm"):
             x = getattr(comp.value, fld, None)
             if x and x not in a.protocols:
@@ -72,6 +75,25 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
         if comp.ctor == "robustness":
             _check_robustness(spec, comp, a, bag)
+
+
+def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
+    """evaluator_repair: exactly one of reference_variant= / reference_variants=, variants of the audit."""
+    c = comp.value
+    if bool(c.reference_variant) == bool(c.reference_variants):
+        bag.error("E159", f"compare '{comp.id}': give either reference_variant= (one variant) or reference_variants= "
+                  f"(the mean over several), {'not both' if c.reference_variant else 'one is required'}",
+                  comp.param_span("reference_variants" if c.reference_variants else "reference_variant") or comp.span,
+                  hint="study 000 Table 1 uses the mean of the four non-format_change variants: reference_variants=[...]")
+    for fld in ("reference_variant", "variant"):
+        x = getattr(c, fld, None)
+        if x and x not in audit.variants:
+            bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' variants", comp.param_span(fld),
+                      hint=f"audit '{audit_id}' has: {', '.join(audit.variants)}")
+    if c.variant in c.references():
+        bag.error("E159", f"compare '{comp.id}': the repaired variant '{c.variant}' is also a reference variant",
+                  comp.param_span("reference_variants" if c.reference_variants else "reference_variant"),
+                  hint="the reference is the base evaluator's accuracy on the other variants")
 
 
 def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:

@@ -456,7 +456,8 @@ class EceGap(_Compare):
     DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
     verbal: str
     token: str
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol"}
+    datasets: list[str] = []  # restrict to these datasets of the audit (000 Table 2: MMLU-Pro only); empty = all
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset"}
 
 
 class NormShift(_Compare):
@@ -470,11 +471,19 @@ class EvaluatorRepair(_Compare):
     DOC: ClassVar[str] = "Study 000 C.1: accuracy lost by an evaluator and recovered by repairs."
     base: str
     repairs: list[str]
-    reference_variant: str
+    # the reference accuracy: the base evaluator on one variant, or the mean of its accuracies over
+    # several (000 Table 1: the mean of the four non-format_change variants); exactly one is given
+    reference_variant: str | None = None
+    reference_variants: list[str] = []
     variant: str
     REFS: ClassVar[dict[str, str]] = {
-        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant", "variant": "variant",
+        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
+        "reference_variants": "variant", "variant": "variant",
     }
+
+    def references(self) -> list[str]:
+        """The reference variants (one or several)."""
+        return list(self.reference_variants) or ([self.reference_variant] if self.reference_variant else [])
 
 
 class ProtocolGrid(_Compare):

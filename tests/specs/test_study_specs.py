@@ -97,6 +97,43 @@ def test_s000_repair_audit_with_data(plan_with_data) -> None:
     assert sum(d["count"] for d in constrained) == 5 * 5 * 500
 
 
+def test_s000_comparisons_follow_tables_1_and_2() -> None:
+    spec = compiled(SPECS["s000"])
+    four = ["s000.surface_paraphrase", "s000.instruction_reorder", "s000.fewshot_3", "s000.implicit_framing"]
+    # Table 1: gap recovery against the mean of the four non-format_change variants
+    # (94.0 % = (0.712 - 0.098) / (0.751 - 0.098) for Llama-3.2-3B)
+    rep = spec.get("arc_repair").value
+    assert rep.references() == four and rep.reference_variant is None and rep.variant == "s000.format_change"
+    # Table 2: MMLU-Pro only, means over variants with VPR >= 0.80 (the audit's threshold)
+    gap = spec.get("verbal_gap").value
+    assert gap.datasets == ["mmlu_pro"] and gap.verbal == "s000.verbal_decimal"
+    assert spec.get("verbal_gap_pct").value.datasets == ["mmlu_pro"]
+    assert spec.get(gap.audit).value.vpr_threshold == 0.8
+    assert sorted(spec.get("verbal_gap_easier").value.datasets) == ["ag_news", "arc", "mnli", "sst2"]
+    # §3 / Table 3: spread over the four non-format_change variants
+    assert spec.get("spread4").value.variants == four
+    # C.1 Path 1: the Qwen example ("matches an early repeated letter") implies the first occurrence
+    assert spec.get("s000.regex_reparse").value.occurrence == "first"
+    # App. B.1: classification format_change changes only the output-format instruction (no CoT)
+    fc = spec.get("s000.format_change").value
+    assert fc.classification != fc.multiple_choice
+
+
+def test_s000_classification_format_change_changes_only_the_format_instruction() -> None:
+    # App. B.1: "For classification and QA the format_change variant modifies the output-format
+    # instruction; for reasoning it appends a chain-of-thought instruction."
+    from auditlang.prompts import build_context, compile_stdlib_template
+
+    item = {"id": "x", "question": "a gorgeous film", "choices": ["negative", "positive"], "answer_index": 1}
+    ctx = build_context(item)
+    base = compile_stdlib_template("s000/classification/surface_paraphrase").render(ctx)
+    fc = compile_stdlib_template("s000/classification/format_change").render(ctx)
+    instruction = "Answer with only the letter of the correct option."
+    assert instruction in base and instruction not in fc
+    assert fc.replace("Give the letter of the correct option in parentheses, for example (A).", instruction) == base
+    assert "step by step" not in fc.lower()
+
+
 # ----------------------------------------------------------------------------- study 001
 
 

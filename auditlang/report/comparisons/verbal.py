@@ -3,7 +3,10 @@
 VPR = parsed / total per cell; cells below the inclusion threshold (audit.vpr_threshold, else
 settings.vpr_threshold; 000 appendix D.1: 0.80) are marked and excluded from ECE_verbal means.
 ECE_gap = ECE_verbal - ECE_token (000 section 4.2, appendix E.2): verbal on its parsed rows,
-token on every row of the paired token cell; over-confidence on the parsed rows.
+token on every row of the paired token cell; over-confidence on the parsed rows. ``datasets=``
+restricts the comparison to some of the audit's datasets (000 Table 2 is MMLU-Pro only); the
+by-model table gives, per model, the means over the VPR-passing cells of accuracy, ECE_token,
+ECE_verbal and ECE_gap (Table 2's columns).
 """
 
 from __future__ import annotations
@@ -89,10 +92,11 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     t = Table(name, f"ECE_gap = ECE({c.verbal}) - ECE({c.token}) and signed over-confidence ({name}, {label})",
               ["model", "dataset", "variant", "evaluator", "n", "vpr", "included", "ece_verbal", "ece_token", "ece_gap",
                "ece_gap lo", "ece_gap hi", "overconf_vs_acc", "overconf_vs_token", "n_token_missing"])
-    per_model: dict[tuple[str, str], list[float]] = {}
+    per_model: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     vprs: dict[Any, float] = {}
+    datasets = [d for d in a.datasets if not c.datasets or d in c.datasets]
     for m in a.models:
-        for d in a.datasets:
+        for d in datasets:
             for v in a.variants:
                 for e in rd.evaluators(c.audit):
                     vr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
@@ -132,21 +136,28 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     t.add(m, d, v, e, len(z), vpr, included, e_v, e_t, gap, ci.low if ci else math.nan,
                           ci.high if ci else math.nan, oc.vs_accuracy, oc.vs_token, n_missing)
                     if included:
-                        per_model.setdefault((m, e), []).append(gap)
+                        acc = float(np.mean(z)) if len(z) else math.nan
+                        per_model.setdefault((m, e), []).append((acc, e_t, e_v, gap))
     sel = vpr_filter(vprs, thr)
     t.notes.append(f"Token rows with a missing token confidence are dropped (n_token_missing); unparsed verbal rows are "
                    f"dropped from ECE_verbal only. Bootstrap: items within the cell, B={B}, seed={seed}.")
     t.notes += [f"excluded (VPR < {thr:.2f}): {' / '.join(k)} (VPR {vpr:.3f})" for k, vpr, _ in sel.excluded]
     out.tables.append(t)
-    s = Table(f"{name}_by_model", f"Mean ECE_gap over VPR-passing cells ({name})",
-              ["model", "evaluator", "n_included", "n_excluded", "mean ece_gap"])
+    scope = f" on {', '.join(datasets)}" if c.datasets else ""
+    s = Table(f"{name}_by_model", f"Means over VPR-passing cells{scope} ({name})",
+              ["model", "evaluator", "n_included", "n_excluded", "mean accuracy", "mean ece_token", "mean ece_verbal",
+               "mean ece_gap"])
     for m in a.models:
         for e in rd.evaluators(c.audit):
-            gaps = per_model.get((m, e), [])
+            rows = per_model.get((m, e), [])
             n_ex = sum(1 for k, _, _ in sel.excluded if k[0] == m and k[3] == e)
-            s.add(m, e, len(gaps), n_ex, float(np.mean(gaps)) if gaps else math.nan)
-            if not gaps:
+            means = [float(np.mean([r[i] for r in rows])) if rows else math.nan for i in range(4)]
+            s.add(m, e, len(rows), n_ex, *means)
+            if not rows:
                 s.notes.append(not_computable(f"mean ECE_gap for {m} / {e}: no cell passes VPR >= {thr:.2f}"))
+    if c.datasets:
+        s.notes.append(f"Datasets: {', '.join(datasets)} only (datasets=); study 000 Table 2 reports MMLU-Pro, means over "
+                       "the variants with VPR >= 0.80.")
     out.tables.append(s)
     out.data = {"excluded": sel.excluded, "threshold": thr}
     out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}")
