@@ -181,9 +181,29 @@ def load_dataset(spec: Spec, ds_id: str, root: Path) -> DatasetItems:
         raise DataError("data file has no rows", str(path))
     rows = _filter(rows, ds, str(path))
     items = [normalise(r, ds, str(path), i) for i, r in enumerate(rows)]
+    if ds.value.sample_per:
+        return DatasetItems(ds_id, str(path), items, stratified_indices(rows, ds))
     n = ds.value.sample or len(items)
     indices = sample_indices(len(items), n, ds.value.seed)
     return DatasetItems(ds_id, str(path), items, indices)
+
+
+def stratified_indices(rows: list[dict[str, Any]], ds: Resolved) -> list[int]:
+    """``sample_per``: for each ``filter_in`` value in order, ``random.Random(seed).sample`` of
+    ``min(size, available)`` of its rows (all of them, in file order, when no more are available)."""
+    v = ds.value
+    out: list[int] = []
+    for value, size in zip(v.filter_in, v.sample_per):
+        stratum = [i for i, r in enumerate(rows) if r.get(v.filter_field) == value]
+        out += [stratum[j] for j in sample_indices(len(stratum), size, v.seed)]
+    return out
+
+
+def stratified_counts(rows: list[dict[str, Any]], ds: Resolved) -> list[tuple[Any, int, int]]:
+    """(value, requested, drawn) per ``filter_in`` value of a ``sample_per`` dataset."""
+    v = ds.value
+    return [(value, size, min(size, sum(1 for r in rows if r.get(v.filter_field) == value)))
+            for value, size in zip(v.filter_in, v.sample_per)]
 
 
 def _load_hub(ds: Resolved) -> DatasetItems:
@@ -197,8 +217,10 @@ def _load_hub(ds: Resolved) -> DatasetItems:
     except Exception as e:  # network or hub failure
         raise DataError(f"cannot load hub dataset '{ds.value.id_}' ({type(e).__name__}: {e})", None, None,
                         hint="the hub may be unreachable; download it and declare it with jsonl(...)") from None
-    rows = [dict(r) for r in split]
+    rows = _filter([dict(r) for r in split], ds, ds.value.id_)
     items = [normalise(r, ds, ds.value.id_, i) for i, r in enumerate(rows)]
+    if ds.value.sample_per:
+        return DatasetItems(ds.id, f"hub:{ds.value.id_}/{ds.value.split}", items, stratified_indices(rows, ds))
     n = ds.value.sample or len(items)
     return DatasetItems(ds.id, f"hub:{ds.value.id_}/{ds.value.split}", items, sample_indices(len(items), n, ds.value.seed))
 
@@ -208,4 +230,6 @@ def estimated_size(ds: Resolved) -> int | None:
     v = ds.value
     if v.sample:
         return v.sample
+    if v.sample_per:
+        return sum(v.sample_per)
     return getattr(v, "size", None)

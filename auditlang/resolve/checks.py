@@ -14,6 +14,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
         bag.error("E150", "settings declared more than once", second.span, hint="merge them into one `settings` block")
+    for ds in spec.of_kind("dataset").values():
+        _check_sample_per(ds, bag)
     for audit in spec.of_kind("audit").values():
         a = audit.value
         for fld in ("models", "datasets", "variants", "protocols"):
@@ -75,6 +77,26 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
         if comp.ctor == "robustness":
             _check_robustness(spec, comp, a, bag)
+
+
+def _check_sample_per(ds, bag: DiagnosticBag) -> None:
+    """``sample_per=[...]``: one positive count per ``filter_in`` value; ``sample`` is their sum."""
+    v = ds.value
+    if v.sample_per is None:
+        return
+    where = ds.param_span("sample_per")
+    if not v.filter_field or v.filter_in is None:
+        bag.error("E123", f"dataset '{ds.id}': sample_per= gives one sample size per filter_in value, but the dataset "
+                  "has no filter_field / filter_in", where, hint='add filter_field="subject", filter_in=[...]')
+        return
+    if len(v.sample_per) != len(v.filter_in):
+        bag.error("E123", f"dataset '{ds.id}': sample_per= has {len(v.sample_per)} sizes for {len(v.filter_in)} "
+                  "filter_in values", where, hint="give one sample size per filter_in value, in the same order")
+    if any(n < 1 for n in v.sample_per):
+        bag.error("E123", f"dataset '{ds.id}': every sample_per= size must be at least 1", where)
+    if v.sample is not None and v.sample != sum(v.sample_per):
+        bag.error("E123", f"dataset '{ds.id}': sample={v.sample} but sample_per= sums to {sum(v.sample_per)}",
+                  ds.param_span("sample"), hint=f"drop sample= or set it to {sum(v.sample_per)}")
 
 
 def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:

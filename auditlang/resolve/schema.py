@@ -46,6 +46,10 @@ class _DatasetBase(Obj):
     labels: list[str] | None = None  # option labels; default A, B, C, ... for multiple choice
     filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
     filter_in: list[str | int] | None = None
+    # per-value sample sizes aligned with filter_in (a stratified draw, e.g. 001's MMLU subjects
+    # 151/311/193/500): each value's rows are drawn with random.Random(seed).sample, capped by
+    # what is available; `sample`, if given, must equal their sum
+    sample_per: list[int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
 
 

@@ -155,9 +155,15 @@ def test_s001_main_grid_is_24_settings() -> None:
 def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     # §3.3, Table 6: "(3 Instruct models x 4 datasets, n=11,916)" = 3 x (1000 + 1000 + 817 + 1155)
     plan = declared_plan(SPECS["s001"])
-    cells = [c for c in plan.cells if c.audit == "supplied" and c.protocol == "s001.verbal_gold"]
+    seven = {"llama3_8b_it", "mistral_7b_it", "qwen25_7b_it"}
+    cells = [c for c in plan.cells if c.audit == "supplied" and c.protocol == "s001.verbal_gold" and c.model in seven]
     assert len(cells) == 12
     assert sum(c.n_items for c in cells) == 11916
+    # App. H Table 15: Qwen2.5-14B-Instruct's supplied-answer results on the same four datasets
+    q14 = [c for c in plan.cells if c.audit == "supplied" and c.model == "qwen25_14b_it"]
+    assert {c.dataset for c in q14} == {"triviaqa", "sciq", "truthfulqa", "mmlu4"}
+    assert {c.protocol for c in q14} == {"s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong",
+                                         "s001.verbal_off_type"}
     assert {c.protocol for c in plan.cells if c.audit == "supplied"} == {
         "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type"}
     # §3.3: plausible-wrong answers are another model's wrong guesses: built in the cross stage,
@@ -165,18 +171,41 @@ def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     spec = compiled(SPECS["s001"])
     assert spec.get("verbal_plausible_wrong").value.wrong_from == ["llama3_8b_it", "mistral_7b_it", "qwen25_7b_it"]
     cross = [d for d in plan.deferred if d["source"] == "cross:verbal_plausible_wrong"]
-    assert sum(d["count"] for d in cross) == 11916
+    assert sum(d["count"] for d in cross) == 11916 + 3972  # + Qwen2.5-14B (Table 15)
     # App. I, Table 16: the integer-scale check has n = 12 Instruct cells
     assert len({(c.model, c.dataset) for c in plan.cells if c.audit == "int_scale"}) == 12
 
 
 def test_s001_larger_model_checks() -> None:
     # App. J, K, N: 14B, 32B and 72B Instruct on the same four datasets; the 72B check uses
-    # 250-item subsets of TriviaQA, SciQ, TruthfulQA and the full MMLU set.
+    # 250-item subsets of TriviaQA, SciQ, TruthfulQA and the full MMLU set (Table 23: n = 1,155).
+    spec = compiled(SPECS["s001"])
     plan = declared_plan(SPECS["s001"])
     assert {c.model for c in plan.cells if c.audit == "larger"} == {"qwen25_14b_it", "qwen25_32b_it"}
     q72 = {c.dataset: c.n_items for c in plan.cells if c.audit == "q72"}
     assert q72 == {"triviaqa_250": 250, "sciq_250": 250, "truthfulqa_250": 250, "mmlu4": 1155}
+    # App. J / K: the token-readout axis g(T1) - g(T2) for 14B and 32B
+    ro = spec.get("readout_larger").value
+    assert ro.audit == "larger" and ro.configs == ["s001.tok_bare", "s001.tok_bare_t2"]
+    assert spec.get("s001.tok_bare_t2").value.readout == "T2" and spec.get("s001.tok_bare").value.readout == "T1"
+    # Table 23: g_A, g_B and g_C (bin-free estimator) for 72B
+    g72 = spec.get("grid_72b").value
+    assert g72.configs == ["s001.tok_bare", "s001.tok_prefix"]
+    assert [spec.metrics[m].name for m in g72.estimators] == ["ece", "binfree_ece"]
+    # Table 20: generated vs gold for 14B, 32B and 72B
+    assert spec.get("scored_larger").value.configs == spec.get("scored_72b").value.configs == [
+        "s001.tok_bare", "s001.tok_bare_gold"]
+
+
+def test_s001_mmlu_subjects_are_per_subject_counts() -> None:
+    # App. M: "high-school physics 151, philosophy 311, high-school government and politics 193,
+    # miscellaneous 500; 1,155 total), not a uniform 500 per subject"
+    spec = compiled(SPECS["s001"])
+    v = spec.get("mmlu4").value
+    counts = dict(zip(v.filter_in, v.sample_per))
+    assert counts == {"high_school_physics": 151, "philosophy": 311, "high_school_government_and_politics": 193,
+                      "miscellaneous": 500}
+    assert sum(counts.values()) == 1155
 
 
 def test_s001_q72_with_data_uses_local_subsets(plan_with_data) -> None:
@@ -186,6 +215,10 @@ def test_s001_q72_with_data_uses_local_subsets(plan_with_data) -> None:
     # MMLU's four subjects have 18 + 46 + 27 + 119 = 210 rows locally (App. M Table 21: 1,155)
     assert n == {"triviaqa_250": 250, "sciq_250": 250, "truthfulqa_250": 250, "mmlu4": 210}
     assert plan.datasets["mmlu4"]["n_items"] == 210
+    # the stratified draw takes each subject's rows (all of them here, fewer than the caps)
+    subjects = Counter(ctx.item["subject"] for k, u in plan.units.items() if k[2] == "mmlu4" for ctx in u.contexts)
+    assert subjects == {"high_school_physics": 18, "philosophy": 46, "high_school_government_and_politics": 27,
+                        "miscellaneous": 119}
 
 
 # ----------------------------------------------------------------------------- study 002
