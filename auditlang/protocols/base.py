@@ -245,7 +245,7 @@ class Program:
 
 
 def program_for(obj, spec) -> Program:
-    from auditlang.protocols import consistency, probes, token, verbal
+    from auditlang.protocols import calibrators, consistency, probes, token, verbal
 
     table = {
         "token_prob": token.TokenProgram,
@@ -259,6 +259,8 @@ def program_for(obj, spec) -> Program:
         "tok_prob_probe": probes.TokProbProbeProgram,
         "embedding_probe": probes.EmbeddingProgram,
         "platt": probes.PlattProgram,
+        "random_baseline": calibrators.RandomBaselineProgram,
+        "aux_classifier": calibrators.AuxClassifierProgram,
     }
     return table[obj.ctor](obj, spec)
 

@@ -29,6 +29,11 @@ after the answer prompt itself; ``context=verbal_prefix`` after the verbalized p
 (``prefix`` template, default the variant prompt) with the answer in its ``Guess:`` slot
 (``prefill`` template, default the literal ``Guess:``; 001 §3.2 configuration B, App. C).
 Leading whitespace-only tokens of the continuation are not answer tokens and are skipped.
+
+``source=generation`` (T1 / T2 with ``scored=generated, context=bare`` only): no request; the
+readout uses the token logprobs the answer generation itself returned, over the whole generated
+text (study 002 App. A.3: GPT-4o serves no input logprobs, so its Prob. is "based on the generated
+output sequences"). It cannot score an answer the model did not generate.
 """
 
 from __future__ import annotations
@@ -104,6 +109,9 @@ class TokenProgram(Program):
                                  "generated token of the variant prompt")
         elif p.context == "bare" and (p.prefix or p.prefill):
             raise ValueError(f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
+        if p.source == "generation" and (p.readout == "first_token" or p.scored != "generated" or p.context != "bare"):
+            raise ValueError(f"protocol '{obj.id}': source=generation reads the answer generation's own token "
+                             "logprobs: it needs readout=T1 or T2, scored=generated and context=bare")
 
     # ------------------------------------------------------------------ roles
     def _score_role(self) -> dict[str, str]:
@@ -117,10 +125,11 @@ class TokenProgram(Program):
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         p = self.p
-        return self._score_role() if p.readout != "first_token" and p.scored == "generated" else {}
+        teacher_forced = p.readout != "first_token" and p.scored == "generated" and p.source == "teacher_forced"
+        return self._score_role() if teacher_forced else {}
 
     def answer_conditioned(self) -> bool:
-        return self.p.readout != "first_token" and self.p.scored == "generated"
+        return self.p.readout != "first_token" and self.p.scored == "generated" and self.p.source == "teacher_forced"
 
     # ------------------------------------------------------------------ requests
     def _context_prompt(self, ctx: ItemCtx) -> Prompt:
@@ -162,7 +171,7 @@ class TokenProgram(Program):
 
     def stage2(self, ctx: ItemCtx, results: dict[str, Result], pred: Any) -> dict[str, Request]:
         p = self.p
-        if p.readout == "first_token" or p.scored == "gold":
+        if p.readout == "first_token" or p.scored == "gold" or p.source == "generation":
             return {}
         if not isinstance(pred, str) or not pred.strip():
             return {}  # nothing extracted: no answer tokens to score (read() gives NaN)
@@ -187,10 +196,16 @@ class TokenProgram(Program):
                 return Readout(math.nan, False, kind, extras={"reason": "no label logprobs"})
             window = {k.strip(): v for k, v in res.choice_logprobs.items()}
             return first_token_readout(labels, window, pred, (None, None), p.normalise, kind)
-        res = usable(results, "score")
-        if res is None or not res.continuation:
-            return Readout(math.nan, False, kind, extras={"reason": "no scored answer"})
-        toks = list(res.continuation)
+        if p.source == "generation":
+            res = usable(results, "answer")
+            if res is None or not res.samples or not res.samples[0].tokens:
+                return Readout(math.nan, False, kind, extras={"reason": "the answer generation returned no token logprobs"})
+            toks = list(res.samples[0].tokens)
+        else:
+            res = usable(results, "score")
+            if res is None or not res.continuation:
+                return Readout(math.nan, False, kind, extras={"reason": "no scored answer"})
+            toks = list(res.continuation)
         while toks and not toks[0].token.strip():
             toks = toks[1:]
         if not toks:
@@ -199,5 +214,5 @@ class TokenProgram(Program):
         conf = span_confidence(lps, p.readout)
         return Readout(conf, True, kind, extras={
             "readout": p.readout, "n_tokens": len(lps), "token_logprobs": lps,
-            "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context,
+            "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context, "source": p.source,
         })

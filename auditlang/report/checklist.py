@@ -505,9 +505,17 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
         e.lines += [f"comparison {c.name}: {s}" for s in c.summary]
         for metric, cnt in c.data.get("patterns", {}).items():
             total = sum(cnt.values())
+            complete = sum(n for k, n in cnt.items() if "not computed" not in k)
             e.lines.append(f"comparison {c.name}, {metric}: accuracy-controlled views agree with raw in "
-                           f"{cnt.get('none', 0)} of {total} cases; reversal patterns: "
+                           f"{cnt.get('none', 0)} of {complete} cases with every view computed ({total} cases in all); "
+                           "reversal patterns: "
                            + (", ".join(f"{k} {n}" for k, n in sorted(cnt.items()) if k != "none") or "none"))
+            if complete < total:
+                e.flag(f"{D.WARNING}: comparison '{c.name}', {metric}: {total - complete} of {total} cases miss an "
+                       "accuracy-controlled view that could not be computed; they are not counted as agreeing with raw")
+        if "DA" not in c.data.get("views", ["DA"]):
+            e.flag(f"{D.WARNING}: comparison '{c.name}' does not compute the Distribution-Aligned view, study 003's "
+                   "recommended default (§6)")
     return e
 
 
@@ -598,8 +606,12 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
                             f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
             c4.lines.append("bare query: the variant prompt itself")
         else:
-            c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
-                            "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
+            if v.source == "generation":
+                c2.lines.append("scored=generated, source=generation: the whole generated answer, read from the token "
+                                "logprobs the answer generation returned (no teacher forcing; study 002 App. A.3)")
+            else:
+                c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
+                                "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
             c2.flag(D.unspecified(o, "scored"))
             c3.lines.append({"T1": "T1 = exp(mean log p(a_i | h, a_<i)), the answer-span geometric mean",
                              "T2": "T2 = p(a_1 | h), the first answer token"}[v.readout])
@@ -652,6 +664,22 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
                         if v.reference == "first_sample" else
                         f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
         c4.lines.append("the variant prompt, sampled")
+        nm.lines.append(na)
+    elif ctor == "random_baseline":
+        seed = v.seed if v.seed is not None else rd.spec.settings.seed
+        c1.lines.append(f"{na}: no model call")
+        c2.lines.append("the model's own answer (the confidence ignores it)")
+        c3.lines.append(f"{na}: uniform random confidence U(0,1) per scored answer and prompt, seed {seed} (study 002 BL)")
+        c4.lines.append(f"{na}: no model call")
+        nm.lines.append(na)
+    elif ctor == "aux_classifier":
+        c1.lines.append(f"{na}: an auxiliary classifier, no elicitation")
+        c2.lines.append("the model's own answer to the variant prompt, read with the rendered prompt")
+        c3.lines.append(f"{na}: logistic classifier on hashed word uni/bigrams of prompt [SEP] answer (dims={v.dims}), "
+                        f"focal loss gamma={v.gamma}, l2={v.l2}, fitted on the dev split (study 002 Calib1; 002 names "
+                        "no classifier, this one is auditlang's choice)")
+        c3.flag(D.unspecified(o, "gamma", "focal-loss gamma"))
+        c4.lines.append(f"{na}: no model call")
         nm.lines.append(na)
     else:
         c1.lines.append(f"{ctor} probes the model's own answer (provenance self)")

@@ -211,6 +211,11 @@ class TokenProb(Obj):
     prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
     prefill: str | None = None  # assistant prefill before the answer slot (context=verbal_prefix; default "Guess:")
     max_tokens: int = Field(default=1, ge=1)
+    # T1/T2 of the generated answer: teacher-forced re-scoring of the evaluator's answer
+    # (continuation_logprobs), or the logprobs the answer generation itself returned
+    # (source=generation: the whole generated text; 002 App. A.3 for GPT-4o, which serves no
+    # input logprobs)
+    source: Literal["teacher_forced", "generation"] = "teacher_forced"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
@@ -306,6 +311,20 @@ class EmbeddingProbe(Obj):
     with_answer: bool = True  # read the hidden state after prompt + the model's answer (004 section 2.1)
 
 
+class RandomBaseline(Obj):
+    DOC: ClassVar[str] = "Study 002 BL: a uniform random confidence per scored answer (seeded), no model call."
+    seed: int | None = None  # default: the settings seed
+
+
+class AuxClassifier(Obj):
+    DOC: ClassVar[str] = ("Study 002 Calib1: an auxiliary classifier on the prompt and the answer, fitted on the dev "
+                          "split with focal loss.")
+    features: Literal["hashed_ngrams"] = "hashed_ngrams"  # 002 names no architecture: auditlang's choice
+    dims: int = Field(default=4096, ge=16, le=1 << 20)
+    gamma: float = Field(default=2.0, ge=0)  # focal-loss gamma (002 gives none; Mukhoti et al. 2020 use 2-3)
+    l2: float = Field(default=1e-3, ge=0)
+
+
 class Platt(Obj):
     DOC: ClassVar[str] = "Platt scaling of another protocol's confidence, fitted on the dev split."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("base",)
@@ -394,7 +413,8 @@ CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
     "protocol": {
         "token_prob": TokenProb, "verbalized": Verbalized, "p_true": PTrue, "self_consistency": SelfConsistency,
         "nota": Nota, "more_info": MoreInfo, "self_ref": SelfRef, "ask_cal": AskCal, "tok_prob_probe": TokProbProbe,
-        "embedding_probe": EmbeddingProbe, "platt": Platt,
+        "embedding_probe": EmbeddingProbe, "platt": Platt, "random_baseline": RandomBaseline,
+        "aux_classifier": AuxClassifier,
     },
     "evaluator": {
         "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,

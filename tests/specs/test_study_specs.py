@@ -223,13 +223,13 @@ def test_s001_q72_with_data_uses_local_subsets(plan_with_data) -> None:
 
 # ----------------------------------------------------------------------------- study 002
 
-S002_FAMILY = {"s002.prob": "Prob", "s002.ps": "PS", "s002.p_true": "P(True)"}
+S002_FAMILY = {"s002.prob": "Prob", "s002.prob_gen": "Prob", "s002.ps": "PS", "s002.ps_gen": "PS",
+               "s002.p_true": "P(True)", "s002.calib1": "Calib1", "s002.random_bl": "BL"}
 
 
 def test_s002_method_cells() -> None:
-    # §1 / §5: nine LLMs x four datasets x five CE methods = 180 method-cells. Calib1 (36 cells)
-    # has no constructor, and GPT-4o's Prob./PS (8 cells) need generated-output logprobs that the
-    # openai engine does not serve: 180 - 36 - 8 = 136 are expressed (see the spec's comments).
+    # §1 / §5: nine LLMs x four datasets x five CE methods (Prob., PS, VC, P(True), Calib1) = 180
+    # method-cells, plus the random baseline BL (36 more; Table 6 reports BL for all nine models)
     plan = declared_plan(SPECS["s002"])
     method_cells = set()
     for c in plan.cells:
@@ -237,8 +237,22 @@ def test_s002_method_cells() -> None:
             method_cells.add((c.model, c.dataset, S002_FAMILY.get(c.protocol, "VC")))
     assert len({m for m, _, _ in method_cells}) == 9
     assert len({d for _, d, _ in method_cells}) == 4
-    assert len(method_cells) == 180 - 36 - 8
-    assert {(m, f) for m, _, f in method_cells if m == "gpt4o"} == {("gpt4o", "P(True)"), ("gpt4o", "VC")}
+    assert len({x for x in method_cells if x[2] != "BL"}) == 9 * 4 * 5 == 180
+    assert len({x for x in method_cells if x[2] == "BL"}) == 36
+    # GPT-4o: all five methods; Prob./PS from the generated output (App. A.3: no input logits)
+    assert {f for m, _, f in method_cells if m == "gpt4o"} == {"Prob", "PS", "VC", "P(True)", "Calib1", "BL"}
+    spec = compiled(SPECS["s002"])
+    assert spec.get("s002.prob_gen").value.source == "generation"
+    assert spec.get("s002.ps_gen").value.base == "s002.prob_gen"
+    assert spec.get("s002.calib1").ctor == "aux_classifier" and spec.get("s002.random_bl").ctor == "random_baseline"
+
+
+def test_s002_train_split_is_2000_items() -> None:
+    # §5 "Datasets": "2,000 randomly sampled training examples each" train PS and Calib1
+    spec = compiled(SPECS["s002"])
+    for d in ("nq", "sciq", "triviaqa"):
+        assert spec.get(d).value.dev_sample == 2000
+    assert spec.get("popqa").value.dev == "popqa_dev" and spec.get("popqa_dev").value.sample == 2000
 
 
 def test_s002_prompt_sets_for_robustness() -> None:
@@ -285,7 +299,8 @@ def test_s002_one_model_with_data_and_dev_splits(plan_with_data) -> None:
     info = plan.datasets
     assert {d: info[d]["n_sample"] for d in ("nq", "sciq", "triviaqa", "popqa")} == {
         "nq": 1000, "sciq": 500, "triviaqa": 1000, "popqa": 1000}
-    # PS is fit on a disjoint dev split (002: 2,000 train items; locally what is left)
+    # PS and Calib1 are fit on a disjoint dev split asking for 002's 2,000 train items (§5); the
+    # local copies hold fewer beyond the test sample, so each gets all that is left
     assert info["nq"]["n_dev"] == 1000 and info["sciq"]["n_dev"] == 384 and info["popqa"]["n_dev"] == 1000
     test_ids = {ctx.item["id"] for k, u in plan.units.items() if k[2] == "popqa" and k[4] == "test" for ctx in u.contexts}
     dev_ids = {ctx.item["id"] for k, u in plan.units.items() if k[2] == "popqa" and k[4] == "dev" for ctx in u.contexts}
