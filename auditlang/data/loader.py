@@ -41,6 +41,7 @@ class DatasetItems:
     items: list[dict[str, Any]]  # normalised, all rows
     indices: list[int]  # the sample (study 000: random.Random(seed).sample(range(n), N))
     dev_indices: list[int] = field(default_factory=list)
+    n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
 
     @property
     def sample(self) -> list[dict[str, Any]]:

@@ -92,6 +92,7 @@ class Planner:
             try:
                 got = load_dataset(self.spec, dsid, self.root)
                 if self.limit is not None:
+                    got.n_drawn = len(got.indices)  # before --limit, for the checklist
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
                 if dev_ref:
@@ -231,6 +232,8 @@ class Planner:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
                                      "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                    if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
+                        ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:

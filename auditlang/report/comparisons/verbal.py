@@ -64,8 +64,8 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
     tables = []
     for p in verbal_protocols(rd, aid):
         for e in rd.evaluators(aid):
-            t = Table(f"vpr_{aid}_{p}_{e}",
-                      f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({BELOW} = below {s.threshold:.2f})",
+            mark = f"{BELOW} = below {s.threshold:.2f}" if rd.vpr_declared(aid) else "no inclusion threshold declared"
+            t = Table(f"vpr_{aid}_{p}_{e}", f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({mark})",
                       ["model", "dataset", *a.variants])
             for m in a.models:
                 for d in a.datasets:
@@ -75,9 +75,12 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
                         vals.append("–" if vpr is None else f"{vpr:.3f}" + (f" {BELOW}" if vpr < s.threshold else ""))
                     t.add(m, d, *vals)
             excl = [(k, vpr) for k, vpr, _ in s.excluded if k[3] == p and k[4] == e]
-            t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
-                           f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
-                           "ECE_verbal means.")
+            if rd.vpr_declared(aid):
+                t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
+                               f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
+                               "ECE_verbal means.")
+            else:
+                t.notes.append("No inclusion threshold declared (vpr_threshold): no cell is excluded for its VPR.")
             t.notes += [f"excluded: {k[0]} / {k[1]} / {k[2]} (VPR {vpr:.3f})" for k, vpr in excl]
             tables.append(t)
     return tables
@@ -142,6 +145,9 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     t.notes.append(f"Token rows with a missing token confidence are dropped (n_token_missing); unparsed verbal rows are "
                    f"dropped from ECE_verbal only. Bootstrap: items within the cell, B={B}, seed={seed}.")
     t.notes += [f"excluded (VPR < {thr:.2f}): {' / '.join(k)} (VPR {vpr:.3f})" for k, vpr, _ in sel.excluded]
+    if not rd.vpr_declared(c.audit):
+        t.notes.append("No inclusion threshold declared (vpr_threshold): every cell with a parsed verbal confidence "
+                       "enters the means (study 000's VPR >= 0.80 applies only where declared).")
     out.tables.append(t)
     scope = f" on {', '.join(datasets)}" if c.datasets else ""
     s = Table(f"{name}_by_model", f"Means over VPR-passing cells{scope} ({name})",
@@ -160,5 +166,6 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                        "the variants with VPR >= 0.80.")
     out.tables.append(s)
     out.data = {"excluded": sel.excluded, "threshold": thr}
-    out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}")
+    out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}"
+                       if rd.vpr_declared(c.audit) else f"{len(sel.included)} cells included (no VPR threshold declared)")
     return out
