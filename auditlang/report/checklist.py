@@ -627,6 +627,12 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
         if o.value.reference == "first_sample":
             e.lines.append(f"k={o.value.k} runs per item: the scored answer (run 1) and k-1={o.value.k - 1} samples, "
                            f"seed {seed}; {text}")
+            for vid in rd.audit(aid).variants:  # 003 App. D.3: all runs share the answer decoding
+                vd = decoding_of(rd.spec.get(vid))
+                if vd is None or vd.greedy or (vd.temperature, vd.top_p, vd.top_k) != (dec.temperature, dec.top_p, dec.top_k):
+                    e.flag(f"{D.WARNING}: protocol '{pid}' scores the answer of variant '{vid}' as run 1, but that "
+                           f"answer decodes as {vd.text() if vd else 'unknown'} while runs 2..k sample at "
+                           f"{dec.text()}; study 003 App. D.3 draws all runs with the same decoding")
         else:
             e.lines.append(f"k={o.value.k} samples per item besides the scored answer, seed {seed}; {text}")
         if not agrees:

@@ -122,3 +122,35 @@ def test_limit_and_full_row_samples_are_disclosed(dev_run):
     assert f"dataset arc: file" in text and f"all {n} rows in file order (the declared sample of 100000 covers every row: " \
            "no random draw)" in text
     assert "obqa" in text and "sample 3 drawn with random.Random(42).sample over row indices" in text
+
+
+SC_SPEC = """
+settings s { seed = 42, data_root = "DATA" }
+dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=3, seed=42)
+model m = hf("org/m-1b", size=1.0, dtype=bf16)
+template t = template("{{ question }} Answer:")
+variant greedy = variant(t)
+variant sampled = variant(t, temperature=1.0, top_p=1.0)
+protocol sc = self_consistency(k=10, temperature=1.0, top_p=1.0, seed=42, reference=first_sample)
+evaluator fc = first_char()
+audit a { models = [m]  datasets = [arc]  variants = [greedy, sampled]  protocols = [sc]  evaluators = [fc] }
+"""
+
+
+def test_self_consistency_run_one_must_decode_like_the_samples(tmp_path):
+    # 003 App. D.3: "10 independent responses ... using the same answer-generation prompt and
+    # decoding setup"; run 1 is the scored answer, so a greedy variant breaks the design
+    if not (DATA / "arc_challenge.jsonl").exists():
+        pytest.skip("../shared/data is not available")
+    p = tmp_path / "sc.audit"
+    p.write_text(SC_SPEC.replace("DATA", str(DATA)), encoding="utf-8")
+    spec = compile_spec(p)
+    plan = Planner(spec, str(DATA)).build()
+    (tmp_path / "run").mkdir()
+    write_records(tmp_path / "run" / "records.parquet", [])
+    cl = build_checklist(load_run(spec, plan, tmp_path / "run"), [])
+    e = entry(cl, "Audit a, cells of protocol sc", "sampling")
+    assert "k=10 runs per item: the scored answer (run 1) and k-1=9 samples, seed 42" in "\n".join(e.lines)
+    flags = "\n".join(e.flags)
+    assert "scores the answer of variant 'greedy' as run 1" in flags
+    assert "variant 'sampled'" not in flags
