@@ -265,6 +265,11 @@ def program_for(obj, spec) -> Program:
     return table[obj.ctor](obj, spec)
 
 
+# results role of a supplied candidate that is the model's own generation (a self_consistency
+# sample scored in the cross stage): its Result, token logprobs included
+OWN_GENERATION = "own_generation"
+
+
 def supplied_result(text: str) -> Result:
     """A stand-in answer generation holding ``text`` (never stored; ids are not real)."""
     from auditlang.plan.requests import Sample

@@ -33,7 +33,9 @@ Leading whitespace-only tokens of the continuation are not answer tokens and are
 ``source=generation`` (T1 / T2 with ``scored=generated, context=bare`` only): no request; the
 readout uses the token logprobs the answer generation itself returned, over the whole generated
 text (study 002 App. A.3: GPT-4o serves no input logprobs, so its Prob. is "based on the generated
-output sequences"). It cannot score an answer the model did not generate.
+output sequences"). It scores a supplied answer only when it is the model's own sampled
+generation (002's A-STB / A-SST samples), whose token logprobs the cross stage passes along;
+another model's or another prompt's answer gets NaN.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any
 
 from auditlang.metrics.token import label_probs, span_confidence, token_confidence
 from auditlang.plan.requests import Prompt, Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usable
+from auditlang.protocols.base import OWN_GENERATION, ItemCtx, Program, Readout, lead_space, usable
 
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
 
@@ -129,7 +131,19 @@ class TokenProgram(Program):
         return self._score_role() if teacher_forced else {}
 
     def answer_conditioned(self) -> bool:
-        return self.p.readout != "first_token" and self.p.scored == "generated" and self.p.source == "teacher_forced"
+        # source=generation scores a supplied answer only when it is the model's own sampled
+        # generation (its token logprobs travel with it, role OWN_GENERATION); others get NaN
+        return self.p.readout != "first_token" and self.p.scored == "generated"
+
+    def read_candidate(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
+        if self.p.source != "generation":
+            return super().read_candidate(ctx, results, pred, answer_text, **kw)
+        own = usable(results, OWN_GENERATION)
+        if own is None:
+            return Readout(math.nan, False, self.obj.ctor, extras={
+                "reason": "source=generation reads the generation's own token logprobs: it scores only the model's "
+                          "own sampled answers, not another model's or another prompt's"})
+        return self.read(ctx, {**results, "answer": own}, pred, answer_text)
 
     # ------------------------------------------------------------------ requests
     def _context_prompt(self, ctx: ItemCtx) -> Prompt:

@@ -25,6 +25,7 @@ model smol = embedded("smollm2-135m-instruct", dtype=float32, batch_size=4, max_
 variant sampled = s000.surface_paraphrase with (temperature=1.0, top_p=1.0)
 protocol prob_gen = token_prob(readout=T1, normalise=raw, scored=generated, context=bare, source=generation)
 protocol sc3 = self_consistency(k=3, temperature=1.0, top_p=1.0, seed=42, reference=first_sample)
+protocol s2 = self_consistency(k=2, temperature=0.7, top_p=1.0, seed=7, reference=answer)
 audit a {
   models = [smol]
   datasets = [arc]
@@ -34,6 +35,7 @@ audit a {
   metrics = [accuracy, brier]
   bootstrap = bootstrap(resamples=50, seed=42)
 }
+compare rob = robustness(a, variants=[sampled], answer=own, samples=s2)
 report cells, checklist
 """
 
@@ -61,10 +63,17 @@ def test_s002_methods_and_self_consistency_run(tmp_path: Path, shared_data: Path
         x = json.loads(r["extras"])
         assert x["k"] == 3 and len(x["answers"]) == 3 and x["answers"][0] == r["pred"] == x["reference"]
         assert r["confidence"] == pytest.approx(sum(a == x["reference"] for a in x["answers"]) / 3)
-    # 4 test answers + 12 dev answers + 4 sampling requests of n = 2: no 11th (here 4th) answer
+    # 4 test answers + 12 dev answers + 4 sampling requests of n = 2 (sc3): no 11th (here 4th)
+    # answer; + 4 requests of the robustness samples (s2)
     with sqlite3.connect(out / "journal.sqlite") as c:
         n = c.execute("select count(*) from results").fetchone()[0]
-    assert n == 4 + 12 + 4
+    assert n == 4 + 12 + 4 + 4
+    # 002 A-STB / A-SST samples: every method scores the model's own samples; Prob. from the
+    # sample's own token logprobs (App. A.3, GPT-4o), Calib1 and BL from the text
+    for p in ("prob_gen", "s002.calib1", "s002.random_bl"):
+        for x in by[p]["extras"]:
+            sup = [c for c in json.loads(x)["supplied"] if c["source"].startswith("samples:s2")]
+            assert len(sup) == 2 and all(c["confidence"] is not None and 0 <= c["confidence"] <= 1 for c in sup), p
     md = (out / "report" / "checklist.md").read_text(encoding="utf-8")
     assert "k=3 runs per item: the scored answer (run 1) and k-1=2 samples" in md
     assert "smol / arc / sampled / s000.first_char: fitted on the dev split (12 items)" in md

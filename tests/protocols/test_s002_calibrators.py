@@ -117,7 +117,6 @@ def test_prob_from_the_generation_own_logprobs(sb):
     ro = prog.read(ctx, {"answer": ans}, "Paris", ans.samples[0].text)
     assert ro.confidence == pytest.approx(math.exp((-0.2 - 0.5 - 0.3) / 3), abs=1e-12)
     assert ro.extras["source"] == "generation" and ro.extras["n_tokens"] == 3
-    assert not prog.answer_conditioned()
     assert math.isnan(prog.read(ctx, {"answer": gen_result("Paris")}, "Paris", "Paris").confidence)
 
 
@@ -126,3 +125,23 @@ def test_source_generation_needs_a_generated_span_readout(sb):
         sb.program("bad", "token_prob", readout="first_token", source="generation")
     with pytest.raises(ValueError, match="source=generation"):
         sb.program("bad2", "token_prob", readout="T1", scored="gold", source="generation")
+
+
+def test_prob_from_generation_scores_own_samples_only(sb):
+    # A-STB / A-SST samples of GPT-4o: Prob. from each sample's own output logprobs (App. A.3);
+    # another model's or another prompt's answer carries no logprobs of this model: NaN
+    from auditlang.protocols.base import OWN_GENERATION
+
+    prog = sb.program("pg", "token_prob", readout="T1", normalise="raw", scored="generated", context="bare",
+                      source="generation")
+    assert prog.answer_conditioned()
+    ctx = trivia_ctx()
+    sample = gen_result(" Lyon", [tok(" Ly", -0.4), tok("on", -0.2)])
+    ro = prog.read_candidate(ctx, {"answer": gen_result("Paris", [tok("Paris", -0.1)]), OWN_GENERATION: sample},
+                             "Lyon", "Lyon")
+    assert ro.confidence == pytest.approx(math.exp(-0.3), abs=1e-12)
+    other = prog.read_candidate(ctx, {"answer": gen_result("Paris", [tok("Paris", -0.1)])}, "Lyon", "Lyon")
+    assert math.isnan(other.confidence) and "own sampled answers" in other.extras["reason"]
+    # Platt over it passes the sample through
+    ps = sb.program("ps", "platt", base="pg")
+    assert ps.read_candidate(ctx, {OWN_GENERATION: sample}, "Lyon", "Lyon").confidence == pytest.approx(math.exp(-0.3))
