@@ -88,7 +88,7 @@ def fit_aux_classifier(texts: list[str], correct, *, dims: int = 4096, gamma: fl
     acc = float(y.mean())
     theta0 = np.zeros(dims + 1)
     theta0[-1] = np.log(acc) - np.log1p(-acc)
-    from scipy import optimize
+    from scipy import optimize  # lazy: scipy loads only when a classifier is fitted
 
     res = optimize.minimize(_objective, theta0, args=(x, y, gamma, l2), jac=True, method="L-BFGS-B",
                             options={"maxiter": 2000})

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from auditlang.plan.requests import Result
+from auditlang.core.requests import Result
 from auditlang.protocols.base import ItemCtx, Program, Readout
 
 SEP = " [SEP] "
@@ -66,7 +66,7 @@ class AuxClassifierProgram(Program):
         return self.read(ctx, results, pred, answer_text)
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
-        from auditlang.metrics.aux_classifier import fit_aux_classifier
+        from auditlang.metrics.aux_classifier import fit_aux_classifier  # lazy: numpy/scipy fit on dev only
 
         texts, y = [], []
         for r in dev_rows:
@@ -84,7 +84,7 @@ class AuxClassifierProgram(Program):
                 "gamma": clf.gamma, "n_train": clf.n_train, "converged": clf.converged}
 
     def apply(self, fitted: dict[str, Any], readout: Readout) -> Readout:
-        from auditlang.metrics.aux_classifier import AuxClassifier
+        from auditlang.metrics.aux_classifier import AuxClassifier  # lazy: as for fit
 
         w = np.zeros(int(fitted["dims"]))
         for i, v in fitted["weights"].items():

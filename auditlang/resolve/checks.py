@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from auditlang.diagnostics import DiagnosticBag
+from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.resolve.spec import Spec
 
 LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
