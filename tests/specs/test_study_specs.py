@@ -110,8 +110,9 @@ def test_s000_comparisons_follow_tables_1_and_2() -> None:
     assert spec.get("verbal_gap_pct").value.datasets == ["mmlu_pro"]
     assert spec.get(gap.audit).value.vpr_threshold == 0.8
     assert sorted(spec.get("verbal_gap_easier").value.datasets) == ["ag_news", "arc", "mnli", "sst2"]
-    # §3 / Table 3: spread over the four non-format_change variants
-    assert spec.get("spread4").value.variants == four
+    # §3 / Table 3: spread over the four non-format_change variants (the primary panel too)
+    assert spec.get("spread4").value.variants == four and spec.get("spread4_primary").value.variants == four
+    assert spec.get("spread4_primary").value.audit == "primary"
     # C.1 Path 1: the Qwen example ("matches an early repeated letter") implies the first occurrence
     assert spec.get("s000.regex_reparse").value.occurrence == "first"
     # App. B.1: classification format_change changes only the output-format instruction (no CoT)
