@@ -104,7 +104,8 @@ def _orient(rd: RunData, aid: str, p: str, q: str, axes: list[str]) -> tuple[str
             main, alt = sorted((p, q), key=v.configs.index)
             label = CONTRASTS.get(("protocol_grid", axes[0])) if len(axes) == 1 else None
             return main, alt, f"{label or 'gap shift'} ({cid})"
-        named = {x for f in ("verbal", "token", "raw", "norm") if (x := getattr(v, f, None))}
+        named = {x for f in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type")
+                 if (x := getattr(v, f, None))}
         named |= set(getattr(v, "configs", []) or []) | set(getattr(v, "probes", []) or [])
         if {p, q} <= named:
             main, alt = sorted((p, q), key=order.index)

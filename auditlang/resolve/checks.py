@@ -70,7 +70,7 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                               comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}")
         if comp.ctor == "evaluator_repair":
             _check_repair_reference(comp, a, audit_id, bag)
-        for fld in ("verbal", "token", "raw", "norm"):
+        for fld in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type"):
             x = getattr(comp.value, fld, None)
             if x and x not in a.protocols:
                 bag.error("E156", f"compare '{comp.id}': protocol '{x}' is not in audit '{audit_id}'", comp.param_span(fld),

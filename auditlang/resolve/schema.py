@@ -554,10 +554,21 @@ class Consistency(_Compare):
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
 
 
+class ProvenanceContrast(_Compare):
+    DOC: ClassVar[str] = ("Study 001 §3.3 / App. H: mean verbal confidence under supplied answers (gold, plausible "
+                          "wrong, off-type) and the paired self/gold/plausible contrasts (Tables 6, 13-15).")
+    own: str
+    gold: str
+    plausible: str | None = None
+    off_type: str | None = None
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "own": "protocol", "gold": "protocol", "plausible": "protocol",
+                                      "off_type": "protocol"}
+
+
 CONSTRUCTORS["compare"] = {
     "spread": Spread, "size_spread": SizeSpread, "ece_gap": EceGap, "norm_shift": NormShift,
     "evaluator_repair": EvaluatorRepair, "protocol_grid": ProtocolGrid, "robustness": Robustness,
-    "aligned": Aligned, "consistency": Consistency,
+    "aligned": Aligned, "consistency": Consistency, "provenance": ProvenanceContrast,
 }
 CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
 CONSTRUCTORS["settings"] = {"settings": Settings}

@@ -165,6 +165,12 @@ def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     assert {c.dataset for c in q14} == {"triviaqa", "sciq", "truthfulqa", "mmlu4"}
     assert {c.protocol for c in q14} == {"s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong",
                                          "s001.verbal_off_type"}
+    # Tables 6, 13-15: the supplied-answer means and paired contrasts (incl. Table 15's "diff. pref.")
+    spec = compiled(SPECS["s001"])
+    prov = spec.get("supplied_contrasts")
+    assert prov.ctor == "provenance" and prov.value.audit == "supplied"
+    assert (prov.value.own, prov.value.gold, prov.value.plausible, prov.value.off_type) == (
+        "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type")
     assert {c.protocol for c in plan.cells if c.audit == "supplied"} == {
         "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type"}
     # §3.3: plausible-wrong answers are another model's wrong guesses: built in the cross stage,

@@ -14,6 +14,7 @@ from auditlang.report.comparisons.common import Comparison
 from auditlang.report.comparisons.consistency import consistency
 from auditlang.report.comparisons.grid import protocol_grid
 from auditlang.report.comparisons.normshift import norm_shift
+from auditlang.report.comparisons.provenance import provenance
 from auditlang.report.comparisons.repair import evaluator_repair
 from auditlang.report.comparisons.robustness import robustness
 from auditlang.report.comparisons.spread import size_spread, spread
@@ -26,7 +27,7 @@ __all__ = ["COMPARISONS", "Comparison", "compute_all", "compute_one", "vpr_summa
 COMPARISONS: dict[str, Callable[[RunData, str, object], Comparison]] = {
     "spread": spread, "size_spread": size_spread, "ece_gap": ece_gap, "norm_shift": norm_shift,
     "evaluator_repair": evaluator_repair, "protocol_grid": protocol_grid, "robustness": robustness,
-    "aligned": aligned, "consistency": consistency,
+    "aligned": aligned, "consistency": consistency, "provenance": provenance,
 }
 
 
