@@ -220,6 +220,7 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
+        first_windows = self._first_windows(programs)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
             evaluators = a.evaluators or ["<default>"]
@@ -252,6 +253,9 @@ class Planner:
                         splits = ["test"] + (["dev"] if needs_dev else [])
                         for split in splits:
                             ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+                            if first_windows.get((mid, dsid, vid)):
+                                for ctx in ctxs:
+                                    ctx.extras["first_window"] = first_windows[(mid, dsid, vid)]
                             n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
                             unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
                             units[(aid, mid, dsid, vid, split)] = unit
@@ -303,6 +307,25 @@ class Planner:
         plan.units = units
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
+
+    def _first_windows(self, programs: dict) -> dict[tuple[str, str, str], int]:
+        """(model, dataset, variant) -> the widest first-position window any audit's protocol
+        reads from the greedy answer generation (``Program.first_window``): the answer request
+        of those prompts carries it, so the one-token window calls fold into it (one engine pass
+        per prompt, the same request in every audit)."""
+        out: dict[tuple[str, str, str], int] = {}
+        for aobj in self.spec.of_kind("audit").values():
+            a = aobj.value
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(self.spec.get(pid), self.spec)
+            k = max((programs[pid].first_window() for pid in a.protocols), default=0)
+            if k:
+                for mid in a.models:
+                    for dsid in a.datasets:
+                        for vid in a.variants:
+                            out[(mid, dsid, vid)] = max(out.get((mid, dsid, vid), 0), k)
+        return out
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
