@@ -320,6 +320,7 @@ class RegexReparse(Obj):
     DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
     tail: int = Field(default=150, ge=1)
     occurrence: Literal["last", "first"] = "last"
+    case_sensitive: bool = True  # true: upper-case letters only (000 A.3's A-D/A-J); false: also "Answer: c"
 
 
 class Constrained(Obj):
