@@ -28,6 +28,26 @@ from auditlang.resolve.spec import Spec
 
 PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
 EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
+
+
+def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
+    """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit.
+
+    loglik_argmax: one choice_logprobs per item (target=letter) or one continuation per option.
+    """
+    ector = spec.get(eid).ctor if eid in spec.objects else None
+    if ector == "loglik_argmax":
+        if spec.get(eid).value.target == "letter":
+            return [(mid, "loglik", "choice_logprobs", n_items)]
+        n = sum(len(c.labels or ()) for c in ctxs) if ctxs else 4 * n_items  # estimate: 4 options
+        return [(mid, "loglik", "continuation_logprobs", n)]
+    if ector in EVALUATOR_FOLLOWUPS:
+        role, kind = EVALUATOR_FOLLOWUPS[ector]
+        target = spec.get(eid).value.judge if ector == "llm_judge" else mid
+        return [(target, role, kind, n_items)]
+    return []
+
+
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
                            "perturbations"})
@@ -261,20 +281,16 @@ class Planner:
                                 n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
                                 roles2 = prog.roles2(ctxs[0]) if ctxs else {}
                                 for eid in evaluators:
-                                    ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
-                                    naive += n_items * (n1 + len(roles2) + extra2)
+                                    extra2 = sum(f[3] for f in _evaluator_followups(spec, eid, mid, ctxs, n_items))
+                                    naive += n_items * (n1 + len(roles2)) + extra2
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
                                 # stage-2 requests are per item and protocol; the evaluator ones per evaluator
                                 for role, kind in roles2.items():
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
-                                ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if ector in EVALUATOR_FOLLOWUPS:
-                                    role, kind = EVALUATOR_FOLLOWUPS[ector]
-                                    target = spec.get(eid).value.judge if ector == "llm_judge" else mid
-                                    deferred[(target, eid, role, kind)] += n_items
+                                for target, role, kind, count in _evaluator_followups(spec, eid, mid, ctxs, n_items):
+                                    deferred[(target, eid, role, kind)] += count
         naive += self._plan_cross(units, programs, unique, deferred)
         self._check_capabilities(cells, units, programs, evaluators_by_audit={
             aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
@@ -348,10 +364,12 @@ class Planner:
                 needs.setdefault((mid, pid), set()).update(kinds)
         for aid, evs in evaluators_by_audit.items():
             for eid in evs:
-                if eid in self.spec.objects and self.spec.get(eid).ctor == "constrained":
+                if eid in self.spec.objects and self.spec.get(eid).ctor in ("constrained", "loglik_argmax"):
+                    kind = "constrained_choice" if self.spec.get(eid).ctor == "constrained" else (
+                        "choice_logprobs" if self.spec.get(eid).value.target == "letter" else "continuation_logprobs")
                     for c in cells:
                         if c.audit == aid and c.evaluator == eid:
-                            needs.setdefault((c.model, c.protocol), set()).add("constrained_choice")
+                            needs.setdefault((c.model, c.protocol), set()).add(kind)
         bad: dict[tuple[str, str], list[str]] = {}
         for c in cells:
             engine = _engine_of(self.spec, c.model)

@@ -5,11 +5,22 @@ from __future__ import annotations
 from auditlang.diagnostics import DiagnosticBag
 from auditlang.resolve.spec import Spec
 
-LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
+LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter", "loglik_argmax")
 TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    for ev in spec.of_kind("evaluator").values():
+        if ev.ctor == "loglik_argmax" and ev.value.target == "letter" and ev.value.normalise != "none":
+            bag.error("E159", f"evaluator '{ev.id}': normalise={ev.value.normalise} divides an option text's "
+                      "log-likelihood by its length, but target=letter scores one label token",
+                      ev.param_span("normalise"), hint="add target=option (lm-eval acc_norm: normalise=chars), "
+                      "or drop normalise")
+    for po in spec.of_kind("protocol").values():
+        if po.ctor == "token_prob" and po.value.readout != "first_token" and po.value.label_form != "auto":
+            bag.error("E159", f"protocol '{po.id}': label_form={po.value.label_form} chooses the label token of "
+                      f"readout=first_token, but readout={po.value.readout} scores the answer text",
+                      po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]

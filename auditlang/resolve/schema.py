@@ -207,6 +207,10 @@ class TokenProb(Obj):
     prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
     prefill: str | None = None  # assistant prefill before the answer slot (context=verbal_prefix; default "Guess:")
     max_tokens: int = Field(default=1, ge=1)
+    # readout=first_token: which token form of a label counts. auto: window=full scores " A" after
+    # text ending in a non-space character ("Answer:") and "A" after a chat generation prompt,
+    # window=top_k sums both forms; space: " A" only; bare: "A" only (e.g. "A" right after "Answer:")
+    label_form: Literal["auto", "space", "bare"] = "auto"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
@@ -354,6 +358,14 @@ class BoxedLetter(Obj):
     DOC: ClassVar[str] = "Study 003: the letter inside the last \\boxed{...} of the answer."
 
 
+class LoglikArgmax(Obj):
+    DOC: ClassVar[str] = ("Multiple-choice accuracy as lm-evaluation-harness computes it: argmax over the option "
+                          "labels' (or option texts') log-likelihoods; no generation is read.")
+    target: Literal["letter", "option"] = "letter"
+    normalise: Literal["none", "chars", "bytes", "tokens"] = "none"  # target=option: acc_norm = chars
+    label_form: Literal["auto", "space", "bare"] = "auto"
+
+
 class LLMJudge(Obj):
     DOC: ClassVar[str] = "An LLM judge (study 002 A.1 semantic-equivalence prompt) with a named judge model."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("judge",)
@@ -394,7 +406,7 @@ CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
     "evaluator": {
         "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,
         "lenient_match": LenientMatch, "alias_match": AliasMatch, "llm_judge": LLMJudge,
-        "boxed_letter": BoxedLetter,
+        "boxed_letter": BoxedLetter, "loglik_argmax": LoglikArgmax,
     },
 }
 

@@ -23,7 +23,7 @@ def rescore(args) -> int:
         if name not in RESCORABLE:
             raise UserError(f"cannot re-score offline with evaluator '{name}'",
                             hint=did_you_mean(name, RESCORABLE, "offline evaluators") or
-                            "constrained and llm_judge need a model; add them to the spec and run again")
+                            "constrained, loglik_argmax and llm_judge need a model; add them to the spec and run again")
     spec, plan, info = load_run(run_dir)
     fps = info.get("fingerprints", {})
     with Journal(run_dir) as journal:

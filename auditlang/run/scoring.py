@@ -37,6 +37,15 @@ def _label(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, 
         ok = bool(ctx.labels) and pred in ctx.labels
         corr = ev.correct(pred, ctx.item) if ok else False
         return pred, ok, "constrained", float(bool(corr))
+    if ctor == "loglik_argmax":
+        if not ctx.labels:
+            return None, False, "loglik_needs_choices", 0.0
+        prefix = f"loglik:{eid}:"
+        out = ev.label_results({k[len(prefix):]: v for k, v in r2.items() if k.startswith(prefix)}, ctx.item)
+        if not out.ok:
+            return None, False, out.rule, 0.0
+        corr = ev.correct(out.value, ctx.item)
+        return out.value, True, out.rule, (math.nan if corr is None else float(bool(corr)))
     if ctor == "llm_judge":
         from auditlang.score.judge import parse_judge_reply
 

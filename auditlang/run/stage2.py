@@ -61,6 +61,10 @@ def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemC
             from auditlang.score.constrained import constrained_request
 
             reqs[f"constrained:{eid}"] = constrained_request(ctx.model.id, ctx.prompt(), text, ctx.labels, seed=ctx.seed)
+        elif ctor == "loglik_argmax" and ctx.labels:
+            ev = progs.evaluator(eid, ctx.task)
+            for role, req in ev.requests(ctx.model.id, ctx.prompt(), ctx.item, seed=ctx.seed).items():
+                reqs[f"loglik:{eid}:{role}"] = req
         elif ctor == "llm_judge":
             from auditlang.run.runner import model_config
             from auditlang.score.judge import judge_request

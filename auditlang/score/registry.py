@@ -15,6 +15,7 @@ from auditlang.score.boxed import Boxed0100Parser, BoxedLetterEvaluator
 from auditlang.score.constrained import ConstrainedEvaluator
 from auditlang.score.judge import LLMJudgeEvaluator
 from auditlang.score.letters import FirstCharEvaluator
+from auditlang.score.loglik import LoglikArgmaxEvaluator
 from auditlang.score.linguistic import LinguisticMCParser, LinguisticParser
 from auditlang.score.regex_reparse import RegexReparseEvaluator
 from auditlang.score.string_match import AliasMatchEvaluator, ExactMatchEvaluator, LenientMatchEvaluator
@@ -31,6 +32,7 @@ EVALUATORS: dict[str, Callable[..., Evaluator]] = {
         AliasMatchEvaluator,
         LLMJudgeEvaluator,
         BoxedLetterEvaluator,
+        LoglikArgmaxEvaluator,
     )
 }
 
