@@ -21,6 +21,9 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             bag.error("E159", f"protocol '{po.id}': label_form={po.value.label_form} chooses the label token of "
                       f"readout=first_token, but readout={po.value.readout} scores the answer text",
                       po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
+    from auditlang.resolve.bootstrap_units import check_units
+
+    check_units(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]

@@ -382,7 +382,10 @@ class Bootstrap(Obj):
     resamples: int = Field(default=1000, ge=10)
     seed: int = 42
     level: float = Field(default=0.95, gt=0, lt=1)
-    unit: Literal["cell", "paired", "macro"] = "cell"
+    # auto: every interval uses the unit its study defines (docs/metrics.md); cell: examples within
+    # each cell; paired: the items of a (model, dataset) shared by its cells; macro: settings
+    # resampled independently and averaged (001 §3.2). E159 where a comparison cannot use it.
+    unit: Literal["auto", "cell", "paired", "macro"] = "auto"
 
 
 class Settings(Obj):
@@ -493,6 +496,10 @@ class ProtocolGrid(_Compare):
     verbal: str
     configs: list[str]
     estimators: list[str] = []
+    # resamples of this comparison's intervals (default: the audit's bootstrap); 001's appendix
+    # diagnostics use 200. Estimators without a batch form (the kernel ECEs) get intervals only
+    # when this is set, since each replicate is a separate call.
+    resamples: int | None = Field(default=None, ge=10)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric"}
 
 
