@@ -8,12 +8,13 @@ App. E.2 and study 001 §3.2 define:
 |---|---|---|
 | per-cell metrics (cells table) | cell: examples within the cell | cell, paired, macro (= cell within each setting) |
 | ``spread`` / ``size_spread`` | paired: items of a (model, dataset), max - min over variants on the resample | paired |
-| ``ece_gap`` | paired: (verbal, token, correct) rows of one cell | paired |
+| ``ece_gap`` | the (verbal, token, correct) rows of one cell, paired | cell, paired (the same here) |
 | ``norm_shift`` | cell: the per-cell shifts themselves are resampled | cell |
 | ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
 
 ``evaluator_repair``, ``robustness``, ``aligned`` and ``consistency`` compute no intervals: the unit
-does not change them.
+does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
+over settings: a warning (W159), and its per-cell intervals are cell-level.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ UNITS = ("auto", "cell", "paired", "macro")
 SUPPORTED_UNITS: dict[str, tuple[str, ...]] = {
     "spread": ("paired",),
     "size_spread": ("paired",),
-    "ece_gap": ("paired",),
+    "ece_gap": ("cell", "paired"),
     "norm_shift": ("cell",),
     "protocol_grid": ("paired", "macro"),
 }
@@ -47,7 +48,7 @@ def audit_unit(spec, audit_id: str) -> str:
 
 
 def check_units(spec, bag) -> None:
-    """E159 for an explicit unit a comparison cannot use, or ``macro`` with nothing to aggregate."""
+    """E159 for an explicit unit a comparison cannot use; W159 for ``macro`` with nothing to aggregate."""
     for aid, audit in spec.of_kind("audit").items():
         unit = audit_unit(spec, aid)
         if unit == "auto":
@@ -62,6 +63,7 @@ def check_units(spec, bag) -> None:
                           hint=f"use unit={' or unit='.join(allowed)} or unit=auto in bootstrap '{b.id}', or a "
                                "separate audit for this comparison")
         if unit == "macro" and not any(c.ctor == "protocol_grid" for c in comps):
-            bag.error("E159", f"bootstrap '{b.id}' asks for unit=macro, but no comparison of audit '{aid}' averages "
-                      "over settings (only protocol_grid does, 001 §3.2)", b.param_span("unit"),
-                      hint="use unit=auto or unit=cell (per-cell intervals), or add a protocol_grid comparison")
+            bag.warning("W159", f"bootstrap '{b.id}' asks for unit=macro, but no comparison of audit '{aid}' averages "
+                        "over settings (only protocol_grid does, 001 §3.2); its per-cell intervals are cell-level",
+                        b.param_span("unit"),
+                        hint="use unit=auto or unit=cell (per-cell intervals), or add a protocol_grid comparison")

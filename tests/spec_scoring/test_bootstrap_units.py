@@ -205,7 +205,6 @@ def test_protocol_grid_intervals(tmp_path, shared_data, monkeypatch, capsys, uni
      "compare 'ns' (norm_shift) cannot use bootstrap unit=paired"),
     ("cell", 'compare sp = spread(a, variants=[s000.surface_paraphrase])', "compare sp",
      "compare 'sp' (spread) cannot use bootstrap unit=cell"),
-    ("macro", "", "unit=macro", "no comparison of audit 'a' averages over settings"),
 ])
 def test_a_unit_a_comparison_cannot_use_is_a_diagnostic(tmp_path, capsys, unit, compare, where, needle):
     text = GRID.split("compare grid")[0].replace("UNIT", unit) + compare + "\n"
@@ -218,3 +217,22 @@ def test_a_unit_a_comparison_cannot_use_is_a_diagnostic(tmp_path, capsys, unit, 
     col = lines[line - 1].index(where) + 1
     assert f"units.audit:{line}:{col}: error[E159]" in err, err
     assert needle in err and "hint:" in err
+
+
+def test_macro_with_nothing_to_average_is_a_warning(tmp_path, capsys):
+    text = GRID.split("compare grid")[0].replace("UNIT", "macro")
+    spec = tmp_path / "units.audit"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["check", str(spec)]) == 0
+    err = capsys.readouterr().err
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "unit=macro" in s)
+    assert f"units.audit:{line}:" in err and "warning[W159]" in err and "no comparison of audit 'a' averages" in err
+
+
+def test_ece_gap_takes_the_cell_unit_of_000_e2(tmp_path, capsys):
+    # 000 App. E.2: "Per-cell ECE_gap: example-level resampling within each cell"
+    text = GRID.split("compare grid")[0].replace("UNIT", "cell") + \
+        "compare gap = ece_gap(a, verbal=s000.verbal_decimal, token=tok_bare)\n"
+    spec = tmp_path / "units.audit"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["check", str(spec)]) == 0
