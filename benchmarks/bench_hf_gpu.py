@@ -33,9 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from auditlang.engines.base import ModelConfig  # noqa: E402
+from auditlang.core.engine import ModelConfig  # noqa: E402
 from auditlang.engines.hf import HFEngine  # noqa: E402
-from auditlang.plan.requests import Message, Prompt, Request  # noqa: E402
+from auditlang.core.requests import Message, Prompt, Request  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arc_challenge.jsonl"
 LETTERS = ("A", "B", "C", "D")

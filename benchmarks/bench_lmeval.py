@@ -251,7 +251,7 @@ def breakdown(run_dir: Path) -> dict[str, float]:
     from auditlang.execute.executor import execution_order
     from auditlang.engines.registry import load_engine
     from auditlang.resolve import compile_spec
-    from auditlang.run.runner import model_config
+    from auditlang.resolve.models import model_config
     from auditlang.store.codec import request_from_json
 
     con = sqlite3.connect(f"file:{run_dir / 'journal.sqlite'}?mode=ro", uri=True)

@@ -35,10 +35,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditlang.engines.base import ModelConfig  # noqa: E402
+from auditlang.core.engine import ModelConfig  # noqa: E402
 from auditlang.engines.registry import load_engine  # noqa: E402
 from auditlang.execute import default_batch_size, execute  # noqa: E402
-from auditlang.plan.requests import Message, Prompt, Request, Result  # noqa: E402
+from auditlang.core.requests import Message, Prompt, Request, Result  # noqa: E402
 from auditlang.store import Journal  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "arc_challenge.jsonl"

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from auditlang.diagnostics import CompileError  # noqa: E402
+from auditlang.core.diagnostics import CompileError  # noqa: E402
 from auditlang.plan.model import Plan  # noqa: E402
 from auditlang.plan.planner import build_plan  # noqa: E402
 from auditlang.resolve import compile_spec  # noqa: E402

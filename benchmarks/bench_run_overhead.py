@@ -55,7 +55,7 @@ def plain(requests_path: Path, config_path: Path, out_path: Path) -> int:
     ``requests_path`` may name several files joined by ``+``: one ``engine.run`` call per file
     (the per-stage variant: stage 1, then stage 2)."""
     sys.path.insert(0, str(REPO))
-    from auditlang.engines.base import ModelConfig
+    from auditlang.core.engine import ModelConfig
     from auditlang.engines.registry import load_engine
     from auditlang.store.codec import request_from_json, result_to_json
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sys.path.insert(0, str(REPO))
     from auditlang.resolve import compile_spec
-    from auditlang.run.runner import model_config
+    from auditlang.resolve.models import model_config
 
     env = env_for(args.threads)
     work = Path(tempfile.mkdtemp(prefix=f"bench_run_overhead_{args.engine}_"))
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"the spec must run one model (found {mids})")
         cfg = model_config(compile_spec(args.spec), mids[0], args.engine)
         (work / "requests.jsonl").write_text("\n".join(reqs) + "\n", encoding="utf-8")
-        from auditlang.run.runner import prepare
+        from auditlang.api import prepare
 
         stage1_ids = {r.id for r in prepare(str(args.spec), None, args.limit)[1].requests}
         stages = ([r for r in reqs if json.loads(r)["id"] in stage1_ids], [r for r in reqs if json.loads(r)["id"] not in stage1_ids])

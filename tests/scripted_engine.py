@@ -15,8 +15,8 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from auditlang.engines.base import ModelConfig
-from auditlang.plan.requests import Request, Result, Sample, TokenLogprob
+from auditlang.core.engine import ModelConfig
+from auditlang.core.requests import Request, Result, Sample, TokenLogprob
 
 Script = Callable[[Request], "Result | None"]
 
@@ -53,7 +53,7 @@ class ScriptedEngine:
         self.config = config
 
     def capabilities(self) -> frozenset[str]:
-        from auditlang.plan.requests import REQUEST_KINDS
+        from auditlang.core.requests import REQUEST_KINDS
 
         return frozenset(REQUEST_KINDS)
 

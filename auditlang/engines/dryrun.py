@@ -17,12 +17,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from auditlang.engines.base import ModelConfig
-from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result
+from auditlang.core.engine import ModelConfig
+from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
 GENERATION_PROMPT_TOKENS = 3
+
+
+def check_config(config: ModelConfig) -> None:
+    """The dry-run engine accepts any configuration."""
 
 
 def estimate_text_tokens(text: str) -> int:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditlang.engines.base import EngineError
+from auditlang.core.engine import EngineError
 
 RECIPE_VERSION = 1  # bump when the conversion changes: old cache entries are then ignored
 PROVENANCE_FILE = "auditlang_embedded.json"
@@ -244,7 +244,7 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def _convert(info: EmbeddedModel, out: Path) -> None:
     """GGUF -> float32 safetensors checkpoint + tokenizer + provenance, written into ``out``."""
-    from auditlang.engines.hf import import_hf_stack
+    from auditlang.engines.hfstack import import_hf_stack
 
     torch, transformers = import_hf_stack()
     t0 = time.perf_counter()

@@ -49,12 +49,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import chat_template_kwargs, sampling_top_k
-from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
+from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 
-HF_EXTRA_HINT = "pip install 'auditlang[hf]'"
 KNOWN_OPTIONS = {
     "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
     "trust_remote_code": "allow model code from the checkpoint (default false)",
@@ -66,14 +66,14 @@ _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
-def import_hf_stack() -> tuple[ModuleType, ModuleType]:
-    """``(torch, transformers)``, or EngineError naming the extra to install."""
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        raise EngineError(f"the 'hf' engine needs torch and transformers, which are not installed ({e})", hint=HF_EXTRA_HINT) from e
-    return torch, transformers
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept (imports no torch)."""
+    unknown = set(config.options) - set(KNOWN_OPTIONS)
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
+        raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
+    if config.batch_size < 1:
+        raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
 
 
 def label_token_ids(tokenizer: Any, text: str) -> list[int]:
@@ -233,12 +233,7 @@ class HFEngine:
         self._torch = torch
         self._transformers = transformers
         self.config = config
-        unknown = set(config.options) - set(KNOWN_OPTIONS)
-        if unknown:
-            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-            raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
-        if config.batch_size < 1:
-            raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        check_config(config)
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:

@@ -48,10 +48,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
-from auditlang.plan.requests import Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.core.requests import Prompt, Request, Result, Sample, TokenLogprob
 
 KNOWN_OPTIONS = {
     "base_url": "server URL up to /v1 (default $OPENAI_BASE_URL or https://api.openai.com/v1)",
@@ -73,6 +73,11 @@ _NETWORK_ERRORS = (urllib.error.URLError, socket.timeout, TimeoutError, Connecti
 
 class RequestFailed(Exception):
     """The server rejected one request (the run goes on; the Result carries the message)."""
+
+
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept."""
+    _Options.parse(config)
 
 
 @dataclass(frozen=True)

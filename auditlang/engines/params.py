@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditlang.plan.requests import Request, Result
+from auditlang.core.requests import Request, Result
 
 
 def error_result(req: Request, message: str) -> Result:

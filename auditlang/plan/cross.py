@@ -1,5 +1,5 @@
 """Which units score answers of other units (the run's cross stage), derived from the spec's
-comparisons and from protocols with ``wrong_from=``; see auditlang/run/cross.py for the stage
+comparisons and from protocols with ``wrong_from=``; see auditlang/plan/crossdata.py for the stage
 itself."""
 
 from __future__ import annotations

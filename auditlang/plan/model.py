@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from auditlang.plan.requests import Request, canonical_json
+from auditlang.core.requests import Request, canonical_json
 
 PLAN_VERSION = "auditlang.plan/1"
 
@@ -48,6 +48,12 @@ class Plan:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
+    sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
+
+    @property
+    def hash(self) -> str:
+        """The plan's content hash (as stored in ``plan.json``)."""
+        return self.to_dict(include_requests=False)["hash"]
 
     @property
     def deferred_count(self) -> int:

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.diagnostics import CompileError, DiagnosticBag
+from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
-from auditlang.plan.requests import Request
-from auditlang.plan.templates import compile_obj
+from auditlang.core.requests import Request
+from auditlang.prompts.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
-from auditlang.protocols.base import ItemCtx, ModelInfo, program_for
+from auditlang.protocols.base import ItemCtx, ModelInfo
+from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
@@ -92,14 +93,20 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 
 class Planner:
-    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None) -> None:
+    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> None:
+        """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
+        (a run directory's copies)."""
         self.spec = spec
+        self.data_files = dict(data_files or {})
+        self.data_meta = dict(data_meta or {})
         self.limit = limit
         self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         self.failed: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
@@ -110,7 +117,7 @@ class Planner:
         got: DatasetItems | None = None
         if self.load_data:
             try:
-                got = load_dataset(self.spec, dsid, self.root)
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
@@ -124,8 +131,9 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
+                if e.file is None and ("not found" in str(e) or obj.ctor == "hub"):  # could not read it
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                    self.hints[dsid] = e.hint
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
@@ -180,7 +188,7 @@ class Planner:
             avail = set(pairs[0][1]) | PROTOCOL_VARS
             missing = sorted(tpl.variables - avail)
             if missing:
-                from auditlang.diagnostics import did_you_mean
+                from auditlang.core.diagnostics import did_you_mean
 
                 self.bag.error("E161", f"template of variant '{vid}' uses {', '.join(repr(m) for m in missing)}, "
                                f"which dataset '{dsid}' does not provide", spec.get(tid).span,
@@ -250,7 +258,8 @@ class Planner:
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                                     **ds.meta}
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -305,6 +314,7 @@ class Planner:
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
         plan.units = units
+        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
@@ -353,7 +363,7 @@ class Planner:
 
     def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
         """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
-        from auditlang.engines.registry import ENGINE_CAPABILITIES
+        from auditlang.core.capabilities import ENGINE_CAPABILITIES
 
         needs: dict[tuple[str, str], set[str]] = {}
         for (aid, mid, dsid, vid, split), unit in units.items():

@@ -28,7 +28,12 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from auditlang.stdlib_location import stdlib_root
 
-STDLIB_TEMPLATES_DIR: Path = stdlib_root() / "templates"
+STDLIB_TEMPLATES_DIR: Path = stdlib_root() / "templates"  # the default location (see templates_dir())
+
+
+def templates_dir() -> Path:
+    """The stdlib templates folder in force now (a run directory's copy inside ``stdlib_location.use``)."""
+    return stdlib_root() / "templates"
 TEMPLATE_SUFFIX = ".j2"
 MAX_LETTERS = 26
 
@@ -126,7 +131,7 @@ class _StdlibLoader(jinja2.BaseLoader):
 
 def _stdlib_path(name: str) -> Path | None:
     rel = name if name.endswith(TEMPLATE_SUFFIX) else name + TEMPLATE_SUFFIX
-    root = STDLIB_TEMPLATES_DIR.resolve()
+    root = templates_dir().resolve()
     path = (root / rel).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         return None
@@ -221,7 +226,7 @@ def _compile(source: str, name: str) -> CompiledTemplate:
 
 def list_stdlib_templates() -> list[str]:
     """Names (without ``.j2``) of all templates under ``stdlib/templates/``, sorted."""
-    root = STDLIB_TEMPLATES_DIR
+    root = templates_dir()
     if not root.is_dir():
         return []
     return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*" + TEMPLATE_SUFFIX))
@@ -233,7 +238,7 @@ def load_stdlib_template(name: str) -> str:
     if path is None:
         known = list_stdlib_templates()
         close = difflib.get_close_matches(name.removesuffix(TEMPLATE_SUFFIX), known, n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else f"see {STDLIB_TEMPLATES_DIR / 'INDEX.md'}"
+        hint = f"did you mean {', '.join(close)}?" if close else f"see {templates_dir() / 'INDEX.md'}"
         raise TemplateNotFoundError(f"no stdlib template {name!r}", name=name, hint=hint)
     return path.read_text(encoding="utf-8")
 

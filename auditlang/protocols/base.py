@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditlang.plan.requests import Message, Prompt, Request, Result
+from auditlang.core.requests import Message, Prompt, Request, Result
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class Program:
     def answer_conditioned(self) -> bool:
         """True when the confidence is a function of the answer shown to the model, so the
         program can score an answer it did not generate (another model's answer, the answer of
-        another prompt, a sampled answer: see auditlang/run/cross.py). Programs whose
+        another prompt, a sampled answer: see auditlang/plan/crossdata.py). Programs whose
         confidence ignores the answer (first-token windows, supplied provenances, probes) say no."""
         return False
 
@@ -239,33 +239,14 @@ class Program:
     # ------------------------------------------------------------ helpers
     def template(self, template_id: str):
         """Compile the spec's template object ``template_id`` (cached by the compiler)."""
-        from auditlang.plan.templates import compile_obj
+        from auditlang.prompts.templates import compile_obj
 
         return compile_obj(self.spec, self.spec.get(template_id))
 
 
-def program_for(obj, spec) -> Program:
-    from auditlang.protocols import consistency, probes, token, verbal
-
-    table = {
-        "token_prob": token.TokenProgram,
-        "verbalized": verbal.VerbalProgram,
-        "p_true": verbal.PTrueProgram,
-        "self_consistency": consistency.SelfConsistencyProgram,
-        "nota": probes.NotaProgram,
-        "more_info": probes.MoreInfoProgram,
-        "self_ref": probes.SelfRefProgram,
-        "ask_cal": probes.AskCalProgram,
-        "tok_prob_probe": probes.TokProbProbeProgram,
-        "embedding_probe": probes.EmbeddingProgram,
-        "platt": probes.PlattProgram,
-    }
-    return table[obj.ctor](obj, spec)
-
-
 def supplied_result(text: str) -> Result:
     """A stand-in answer generation holding ``text`` (never stored; ids are not real)."""
-    from auditlang.plan.requests import Sample
+    from auditlang.core.requests import Sample
 
     return Result(request_id="supplied", kind="generate", samples=[Sample(text=text, tokens=[], finish_reason="stop")])
 

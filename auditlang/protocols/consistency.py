@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from auditlang.plan.requests import Request, Result
+from auditlang.core.requests import Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, usable
 
 Extract = Callable[[str], Any]
@@ -36,14 +36,14 @@ def default_extract(ctx: ItemCtx) -> Extract:
     """Letters for labelled items, first-line answers for free-form QA (see the module docstring)."""
     labels = ctx.valid_labels()
     if labels and ctx.task in ("multiple_choice", "classification"):
-        from auditlang.score.letters import extract_pred_letter
+        from auditlang.evaluators.letters import extract_pred_letter
 
         def letter(text: str) -> Any:
             out = extract_pred_letter(text, labels)
             return out.value if out.ok else None
 
         return letter
-    from auditlang.score.string_match import extract_answer
+    from auditlang.evaluators.string_match import extract_answer
 
     def first(text: str) -> Any:
         out = extract_answer(text, "first_line")
@@ -57,7 +57,7 @@ def default_same(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return False
     if isinstance(a, str) and isinstance(b, str):
-        from auditlang.score.string_match import normalize_answer
+        from auditlang.evaluators.string_match import normalize_answer
 
         na, nb = normalize_answer(a), normalize_answer(b)
         return bool(na) and na == nb

@@ -39,7 +39,7 @@ import numpy as np
 
 from auditlang.metrics.platt import PlattScaler, fit_platt
 from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold
-from auditlang.plan.requests import Prompt, Request, Result
+from auditlang.core.requests import Prompt, Request, Result
 from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, letters
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 from auditlang.protocols.token import first_token_readout, first_token_window
@@ -161,7 +161,7 @@ class NotaProgram(_PromptedProbe):
         return {self.ROLE: self._generate(ctx, ctx.prompt(text))}
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
-        from auditlang.score.letters import extract_pred_letter
+        from auditlang.evaluators.letters import extract_pred_letter
 
         kind = self.obj.ctor
         labels = ctx.valid_labels() or []
@@ -421,15 +421,14 @@ class PlattProgram(Program):
     """
 
     needs_dev = True
+    wraps_param = "base"  # protocols/registry.py builds the base protocol's program
 
-    def __init__(self, obj, spec) -> None:
+    def __init__(self, obj, spec, base: Program) -> None:
         super().__init__(obj, spec)
-        from auditlang.protocols.base import program_for
-
         base_obj = spec.get(self.p.base)
         if base_obj.ctor == "platt":
             raise ValueError(f"protocol '{obj.id}': platt over another platt protocol ('{base_obj.id}') is not allowed")
-        self.base = program_for(base_obj, spec)
+        self.base = base
         self.accepts_extract = self.base.accepts_extract
         if self.base.needs_dev:
             raise ValueError(f"protocol '{obj.id}': base protocol '{base_obj.id}' ({base_obj.ctor}) is itself fitted "

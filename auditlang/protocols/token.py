@@ -37,7 +37,7 @@ import math
 from typing import Any
 
 from auditlang.metrics.token import label_probs, span_confidence, token_confidence
-from auditlang.plan.requests import Prompt, Request, Result
+from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usable
 
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format

@@ -28,7 +28,7 @@ the same supplied answer for an item. ``wrong_from=[models]`` takes the plausibl
 from another model's run instead (001 §3.3: "another model's incorrect guess for the same
 question"): the first listed model other than the cell's own whose answer to the item is wrong
 under the audit's first evaluator (its extracted answer is shown), else an off-type answer (001's
-fallback); that request is built in the run's cross stage (auditlang/run/cross.py).
+fallback); that request is built in the run's cross stage (auditlang/plan/crossdata.py).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from auditlang.plan.requests import Prompt, Request, Result
+from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 from auditlang.protocols.token import label_choices
 
@@ -54,7 +54,7 @@ _PROB_MARKER = re.compile(r"probability\s{0,3}:", re.IGNORECASE)
 
 def verbal_parser(scale: str):
     """The score package's verbal parser for ``scale`` (``VERBAL_PARSERS`` registry)."""
-    from auditlang.score import VERBAL_PARSERS
+    from auditlang.evaluators import VERBAL_PARSERS
 
     if scale not in VERBAL_PARSERS:
         raise ValueError(f"no verbal parser for scale {scale!r}; available: {', '.join(sorted(VERBAL_PARSERS))}")
@@ -85,7 +85,7 @@ def _rng(kind: str, ctx: ItemCtx) -> random.Random:
 
 
 def _norm(s: Any) -> str:
-    from auditlang.score.string_match import normalize_answer
+    from auditlang.evaluators.string_match import normalize_answer
 
     return normalize_answer(str(s))
 
@@ -162,7 +162,7 @@ class SuppliedAnswers:
 
     def supplied(self, ctx: ItemCtx) -> tuple[str, str]:
         """(answer, provenance used) for a supplied provenance (not ``self``). With ``wrong_from``
-        the cross stage has put its choice in ``ctx.extras`` (auditlang/run/cross.py)."""
+        the cross stage has put its choice in ``ctx.extras`` (auditlang/plan/crossdata.py)."""
         prov = self.p.provenance
         if self.p.wrong_from:
             got = ctx.extras.get(self.wrong_from_key())
@@ -298,7 +298,7 @@ class VerbalProgram(SuppliedAnswers, Program):
             text = generated_text(res)
         extras["text"] = text
         if self.layout in ("joint_answer", "joint_call"):
-            from auditlang.score.string_match import extract_answer
+            from auditlang.evaluators.string_match import extract_answer
 
             guess = extract_answer(text, "guess")
             extras["guess"] = guess.value if guess.ok else None

@@ -1,6 +1,6 @@
 """Who scored whose answer: the comparisons of an audit that use the cross stage, stated from the
 spec (auditlang/plan/cross.py derives the same sources) and counted from the records (extras
-``supplied``, written by auditlang/run/scoring.py; docs/outputs.md).
+``supplied``, written by auditlang/score/stage.py; docs/outputs.md).
 
 * ``aligned(..., views=[..., candidate])`` (003 §4.3): each model of a pair scores the other
   model's answer to the same item; source ``model:<other>``.
@@ -72,7 +72,7 @@ def _count_line(rd: RunData, aid: str, prefix: str, what: str) -> str:
 
 
 def _conditioned(rd: RunData, aid: str) -> list[str]:
-    from auditlang.run.stage2 import Programs
+    from auditlang.plan.stage2 import Programs
 
     progs = Programs(rd.spec)
     out = []

@@ -99,13 +99,13 @@ def planned_text(got: Counter | None, expected: Decoding) -> tuple[str, bool]:
 
 def chat_template_options(rd: RunData, mid: str) -> dict[str, Any]:
     """The chat-template variables the run passes for model ``mid`` ({} when none are set)."""
-    from auditlang.run.runner import model_config
+    from auditlang.resolve.models import model_config
 
     return dict(model_config(rd.spec, mid).options.get("chat_template_kwargs") or {})
 
 
 def is_chat(rd: RunData, mid: str) -> bool:
-    from auditlang.run.runner import model_config
+    from auditlang.resolve.models import model_config
 
     return bool(model_config(rd.spec, mid).chat)
 

@@ -30,10 +30,10 @@ def unspecified(obj: Resolved, param: str, what: str | None = None) -> str | Non
 def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]]:
     """(constructor, the exact rule of the evaluator the run builds, flags).
 
-    The evaluator is built exactly as the scorer builds it (``auditlang.run.evaluators.make_evaluator``)
+    The evaluator is built exactly as the scorer builds it (``auditlang.evaluators.build.make_evaluator``)
     and its ``describe()`` is quoted. Flags: UNSPECIFIED when the audit names no evaluator.
     """
-    from auditlang.run.evaluators import default_ctor, make_evaluator
+    from auditlang.evaluators.build import default_ctor, make_evaluator
 
     flags: list[str] = []
     if eid == DEFAULT_EVALUATOR:

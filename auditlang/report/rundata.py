@@ -119,7 +119,7 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
     if cells_path.exists():
         cells = pd.read_csv(cells_path)
     elif not records.empty:
-        from auditlang.run.cellmetrics import cell_table
+        from auditlang.score.cellmetrics import cell_table
 
         missing.append(str(CELLS_CSV))
         cells = cell_table(spec, plan, records.drop(columns=["audit"]))

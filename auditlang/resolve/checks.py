@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from auditlang.diagnostics import DiagnosticBag
+from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.resolve.bootstrap_units import check_units
 from auditlang.resolve.spec import Spec
 
 LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter", "loglik_argmax")
@@ -21,8 +22,6 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             bag.error("E159", f"protocol '{po.id}': label_form={po.value.label_form} chooses the label token of "
                       f"readout=first_token, but readout={po.value.readout} scores the answer text",
                       po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
-    from auditlang.resolve.bootstrap_units import check_units
-
     check_units(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditlang import stdlib_location
-from auditlang.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
 
@@ -56,9 +56,11 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
     return cand, None
 
 
-def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[str, str]]:
-    """Parse the entry spec and, recursively, everything it imports."""
+def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
+    """Parse the entry spec and, recursively, everything it imports. ``text``: the entry's source
+    (not read from disk; ``entry`` then only locates it for relative imports and the project root)."""
     entry = entry.resolve()
+    entry_text = text
     root = project_root(entry)
     loaded: dict[Path, LoadedModule] = {}
     hashes: dict[str, str] = {}
@@ -87,13 +89,13 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
         if p in loaded:
             return loaded[p]
         try:
-            text = p.read_text(encoding="utf-8")
+            src = entry_text if (p == entry and entry_text is not None) else p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             bag.error("E111", f"cannot read '{p}': {e}", via.span if via else None)
             return None
-        hashes[str(p)] = hashlib.sha256(text.encode()).hexdigest()
+        hashes[str(p)] = hashlib.sha256(src.encode()).hexdigest()
         try:
-            mod_ast = parse_text(text, str(p))
+            mod_ast = parse_text(src, str(p))
         except CompileError as e:
             for d in e.diagnostics:
                 bag.add(d)
@@ -107,7 +109,7 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
                 hint = None
                 if "cannot find" in err and imp.path.startswith("stdlib/"):
                     avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
-                    from auditlang.diagnostics import did_you_mean
+                    from auditlang.core.diagnostics import did_you_mean
 
                     hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
                 bag.error("E112", err, imp.span, hint=hint)

@@ -1,6 +1,6 @@
 """JSON encoding of what the store persists: requests, results and engine fingerprints.
 
-Input: :class:`~auditlang.plan.requests.Request`, :class:`~auditlang.plan.requests.Result`,
+Input: :class:`~auditlang.core.requests.Request`, :class:`~auditlang.core.requests.Result`,
 fingerprint dicts. Output: compact JSON text (and back).
 
 The JSON is Python's dialect: a logprob of ``-inf`` is written ``-Infinity`` and read back
@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import PurePath
 from typing import Any
 
-from auditlang.plan.requests import Request, Result, TokenLogprob
+from auditlang.core.requests import Request, Result, TokenLogprob
 
 __all__ = [
     "dumps",

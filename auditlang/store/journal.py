@@ -33,7 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from auditlang.plan.requests import Request, Result
+from auditlang.core.errors import AuditlangError
+from auditlang.core.requests import Request, Result
 from auditlang.store.codec import dumps, fingerprint_hash, request_to_json, result_from_json, result_to_json
 
 __all__ = ["JOURNAL_FILE", "SCHEMA_VERSION", "EngineRecord", "Journal", "JournalCounts", "JournalError"]
@@ -82,7 +83,7 @@ WHERE results.error IS NOT NULL
 """
 
 
-class JournalError(RuntimeError):
+class JournalError(AuditlangError):
     """The journal file is unusable (newer schema, not a journal, locked for too long)."""
 
 

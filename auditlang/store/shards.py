@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditlang.plan.requests import Request
+from auditlang.core.requests import Request
 from auditlang.store.codec import result_payload_equal
 from auditlang.store.journal import JOURNAL_FILE, SCHEMA_VERSION, Journal, JournalError
 

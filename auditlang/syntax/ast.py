@@ -1,11 +1,11 @@
-"""The AST: frozen dataclasses, each carrying the :class:`~auditlang.diagnostics.Span` it came from."""
+"""The AST: frozen dataclasses, each carrying the :class:`~auditlang.core.diagnostics.Span` it came from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Union
 
-from auditlang.diagnostics import Span
+from auditlang.core.diagnostics import Span
 
 
 @dataclass(frozen=True)

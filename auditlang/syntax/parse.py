@@ -14,7 +14,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from auditlang.diagnostics import CompileError, DiagnosticBag, SourceCache, Span, did_you_mean
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, SourceCache, Span, did_you_mean
 from auditlang.syntax import ast as A
 
 GRAMMAR = Path(__file__).with_name("audit.lark")

@@ -1,4 +1,4 @@
-"""The cross stage (auditlang/run/cross.py) end to end with a scripted engine.
+"""The cross stage (auditlang/plan/crossdata.py) end to end with a scripted engine.
 
 A deterministic fake engine stands in for both models (its outputs are a hash of the request),
 so the test checks the plumbing exactly: which answers each unit scores, that a candidate equal
@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from auditlang.plan.planner import Planner
-from auditlang.plan.requests import Result, Sample, TokenLogprob
+from auditlang.core.requests import Result, Sample, TokenLogprob
 from auditlang.resolve import compile_spec
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -101,7 +101,7 @@ class ScriptedEngine:
 def cross_run(tmp_path, monkeypatch):
     if not (DATA / "triviaqa.jsonl").exists():
         pytest.skip("../shared/data is not available")
-    import auditlang.run.runner as runner
+    import auditlang.execute.runner as runner
 
     monkeypatch.setattr(runner, "_load", ScriptedEngine)
     ScriptedEngine.loads, ScriptedEngine.executed = [], []
@@ -111,7 +111,7 @@ def cross_run(tmp_path, monkeypatch):
     plan = Planner(spec, str(DATA), load_data=True).build()
     run_dir = tmp_path / "run"
     fps = runner.execute_plan(spec, plan, run_dir, progress=False, log=lambda *a: None)
-    from auditlang.run.scoring import score_and_write
+    from auditlang.score.stage import score_and_write
 
     records = score_and_write(spec, plan, run_dir, fps)
     df = pd.DataFrame([r.__dict__ for r in records])
@@ -181,7 +181,7 @@ def test_fixed_answer_is_rescored_under_every_prompt(cross_run):
 
 def test_samples_are_scored_and_grouped(cross_run):
     spec, plan, run_dir, fps, df = cross_run
-    from auditlang.score.string_match import normalize_answer
+    from auditlang.evaluators.string_match import normalize_answer
 
     ref = df[(df.variant == "s002.a1") & (df.protocol == "s002.p_true")]
     assert len(ref) == 8
@@ -216,7 +216,7 @@ def test_comparisons_use_the_cross_stage(cross_run):
 
 def test_rerun_executes_nothing_and_loads_no_cross_engine(cross_run):
     spec, plan, run_dir, fps, df = cross_run
-    import auditlang.run.runner as runner
+    import auditlang.execute.runner as runner
 
     ScriptedEngine.loads, ScriptedEngine.executed = [], []
     runner.execute_plan(spec, plan, run_dir, progress=False, log=lambda *a: None)
@@ -266,8 +266,8 @@ class JudgingEngine(ScriptedEngine):
 def test_samples_grouped_by_the_judge(tmp_path, monkeypatch):
     if not (DATA / "triviaqa.jsonl").exists():
         pytest.skip("../shared/data is not available")
-    import auditlang.run.runner as runner
-    from auditlang.run.scoring import score_and_write
+    import auditlang.execute.runner as runner
+    from auditlang.score.stage import score_and_write
 
     monkeypatch.setattr(runner, "_load", JudgingEngine)
     ScriptedEngine.loads, ScriptedEngine.executed = [], []

@@ -44,7 +44,7 @@ def cache_dir() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def smol(cache_dir: Path, _torch_threads: None):
     """SmolLM2-135M-Instruct (chat template inside), float32, loaded through the registry."""
-    from auditlang.engines.base import ModelConfig
+    from auditlang.core.engine import ModelConfig
     from auditlang.engines.registry import load_engine
 
     engine = load_engine(ModelConfig(name="smol", engine="hf", path="smollm2-135m-instruct", dtype="float32", device="cpu", batch_size=4))
@@ -55,7 +55,7 @@ def smol(cache_dir: Path, _torch_threads: None):
 @pytest.fixture(scope="session")
 def gemma(cache_dir: Path, _torch_threads: None):
     """Gemma 3 270M base (no chat template: chat messages are refused), float32."""
-    from auditlang.engines.base import ModelConfig
+    from auditlang.core.engine import ModelConfig
     from auditlang.engines.hf import HFEngine
 
     engine = HFEngine(ModelConfig(name="gemma", engine="hf", path="gemma3-270m", dtype="float32", device="cpu", batch_size=4))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from auditlang.engines.base import ModelConfig
+from auditlang.core.engine import ModelConfig
 from auditlang.engines.dryrun import DryRunEngine, estimate_prompt_tokens, estimate_text_tokens, estimate_tokens
-from auditlang.plan.requests import Message, Prompt, Request
+from auditlang.core.requests import Message, Prompt, Request
 
 
 def test_text_estimate_is_ceil_chars_over_4():

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from auditlang.engines import embedded
-from auditlang.engines.base import EngineError
+from auditlang.core.engine import EngineError
 
 
 @pytest.mark.parametrize("name", ["smollm2-135m-instruct", "gemma3-270m"])

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from auditlang.engines.base import EngineError, ModelConfig
-from auditlang.plan.requests import REQUEST_KINDS, Message, Prompt, Request, Result
+from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.requests import REQUEST_KINDS, Message, Prompt, Request, Result
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TOL = 2e-4  # float32, batched vs unbatched / engine vs manual forward

@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from auditlang.engines.base import EngineError, ModelConfig  # noqa: E402
+from auditlang.core.engine import EngineError, ModelConfig  # noqa: E402
 from auditlang.engines.registry import load_engine  # noqa: E402
-from auditlang.plan.requests import Prompt, Request  # noqa: E402
+from auditlang.core.requests import Prompt, Request  # noqa: E402
 
 TOL = 5e-4
 

@@ -15,11 +15,11 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from auditlang.engines.base import ModelConfig
+from auditlang.core.engine import ModelConfig
 from auditlang.engines.hf import HFEngine
 from auditlang.execute import execute
 from auditlang.execute.executor import execution_order
-from auditlang.plan.requests import REQUEST_KINDS, Message, Prompt, Request, Result
+from auditlang.core.requests import REQUEST_KINDS, Message, Prompt, Request, Result
 from auditlang.store import Journal
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

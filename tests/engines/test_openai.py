@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.openai_engine import OpenAIEngine
-from auditlang.plan.requests import Message, Prompt, Request, Result
+from auditlang.core.requests import Message, Prompt, Request, Result
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 needs_server = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here; the server tests run in the vLLM venv (scripts/setup_vllm_cpu.sh)")

@@ -10,9 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.openai_engine import OpenAIEngine
-from auditlang.plan.requests import Message, Prompt, Request
+from auditlang.core.requests import Message, Prompt, Request
 
 CHAT = Prompt(messages=(Message("user", "Say hi."),))
 RAW = Prompt(text="Say hi:")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from auditlang.engines.base import Engine, EngineError, ModelConfig
+from auditlang.core.engine import Engine, EngineError, ModelConfig
 from auditlang.engines.registry import ENGINE_CAPABILITIES, ENGINE_CLASSES, capabilities_for, load_engine, unsupported_kinds
-from auditlang.plan.requests import REQUEST_KINDS
+from auditlang.core.requests import REQUEST_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_importing_registry_and_dryrun_imports_no_engine_stack():
     code = (
         "import sys; import auditlang.engines.registry as r, auditlang.engines.dryrun;"
-        "from auditlang.engines.base import ModelConfig;"
+        "from auditlang.core.engine import ModelConfig;"
         "r.load_engine(ModelConfig(name='m', engine='dryrun', path='x'));"
         "bad = [m for m in ('torch', 'transformers', 'vllm', 'openai', 'httpx') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"

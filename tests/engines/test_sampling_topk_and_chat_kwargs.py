@@ -7,9 +7,9 @@ import copy
 
 import pytest
 
-from auditlang.engines.base import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import chat_template_kwargs, sampling_top_k
-from auditlang.plan.requests import Message, Prompt, Request
+from auditlang.core.requests import Message, Prompt, Request
 
 SEA = Prompt(messages=(Message("user", "Write one sentence about the sea."),))
 # A chat template that reads `enable_thinking` the way Qwen3's does (an empty think block when off).

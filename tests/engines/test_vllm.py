@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from auditlang.engines.base import EngineError, ModelConfig
-from auditlang.plan.requests import Message, Prompt, Request, Result
+from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.requests import Message, Prompt, Request, Result
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed here; run in the vLLM venv (scripts/setup_vllm_cpu.sh)")

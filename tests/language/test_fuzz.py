@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditlang.diagnostics import CompileError, render
+from auditlang.core.diagnostics import CompileError, render
 from auditlang.plan.planner import build_plan
 from auditlang.resolve import compile_spec
 from auditlang.syntax.fmt import format_text

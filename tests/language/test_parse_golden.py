@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from auditlang.diagnostics import Span
+from auditlang.core.diagnostics import Span
 from auditlang.syntax import parse_file
 from auditlang.syntax.fmt import format_text
 

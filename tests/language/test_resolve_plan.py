@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from auditlang.cli import main
-from auditlang.diagnostics import CompileError
+from auditlang.core.diagnostics import CompileError
 from auditlang.plan.planner import build_plan
 from auditlang.resolve import compile_spec
 

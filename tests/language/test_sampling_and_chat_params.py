@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from auditlang.diagnostics import CompileError
+from auditlang.core.diagnostics import CompileError
 from auditlang.plan.planner import build_plan
 from auditlang.resolve import compile_spec
-from auditlang.run.runner import model_config
+from auditlang.resolve.models import model_config
 
 REPO = Path(__file__).resolve().parents[2]
 

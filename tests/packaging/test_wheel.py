@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from auditlang import stdlib_location
-from auditlang.diagnostics import DiagnosticBag
+from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.resolve.modules import load_modules
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def test_installed_wheel_resolves_stdlib_imports_and_templates(wheel: Path, tmp_
     code = (
         "import sys, auditlang\n"
         "from pathlib import Path\n"
-        "from auditlang.diagnostics import DiagnosticBag\n"
+        "from auditlang.core.diagnostics import DiagnosticBag\n"
         "from auditlang.resolve.modules import load_modules\n"
         "from auditlang.prompts import compile_stdlib_template, list_stdlib_templates\n"
         "top, _ = load_modules(Path('s.audit'), DiagnosticBag())\n"

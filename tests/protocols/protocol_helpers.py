@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from auditlang.diagnostics import Span
-from auditlang.plan.requests import Result, Sample, TokenLogprob
+from auditlang.core.diagnostics import Span
+from auditlang.core.requests import Result, Sample, TokenLogprob
 from auditlang.prompts.context import build_context
 from auditlang.prompts.render import compile_stdlib_template
-from auditlang.protocols.base import ItemCtx, ModelInfo, program_for
+from auditlang.protocols.base import ItemCtx, ModelInfo
+from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import CONSTRUCTORS
 from auditlang.resolve.spec import Resolved, Spec
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from auditlang.metrics.platt import fit_platt
-from auditlang.plan.requests import Result
+from auditlang.core.requests import Result
 from auditlang.prompts.perturb import one_shot
 from auditlang.protocols.base import Readout
 from auditlang.protocols.probes import parse_true_false, parse_yes_no

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from auditlang.plan.requests import Result
+from auditlang.core.requests import Result
 from auditlang.protocols.base import lead_space
 
 from protocol_helpers import gen_result, make_ctx, read_item, tok

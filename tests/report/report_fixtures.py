@@ -161,7 +161,7 @@ class Run:
 
 
 def build_run(tmp: Path, spec_text: str = SPEC, journal: bool = True) -> tuple[object, Plan, Path]:
-    from auditlang.run.cellmetrics import write_cell_metrics
+    from auditlang.score.cellmetrics import write_cell_metrics
 
     spec_path = tmp / "audit_test.audit"
     spec_path.write_text(spec_text.replace("DATA", str(DATA)), encoding="utf-8")

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from auditlang.diagnostics import CompileError
+from auditlang.core.diagnostics import CompileError
 from auditlang.report.comparisons import compute_one
 from auditlang.report.rundata import load_run
 from auditlang.resolve import compile_spec

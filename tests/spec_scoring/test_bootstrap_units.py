@@ -13,7 +13,7 @@ import pytest
 
 from auditlang.cli import main
 from auditlang.metrics import ece
-from auditlang.plan.requests import Result, Sample, TokenLogprob
+from auditlang.core.requests import Result, Sample, TokenLogprob
 from scripted_engine import generation, prompt_text, use_scripted_engine
 
 B = 200

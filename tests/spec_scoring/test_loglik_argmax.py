@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from auditlang.cli import main
-from auditlang.plan.requests import Result, TokenLogprob
+from auditlang.core.requests import Result, TokenLogprob
 from scripted_engine import generation, prompt_text, use_scripted_engine
 
 N = 8
@@ -156,7 +156,7 @@ def test_token_prob_label_form(tmp_path, shared_data, monkeypatch, capsys):
     def script(req):
         if req.kind == "generate":  # the answer "A" (first_char) and its first-token window
             tok = TokenLogprob(token=" A", token_id=1, logprob=-1.0, top=dict(window))
-            from auditlang.plan.requests import Sample
+            from auditlang.core.requests import Sample
 
             return Result(request_id=req.id, kind=req.kind, samples=[Sample(text=" A", tokens=[tok])])
         if req.kind == "choice_logprobs":

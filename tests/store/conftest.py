@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from store_fake_engine import DATA, HashEngine, arc_requests  # noqa: E402
 
-from auditlang.plan.requests import Request  # noqa: E402
+from auditlang.core.requests import Request  # noqa: E402
 from auditlang.store import Journal  # noqa: E402
 
 

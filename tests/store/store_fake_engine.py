@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from auditlang.engines.base import EngineError, ModelConfig
-from auditlang.plan.requests import REQUEST_KINDS, Message, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.requests import REQUEST_KINDS, Message, Prompt, Request, Result, Sample, TokenLogprob
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LETTERS = ("A", "B", "C", "D", "E")

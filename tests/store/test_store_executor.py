@@ -15,9 +15,9 @@ import pytest
 from rich.console import Console
 from store_fake_engine import HashEngine, arc_requests, dump_results, hash_result
 
-from auditlang.engines.base import EngineError
+from auditlang.core.engine import EngineError
 from auditlang.execute import execute
-from auditlang.plan.requests import Request
+from auditlang.core.requests import Request
 from auditlang.store import Journal, Shard
 
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
@@ -225,7 +225,7 @@ def test_default_commit_batch_follows_the_engines_call_size(requests_100, journa
 def test_scoring_reads_a_models_newest_fingerprint(tmp_path: Path) -> None:
     """After an engine upgrade a run folder holds two fingerprints of one model; replies of a
     model scored from another unit (judges) come from the newest one, not the first."""
-    from auditlang.run.scoring import _fp_for
+    from auditlang.score.stage import _fp_for
 
     with Journal(tmp_path / "run") as j:
         old = j.register_engine({"engine": "hash", "version": "1"}, "judge")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from store_fake_engine import arc_requests, dump_results, hash_result
 
-from auditlang.plan.requests import Request, Result, Sample, TokenLogprob
+from auditlang.core.requests import Request, Result, Sample, TokenLogprob
 from auditlang.store import Journal, JournalError, fingerprint_hash
 from auditlang.store.codec import result_dict
 

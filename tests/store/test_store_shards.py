@@ -10,7 +10,7 @@ import pytest
 from store_fake_engine import HashEngine, arc_requests, dump_results, hash_result
 
 from auditlang.execute import execute
-from auditlang.plan.requests import Request, Result
+from auditlang.core.requests import Request, Result
 from auditlang.store import Journal, JournalError, Shard, merge_journals, shard_of, shard_requests
 
 FP = HashEngine().fingerprint()

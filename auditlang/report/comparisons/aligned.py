@@ -4,7 +4,7 @@ For each model pair, dataset, variant, confidence protocol and evaluator (a "cas
 both models answered with a confidence: raw ECE and Brier per model; IA on both-right U
 both-wrong (003 section 4.1); DA with the more accurate model reweighted to the other's accuracy
 (section 4.2); CA on the shared candidate pool (section 4.3): each model's own answer plus the
-other model's answer, which the cross stage (auditlang/run/cross.py) has each model score; read
+other model's answer, which the cross stage (auditlang/plan/crossdata.py) has each model score; read
 from record extras ``supplied``. A reversal is a view whose signed difference (model 1 - model 2) has the opposite
 sign of the raw one (section 5.2); patterns follow Figure 4.
 """
@@ -35,7 +35,7 @@ VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
 
 
 def _norm(pred: Any) -> str | None:
-    from auditlang.score.string_match import normalize_answer
+    from auditlang.evaluators.string_match import normalize_answer
 
     return None if pred is None else normalize_answer(str(pred))
 

@@ -70,7 +70,7 @@ def ece_bins(rd: RunData, metric_id: str | None) -> tuple[int, str]:
 
 
 def bootstrap_settings(rd: RunData, aid: str) -> tuple[int, int, float]:
-    from auditlang.run.cellmetrics import audit_bootstrap
+    from auditlang.score.cellmetrics import audit_bootstrap
 
     return audit_bootstrap(rd.spec, aid)
 

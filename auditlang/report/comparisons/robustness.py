@@ -7,7 +7,7 @@ perturbs its confidence-elicitation prompt), one row per (model, dataset, evalua
 need M sampled answers per item, each scored by the confidence method and grouped by meaning
 (002 section 4.2). With ``answer=fixed`` (default) P-RB re-scores the first prompt's answer under
 every prompt; the fixed-answer and per-sample confidences come from record extras ``supplied``
-written by the cross stage (auditlang/run/cross.py). Brier and
+written by the cross stage (auditlang/plan/crossdata.py). Brier and
 AUROC are computed per variant and averaged over the variants (macro over prompts).
 """
 

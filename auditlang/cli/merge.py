@@ -1,0 +1,52 @@
+"""`auditc merge TARGET SHARD_DIR...`: merge shard run directories into one run directory.
+
+Every shard must have run the same plan (same ``plan.json`` hash). The journals are merged
+(``store/shards.py``); the run's inputs (spec/, data/, plan files) come from the first shard
+when the target has none; then `auditc report TARGET` scores and reports the whole run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from auditlang.cli.common import EXIT_OK
+from auditlang.core.errors import UserError
+from auditlang.store.rundir import (
+    DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, read_plan_file, read_run_file, write_run_file)
+from auditlang.store.shards import merge_journals
+
+
+def cmd_merge(args) -> int:
+    target = Path(args.target)
+    sources = [Path(s) for s in args.sources]
+    for s in sources:
+        if not (s / JOURNAL).exists():
+            raise UserError(f"{s} has no {JOURNAL}", hint="pass the --out directories of `auditc run --shard` runs")
+    hashes = {str(s): read_plan_file(s).get("hash") for s in sources}
+    if (target / PLAN_FILE).exists():
+        hashes[f"{target} (target)"] = read_plan_file(target).get("hash")
+    if len(set(hashes.values())) > 1:
+        listing = ", ".join(f"{k}: {v}" for k, v in hashes.items())
+        raise UserError(f"the shards ran different plans ({listing})",
+                        hint="merge only shards of one `auditc run SPEC --shard I/N` command line")
+    target.mkdir(parents=True, exist_ok=True)
+    rep = merge_journals(target, sources)
+    first = sources[0]
+    for name in (SPEC_DIR, DATA_DIR):
+        if (first / name).is_dir() and not (target / name).exists():
+            shutil.copytree(first / name, target / name)
+    for name in (PLAN_FILE, PLAN_IDS_FILE):
+        if (first / name).exists() and not (target / name).exists():
+            shutil.copyfile(first / name, target / name)
+    info = read_run_file(target)
+    for s in sources:
+        for k, v in read_run_file(s).items():
+            if k == "fingerprints":
+                info.setdefault("fingerprints", {}).update(v)
+            else:
+                info.setdefault(k, v)
+    write_run_file(target, info)
+    print(f"{target}: {rep.summary()}")
+    print(f"next: auditc report {target}")
+    return EXIT_OK

@@ -1,0 +1,58 @@
+"""The engine protocol: one small interface every backend implements.
+
+The planner never imports this package's engine modules; the runner loads one engine per
+model through :func:`auditlang.engines.registry.load_engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from auditlang.core.errors import AuditlangError
+from auditlang.core.requests import Request, Result
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What an engine needs to know about one declared model (from the resolved spec)."""
+
+    name: str  # the spec's name for the model
+    engine: str  # "hf" | "vllm" | "openai" | "dryrun"
+    path: str  # local path, hub id, embedded short name, or served model name
+    dtype: str = "auto"  # "auto" | "float32" | "bfloat16" | "float16"
+    chat: bool = True  # apply the chat template (False: base model, raw text)
+    device: str = "auto"  # hf: "cpu" | "cuda" | "auto"
+    batch_size: int = 16
+    revision: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # engine-specific (base_url, max_logprobs, ...)
+
+
+class EngineError(AuditlangError):
+    """A user-facing engine problem (missing package, unreachable server, unknown model)."""
+
+    exit_code = 3
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A loaded model that executes requests.
+
+    ``capabilities`` lists the request kinds it can serve (see ``REQUEST_KINDS``).
+    ``fingerprint`` identifies everything that can change results (engine name and version,
+    model path and revision, dtype, device class, padding side...); the store keys its cache
+    by request id + fingerprint hash.
+    ``run`` executes a batch and yields one Result per request (any order; request_id set).
+    A request the model fails on yields a Result with ``error`` set; it must not raise.
+    """
+
+    config: ModelConfig
+
+    def capabilities(self) -> frozenset[str]: ...
+
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def run(self, requests: Iterable[Request]) -> Iterator[Result]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,135 @@
+"""`auditc run`: execute a plan model by model, score every cell, compute metrics, report.
+
+Order of work, one engine load per model:
+  stage 1  every unique request of the model known at plan time (answers, token windows, ...);
+  stage 2  follow-ups built from the model's stage-1 outputs (verbal confidence after its own
+           answer, constrained re-prompts, P(True), teacher forcing of generated answers);
+  judge    requests for judge models (llm_judge evaluators), after every audited model;
+then scoring reads everything back from the journal (no model loaded) and writes records.
+Everything is keyed by request id + engine fingerprint, so a rerun executes only what is
+missing and an unchanged spec executes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.errors import RuntimeFailure
+from auditlang.core.requests import Request
+from auditlang.plan.model import Plan
+from auditlang.plan.stage2 import stage2_requests
+from auditlang.resolve.models import model_config
+from auditlang.resolve.spec import Spec
+from auditlang.store.journal import Journal
+from auditlang.store.rundir import read_run_file, write_run_file
+
+def _load(cfg: ModelConfig):
+    from auditlang.engines.registry import load_engine
+
+    try:
+        return load_engine(cfg)
+    except EngineError as e:
+        raise RuntimeFailure(f"model '{cfg.name}' ({cfg.engine}: {cfg.path}): {e}", getattr(e, "hint", None)) from None
+
+
+def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
+                 shard=None, retry_errors: bool = False, log=print, beat=None) -> dict[str, str]:
+    """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
+
+    Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
+    already exist; (2) the rest of the cross stage (answers of models run after it, see
+    auditlang/plan/crossdata.py), only for models with missing work; (3) judge models. A model is
+    loaded once per phase that has work for it. ``beat(doing=...)`` is told each step (the run
+    lock's heartbeat, read by ``auditc status``).
+    """
+    from auditlang.execute.executor import execute
+    from auditlang.plan.crossdata import cross_requests
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = read_run_file(run_dir)
+    fps: dict[str, str] = dict(info.get("fingerprints", {}))
+    totals = {"executed": 0, "cached": 0, "errors": 0}
+    audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
+    opts = {"progress": progress, "retry_errors": retry_errors}
+    beat = beat or (lambda **_: None)
+    with Journal(run_dir) as journal:
+        def run_phase(mid: str, work) -> None:
+            cfg = model_config(spec, mid, engine_override)
+            beat(doing=f"{mid}: loading the {cfg.engine} engine")
+            t0 = time.perf_counter()
+            engine = _load(cfg)
+            log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
+            try:
+                fps[mid] = journal.register_engine(engine.fingerprint(), mid)
+                write_run_file(run_dir, {**info, "fingerprints": fps, "plan_hash": plan.hash})
+                beat(doing=f"{mid}: executing")
+                work(engine)
+            except EngineError as e:
+                raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
+            finally:
+                engine.close()
+
+        for mid in audited:
+            def stages12(engine, mid=mid) -> None:
+                stage1 = [r for r in plan.requests if r.model == mid]
+                _acc(totals, execute(engine, stage1, journal, shard=shard, description=f"{mid} stage 1", **opts))
+                stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                if stage2:
+                    # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
+                    _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
+                # Cross requests whose answers already exist (another prompt's or a sampled answer of
+                # this model, models run before it) run now, in the same engine load.
+                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                if early:
+                    _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
+            run_phase(mid, stages12)
+
+        # Cross stage: built from committed answers of every model (a shard builds what its journal
+        # allows). Requests of audited models run now (candidate scoring, and sample grouping when
+        # an audited model is also a judge); those of other models join the judge phase.
+        cross = cross_requests(spec, plan, journal, fps)
+        for mid in audited:
+            mine = [r for r in cross if r.model == mid]
+            if mine and _missing(journal, fps, mid, mine, retry_errors):
+                run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
+                    totals, execute(engine, mine, journal, shard=None, description=f"{mid} cross", **opts)))
+        judge_work = stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+        for mid in sorted({r.model for r in judge_work}):
+            mine = [r for r in judge_work if r.model == mid]
+            run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
+                totals, execute(engine, mine, journal, shard=None, description=f"{mid} judge", **opts)))
+    log(f"requests: executed {totals['executed']}, cached {totals['cached']}, errors {totals['errors']}")
+    info = read_run_file(run_dir)
+    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash})
+    write_run_file(run_dir, info)
+    return fps
+
+
+def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request], retry_errors: bool) -> bool:
+    """Whether any request still needs the engine (saves reloading a model whose work is all
+    stored). ``fps[mid]`` was registered by this call's first phase, so it is the current engine's."""
+    fp = fps.get(mid)
+    if fp is None:
+        return True
+    committed = journal.committed([r.id for r in reqs], fp)
+    return any(r.id not in committed or (retry_errors and committed[r.id]) for r in reqs)
+
+
+def _acc(totals: dict[str, int], st) -> None:
+    totals["executed"] += getattr(st, "executed", 0)
+    totals["cached"] += getattr(st, "cached", 0)
+    totals["errors"] += getattr(st, "errors", 0)
+
+
+def item_shard_key(plan: Plan):
+    """Shard by item, not by request: all stage-1 requests of an item land in one shard, so that
+    shard can build the item's stage-2 follow-ups from its own journal."""
+    keys: dict[str, str] = {}
+    for unit in plan.units.values():
+        for per_item in unit.stage1.values():
+            for ctx, reqs in zip(unit.contexts, per_item):
+                for r in reqs.values():
+                    keys.setdefault(r.id, f"{unit.model}/{unit.dataset}/{unit.split}/{ctx.index}")
+    return lambda req: keys.get(req.id, req.id)

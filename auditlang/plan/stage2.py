@@ -1,0 +1,140 @@
+"""Stage-2 requests: follow-ups built from stage-1 outputs, deterministically.
+
+The same function serves execution (which requests to run) and scoring (which results to read),
+so both agree on request ids without storing a second plan.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from auditlang.core.requests import Request, Result
+from auditlang.protocols.base import ItemCtx, generated_text, lead_space
+from auditlang.protocols.registry import program_for
+from auditlang.resolve.spec import Spec
+from auditlang.evaluators.build import DEFAULT_EVALUATOR, evaluator_ctor, make_evaluator
+
+
+class Programs:
+    """Per-spec caches of protocol programs and evaluator instances."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self._progs: dict[str, Any] = {}
+        self._evals: dict[tuple[str, str], Any] = {}
+
+    def program(self, pid: str):
+        if pid not in self._progs:
+            self._progs[pid] = program_for(self.spec.get(pid), self.spec)
+        return self._progs[pid]
+
+    def evaluator(self, eid: str, task: str):
+        key = (eid, task)
+        if key not in self._evals:
+            self._evals[key] = make_evaluator(self.spec, eid, task)
+        return self._evals[key]
+
+
+def audit_evaluators(spec: Spec, audit_id: str) -> list[str]:
+    return list(spec.get(audit_id).value.evaluators) or [DEFAULT_EVALUATOR]
+
+
+def primary_pred(progs: Programs, spec: Spec, audit_id: str, ctx: ItemCtx, text: str) -> Any:
+    """The answer stage-2 prompts are built from: the audit's first evaluator's label."""
+    eid = audit_evaluators(spec, audit_id)[0]
+    out = progs.evaluator(eid, ctx.task).label(text, ctx.item)
+    return out.value if out.ok else None
+
+
+def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemCtx,
+                r1: dict[str, Result | None]) -> dict[str, Request]:
+    """All stage-2 requests of one item in one (unit, protocol): protocol follow-ups and
+    evaluator follow-ups (constrained re-prompt, judge). Empty when stage 1 is incomplete."""
+    if any(v is None for v in r1.values()):
+        return {}
+    text = generated_text(r1.get("answer"))
+    pred = primary_pred(progs, spec, audit_id, ctx, text)
+    reqs = dict(progs.program(pid).stage2(ctx, r1, pred))
+    for eid in audit_evaluators(spec, audit_id):
+        ctor = evaluator_ctor(spec, eid, ctx.task)
+        if ctor == "constrained" and ctx.labels:
+            from auditlang.evaluators.constrained import constrained_request
+
+            reqs[f"constrained:{eid}"] = constrained_request(ctx.model.id, ctx.prompt(), text, ctx.labels, seed=ctx.seed)
+        elif ctor == "loglik_argmax" and ctx.labels:
+            ev = progs.evaluator(eid, ctx.task)
+            prompt = ctx.prompt()
+            for role, req in ev.requests(ctx.model.id, prompt, ctx.item, seed=ctx.seed, auto_sep=lead_space(prompt)).items():
+                reqs[f"loglik:{eid}:{role}"] = req
+        elif ctor == "llm_judge":
+            from auditlang.resolve.models import model_config
+            from auditlang.evaluators.judge import judge_request
+
+            judge = spec.get(eid).value.judge
+            jcfg = model_config(spec, judge)
+            reqs[f"judge:{eid}"] = judge_request(judge, str(ctx.item.get("question")), text, str(ctx.item.get("answer")),
+                                                 seed=ctx.seed, max_tokens=spec.get(eid).value.max_tokens, chat=jcfg.chat)
+    return reqs
+
+
+def stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model: str | None = None,
+                    judges_only: bool = False, progs: Programs | None = None) -> list[Request]:
+    """Every stage-2 request whose stage-1 inputs are committed in the journal."""
+    progs = progs or Programs(spec)
+    out: dict[str, Request] = {}
+    for unit in plan.units.values():
+        if only_model is not None and not judges_only and unit.model != only_model:
+            continue
+        fp = fps.get(unit.model)
+        if fp is None:
+            continue
+        for pid, per_item in unit.stage1.items():
+            ids = [r.id for reqs in per_item for r in reqs.values()]
+            got = journal.get_many(ids, fp)
+            for ctx, reqs in zip(unit.contexts, per_item):
+                r1 = {role: got.get(r.id) for role, r in reqs.items()}
+                for role, req in item_stage2(progs, spec, unit.audit, pid, ctx, r1).items():
+                    is_judge = role.startswith("judge:")
+                    if judges_only != is_judge:
+                        continue
+                    out[req.id] = req
+    return list(out.values())
+
+
+def label_answer(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, Result | None]):
+    """(pred, parsed, rule, correct) of an answer text under one evaluator (for one item)."""
+    ctor = evaluator_ctor(spec, eid, ctx.task)
+    ev = progs.evaluator(eid, ctx.task)
+    if ctor == "constrained":
+        res = r2.get(f"constrained:{eid}")
+        if res is None or res.error or res.choice is None:
+            return None, False, "constrained_missing", 0.0
+        pred = res.choice.strip()
+        ok = bool(ctx.labels) and pred in ctx.labels
+        corr = ev.correct(pred, ctx.item) if ok else False
+        return pred, ok, "constrained", float(bool(corr))
+    if ctor == "loglik_argmax":
+        if not ctx.labels:
+            return None, False, "loglik_needs_choices", 0.0
+        prefix = f"loglik:{eid}:"
+        out = ev.label_results({k[len(prefix):]: v for k, v in r2.items() if k.startswith(prefix)}, ctx.item)
+        if not out.ok:
+            return None, False, out.rule, 0.0
+        corr = ev.correct(out.value, ctx.item)
+        return out.value, True, out.rule, (math.nan if corr is None else float(bool(corr)))
+    if ctor == "llm_judge":
+        from auditlang.evaluators.judge import parse_judge_reply
+
+        res = r2.get(f"judge:{eid}")
+        if res is None:
+            return text, bool(text), "judge_missing", math.nan
+        verdict = parse_judge_reply(res)
+        return text, bool(text), f"judge_{verdict.rule}", (float(bool(verdict.value)) if verdict.ok else math.nan)
+    out = ev.label(text, ctx.item)
+    pred = out.value if out.ok else None
+    if pred is None:
+        return None, False, out.rule, 0.0  # unparsed answers are scored wrong (study 000 A.3)
+    corr = ev.correct(pred, ctx.item)
+    return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))

@@ -1,0 +1,45 @@
+"""Compile the spec's template objects (inline text, stdlib names or project files), cached."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from auditlang.prompts.render import CompiledTemplate, TemplateError, compile_stdlib_template, compile_template
+from auditlang.resolve.spec import Resolved, Spec
+from auditlang.stdlib_location import stdlib_root
+
+STDLIB_PREFIX = "stdlib:"
+
+
+def template_source_name(obj: Resolved) -> str:
+    v = obj.value
+    if v.text is not None:
+        return f"{obj.id} (inline)"
+    return str(v.file)
+
+
+def compile_obj(spec: Spec, obj: Resolved) -> CompiledTemplate:
+    """Compile one template object; raises ``TemplateError`` on bad templates or missing files."""
+    file = obj.value.file
+    # keyed by the stdlib in force too: a run directory's stored stdlib may differ from this one
+    stdlib = str(stdlib_root()) if isinstance(file, str) and file.startswith(STDLIB_PREFIX) else ""
+    return _compile(str(spec.entry), obj.id, obj.value.text, file, stdlib)
+
+
+@lru_cache(maxsize=4096)
+def _compile(entry: str, oid: str, text: str | None, file: str | None, stdlib: str = "") -> CompiledTemplate:
+    if text is not None and file is not None:
+        raise TemplateError("give either inline text or file=, not both", name=oid)
+    if text is not None:
+        return compile_template(text, name=oid)
+    if file is None:
+        raise TemplateError("template needs inline text or file=", name=oid)
+    if file.startswith(STDLIB_PREFIX):
+        return compile_stdlib_template(file[len(STDLIB_PREFIX):])
+    path = (Path(entry).parent / file).resolve()
+    try:
+        src = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TemplateError(f"cannot read template file {path}: {e.strerror}", name=oid) from None
+    return compile_template(src, name=str(path))

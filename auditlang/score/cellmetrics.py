@@ -1,0 +1,163 @@
+"""Per-cell metrics with percentile-bootstrap intervals, from the records table.
+
+Rows whose confidence is missing (unparsed verbal output, a label outside the window, ...) are
+excluded from confidence metrics and counted (``n_conf_missing``); accuracy uses every row with
+known correctness. VPR (verbal parse rate) and the answer parse rate are reported per cell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
+from auditlang.metrics.registry import METRICS, validate_params
+from auditlang.plan.model import Plan
+from auditlang.resolve.bootstrap_units import audit_unit
+from auditlang.resolve.spec import MetricRef, Spec
+
+DEFAULT_METRICS = (MetricRef("accuracy"), MetricRef("ece", (("bins", 10), ("binning", "equal_width"))),
+                   MetricRef("brier"), MetricRef("auroc"))
+
+
+def audit_metrics(spec: Spec, audit_id: str) -> list[MetricRef]:
+    ids = spec.get(audit_id).value.metrics
+    return [spec.metrics[m] for m in ids] if ids else list(DEFAULT_METRICS)
+
+
+def audit_bootstrap(spec: Spec, audit_id: str) -> tuple[int, int, float]:
+    b = spec.get(audit_id).value.bootstrap
+    if b and b in spec.objects:
+        v = spec.get(b).value
+        return v.resamples, v.seed, v.level
+    return 1000, 42, 0.95
+
+
+def _paired_groups(spec: Spec, records: pd.DataFrame) -> dict[str, tuple[str, pd.Index]]:
+    """cell_id -> (group key, the group's item order) for audits with ``bootstrap(unit=paired)``:
+    the cells of one (audit, model, dataset) are resampled on the same items."""
+    out: dict[str, tuple[str, pd.Index]] = {}
+    cells = records.drop_duplicates("cell_id")[["cell_id", "model", "dataset"]].copy()
+    cells["aid"] = cells["cell_id"].str.split("/").str[0]
+    for (aid, mid, dsid), g in cells.groupby(["aid", "model", "dataset"], sort=False):
+        if aid not in spec.objects or audit_unit(spec, aid) != "paired":
+            continue
+        rows = records[records["cell_id"].isin(g["cell_id"])]
+        items = pd.Index(rows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
+        for cid in g["cell_id"]:
+            out[cid] = (f"{aid}/{mid}/{dsid}", items)
+    return out
+
+
+def _aligned(df: pd.DataFrame, items: pd.Index, arrays: str) -> tuple[np.ndarray, ...]:
+    """The cell's (conf, correct) or (correct,) on ``items`` (NaN where the cell has no usable value)."""
+    d = df.drop_duplicates("item_id").set_index("item_id").reindex(items)
+    correct = d["correct"].to_numpy(dtype=float)
+    if arrays == "correct":
+        return (correct,)
+    return (d["confidence"].to_numpy(dtype=float), correct)
+
+
+def _safe(fn, *a, **k) -> float:
+    try:
+        v = fn(*a, **k)
+        return float(v)
+    except (ValueError, ZeroDivisionError, FloatingPointError):
+        return math.nan
+
+
+def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = True) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    cell_meta = {c.id: c for c in plan.cells}
+    paired = _paired_groups(spec, records) if bootstrap and len(records) else {}
+    for cell_id, df in records.groupby("cell_id", sort=False):
+        c = cell_meta.get(cell_id)
+        audit = c.audit if c else cell_id.split("/")[0]
+        B, seed, level = audit_bootstrap(spec, audit) if audit in spec.objects else (1000, 42, 0.95)
+        correct_all = df["correct"].to_numpy(dtype=float)
+        known = ~np.isnan(correct_all)
+        conf = df["confidence"].to_numpy(dtype=float)
+        ok = known & ~np.isnan(conf)
+        row: dict[str, Any] = {
+            "cell_id": cell_id, "audit": audit, "model": df["model"].iat[0], "dataset": df["dataset"].iat[0],
+            "variant": df["variant"].iat[0], "protocol": df["protocol"].iat[0], "evaluator": df["evaluator"].iat[0],
+            "confidence_kind": df["confidence_kind"].iat[0], "n": int(len(df)), "n_correct_known": int(known.sum()),
+            "n_conf": int(ok.sum()), "n_conf_missing": int((known & np.isnan(conf)).sum()),
+            "answer_parse_rate": float(df["parsed"].mean()) if len(df) else math.nan,
+            "vpr": float(df["confidence_parsed"].mean()) if len(df) else math.nan,
+            "mean_confidence": float(np.nanmean(conf)) if ok.any() else math.nan,
+        }
+        for m in (audit_metrics(spec, audit) if audit in spec.objects else DEFAULT_METRICS):
+            spec_m = METRICS.get(m.name)
+            if spec_m is None:
+                continue
+            kwargs = validate_params(m.name, dict(m.params))
+            if spec_m.inputs == "correct":
+                arrays = (correct_all[known],)
+            elif spec_m.inputs == "conf+correct":
+                arrays = (conf[ok], correct_all[ok])
+            else:
+                continue
+            if arrays[0].size == 0:
+                row[m.label] = math.nan
+                continue
+            point = _safe(spec_m.fn, *arrays, **kwargs)
+            row[m.label] = point
+            if bootstrap and cell_id in paired and not math.isnan(point):
+                # unit=paired: the items of (audit, model, dataset) resampled once for all its cells
+                items = paired[cell_id][1]
+                try:
+                    ci = paired_cells_bootstrap({cell_id: _aligned(df, items, spec_m.inputs)}, m.name, B=B, seed=seed,
+                                                level=level, **kwargs)[cell_id]
+                    row[f"{m.label} lo"], row[f"{m.label} hi"] = float(ci.low), float(ci.high)
+                except (ValueError, FloatingPointError):
+                    row[f"{m.label} lo"] = row[f"{m.label} hi"] = math.nan
+            elif bootstrap and arrays[0].size > 1 and not math.isnan(point):
+                try:
+                    ci = bootstrap_ci(m.name, *arrays, B=B, seed=seed, level=level, **kwargs)
+                    row[f"{m.label} lo"], row[f"{m.label} hi"] = float(ci.low), float(ci.high)
+                except (ValueError, FloatingPointError):
+                    row[f"{m.label} lo"] = row[f"{m.label} hi"] = math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return "–" if math.isnan(v) else f"{v:.3f}"
+    return str(v)
+
+
+def to_markdown(df: pd.DataFrame, cols: list[str] | None = None) -> str:
+    cols = cols or [c for c in df.columns if not c.endswith((" lo", " hi"))]
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for _, r in df.iterrows():
+        cells = []
+        for c in cols:
+            v = r[c]
+            s = _fmt(v)
+            if f"{c} lo" in df.columns and isinstance(v, float) and not math.isnan(v):
+                lo, hi = r[f"{c} lo"], r[f"{c} hi"]
+                if not (math.isnan(lo) or math.isnan(hi)):
+                    s += f" [{lo:.3f}, {hi:.3f}]"
+            cells.append(s)
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def write_cell_metrics(spec: Spec, plan: Plan, run_dir: Path, records) -> pd.DataFrame:
+    from auditlang.store.records import read_records
+
+    df = read_records(run_dir / "records.parquet")
+    table = cell_table(spec, plan, df)
+    mdir = run_dir / "metrics"
+    mdir.mkdir(exist_ok=True)
+    table.to_csv(mdir / "cells.csv", index=False)
+    (mdir / "cells.md").write_text(to_markdown(table), encoding="utf-8")
+    (mdir / "cells.json").write_text(json.dumps(json.loads(table.to_json(orient="records")), indent=1), encoding="utf-8")
+    return table

@@ -1,0 +1,270 @@
+"""Scoring: stored results -> one ExampleRecord per cell x item, with no model loaded.
+
+For each cell the evaluator labels the answer generation (or reads the constrained / judge
+follow-up), the protocol program reads its confidence, and programs that fit on the dev split
+(thresholds, Platt, probes) are fitted on the dev items of the same (model, dataset, variant).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from auditlang.plan.model import Plan
+from auditlang.core.requests import Result
+from auditlang.protocols.base import generated_text
+from auditlang.resolve.spec import Spec
+from auditlang.evaluators.build import evaluator_ctor
+from auditlang.plan.stage2 import Programs, item_stage2, label_answer
+from auditlang.store.journal import Journal
+from auditlang.store.records import ExampleRecord, write_records
+
+RECORDS = "records.parquet"
+FIT_ERROR = "__fit_error__"
+
+
+def _gold(ctx) -> str:
+    if ctx.labels and ctx.item.get("gold_label"):
+        return str(ctx.item["gold_label"])
+    return str(ctx.item.get("answer"))
+
+
+def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
+                evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
+    """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
+    from auditlang.plan.crossdata import CrossData
+
+    progs = Programs(spec)
+    cross = CrossData(spec, plan, journal, fps, progs)
+    records: list[ExampleRecord] = []
+    cells_by_unit: dict[tuple, list] = {}
+    for c in plan.cells:
+        cells_by_unit.setdefault((c.audit, c.model, c.dataset, c.variant), []).append(c)
+    for (aid, mid, dsid, vid), cells in cells_by_unit.items():
+        fp = fps.get(mid)
+        unit = plan.units.get((aid, mid, dsid, vid, "test"))
+        if fp is None or unit is None:
+            continue
+        dev_unit = plan.units.get((aid, mid, dsid, vid, "dev"))
+        for pid in sorted({c.protocol for c in cells}):
+            prog = progs.program(pid)
+            rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp, fps)
+            if getattr(prog, "cross_supplied", lambda: False)():
+                rows = _with_wrong_from(cross, journal, fp, (aid, mid, dsid, vid, "test"), pid, rows)
+            fitted = None
+            if getattr(prog, "needs_dev", False) and dev_unit is not None and pid in dev_unit.stage1:
+                dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp, fps)
+                first_eid = cells[0].evaluator
+                fit_input = []
+                for ctx, r1, r2 in dev_rows:
+                    text = generated_text(r1.get("answer"))
+                    pred, parsed, rule, corr = label_answer(progs, spec, first_eid, ctx, text, r2)
+                    ro = _read(progs, prog, first_eid, ctx, {**r1, **r2}, pred, text)
+                    fit_input.append({"confidence": ro.confidence, "correct": corr, "extras": ro.extras, "abstain": ro.abstain})
+                try:
+                    fitted = prog.fit(fit_input)
+                except ValueError as e:
+                    # e.g. a dev split with only one outcome: nothing can be fitted; the cell's
+                    # confidences are then missing (counted), never silently unfitted.
+                    fitted = {FIT_ERROR: str(e)}
+            target = (aid, mid, dsid, vid, "test")
+            cand_results = _cross_results(cross, journal, fp, target, pid, rows) if cross.sources.get(target) else {}
+            evals = [(c.evaluator, None) for c in cells if c.protocol == pid]
+            if evaluator_override:
+                evals = evaluator_override
+            for eid, ctor_override in evals:
+                cell_id = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
+                for ctx, r1, r2 in rows:
+                    text = generated_text(r1.get("answer"))
+                    if ctor_override:
+                        from auditlang.evaluators.build import make_evaluator
+
+                        key = (eid, ctx.task)
+                        if key not in progs._evals:
+                            progs._evals[key] = make_evaluator(spec, eid, ctx.task, ctor=ctor_override, params={})
+                        pred, parsed, rule, corr = _label_plain(progs, eid, ctx, text)
+                    else:
+                        pred, parsed, rule, corr = label_answer(progs, spec, eid, ctx, text, r2)
+                    all_res = {**r1, **r2}
+                    if any(v is None for v in r1.values()):
+                        ro_conf, ro_parsed, kind, extras, abstain = math.nan, False, "missing", {"missing": True}, None
+                    else:
+                        ro = _read(progs, prog, eid, ctx, all_res, pred, text)
+                        if fitted is not None and FIT_ERROR in fitted:
+                            ro.extras["fit_error"] = fitted[FIT_ERROR]
+                            ro.confidence, ro.parsed, ro.abstain = math.nan, False, None
+                        elif fitted is not None:
+                            ro = prog.apply(fitted, ro)
+                        ro_conf, ro_parsed, kind, extras, abstain = ro.confidence, ro.parsed, ro.kind, dict(ro.extras), ro.abstain
+                    if abstain is not None:
+                        extras["abstain"] = bool(abstain)
+                    if ctx.index in cand_results:
+                        extras["supplied"] = _score_candidates(progs, spec, cross, journal, target, aid, pid, eid, ctx, r1,
+                                                               cand_results[ctx.index], fitted)
+                    conf = float(ro_conf) if ro_conf is not None else math.nan
+                    if not math.isnan(conf):
+                        conf = min(1.0, max(0.0, conf))
+                    records.append(ExampleRecord(
+                        cell_id=cell_id, model=mid, dataset=dsid, variant=vid, protocol=pid, evaluator=eid,
+                        item_id=str(ctx.item.get("id")), item_index=int(ctx.index), gold=_gold(ctx),
+                        pred=None if pred is None else str(pred), parsed=bool(parsed), parse_rule=str(rule or ""),
+                        correct=corr, confidence=conf, confidence_parsed=bool(ro_parsed) and not math.isnan(conf),
+                        confidence_kind=str(kind or ""), extras=json.dumps(_jsonable(extras)),
+                        request_ids=json.dumps({k: v.request_id for k, v in all_res.items() if v is not None}),
+                        generation=text,
+                    ))
+    return records
+
+
+def _with_wrong_from(cross, journal: Journal, fp: str, target: tuple, pid: str, rows):
+    """Rows of a ``wrong_from`` protocol with its cross-stage result added to stage 1 (the
+    program's request is built from another model's answer, see run/cross.py)."""
+    reqs = [cross.wrong_from_requests(target, pid, ctx) for ctx, _, _ in rows]
+    got = journal.get_many([r.id for rs in reqs for r in rs.values()], fp)
+    return [(ctx, {**r1, **{role: got.get(r.id) for role, r in rs.items()}}, r2)
+            for (ctx, r1, r2), rs in zip(rows, reqs)]
+
+
+def _cross_results(cross, journal: Journal, fp: str, target: tuple, pid: str, rows) -> dict[int, dict[str, Result | None]]:
+    """Item index -> role -> stored result of the cross-stage requests of one (unit, protocol)."""
+    reqs = {ctx.index: cross.requests(target, pid, ctx) for ctx, _, _ in rows if cross.candidates(target).get(ctx.index)}
+    got = journal.get_many([r.id for rs in reqs.values() for r in rs.values()], fp)
+    return {i: {role: got.get(r.id) for role, r in rs.items()} for i, rs in reqs.items()}
+
+
+def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, target: tuple, aid: str, pid: str, eid: str,
+                      ctx, r1: dict[str, Result | None], results: dict[str, Result | None], fitted) -> list[dict[str, Any]]:
+    """Record extras ``supplied``: every candidate answer of this item scored by this cell's
+    protocol (confidence) and labelled by its evaluator (correctness), see run/cross.py."""
+    from auditlang.plan.crossdata import group_labels, role_of, source_followups
+
+    prog = progs.program(pid)
+    cands = cross.candidates(target).get(ctx.index, [])
+    out: list[dict[str, Any]] = []
+    for cand in cands:
+        prefix = role_of(cand, "")
+        mine = {k[len(prefix):]: v for k, v in results.items() if k.startswith(prefix)}
+        if not prog.answer_conditioned():
+            conf, parsed, reason = math.nan, False, "the protocol's confidence does not read the answer"
+        elif any(v is None for v in mine.values()) or any(v is None for v in r1.values()):
+            conf, parsed, reason = math.nan, False, "missing"
+        else:
+            ro = _read(progs, prog, eid, ctx, {**r1, **mine}, cand.pred, cand.text, candidate=True)
+            if fitted is not None and FIT_ERROR in fitted:
+                ro.confidence, ro.parsed = math.nan, False
+            elif fitted is not None:
+                ro = prog.apply(fitted, ro)
+            conf, parsed, reason = ro.confidence, ro.parsed, ro.extras.get("reason")
+        src_r2 = source_followups(progs, spec, journal, cross.fps, aid, cand)
+        pred, ok, rule, corr = label_answer(progs, spec, eid, cand.ctx, cand.text, src_r2)
+        entry = {"source": cand.source, "index": cand.index, "pred": None if pred is None else str(pred), "parsed": ok,
+                 "confidence": None if conf is None or math.isnan(conf) else min(1.0, max(0.0, float(conf))),
+                 "confidence_parsed": bool(parsed), "correct": corr, "request_id": cand.request_id}
+        if reason:
+            entry["reason"] = reason
+        out.append(entry)
+    by_source: dict[str, list[int]] = {}
+    for i, cand in enumerate(cands):
+        if cand.source.startswith("samples:"):
+            by_source.setdefault(cand.source, []).append(i)
+    for key, idx in by_source.items():
+        greq = cross.grouping_requests(target, ctx).get(key)
+        reply = None
+        if greq is not None:
+            gfp = _fp_for(journal, greq.model, cross.fps)
+            reply = journal.get(greq.id, gfp) if gfp else None
+        labels, rule = group_labels([cands[i] for i in idx], reply, lambda c: _same_key(c))
+        for i, lab in zip(idx, labels):
+            out[i]["group"], out[i]["group_rule"] = lab, rule
+    return out
+
+
+def _same_key(cand) -> str:
+    from auditlang.evaluators.string_match import normalize_answer
+
+    if cand.pred is None:
+        return "unparsed:" + normalize_answer(cand.text)
+    return normalize_answer(str(cand.pred)) if isinstance(cand.pred, str) else str(cand.pred)
+
+
+def _read(progs: Programs, prog, eid: str, ctx, results, pred, text: str, candidate: bool = False):
+    """``prog.read``; programs that compare answers (self-consistency) get the cell evaluator's extraction."""
+    if getattr(prog, "accepts_extract", False):
+        ev = progs.evaluator(eid, ctx.task) if (eid, ctx.task) not in progs._evals else progs._evals[(eid, ctx.task)]
+
+        def extract(t: str):
+            o = ev.label(t, ctx.item)
+            return o.value if o.ok else None
+
+        read = prog.read_candidate if candidate else prog.read
+        return read(ctx, results, pred, text, extract=extract)
+    return (prog.read_candidate if candidate else prog.read)(ctx, results, pred, text)
+
+
+def _label_plain(progs: Programs, eid: str, ctx, text: str):
+    ev = progs._evals[(eid, ctx.task)]
+    out = ev.label(text, ctx.item)
+    pred = out.value if out.ok else None
+    if pred is None:
+        return None, False, out.rule, 0.0
+    corr = ev.correct(pred, ctx.item)
+    return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
+
+
+def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journal: Journal, fp: str,
+                   fps: dict[str, str] | None = None):
+    per_item = unit.stage1.get(pid, [])
+    ids = [r.id for reqs in per_item for r in reqs.values()]
+    got = journal.get_many(ids, fp)
+    rows = []
+    for ctx, reqs in zip(unit.contexts, per_item):
+        r1 = {role: got.get(r.id) for role, r in reqs.items()}
+        r2_reqs = item_stage2(progs, spec, aid, pid, ctx, r1)
+        r2: dict[str, Result | None] = {}
+        if r2_reqs:
+            judge_fp = {}
+            for role, req in r2_reqs.items():
+                rfp = fp if req.model == unit.model else _fp_for(journal, req.model, fps)
+                judge_fp[role] = journal.get(req.id, rfp) if rfp else None
+            r2 = judge_fp
+        rows.append((ctx, r1, r2))
+    return rows
+
+
+def _fp_for(journal: Journal, model: str, fps: dict[str, str] | None = None) -> str | None:
+    """The run's fingerprint of ``model`` (``fps``), else its most recently registered one (after
+    an engine upgrade a run folder holds several; the newest is the one the last run used)."""
+    if fps and fps.get(model):
+        return fps[model]
+    found = None
+    for fp, rec in journal.fingerprints().items():  # ordered by registration time
+        if getattr(rec, "model", None) == model:
+            found = fp
+    return found
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    if hasattr(x, "item") and callable(x.item):
+        try:
+            return x.item()
+        except (TypeError, ValueError):
+            return str(x)
+    return x
+
+
+def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) -> list[ExampleRecord]:
+    from auditlang.score.cellmetrics import write_cell_metrics
+
+    with Journal(run_dir) as journal:
+        records = score_cells(spec, plan, journal, fps)
+    write_records(run_dir / RECORDS, records)
+    write_cell_metrics(spec, plan, run_dir, records)
+    return records

@@ -1,0 +1,73 @@
+"""Registries, parameter validation and the disclosure surface (params, describe)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from auditlang.evaluators import EVALUATORS, VERBAL_PARSERS, Evaluator, ParseOutcome, VerbalParser, make_evaluator, make_verbal_parser
+
+SPEC_EVALUATORS = {"first_char", "regex_reparse", "constrained", "exact_match", "lenient_match", "alias_match", "llm_judge"}
+SPEC_PARSERS = {"decimal_01", "percent_0_100", "integer_0_100", "scale_0_10", "linguistic", "linguistic_mc", "boxed_0_100"}
+
+
+def build(name: str) -> Evaluator:
+    return make_evaluator(name, judge_model="gpt-4o") if name == "llm_judge" else make_evaluator(name)
+
+
+def test_names() -> None:
+    assert SPEC_EVALUATORS <= set(EVALUATORS) and set(EVALUATORS) - SPEC_EVALUATORS == {"boxed_letter", "loglik_argmax"}
+    assert set(VERBAL_PARSERS) == SPEC_PARSERS
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATORS))
+def test_evaluator_disclosure(name: str) -> None:
+    ev = build(name)
+    assert isinstance(ev, Evaluator) and ev.name == name
+    json.dumps(ev.params)  # serialisable for the plan / report
+    text = ev.describe()
+    assert text and text == ev.describe() and "study" in text
+    assert "study" in type(ev).source
+
+
+@pytest.mark.parametrize("name", sorted(VERBAL_PARSERS))
+def test_parser_disclosure(name: str) -> None:
+    p = make_verbal_parser(name)
+    assert isinstance(p, VerbalParser) and p.name == name and p.params == {}
+    assert "study" in p.describe() or "study" in type(p).source
+
+
+def test_parse_outcome_is_frozen() -> None:
+    out = ParseOutcome(0.5, True, "bare", (0, 3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.value = 1  # type: ignore[misc]
+    assert [f.name for f in dataclasses.fields(ParseOutcome)] == ["value", "ok", "rule", "span"]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: make_evaluator("first_chr"), r"Unknown evaluator 'first_chr'\. Did you mean: first_char\? Available: "),
+        (lambda: make_verbal_parser("percent"), r"Unknown verbal parser 'percent'\..*Available: .*percent_0_100"),
+        (lambda: make_evaluator("regex_reparse", windw=10), r"unknown parameter 'windw'\. Did you mean: window\?"),
+        (lambda: make_evaluator("regex_reparse", occurrence="middle"), r"Allowed values: 'last', 'first'"),
+        (lambda: make_evaluator("regex_reparse", window=0), r"must be >= 1"),
+        (lambda: make_evaluator("regex_reparse", window="150"), r"must be an integer"),
+        (lambda: make_evaluator("first_char", case_sensitive="yes"), r"must be true or false"),
+        (lambda: make_evaluator("lenient_match", extract="last"), r"Allowed values: 'first_line', 'guess', 'answer_tag', 'full'"),
+        (lambda: make_evaluator("llm_judge"), r"'judge_model' is required"),
+        (lambda: make_evaluator("llm_judge", judge_model=""), r"non-empty string"),
+        (lambda: make_verbal_parser("decimal_01", strict=False), r"unknown parameter 'strict'\. .*Allowed parameters: \(none\)"),
+    ],
+)
+def test_user_errors(call, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_params_include_defaults() -> None:
+    assert make_evaluator("lenient_match", extract="guess").params == {"extract": "guess", "golds": "answer+aliases"}
+    assert make_evaluator("alias_match").params["extract"] == "answer_tag"
+    assert make_evaluator("llm_judge", judge_model="j").params == {"judge_model": "j", "extract": "full", "max_tokens": 8, "chat": True}
