@@ -11,6 +11,15 @@ def cmd_fmt(args) -> int:
     from auditlang.syntax.fmt import format_text
     from auditlang.syntax.parse import parse_text
 
+    from auditlang.core.diagnostics import CompileError, DiagnosticBag, did_you_mean
+
+    missing = [Path(f) for f in args.files if not Path(f).is_file()]
+    if missing:  # the same E100 diagnostic as check/plan/run, before any file is rewritten
+        bag = DiagnosticBag()
+        for p in missing:
+            here = [q.name for q in p.parent.glob("*.audit")] if p.parent.is_dir() else []
+            bag.error("E100", f"spec file not found: {p}", None, hint=did_you_mean(p.name, here, "specs here"))
+        raise CompileError(bag)
     rc = EXIT_OK
     for f in args.files:
         p = Path(f)
