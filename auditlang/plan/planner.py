@@ -29,6 +29,24 @@ from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
+def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
+    """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit: its own
+    model request (registry meta ``followup``: constrained, llm_judge on its judge model), or for
+    loglik_argmax one choice_logprobs per item (target=letter) or one continuation per option."""
+    ector = spec.get(eid).ctor if eid in spec.objects else None
+    if ector == "loglik_argmax":
+        if spec.get(eid).value.target == "letter":
+            return [(mid, "loglik", "choice_logprobs", n_items)]
+        n = sum(len(c.labels or ()) for c in ctxs) if ctxs else 4 * n_items  # estimate: 4 options
+        return [(mid, "loglik", "continuation_logprobs", n)]
+    f = _followup(ector)
+    if f:
+        role, kind = f
+        target = spec.get(eid).value.judge if ector == "llm_judge" else mid
+        return [(target, role, kind, n_items)]
+    return []
+
+
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
                            "perturbations"})
@@ -314,20 +332,16 @@ class Planner:
                                 n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
                                 roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
                                 for eid in evaluators:
-                                    ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if _followup(ector) else 0
-                                    naive += n_items * (n1 + len(roles2) + extra2)
+                                    extra2 = sum(f[3] for f in _evaluator_followups(spec, eid, mid, ctxs, n_items))
+                                    naive += n_items * (n1 + len(roles2)) + extra2
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
                                 # stage-2 requests are per item and protocol; the evaluator ones per evaluator
                                 for role, kind in roles2.items():
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
-                                ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if _followup(ector):
-                                    role, kind = _followup(ector)
-                                    target = spec.get(eid).value.judge if ector == "llm_judge" else mid
-                                    deferred[(target, eid, role, kind)] += n_items
+                                for target, role, kind, count in _evaluator_followups(spec, eid, mid, ctxs, n_items):
+                                    deferred[(target, eid, role, kind)] += count
         self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
         check_capabilities(spec, programs, self.bag)
@@ -491,9 +505,7 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
                 # roles2 reads no item today; None stands for "any item" (the kinds are static)
                 kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
                 for eid in a.evaluators or ["<default>"]:
-                    missing = set(kinds)
-                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
-                        missing.add("constrained_choice")
+                    missing = set(kinds) | {k for m, _, k, _ in _evaluator_followups(spec, eid, mid, [], 0) if m == mid}
                     for k in sorted(missing - set(caps)):
                         for dsid in a.datasets:
                             for vid in a.variants:

@@ -6,6 +6,7 @@ from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.protocol_checks import check_protocols
+from auditlang.resolve.bootstrap_units import check_units
 from auditlang.resolve.spec import Spec
 from auditlang.resolve.templates import compile_obj
 
@@ -20,6 +21,18 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             given, other = ("filter_field", "filter_in") if v.filter_in is None else ("filter_in", "filter_field")
             bag.error("E159", f"dataset '{ds.id}': {given}= without {other}= (rows are kept whose filter_field "
                       "value is in filter_in)", ds.param_span(given), hint=f"add {other}=..., or drop {given}=")
+    for ev in spec.of_kind("evaluator").values():
+        if ev.ctor == "loglik_argmax" and ev.value.target == "letter" and ev.value.normalise != "none":
+            bag.error("E159", f"evaluator '{ev.id}': normalise={ev.value.normalise} divides an option text's "
+                      "log-likelihood by its length, but target=letter scores one label token",
+                      ev.param_span("normalise"), hint="add target=option (lm-eval acc_norm: normalise=chars), "
+                      "or drop normalise")
+    for po in spec.of_kind("protocol").values():
+        if po.ctor == "token_prob" and po.value.readout != "first_token" and po.value.label_form != "auto":
+            bag.error("E159", f"protocol '{po.id}': label_form={po.value.label_form} chooses the label token of "
+                      f"readout=first_token, but readout={po.value.readout} scores the answer text",
+                      po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
+    check_units(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
