@@ -1,24 +1,24 @@
 """`auditc check SPEC`: parse and validate, without data or models.
 
 Everything `auditc plan` can find without the data is found here: the resolver's diagnostics
-and the planner's static checks (engine capabilities, E172)."""
+and the plan's static checks (templates compile, E160; engine capabilities, E172)."""
 
 from __future__ import annotations
 
 from auditlang.cli.common import EXIT_OK, print_diags
+from auditlang.plan.static import static_checks
+from auditlang.resolve import compile_spec
+
+KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "audit", "compare")
 
 
 def cmd_check(args) -> int:
-    from auditlang.core.diagnostics import CompileError
-    from auditlang.plan.planner import check_capabilities
-    from auditlang.resolve import compile_spec
-
     spec = compile_spec(args.spec)
-    bag = check_capabilities(spec)
-    if bag.errors:
-        raise CompileError(bag)
+    static_checks(spec).raise_if_errors()
     if spec.warnings:
         print_diags(spec.warnings)
-    n = {k: len(spec.of_kind(k)) for k in ("dataset", "model", "variant", "protocol", "evaluator", "audit", "compare")}
-    print(f"{args.spec}: ok (" + ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in n.items() if v) + ")")
+    n = {k: len(spec.of_kind(k)) for k in KINDS}
+    n["metric"] = len(spec.metrics)
+    what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in n.items() if v) or "no declarations"
+    print(f"{args.spec}: ok ({what})")
     return EXIT_OK

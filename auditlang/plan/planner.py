@@ -16,9 +16,10 @@ from typing import Any
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
+from auditlang.plan.static import _engine_of, check_capabilities, check_templates
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
-from auditlang.resolve.templates import compile_obj
+from auditlang.prompts.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
@@ -73,16 +74,19 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None) -> None:
-        """``data_files``: dataset id -> the file to read for it (a run directory's copies)."""
+                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> None:
+        """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
+        (a run directory's copies)."""
         self.spec = spec
         self.data_files = dict(data_files or {})
+        self.data_meta = dict(data_meta or {})
         self.limit = limit
         self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         self.failed: set[str] = set()
         self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
@@ -94,7 +98,7 @@ class Planner:
         got: DatasetItems | None = None
         if self.load_data:
             try:
-                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
@@ -108,8 +112,9 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
+                if e.file is None and ("not found" in str(e) or obj.ctor == "hub"):  # could not read it
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                    self.hints[dsid] = e.hint
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
@@ -206,6 +211,7 @@ class Planner:
     # -------------------------------------------------------------- plan
     def build(self) -> Plan:
         spec = self.spec
+        check_templates(spec, self.bag).raise_if_errors()  # protocol programs compile their templates
         cells: list[Cell] = []
         unique: dict[str, Request] = {}
         naive = 0
@@ -215,6 +221,7 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
+        first_windows = self._first_windows(programs)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
             evaluators = a.evaluators or ["<default>"]
@@ -234,7 +241,8 @@ class Planner:
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                                     **ds.meta}
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -244,6 +252,9 @@ class Planner:
                         splits = ["test"] + (["dev"] if needs_dev else [])
                         for split in splits:
                             ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+                            if first_windows.get((mid, dsid, vid)):
+                                for ctx in ctxs:
+                                    ctx.extras["first_window"] = first_windows[(mid, dsid, vid)]
                             n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
                             unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
                             units[(aid, mid, dsid, vid, split)] = unit
@@ -296,8 +307,27 @@ class Planner:
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
         plan.units = units
-        plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
+        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
+
+    def _first_windows(self, programs: dict) -> dict[tuple[str, str, str], int]:
+        """(model, dataset, variant) -> the widest first-position window any audit's protocol
+        reads from the greedy answer generation (``Program.first_window``): the answer request
+        of those prompts carries it, so the one-token window calls fold into it (one engine pass
+        per prompt, the same request in every audit)."""
+        out: dict[tuple[str, str, str], int] = {}
+        for aobj in self.spec.of_kind("audit").values():
+            a = aobj.value
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(self.spec.get(pid), self.spec)
+            k = max((programs[pid].first_window() for pid in a.protocols), default=0)
+            if k:
+                for mid in a.models:
+                    for dsid in a.datasets:
+                        for vid in a.variants:
+                            out[(mid, dsid, vid)] = max(out.get((mid, dsid, vid), 0), k)
+        return out
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
@@ -364,47 +394,6 @@ class Planner:
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
 
 
-def check_capabilities(spec: Spec, programs: dict | None = None, bag: DiagnosticBag | None = None) -> DiagnosticBag:
-    """E172: a model whose engine cannot serve a request kind one of its cells needs (e.g.
-    continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
-    protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
-    program, built here when missing."""
-    from auditlang.core.capabilities import ENGINE_CAPABILITIES
-
-    bag = bag if bag is not None else DiagnosticBag()
-    programs = programs if programs is not None else {}
-    bad: dict[tuple[str, str], list[str]] = {}
-    for aid, aobj in spec.of_kind("audit").items():
-        a = aobj.value
-        for mid in a.models:
-            engine = _engine_of(spec, mid)
-            caps = ENGINE_CAPABILITIES.get(engine)
-            if caps is None:
-                continue
-            if engine == "openai" and getattr(spec.get(mid).value, "server", "generic") == "vllm":
-                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
-            for pid in a.protocols:
-                if pid not in programs:
-                    programs[pid] = program_for(spec.get(pid), spec)
-                prog = programs[pid]
-                # roles2 reads no item today; None stands for "any item" (the kinds are static)
-                kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
-                for eid in a.evaluators or ["<default>"]:
-                    missing = set(kinds)
-                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
-                        missing.add("constrained_choice")
-                    for k in sorted(missing - set(caps)):
-                        for dsid in a.datasets:
-                            for vid in a.variants:
-                                bad.setdefault((mid, k), []).append(f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}")
-    for (mid, kind), cell_ids in sorted(bad.items()):
-        shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
-        bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
-                  f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
-                  hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
-    return bag
-
-
 def _followup(ector: str | None) -> tuple[str, str] | None:
     """(role, kind) of an evaluator's own model request (constrained, llm_judge), else None."""
     return REGISTRY.get("evaluator", ector).meta.get("followup") if ector else None
@@ -443,11 +432,6 @@ def _estimate_tokens(r: Request) -> tuple[int, int]:
     n = int(d.get("n", 1) or 1)
     gen = int(d.get("max_tokens", 0) or 0) * n if r.kind == "generate" else (1 if r.kind in ("choice_logprobs", "constrained_choice") else 0)
     return chars // 4 + 1, gen
-
-
-def _engine_of(spec: Spec, mid: str) -> str:
-    o = spec.get(mid)
-    return o.value.engine if o.ctor == "embedded" else o.ctor
 
 
 def _path_of(spec: Spec, mid: str) -> str:

@@ -56,9 +56,11 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
     return cand, None
 
 
-def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[str, str]]:
-    """Parse the entry spec and, recursively, everything it imports."""
+def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
+    """Parse the entry spec and, recursively, everything it imports. ``text``: the entry's source
+    (not read from disk; ``entry`` then only locates it for relative imports and the project root)."""
     entry = entry.resolve()
+    entry_text = text
     root = project_root(entry)
     loaded: dict[Path, LoadedModule] = {}
     hashes: dict[str, str] = {}
@@ -87,13 +89,13 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
         if p in loaded:
             return loaded[p]
         try:
-            text = p.read_text(encoding="utf-8")
+            src = entry_text if (p == entry and entry_text is not None) else p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             bag.error("E111", f"cannot read '{p}': {e}", via.span if via else None)
             return None
-        hashes[str(p)] = hashlib.sha256(text.encode()).hexdigest()
+        hashes[str(p)] = hashlib.sha256(src.encode()).hexdigest()
         try:
-            mod_ast = parse_text(text, str(p))
+            mod_ast = parse_text(src, str(p))
         except CompileError as e:
             for d in e.diagnostics:
                 bag.add(d)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, compile_template
+from auditlang.prompts.render import CompiledTemplate, TemplateError, compile_stdlib_template, compile_template
 from auditlang.resolve.spec import Resolved, Spec
+from auditlang.stdlib_location import stdlib_root
 
 STDLIB_PREFIX = "stdlib:"
 
@@ -20,20 +21,19 @@ def template_source_name(obj: Resolved) -> str:
 
 def compile_obj(spec: Spec, obj: Resolved) -> CompiledTemplate:
     """Compile one template object; raises ``TemplateError`` on bad templates or missing files."""
-    return _compile(str(spec.entry), obj.id, obj.value.text, obj.value.file)
+    file = obj.value.file
+    # keyed by the stdlib in force too: a run directory's stored stdlib may differ from this one
+    stdlib = str(stdlib_root()) if isinstance(file, str) and file.startswith(STDLIB_PREFIX) else ""
+    return _compile(str(spec.entry), obj.id, obj.value.text, file, stdlib)
 
 
 @lru_cache(maxsize=4096)
-def _compile(entry: str, oid: str, text: str | None, file: str | None) -> CompiledTemplate:
+def _compile(entry: str, oid: str, text: str | None, file: str | None, stdlib: str = "") -> CompiledTemplate:
     if text is not None and file is not None:
-        from auditlang.prompts.render import TemplateError
-
         raise TemplateError("give either inline text or file=, not both", name=oid)
     if text is not None:
         return compile_template(text, name=oid)
     if file is None:
-        from auditlang.prompts.render import TemplateError
-
         raise TemplateError("template needs inline text or file=", name=oid)
     if file.startswith(STDLIB_PREFIX):
         return compile_stdlib_template(file[len(STDLIB_PREFIX):])
@@ -41,7 +41,5 @@ def _compile(entry: str, oid: str, text: str | None, file: str | None) -> Compil
     try:
         src = path.read_text(encoding="utf-8")
     except OSError as e:
-        from auditlang.prompts.render import TemplateError
-
         raise TemplateError(f"cannot read template file {path}: {e.strerror}", name=oid) from None
     return compile_template(src, name=str(path))
