@@ -196,6 +196,10 @@ def _engines(rd: RunData) -> Entry:
         path = v.name if o.ctor == "embedded" else v.path
         fp = rd.fingerprints.get(mid)
         declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        swap = getattr(rd.spec, "model_swaps", {}).get(mid)
+        if swap:
+            declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
+                        f"another model): {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}")
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
@@ -204,6 +208,7 @@ def _engines(rd: RunData) -> Entry:
             e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
+                           + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
                            + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "

@@ -137,14 +137,18 @@ def test_template_syntax_error_is_found_by_check(tmp_path: Path, capsys) -> None
 
 
 def test_fmt_missing_file_and_directory(tmp_path: Path, capsys) -> None:
-    (tmp_path / "spec.audit").write_text('model m = embedded("gemma3-270m")\n', encoding="utf-8")
+    (tmp_path / "spec.audit").write_text('model m  =  embedded("gemma3-270m")\n', encoding="utf-8")
     rc, err = _run(["fmt", str(tmp_path / "spce.audit")], capsys)
-    assert rc == 1 and "error[E100]: file not found" in err and "did you mean 'spec.audit'" in err
+    assert rc == 1 and "error[E100]: spec file not found" in err and "did you mean 'spec.audit'" in err
     rc, err = _run(["fmt", "--check", str(tmp_path)], capsys)
     assert rc == 1 and "error[E111]" in err and "is a directory" in err and "Traceback" not in err
-    # the good file given with a bad one is still formatted; the exit code reports the bad one
-    rc, err = _run(["fmt", "--check", str(tmp_path / "spec.audit"), str(tmp_path / "nope.audit")], capsys)
+    (tmp_path / "latin1.audit").write_bytes(b"model m = embedded(\"caf\xe9\")\n")
+    rc, err = _run(["fmt", str(tmp_path / "latin1.audit")], capsys)
+    assert rc == 1 and "error[E111]: cannot read" in err and "Traceback" not in err
+    # a bad name among good files: diagnostics first, nothing is rewritten
+    rc, err = _run(["fmt", str(tmp_path / "spec.audit"), str(tmp_path / "nope.audit")], capsys)
     assert rc == 1 and "nope.audit" in err
+    assert (tmp_path / "spec.audit").read_text(encoding="utf-8") == 'model m  =  embedded("gemma3-270m")\n'
 
 
 def test_item_level_problems_are_plan_diagnostics(tmp_path: Path, capsys, shared_data) -> None:
