@@ -24,12 +24,9 @@ def compile(source: str | Path, *, path: str | Path | None = None):  # noqa: A00
     """A validated ``Spec`` from a spec file or a spec's text. Text is compiled as if it were the
     file ``path`` (default ``./<spec>.audit``: relative imports and data paths resolve from there).
     Raises ``CompileError`` (its ``.diagnostics`` carry file:line:col and hints)."""
-    from auditlang.plan.static import static_checks  # lazy: `import auditlang` stays instant
     from auditlang.resolve import compile_source  # lazy: `import auditlang` stays instant
 
-    spec = compile_source(source, path)
-    static_checks(spec).raise_if_errors()  # what `auditc check` adds to the resolver: E160, E172
-    return spec
+    return compile_source(source, path)
 
 
 def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = None):

@@ -170,13 +170,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+    return _guarded(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    ap = build_parser()  # reads the component registry (installed plugins load here)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
+    return args.fn(args)
+
+
+def _guarded(work) -> int:
+    """Run ``work``; every deliberate error becomes its message and exit code, anything else is
+    reported as an internal error (exit 70) with its traceback."""
     try:
-        return args.fn(args)
+        return work()
     except CompileError as e:
         print_diags(e.diagnostics)
         return EXIT_DIAG

@@ -1,12 +1,13 @@
 """`auditc check SPEC`: parse and validate, without data or models.
 
 Everything `auditc plan` can find without the data is found here: the resolver's diagnostics
-and the plan's static checks (templates compile, E160; engine capabilities, E172)."""
+and the planner's static checks (engine capabilities, E172)."""
 
 from __future__ import annotations
 
 from auditlang.cli.common import EXIT_OK, print_diags
-from auditlang.plan.static import static_checks
+from auditlang.core.diagnostics import CompileError
+from auditlang.plan.planner import check_capabilities
 from auditlang.resolve import compile_spec
 
 KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "audit", "compare")
@@ -14,7 +15,9 @@ KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "au
 
 def cmd_check(args) -> int:
     spec = compile_spec(args.spec)
-    static_checks(spec).raise_if_errors()
+    bag = check_capabilities(spec)
+    if bag.errors:
+        raise CompileError(bag)
     if spec.warnings:
         print_diags(spec.warnings)
     n = {k: len(spec.of_kind(k)) for k in KINDS}

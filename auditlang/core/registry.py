@@ -23,11 +23,16 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+from importlib.metadata import entry_points
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.core.errors import AuditlangError
+
+PLUGIN_GROUP = "auditlang.plugins"  # entry points: a callable that registers components when called
+NO_PLUGINS_ENV = "AUDITLANG_NO_PLUGINS"  # set to 1 to ignore installed plugins
 
 KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "comparison", "perturbation", "engine")
 
@@ -85,12 +90,15 @@ class Registry:
         self._entries: dict[str, dict[str, Entry]] = {k: {} for k in self.kinds}
         self._aliases: dict[str, dict[str, str]] = {k: {} for k in self.kinds}
         self._pending: dict[str, str] = dict(builtins or {})  # kind -> module still to import
+        self._plugins_pending = builtins is not None  # the process-wide registry loads installed plugins
+        self._plugin: str | None = None  # "distribution version" while a plugin registers
+        self.plugins: dict[str, str] = {}  # distribution -> version of every loaded plugin
 
     def register(self, kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "",
                  aliases: tuple[str, ...] = (), replace: bool = False, **meta: Any) -> Entry:
         """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string.
         The built-ins of ``kind`` are loaded first, so a clash with one is reported here."""
-        self._load(kind)
+        self._load_builtins(kind)
         if not isinstance(name, str) or not name.isidentifier():
             raise RegistryError(f"register: a {kind} name must be an identifier, got {name!r}")
         if isinstance(impl, str):
@@ -103,6 +111,8 @@ class Registry:
             raise RegistryError(f"register: {kind} {name!r} is already registered", hint="pass replace=True to override")
         if not doc and not isinstance(impl, str):
             doc = (getattr(impl, "__doc__", None) or "").strip().split("\n")[0]
+        if self._plugin is not None:
+            meta = {**meta, "plugin": self._plugin}
         entry = Entry(kind, name, schema, impl, doc, dict(meta), tuple(aliases))
         taken[name] = entry
         for a in aliases:
@@ -150,12 +160,45 @@ class Registry:
         self._check_kind(kind)
         return KindView(self, kind, value or Entry.load)
 
-    def _load(self, kind: str) -> None:
-        """Import the module registering ``kind``'s built-ins, once (before the first lookup)."""
+    def _load_builtins(self, kind: str) -> None:
+        """Import the module registering ``kind``'s built-ins, once."""
         self._check_kind(kind)
         module = self._pending.pop(kind, None)
         if module is not None:
             importlib.import_module(module)
+
+    def _load(self, kind: str) -> None:
+        """Before the first lookup: ``kind``'s built-ins, then, once per process, the installed
+        plugins (registering never triggers plugins, so a plugin module can import auditlang)."""
+        self._load_builtins(kind)
+        if self._plugins_pending:  # every kind's built-ins first, so a plugin cannot shadow them unnoticed
+            self._plugins_pending = False
+            while self._pending:
+                importlib.import_module(self._pending.pop(next(iter(self._pending))))
+            self.load_plugins()
+
+    def load_plugins(self) -> None:
+        """Call every ``auditlang.plugins`` entry point of the installed distributions; what they
+        register carries ``meta["plugin"] = "<distribution> <version>"`` (named in the checklist).
+        ``AUDITLANG_NO_PLUGINS=1`` skips them."""
+        if os.environ.get(NO_PLUGINS_ENV, "").strip() not in ("", "0"):
+            return
+        for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist is not None else ep.name
+            version = ep.dist.version if ep.dist is not None else "?"
+            self._plugin = f"{dist} {version}"
+            try:
+                hook = ep.load()
+                if callable(hook):
+                    hook()
+            except RegistryError:
+                raise
+            except Exception as e:  # noqa: BLE001  (a broken plugin must not look like an auditlang bug)
+                raise RegistryError(f"plugin {dist} {version} ({ep.value}) failed to load: {type(e).__name__}: {e}",
+                                    hint=f"fix or uninstall it; {NO_PLUGINS_ENV}=1 runs without plugins") from None
+            finally:
+                self._plugin = None
+            self.plugins[dist] = version
 
     def _check_kind(self, kind: str) -> None:
         if kind not in self._entries:

@@ -17,10 +17,9 @@ from typing import Any
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
-from auditlang.plan.static import _engine_of, check_capabilities, check_templates
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
@@ -236,7 +235,6 @@ class Planner:
     # -------------------------------------------------------------- plan
     def build(self) -> Plan:
         spec = self.spec
-        check_templates(spec, self.bag).raise_if_errors()  # protocol programs compile their templates
         cells: list[Cell] = []
         unique: dict[str, Request] = {}
         naive = 0
@@ -464,6 +462,47 @@ class Planner:
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
 
 
+def check_capabilities(spec: Spec, programs: dict | None = None, bag: DiagnosticBag | None = None) -> DiagnosticBag:
+    """E172: a model whose engine cannot serve a request kind one of its cells needs (e.g.
+    continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
+    protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
+    program, built here when missing."""
+    from auditlang.core.capabilities import ENGINE_CAPABILITIES
+
+    bag = bag if bag is not None else DiagnosticBag()
+    programs = programs if programs is not None else {}
+    bad: dict[tuple[str, str], list[str]] = {}
+    for aid, aobj in spec.of_kind("audit").items():
+        a = aobj.value
+        for mid in a.models:
+            engine = _engine_of(spec, mid)
+            caps = ENGINE_CAPABILITIES.get(engine)
+            if caps is None:
+                continue
+            if engine == "openai" and getattr(spec.get(mid).value, "server", "generic") == "vllm":
+                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(spec.get(pid), spec)
+                prog = programs[pid]
+                # roles2 reads no item today; None stands for "any item" (the kinds are static)
+                kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
+                for eid in a.evaluators or ["<default>"]:
+                    missing = set(kinds)
+                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
+                        missing.add("constrained_choice")
+                    for k in sorted(missing - set(caps)):
+                        for dsid in a.datasets:
+                            for vid in a.variants:
+                                bad.setdefault((mid, k), []).append(f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}")
+    for (mid, kind), cell_ids in sorted(bad.items()):
+        shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
+        bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
+                  f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
+                  hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    return bag
+
+
 def _followup(ector: str | None) -> tuple[str, str] | None:
     """(role, kind) of an evaluator's own model request (constrained, llm_judge), else None."""
     return REGISTRY.get("evaluator", ector).meta.get("followup") if ector else None
@@ -558,6 +597,11 @@ def _estimate_tokens(r: Request) -> tuple[int, int]:
     n = int(d.get("n", 1) or 1)
     gen = int(d.get("max_tokens", 0) or 0) * n if r.kind == "generate" else (1 if r.kind in ("choice_logprobs", "constrained_choice") else 0)
     return chars // 4 + 1, gen
+
+
+def _engine_of(spec: Spec, mid: str) -> str:
+    o = spec.get(mid)
+    return o.value.engine if o.ctor == "embedded" else o.ctor
 
 
 def _path_of(spec: Spec, mid: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.core.requests import Message, Prompt, Request, Result
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 
 
 

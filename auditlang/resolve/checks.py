@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.registry import REGISTRY
+from auditlang.prompts.render import TemplateError
 from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.spec import Spec
+from auditlang.resolve.templates import compile_obj
 
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    check_templates(spec, bag)
     check_protocols(spec, bag)
     for ds in spec.of_kind("dataset").values():
         v = ds.value
@@ -113,3 +116,13 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 
 
+
+def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
+    """Every template object compiles (Jinja syntax, a readable file, text or file= but not both)."""
+    for t in spec.of_kind("template").values():
+        try:
+            compile_obj(spec, t)
+        except TemplateError as e:
+            where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span,
+                      hint=e.hint or "templates are Jinja2 (docs/prompts.md): close every {{ ... }} and {% ... %}")

@@ -256,7 +256,7 @@ def test_fmt_missing_file_is_e100_exit_1(tmp_path: Path, capsys) -> None:
     (tmp_path / "quick.audit").write_text("", encoding="utf-8")
     assert main(["fmt", str(tmp_path / "quik.audit")]) == 1
     err = capsys.readouterr().err
-    assert "error[E100]: spec file not found" in err and "did you mean 'quick.audit'" in err
+    assert "error[E100]: file not found" in err and "did you mean 'quick.audit'" in err
 
 
 def test_plan_step_log_reports_slow_steps_only() -> None:
