@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, print_diags
 
 
 def cmd_plan(args) -> int:
@@ -16,6 +16,8 @@ def cmd_plan(args) -> int:
 
     spec = compile_spec(args.spec)
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data)
+    if plan.warnings:
+        print_diags(plan.warnings)
     if args.format == "json":
         text = json.dumps(plan.to_dict(include_requests=not args.no_requests), indent=None if args.compact else 1, ensure_ascii=False)
         if args.output:

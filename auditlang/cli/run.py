@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from auditlang.cli.common import print_diags
 from auditlang.api import default_run_dir, plan_spec, write_report
 from auditlang.core.errors import UsageError, UserError
 from auditlang.execute.runner import execute_plan, item_shard_key
@@ -32,6 +33,8 @@ def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
     spec = compile_spec(args.spec)
     plan = plan_spec(spec, args.data_root, args.limit)
+    if plan.warnings:
+        print_diags(plan.warnings)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")

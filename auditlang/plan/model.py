@@ -49,6 +49,7 @@ class Plan:
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
     data_files: dict[str, str] = field(default_factory=dict, repr=False)  # dataset id -> file read (incl. dev sets)
+    warnings: list = field(default_factory=list, repr=False)  # warning Diagnostics of planning (data warnings)
 
     @property
     def hash(self) -> str:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.core.diagnostics import CompileError, DiagnosticBag
+from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.requests import Request
 from auditlang.plan.templates import compile_obj
@@ -72,6 +72,22 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
     return sorted(random.Random(v.seed + 1).sample(rest, n))
 
 
+STRICT_CODES = {"W170": "E174", "W171": "E175", "W172": "E176", "W173": "E177"}  # data_warnings = error
+
+
+def _template_span(e: Exception, default):
+    """The template file's own line when the error is in a template file, else ``default``."""
+    name, line = getattr(e, "name", None), getattr(e, "line", None)
+    if name and line and Path(name).is_absolute() and Path(name).is_file():
+        return Span.point(name, line, getattr(e, "col", None) or 1)
+    return default
+
+
+def _settings_span(spec: Spec, param: str):
+    objs = list(spec.of_kind("settings").values())
+    return objs[0].param_span(param) if objs else None
+
+
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
                  data_files: dict[str, Path] | None = None) -> None:
@@ -79,9 +95,14 @@ class Planner:
         self.spec = spec
         self.data_files = dict(data_files or {})
         self.limit = limit
-        self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
+        try:
+            self.root = data_root_for(spec, data_root)
+        except ConfinementError as e:
+            self.root = spec.entry.parent
+            if not self.data_files and load_data:  # a run directory's own copies need no data root
+                self.bag.error("E118", str(e), _settings_span(spec, "data_root"), hint=e.hint)
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.failed: set[str] = set()
@@ -105,6 +126,10 @@ class Planner:
                         got.extras_dev = dev  # type: ignore[attr-defined]
                 else:
                     got.dev_indices = _dev_indices(got, self.spec)
+            except ConfinementError as e:
+                self.bag.error("E118", f"dataset '{dsid}': {e}", self.spec.get(dsid).param_span(e.param), hint=e.hint)
+                self.failed.add(dsid)
+                got = None
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
@@ -114,6 +139,16 @@ class Planner:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
                 got = None
+        if got is not None:
+            strict = self.spec.settings.data_warnings == "error"
+            for code, msg in got.warnings:
+                span = self.spec.get(dsid).span
+                if strict:
+                    self.bag.error(STRICT_CODES[code], f"dataset '{dsid}': {msg}", span,
+                                   hint="fix the data, or set settings { data_warnings = warn } to run anyway")
+                else:
+                    self.bag.warning(code, f"dataset '{dsid}': {msg}", span,
+                                     hint="settings { data_warnings = error } makes data warnings errors")
         self.data[dsid] = got
         return got
 
@@ -156,8 +191,9 @@ class Planner:
             tpl = compile_obj(spec, spec.get(tid))
             sys_tpl = compile_obj(spec, spec.get(var.system)) if var.system else None
         except TemplateError as e:
-            self.bag.error("E160", f"template of variant '{vid}': {getattr(e, 'message', e)}", spec.get(tid).span,
-                           hint=getattr(e, "hint", None))
+            code = "E118" if "outside the project root" in e.message else "E160"
+            self.bag.error(code, f"template of variant '{vid}': {e.message}", _template_span(e, spec.get(tid).span),
+                           hint=e.hint)
             return None
         pairs = [(i, ds.items[i]) for i in ds.indices] if split == "test" else self._dev_items(dsid, ds)
         if pairs:
@@ -197,8 +233,10 @@ class Planner:
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
             except (TemplateError, ValueError) as e:
+                where = f" (template line {e.line})" if getattr(e, "line", None) else ""
                 self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': "
-                               f"{getattr(e, 'message', e)}", spec.get(tid).span, hint=getattr(e, "hint", None))
+                               f"{getattr(e, 'message', e)}{where}", _template_span(e, spec.get(tid).span),
+                               hint=getattr(e, "hint", None))
                 return None
             out.append((idx, ctx, text, system))
         return out
@@ -293,6 +331,7 @@ class Planner:
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
         plan.units = units
+        plan.warnings = self.bag.warnings
         plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
         return plan
 

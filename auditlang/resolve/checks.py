@@ -10,6 +10,7 @@ TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    _check_files(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
@@ -98,3 +99,21 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
             bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 
+
+
+def _check_files(spec: Spec, bag: DiagnosticBag) -> None:
+    """Template files must resolve inside the project root (docs/security.md); data paths are
+    checked when the data root is known (planning)."""
+    from auditlang.core.confine import outside_hint
+    from auditlang.plan.templates import template_file_outside
+
+    for obj in spec.of_kind("dataset").values():
+        if getattr(obj.value, "labels", None) is not None:
+            bag.error("E124", f"dataset '{obj.id}': labels= is not read (option labels are A, B, C, ... for every "
+                      "dataset)", obj.param_span("labels"),
+                      hint="remove labels=; a template can show other labels from the item's own fields")
+    for obj in spec.of_kind("template").values():
+        file = obj.value.file
+        why = template_file_outside(spec, file) if isinstance(file, str) else None
+        if why:
+            bag.error("E118", why, obj.param_span("file"), hint=outside_hint([spec.root]))

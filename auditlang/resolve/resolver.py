@@ -7,6 +7,8 @@ for existence and kind. All problems are collected as diagnostics and reported t
 
 from __future__ import annotations
 
+import typing
+
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +218,9 @@ class _Resolver:
         named += [(k.name, k.value, k.span) for k in kwargs]
         seen: set[str] = set()
         for name, expr, nspan in named:
-            if name in seen and name not in raw:
-                self.bag.error("E115", f"parameter '{name}' given twice", nspan)
+            if name in seen:
+                self.bag.error("E115", f"parameter '{name}' given twice", nspan,
+                               hint=f"keep one '{name}' (a repeated value would silently replace the first)")
                 ok = False
                 continue
             seen.add(name)
@@ -231,6 +234,12 @@ class _Resolver:
                 continue
             val = self._param_value(oid, mod, cls, field_name, expr)
             if val is _FAIL:
+                ok = False
+                continue
+            if isinstance(val, bool) and not _accepts_bool(cls.model_fields[field_name].annotation):
+                self.bag.error("E123", f"invalid value for '{name}' of {ctor}(): expected "
+                               f"{_type_name(cls.model_fields[field_name].annotation)}, got {str(val).lower()}", nspan,
+                               hint="true/false are only accepted by on/off parameters")
                 ok = False
                 continue
             raw[name] = val
@@ -334,6 +343,8 @@ class _Resolver:
                     got = err.get("input")
                     shown_got = got if isinstance(got, str) else repr(got)
                     hint = f"'{shown}' takes a list; write {shown}=[{shown_got}]"
+                if hint is None and pname in cls.model_fields:
+                    hint = f"'{shown}' takes {_type_name(cls.model_fields[pname].annotation)}"
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
 
     # -------------------------------------------------------------- metrics
@@ -425,3 +436,26 @@ def compile_spec(path: str | Path) -> Spec:
     bag.raise_if_errors()
     spec.warnings = bag.warnings
     return spec
+
+
+def _accepts_bool(annotation: Any) -> bool:
+    """Whether a field's type admits true/false (pydantic would turn ``true`` into 1 for an int)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_accepts_bool(a) for a in typing.get_args(annotation))
+
+
+def _type_name(annotation: Any) -> str:
+    """A field type as a user reads it: 'an integer', 'a number', 'a list', ..."""
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    if annotation in names:
+        return names[annotation]
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(str(a) for a in args)
+    if origin in (list, tuple):
+        return "a list"
+    if args:
+        return " or ".join(dict.fromkeys(_type_name(a) for a in args))
+    return getattr(annotation, "__name__", str(annotation))

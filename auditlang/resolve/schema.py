@@ -43,7 +43,7 @@ class _DatasetBase(Obj):
     seed: int = 42
     dev: str | None = None  # a dataset name providing the dev split (thresholds, Platt, probes)
     dev_sample: int | None = Field(default=None, ge=1)
-    labels: list[str] | None = None  # option labels; default A, B, C, ... for multiple choice
+    labels: list[str] | None = None  # refused (E124): kept only so plan hashes stay as they were
     filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
     filter_in: list[str | int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
@@ -376,6 +376,7 @@ class Settings(Obj):
     DOC: ClassVar[str] = "Global settings."
     seed: int = 42
     data_root: str | None = None
+    data_warnings: Literal["warn", "error"] = "warn"  # suspicious data (W170-W173): print, or refuse to plan
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
 
 

@@ -50,8 +50,8 @@ def spec_files(spec: Spec) -> list[tuple[Path, Path]]:
         if isinstance(file, str) and not file.startswith("stdlib:"):
             p = (spec.entry.parent / file).resolve()
             rel = _inside(p, spec.root)
-            if p.is_file():
-                out[p] = rel if rel is not None else Path("_outside") / p.name
+            if p.is_file() and rel is not None:  # files outside the root are refused (E118)
+                out[p] = rel
     return sorted(out.items(), key=lambda kv: str(kv[1]))
 
 
