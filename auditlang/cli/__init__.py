@@ -30,6 +30,14 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
 
+def _access_args(p: argparse.ArgumentParser) -> None:
+    """What a run may contact and read (docs/security.md)."""
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="let models of this spec send requests to HOST (loopback needs no permission); repeatable")
+    p.add_argument("--allow-secret", action="append", default=[], metavar="NAME",
+                   help="let api_key_env read the environment variable NAME (names ending _API_KEY are allowed); repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="auditc", description="Compile and run reliability audits of language models.")
     ap.add_argument("--version", action="version", version=f"auditc {__version__}")
@@ -46,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="store_true", help="list every cell")
     p.add_argument("--output", "-o", help="write the JSON plan to this file")
     p.add_argument("--no-data", action="store_true", help="do not read data files: estimate from declared sizes")
+    _access_args(p)
     p.add_argument("--no-requests", action="store_true", help="JSON: omit the request bodies")
     p.add_argument("--compact", action="store_true", help="JSON: no indentation")
     p.set_defaults(fn=cmd_plan)
@@ -66,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-errors", action="store_true", help="re-execute requests that failed before")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--no-progress", action="store_true")
+    _access_args(p)
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("rescore", help="re-score stored generations under another evaluator (no model loaded)")

@@ -62,12 +62,16 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
     if staged.exists():
         shutil.rmtree(staged)
     project = staged / Path(PROJECT_DIR).name
-    copy_tree_files((src, project / rel) for src, rel in spec_files(spec))
-    project.mkdir(parents=True, exist_ok=True)
-    (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
-    shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    replace_dir(staged, run_dir / "spec")
+    try:
+        copy_tree_files((src, project / rel) for src, rel in spec_files(spec))
+        project.mkdir(parents=True, exist_ok=True)
+        (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
+        shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        replace_dir(staged, run_dir / "spec")
+    finally:  # a failed copy (a full disk) leaves no half-written folder behind
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
     rel = _inside(spec.entry, spec.root)
     return (Path(PROJECT_DIR) / (rel if rel is not None else Path("_outside") / spec.entry.name)).as_posix()
 
@@ -83,8 +87,11 @@ def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
         if src_path.resolve() != dst.resolve():
             dst.parent.mkdir(parents=True, exist_ok=True)
             tmp = dst.with_name(dst.name + ".tmp")
-            shutil.copyfile(src_path, tmp)
-            tmp.replace(dst)
+            try:
+                shutil.copyfile(src_path, tmp)
+                tmp.replace(dst)
+            finally:
+                tmp.unlink(missing_ok=True)
         out[dsid] = {"file": rel.as_posix(), "sha256": _sha256(dst)}
     return out
 

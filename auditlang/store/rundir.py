@@ -43,6 +43,43 @@ REPORT_DIR = "report"
 PROJECT_MARKER = "auditlang.toml"  # makes spec/project/ the project root when compiled from the copy
 
 
+def is_run_dir(path: Path) -> bool:
+    """A folder auditlang wrote: its ``run.json`` is a JSON object with a ``format``."""
+    try:
+        info = json.loads((Path(path) / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and "format" in info
+
+
+def check_out_dir(path: Path) -> None:
+    """Refuse an output folder that would overwrite the user's files: a path that exists but is not
+    a folder, or a non-empty folder that is not a run directory. Nothing is written."""
+    from auditlang.core.errors import UserError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--out {path} exists and is not a folder", hint="name a new folder or an existing run directory")
+    if path.is_dir():
+        try:
+            entries = next(iter(path.iterdir()), None)
+        except OSError as e:
+            raise UserError(f"--out {path}: cannot list the folder ({e.strerror})") from None
+        if entries is not None and not is_run_dir(path):
+            raise UserError(f"--out {path} is a non-empty folder that is not an auditlang run directory (no {RUN_FILE} "
+                            "with a format); refusing to write into it, nothing was written",
+                            hint="name a new or empty folder (e.g. runs/NAME), or an existing run directory to resume it")
+    else:
+        parent = next((a for a in path.absolute().parents if a.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UserError(f"--out {path}: {parent} is not a folder", hint="name a new folder")
+        try:
+            path.mkdir(parents=True)
+        except OSError as e:
+            raise UserError(f"--out {path}: cannot create the folder ({e.strerror})",
+                            hint="name a folder you can write to") from None
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     p = Path(run_dir) / RUN_FILE
     if p.exists():
@@ -56,13 +93,27 @@ def write_json_atomic(path: Path, data: Any, **dump_kwargs: Any) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` through ``PATH.tmp`` (flushed to disk) and a rename: the file is either the
+    old one or the new one, and no ``.tmp`` is left behind when the write fails (e.g. a full disk)."""
     tmp = path.with_name(path.name + ".tmp")
+    mode = file_mode()
     try:
-        tmp.write_bytes(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def file_mode() -> int:
+    """0666 less the umask: the mode every output file gets (as open() would)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
