@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -49,6 +50,10 @@ def cmd_run(args) -> int:
     enforce(allow)
     try:
         return _execute(args, spec, plan, run_dir, shard_ix, access_record(access, allow))
+    except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
+        first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else (None, None, str(e))
+        raise _write_failure(args, run_dir, f"{first[2]} (and {max(0, len(e.args[0]) - 1)} more files)"
+                             if isinstance(e.args[0], list) else str(e)) from None
     except OSError as e:
         if e.errno in WRITE_FAILURES:
             raise _write_failure(args, run_dir, f"{e.strerror}: {e.filename or run_dir}") from None

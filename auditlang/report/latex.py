@@ -6,6 +6,8 @@ _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"$\{$", "}": r"$\}$", "~": r"\~{}", "^": r"\^{}",
     "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': "''",
+    "[": "{[}", "]": "{]}",  # never an optional argument (\\item [x])
+    "\n": " ", "\t": " ", "\r": " ",  # a blank line would end a paragraph inside a command argument
 }
 _UNICODE = {
     "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$", "±": r"$\pm$",
@@ -30,10 +32,16 @@ def escape(text: object) -> str:
     return "".join(out)
 
 
+VERBATIM_END = "\\end{Verbatim}"
+
+
 def verbatim_safe(text: str) -> str:
-    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded."""
-    return "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
+    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded,
+    and ``\\end{Verbatim}`` (which fancyvrb obeys anywhere on a line, letting the rest of the text
+    run as LaTeX) written ``\\end {Verbatim}``."""
+    text = "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
                    for ch in text)
+    return text.replace(VERBATIM_END, "\\end {Verbatim}")
 
 
 PREAMBLE = r"""\documentclass[10pt]{article}
