@@ -290,7 +290,7 @@ def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path:
     out: list[tuple[str, str]] = []
     empty = [r for r, it in zip(rows, items) if it["question"] is None or not str(it["question"]).strip()]
     if empty:
-        out.append(("W170", f"{path}: {len(empty)} of {len(items)} rows have an empty question ({_lines(empty)})"))
+        out.append(("W170", f"{path}: {len(empty)} of {len(items)} row(s) have an empty question ({_lines(empty)})"))
     seen: dict[str, int] = {}
     dup_ids = []
     for r, it in zip(rows, items):
@@ -298,7 +298,7 @@ def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path:
             dup_ids.append(r)
         seen[it["id"]] = 1
     if dup_ids:
-        out.append(("W171", f"{path}: {len(dup_ids)} rows repeat an id already used ({_lines(dup_ids)}); "
+        out.append(("W171", f"{path}: {len(dup_ids)} row(s) repeat an id already used ({_lines(dup_ids)}); "
                             "records and per-item results are keyed by id"))
     keys: set[str] = set()
     dup_rows = []
@@ -308,11 +308,11 @@ def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path:
             dup_rows.append(r)
         keys.add(k)
     if dup_rows:
-        out.append(("W172", f"{path}: {len(dup_rows)} rows duplicate an earlier row ({_lines(dup_rows)})"))
+        out.append(("W172", f"{path}: {len(dup_rows)} row(s) duplicate an earlier row ({_lines(dup_rows)})"))
     odd = [r for r, it in zip(rows, items) if any(_odd(it[f]) for f in ("question", "choices", "answer"))
            or isinstance(it["question"], (dict, list))]
     if odd:
-        out.append(("W173", f"{path}: {len(odd)} rows hold NaN, infinity or a structured value (dict or nested "
+        out.append(("W173", f"{path}: {len(odd)} row(s) hold NaN, infinity or a structured value (dict or nested "
                             f"list) in the question, choices or answer ({_lines(odd)}); it would be rendered "
                             "into the prompt as Python text"))
     return out

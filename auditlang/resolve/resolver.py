@@ -29,6 +29,9 @@ def _metric_registry() -> dict[str, Any]:
     return METRICS
 
 
+MAX_CHAIN = 100  # objects defined in terms of each other (`a = b with (...)`), deepest allowed
+
+
 class _Resolver:
     def __init__(self, top: LoadedModule, bag: DiagnosticBag, spec: Spec) -> None:
         self.bag = bag
@@ -38,6 +41,8 @@ class _Resolver:
         self.modules: dict[Path, LoadedModule] = {}
         self.raw: dict[str, tuple[str, dict[str, Any], dict[str, Span]]] = {}  # id -> (ctor, raw params, spans)
         self.active: list[str] = []
+        self.failed: set[str] = set()  # objects whose resolution failed (diagnostics already given)
+        self.chain_reported = False
         self._collect(top)
 
     # -------------------------------------------------------------- symbol table
@@ -98,14 +103,23 @@ class _Resolver:
             self.bag.error("E103", f"circular definition: {chain}", st.name_span,
                            hint="an object cannot be defined in terms of itself")
             return False
-        if oid not in self.decls:
+        if oid not in self.decls or oid in self.failed:
             return False
         mod, st = self.decls[oid]
+        if len(self.active) >= MAX_CHAIN:
+            if not self.chain_reported:  # once: every longer chain would repeat it
+                self.bag.error("E103", f"definition chain deeper than {MAX_CHAIN} objects ({self.active[0]} -> "
+                               f"{self.active[1]} -> ... -> {oid})", st.name_span,
+                               hint="define objects from constructors, or from a short chain of `with` overrides")
+                self.chain_reported = True
+            self.failed.add(oid)
+            return False
         self.active.append(oid)
         try:
-            if isinstance(st, A.Block):
-                return self._resolve_block(oid, mod, st)
-            return self._resolve_decl(oid, mod, st)
+            ok = self._resolve_block(oid, mod, st) if isinstance(st, A.Block) else self._resolve_decl(oid, mod, st)
+            if not ok:
+                self.failed.add(oid)  # resolved once: its diagnostics are in the bag
+            return ok
         finally:
             self.active.pop()
 
