@@ -6,7 +6,6 @@ _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"$\{$", "}": r"$\}$", "~": r"\~{}", "^": r"\^{}",
     "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': "''",
-    "[": "{[}", "]": "{]}",  # never an optional argument (\\item [x])
     "\n": " ", "\t": " ", "\r": " ",  # a blank line would end a paragraph inside a command argument
 }
 _UNICODE = {
@@ -29,7 +28,8 @@ def escape(text: object) -> str:
             out.append(f"[U+{ord(ch):04X}]")
         else:
             out.append(ch)
-    return "".join(out)
+    text = "".join(out)
+    return "{[}" + text[1:] if text.startswith("[") else text  # never an optional argument (\\item [x], \\\\ [x])
 
 
 VERBATIM_END = "\\end{Verbatim}"
