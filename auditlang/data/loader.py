@@ -120,7 +120,8 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
                 except ValueError as e:  # e.g. an integer beyond Python's digit limit
                     raise DataError(f"unreadable JSON value: {e}", str(path), n) from None
                 if not isinstance(obj, dict):
-                    raise DataError(f"expected a JSON object, got {type(obj).__name__}", str(path), n)
+                    raise DataError(f"expected a JSON object, got {type(obj).__name__}", str(path), n,
+                                    hint="each line must be one JSON object")
                 obj["__line__"] = n
                 rows.append(obj)
         except UnicodeDecodeError as e:
@@ -150,7 +151,8 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
                 out: dict[str, Any] = {}
                 for k, v in row.items():
                     if k is None:
-                        raise DataError("row has more cells than the header", str(path), reader.line_num)
+                        raise DataError("row has more cells than the header", str(path), reader.line_num,
+                                        hint="quote cells that contain commas")
                     if isinstance(v, str) and v[:1] in "[{":
                         try:
                             v = json.loads(v)
@@ -163,7 +165,8 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
             raise DataError(f"file is not valid UTF-8 ({e.reason})", str(path), _bad_utf8_line(path),
                             hint="save the file as UTF-8") from None
         except csv.Error as e:
-            raise DataError(f"malformed CSV: {e}", str(path), reader.line_num) from None
+            raise DataError(f"malformed CSV: {e}", str(path), reader.line_num,
+                            hint="the first line is the header; quote cells holding commas, quotes or newlines") from None
     return rows
 
 
@@ -186,7 +189,8 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     item["question"] = need(v.question, True)
     choices = need(v.choices, v.task != "open_qa")
     if choices is not None and not isinstance(choices, list):
-        raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line)
+        raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line,
+                        hint=f"write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
     item["choices"] = choices
     gold_index = need(v.gold_index, False)
     gold = need(v.gold, gold_index is None)
@@ -197,7 +201,8 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
             raise DataError(f"gold answer {_short(gold)} is not one of the {len(choices)} choices", path, line,
                             hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index=)")
         if isinstance(gold_index, bool) or not isinstance(gold_index, int) or not 0 <= gold_index < len(choices):
-            raise DataError(f"gold index {_short(gold_index)} is not a valid index into {len(choices)} choices", path, line)
+            raise DataError(f"gold index {_short(gold_index)} is not a valid index into {len(choices)} choices", path, line,
+                            hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
     item["answer"] = gold
@@ -236,9 +241,9 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None) -
     try:
         rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
     except OSError as e:
-        raise DataError(f"cannot read data file: {e.strerror}", str(path)) from None
+        raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
     if not rows:
-        raise DataError("data file has no rows", str(path))
+        raise DataError("data file has no rows", str(path), hint="point the dataset at a file with one row per item")
     rows = _filter(rows, ds, str(path))
     items = _normalise_all(rows, ds, str(path))
     n = ds.value.sample or len(items)

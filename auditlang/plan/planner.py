@@ -222,7 +222,8 @@ class Planner:
                 try:
                     item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
                 except ValueError as e:
-                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
+                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span,
+                                   hint="check the perturbation's parameters and the item's fields (docs/prompts.md)")
                     return None
             examples = None
             if var.fewshot:

@@ -45,7 +45,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                 bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an open-QA dataset",
                           po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
-                bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
+                bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span,
+                          hint=f"use nota only in audits whose datasets are task=multiple_choice")
             wrong_from = getattr(po.value, "wrong_from", None) or []
             if wrong_from and po.value.provenance != "plausible_wrong":
                 bag.error("E158", f"protocol '{p}': wrong_from= supplies plausible-wrong answers, but provenance is "

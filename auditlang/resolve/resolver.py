@@ -60,7 +60,8 @@ class _Resolver:
                                    hint=f"first declared at {first[st.name]}; every object needs its own name")
                     continue
                 if st.name in mod.imports:
-                    self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span)
+                    self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span,
+                                   hint=f"rename the declaration, or import the module `as` another name")
                     continue
                 first[st.name] = st.name_span
                 oid = f"{mod.key}.{st.name}" if mod.key else st.name
@@ -191,7 +192,8 @@ class _Resolver:
         elif kind == "template" and isinstance(node, A.Literal) and isinstance(node.value, str):
             base_ctor, args = "template", [node]
         else:
-            self.bag.error("E106", f"expected a {kind} constructor call, e.g. {self._example(kind)}", expr.span)
+            self.bag.error("E106", f"expected a {kind} constructor call, e.g. {self._example(kind)}", expr.span,
+                           hint=f"{kind} constructors: {', '.join(S.constructor_names(kind)) or 'none'}")
             return False
         return self._build(oid, mod, kind, base_ctor, dict(base_raw), dict(base_spans), kwargs, args, span)
 
@@ -374,7 +376,8 @@ class _Resolver:
                 self.bag.error("E114", "metric parameters must be named", expr.args[0].span, hint=f"e.g. {name}(bins=10)")
                 return None
         else:
-            self.bag.error("E116", "expected a metric, e.g. ece(bins=10)", expr.span)
+            self.bag.error("E116", "expected a metric, e.g. ece(bins=10)", expr.span,
+                           hint="a metric is a name (accuracy, brier) or a call with named parameters (docs/metrics.md)")
             return None
         reg = _metric_registry()
         if name not in reg:
