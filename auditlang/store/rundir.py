@@ -104,6 +104,10 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if e.filename is None:  # name the file (a write on a full disk carries no name)
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
