@@ -43,13 +43,30 @@ REPORT_DIR = "report"
 PROJECT_MARKER = "auditlang.toml"  # makes spec/project/ the project root when compiled from the copy
 
 
+# Every name auditlang writes at the top of a run directory: a folder holding only these is a run
+# that stopped before it wrote run.json (e.g. on a full disk), and may be resumed.
+RUN_NAMES = frozenset({
+    "run.json", "plan.json", "plan.requests.tsv.gz", "spec", "spec.new", "spec.old", "data", "journal.sqlite",
+    "journal.sqlite-wal", "journal.sqlite-shm", "run.lock", "heartbeat.json", "records.parquet", "records.jsonl",
+    "metrics", "report", "rescore"})
+
+
 def is_run_dir(path: Path) -> bool:
-    """A folder auditlang wrote: its ``run.json`` is a JSON object with a ``format``."""
+    """A folder auditlang wrote: its ``run.json`` is a JSON object with a ``format``, or a run
+    stopped before writing it: the run lock is there and nothing but names auditlang writes
+    (:data:`RUN_NAMES`, and their ``.tmp`` files)."""
     try:
         info = json.loads((Path(path) / RUN_FILE).read_text(encoding="utf-8"))
+        if isinstance(info, dict) and "format" in info:
+            return True
     except (OSError, ValueError):
+        pass
+    try:
+        names = [p.name for p in Path(path).iterdir()]
+    except OSError:
         return False
-    return isinstance(info, dict) and "format" in info
+    started = "run.lock" in names or "heartbeat.json" in names  # written first by every run
+    return started and RUN_FILE not in names and all(n in RUN_NAMES or n.endswith(".tmp") for n in names)
 
 
 def check_out_dir(path: Path) -> None:

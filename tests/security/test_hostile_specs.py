@@ -223,6 +223,14 @@ def test_out_into_a_user_folder_is_refused_and_nothing_is_written(tmp_path, caps
     assert {p.name: p.read_text() for p in mine.iterdir()} == before
 
 
+def test_a_folder_holding_only_data_or_report_is_not_taken_for_a_run(tmp_path, capsys):
+    proj = make_project(tmp_path / "proj")
+    (proj / "mine" / "report").mkdir(parents=True)
+    (proj / "mine" / "report" / "index.md").write_text("my notes")
+    assert run_dryrun("s.audit", "mine") == 1
+    assert (proj / "mine" / "report" / "index.md").read_text() == "my notes"
+
+
 @pytest.mark.parametrize("target", ["afile", "afile/sub", "/dev/null", "/proc/self/nope"])
 def test_unusual_out_targets_are_diagnostics(tmp_path, capsys, target):
     proj = make_project(tmp_path / "proj")
@@ -271,6 +279,10 @@ def test_real_full_disk_is_exit_3_and_leaves_no_tmp_files(tmp_path, capsys):
         assert f"auditc run s.audit --out {mnt / 'r'}" in err and "Traceback" not in err
         left = [p for p in mnt.rglob("*") if p.name.endswith(".tmp") or p.name == "spec.new"]
         assert left == []
+        # space freed: the command the message names resumes the run
+        subprocess.run(["mount", "-o", "remount,size=16m", str(mnt)], check=True)
+        assert run_dryrun("s.audit", str(mnt / "r")) == 0, capsys.readouterr().err
+        assert (mnt / "r" / "report" / "checklist.md").exists()
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
     assert proj.exists()
