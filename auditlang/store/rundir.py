@@ -76,24 +76,24 @@ def check_out_dir(path: Path) -> None:
 
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise UserError(f"--out {path} exists and is not a folder", hint="name a new folder or an existing run directory")
+        raise UserError(f"{path} exists and is not a folder", hint="name a new folder or an existing run directory")
     if path.is_dir():
         try:
             entries = next(iter(path.iterdir()), None)
         except OSError as e:
-            raise UserError(f"--out {path}: cannot list the folder ({e.strerror})") from None
+            raise UserError(f"{path}: cannot list the folder ({e.strerror})") from None
         if entries is not None and not is_run_dir(path):
-            raise UserError(f"--out {path} is a non-empty folder that is not an auditlang run directory (no {RUN_FILE} "
+            raise UserError(f"{path} is a non-empty folder that is not an auditlang run directory (no {RUN_FILE} "
                             "with a format); refusing to write into it, nothing was written",
                             hint="name a new or empty folder (e.g. runs/NAME), or an existing run directory to resume it")
     else:
         parent = next((a for a in path.absolute().parents if a.exists()), None)
         if parent is not None and not parent.is_dir():
-            raise UserError(f"--out {path}: {parent} is not a folder", hint="name a new folder")
+            raise UserError(f"{path}: {parent} is not a folder", hint="name a new folder")
         try:
             path.mkdir(parents=True)
         except OSError as e:
-            raise UserError(f"--out {path}: cannot create the folder ({e.strerror})",
+            raise UserError(f"{path}: cannot create the folder ({e.strerror})",
                             hint="name a folder you can write to") from None
 
 

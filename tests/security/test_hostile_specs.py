@@ -221,6 +221,10 @@ def test_out_into_a_user_folder_is_refused_and_nothing_is_written(tmp_path, caps
     err = capsys.readouterr().err
     assert "not an auditlang run directory" in err and "nothing was written" in err
     assert {p.name: p.read_text() for p in mine.iterdir()} == before
+    # nor can `auditc merge` write there
+    assert run_dryrun("s.audit", "runs/shard0", "--shard", "0/2") == 0
+    assert main(["merge", "mine", "runs/shard0"]) == 1
+    assert {p.name: p.read_text() for p in mine.iterdir()} == before
 
 
 def test_a_folder_holding_only_data_or_report_is_not_taken_for_a_run(tmp_path, capsys):
@@ -237,7 +241,7 @@ def test_unusual_out_targets_are_diagnostics(tmp_path, capsys, target):
     (proj / "afile").write_text("x")
     assert run_dryrun("s.audit", target) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: --out") and "Traceback" not in err
+    assert err.startswith("error: ") and "Traceback" not in err
     assert (proj / "afile").read_text() == "x"
 
 
