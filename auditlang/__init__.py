@@ -1,3 +1,57 @@
-"""auditlang: a declarative language and compiler for reliability audits of language models."""
+"""auditlang: a declarative language and compiler for reliability audits of language models.
+
+The Python API mirrors the command line (docs/python.md)::
+
+    import auditlang
+    spec = auditlang.compile("audits/arc.audit")            # or the spec's text
+    plan = auditlang.plan(spec, data_root="data")           # every cell and request, no model
+    run = auditlang.run(spec, out="runs/arc", data_root="data")
+    run.metrics, run.records, run.comparisons, run.report_dir
+    again = auditlang.open_run("runs/arc")                  # a finished run, exactly as it ran
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "compile", "open_run", "plan", "run"]
+
+
+def compile(source: str | Path, *, path: str | Path | None = None):  # noqa: A001  (mirrors `auditc check`)
+    """A validated ``Spec`` from a spec file or a spec's text. Text is compiled as if it were the
+    file ``path`` (default ``./<spec>.audit``: relative imports and data paths resolve from there).
+    Raises ``CompileError`` (its ``.diagnostics`` carry file:line:col and hints)."""
+    from auditlang.resolve import compile_source  # lazy: `import auditlang` stays instant
+
+    return compile_source(source, path)
+
+
+def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = None):
+    """The ``Plan`` of a spec (a ``Spec``, a path or spec text): cells, unique requests, counts.
+    (Once any ``auditlang.plan`` submodule is imported, this name is the callable package, which
+    does the same.)"""
+    from auditlang.plan import build  # lazy: `import auditlang` stays instant
+
+    return build(spec, data_root, limit)
+
+
+def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,
+        engine: str | None = None, report: bool = True, progress: bool = False):
+    """Plan, execute (resumable), score and report a spec into the run directory ``out``; returns a
+    ``Run`` with ``records``, ``metrics``, ``comparisons`` and ``report_dir``. ``engine`` overrides
+    every model's engine (``"dryrun"`` runs no model)."""
+    from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
+
+    spec = spec if hasattr(spec, "objects") else compile(spec)
+    p = plan_spec(spec, None if data_root is None else str(data_root), limit)
+    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress)
+
+
+def open_run(run_dir: str | Path):
+    """A finished run directory read back exactly as it was run (``auditc report``'s starting point)."""
+    from auditlang.api import load_run  # lazy: `import auditlang` stays instant
+
+    return load_run(run_dir)

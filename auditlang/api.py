@@ -18,7 +18,8 @@ from auditlang.plan.planner import Planner
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
 from auditlang.store.rundir import (
-    PLAN_FILE, RUN_FORMAT, RUN_FILE, STDLIB_DIR, read_plan_file, read_plan_ids, read_run_file)
+    METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
+    read_run_file)
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -26,13 +27,19 @@ def default_run_dir(spec_path: str) -> Path:
 
 
 def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
-              data_files: dict[str, Path] | None = None) -> Plan:
-    """The plan a run executes: every dataset must be readable (no estimates)."""
-    plan = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files).build()
+              data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> Plan:
+    """The plan a run executes: every dataset must be readable (no estimates). ``data_files`` /
+    ``data_meta``: read these copies instead (a run directory's, see ``load_run``)."""
+    planner = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, data_meta=data_meta)
+    plan = planner.build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]
-        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available",
-                        hint="pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
+        causes = "".join(f"\n  {n.split(' — counts are estimates')[0]}" for n in plan.notes
+                         if any(n.startswith(f"dataset '{d}':") for d in missing))
+        hubs = [d for d in missing if spec.get(d).ctor == "hub"]
+        raise UserError(f"cannot run: dataset(s) {', '.join(missing)} are not available{causes}",
+                        hint=(planner.hints.get(hubs[0]) if hubs else None)
+                        or "pass --data-root DIR or set AUDITLANG_DATA_ROOT to the folder holding the data files")
     return plan
 
 
@@ -53,6 +60,32 @@ class Run:
     @property
     def fingerprints(self) -> dict[str, str]:
         return dict(self.info.get("fingerprints", {}))
+
+    @property
+    def records(self):
+        """One row per cell x item (``records.parquet``) as a pandas DataFrame."""
+        from auditlang.store.records import read_records  # lazy: pandas/pyarrow only when asked
+
+        return read_records(self.run_dir / RECORDS)
+
+    @property
+    def metrics(self):
+        """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
+
+    @property
+    def comparisons(self) -> dict[str, Any]:
+        """The spec's comparisons as the report computed them: name -> DataFrame (``report/comparisons/*.csv``)."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        folder = self.report_dir / "comparisons"
+        return {p.stem: pd.read_csv(p) for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+
+    @property
+    def report_dir(self) -> Path:
+        return self.run_dir / REPORT_DIR
 
     def stdlib(self):
         """Context in which ``stdlib/`` names resolve to the run's stored standard library (wrap
@@ -76,8 +109,19 @@ def _check_run_dir(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return info, plan_json
 
 
+def _ids_by_model(plan: Plan) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in plan.requests:
+        out.setdefault(r.model, []).append(r.id)
+    return out
+
+
 def _data_files(run_dir: Path, info: dict[str, Any]) -> dict[str, Path]:
     return {d: run_dir / e["file"] for d, e in info.get("data", {}).items()}
+
+
+def _data_meta(info: dict[str, Any]) -> dict[str, dict]:
+    return {d: dict(e.get("meta") or {}) for d, e in info.get("data", {}).items()}
 
 
 def load_run(run_dir: str | Path) -> Run:
@@ -89,8 +133,11 @@ def load_run(run_dir: str | Path) -> Run:
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         spec = compile_spec(entry)
-        plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info))
-        if plan.hash != plan_json.get("hash"):
+        plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info),
+                         data_meta=_data_meta(info))
+        stored_ids = read_plan_ids(run_dir)
+        if plan.hash != plan_json.get("hash") or (
+                stored_ids is not None and stored_ids != _ids_by_model(plan)):
             raise UserError(f"{run_dir}: the plan rebuilt from its stored spec and data ({plan.hash}) is not the plan "
                             f"it ran ({plan_json.get('hash')})",
                             hint="the run directory's spec/ or data/ was edited, or it was written by another auditlang "
@@ -140,7 +187,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     spec = compile_spec(spec_path)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
-                   data_files={d: p for d, p in stored.items() if d in spec.objects}).build()
+                   data_files={d: p for d, p in stored.items() if d in spec.objects},
+                   data_meta={d: m for d, m in _data_meta(run.info).items() if d in spec.objects}).build()
     changed = changed_cells(run, plan)
     if plan.estimated:
         changed += [f"(dataset {d}: not part of this run)" for d, i in plan.datasets.items() if not i.get("available")]
@@ -157,7 +205,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
                                                   if k not in ("spec_entry", "data", "plan_hash", "format")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
         new_spec = compile_spec(run.run_dir / info["spec_entry"])
-        new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info))
+        new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
+                             data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
 
 
@@ -165,3 +214,32 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     from auditlang.report import build_report
 
     return build_report(spec, plan, Path(run_dir))
+
+
+def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
+             report: bool = True, progress: bool = False, retry_errors: bool = False, shard=None,
+             log=print, access: list[dict[str, Any]] | None = None) -> Run | None:
+    """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and
+    report it. ``limit`` must be the one the plan was built with (it is recorded for read-back).
+    A shard run (``shard``) stops after execution and returns None: merge, then report.
+    ``access``: the hosts and secrets the user allowed (``auditc run``; recorded in ``run.json``)."""
+    from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
+    from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
+    from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
+    from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
+
+    run_dir = Path(run_dir)
+    with RunLock(run_dir) as lock:
+        lock.beat(doing="writing the run's inputs (spec, data, plan)")
+        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine,
+                           **({"access": access} if access is not None else {}))
+        fps = execute_plan(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
+                           retry_errors=retry_errors, log=log, beat=lock.beat)
+        if shard is not None:
+            return None
+        lock.beat(doing="scoring")
+        score_and_write(spec, plan, run_dir, fps)
+        if report:
+            lock.beat(doing="writing the report")
+            write_report(spec, plan, run_dir)
+    return Run(run_dir, spec, plan, {**info, "fingerprints": fps})

@@ -20,6 +20,7 @@ from auditlang import __version__
 from auditlang.cli.check import cmd_check
 from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags  # noqa: F401
 from auditlang.cli.fmt import cmd_fmt
+from auditlang.cli.lsp import add_lsp_command
 from auditlang.cli.merge import cmd_merge
 from auditlang.cli.plan import cmd_plan
 from auditlang.cli.report import cmd_report
@@ -98,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="what a run directory holds and what is left to do")
     p.add_argument("run_dir")
     p.set_defaults(fn=cmd_status)
+
+    add_lsp_command(sub)
     return ap
 
 

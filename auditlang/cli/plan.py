@@ -18,7 +18,7 @@ def cmd_plan(args) -> int:
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data)
     if plan.warnings:
         print_diags(plan.warnings)
-    from auditlang.execute.access import access_record, load_allowances, run_access
+    from auditlang.execute.access import access_record, load_allowances, run_access  # lazy: as the planner above
 
     allow = load_allowances(args.allow_host, args.allow_secret)
     access = access_record(run_access(spec), allow)

@@ -7,14 +7,15 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from auditlang.cli.common import print_diags
-from auditlang.api import default_run_dir, plan_spec, write_report
-from auditlang.core.errors import RuntimeFailure, UsageError, UserError
-from auditlang.execute.runner import execute_plan, item_shard_key
+from auditlang.api import default_run_dir, plan_spec, run_spec
+from auditlang.cli.common import EXIT_OK, print_diags
+from auditlang.core.diagnostics import CompileError
+from auditlang.core.errors import RuntimeFailure, UsageError
+from auditlang.core.trust import enforce
+from auditlang.execute.access import access_record, check_access, load_allowances, run_access
+from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
-from auditlang.store.inputs import save_inputs
 from auditlang.store.rundir import JOURNAL, check_out_dir
-from auditlang.store.runlock import RunLock
 from auditlang.store.shards import Shard
 
 
@@ -32,15 +33,12 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 
 def cmd_run(args) -> int:
-    from auditlang.core.diagnostics import CompileError
-    from auditlang.execute.access import access_record, check_access, enforce, load_allowances, run_access
-
     shard_ix = parse_shard(args.shard)
     spec = compile_spec(args.spec)
     plan = plan_spec(spec, args.data_root, args.limit)
     if plan.warnings:
         print_diags(plan.warnings)
-    allow = load_allowances(args.allow_host, args.allow_secret)
+    allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
     access = run_access(spec, args.engine)
     bag = check_access(spec, access, allow)
     if bag.errors:
@@ -51,9 +49,9 @@ def cmd_run(args) -> int:
     try:
         return _execute(args, spec, plan, run_dir, shard_ix, access_record(access, allow))
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
-        first = e.args[0][0] if e.args and isinstance(e.args[0], list) and e.args[0] else (None, None, str(e))
-        raise _write_failure(args, run_dir, f"{first[2]} (and {max(0, len(e.args[0]) - 1)} more files)"
-                             if isinstance(e.args[0], list) else str(e)) from None
+        errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
+        what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
+        raise _write_failure(args, run_dir, what) from None
     except OSError as e:
         if e.errno in WRITE_FAILURES:
             raise _write_failure(args, run_dir, f"{e.strerror}: {e.filename or run_dir}") from None
@@ -78,24 +76,14 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
 
 
 def _execute(args, spec, plan, run_dir: Path, shard_ix, access: list) -> int:
-    from auditlang.score.stage import score_and_write
-
-    with RunLock(run_dir) as lock:
-        lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        save_inputs(spec, plan, run_dir, limit=args.limit, engine_override=args.engine, access=access)
-        shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
-        print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
-              f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
-        fps = execute_plan(spec, plan, run_dir, engine_override=args.engine, progress=not args.no_progress,
-                           shard=shard, retry_errors=args.retry_errors, beat=lock.beat)
-        if shard is not None:
-            print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
-                  "then `auditc report TARGET`")
-            return 0
-        lock.beat(doing="scoring")
-        score_and_write(spec, plan, run_dir, fps)
-        if not args.no_report:
-            lock.beat(doing="writing the report")
-            write_report(spec, plan, run_dir)
+    shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
+    print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
+          f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
+    run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
+                   progress=not args.no_progress, retry_errors=args.retry_errors, shard=shard, access=access)
+    if run is None:
+        print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
+              "then `auditc report TARGET`")
+        return EXIT_OK
     print(f"done: {run_dir}")
-    return 0
+    return EXIT_OK

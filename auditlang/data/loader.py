@@ -6,7 +6,9 @@ the spec), else the spec's own folder. A relative dataset path is looked up unde
 
 Every item is normalised to the keys prompts and evaluators read: ``id``, ``question``,
 ``choices`` (list or None), ``answer`` (gold text), ``answer_index`` (or None), ``aliases``
-(list or None), plus every other field of the source row.
+(list or None), plus every other field of the source row. Field names may be dotted paths into
+nested columns (``choices="choices.text"``). Files and Hub splits share one code path after
+reading: filter, normalise, sample.
 """
 
 from __future__ import annotations
@@ -19,19 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.confine import ENV_DATA_ROOT, inside, outside_hint, user_data_roots
-from auditlang.core.errors import UserError
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
-MAX_WARNED = 5  # example ids/lines shown per data warning
+MAX_WARNED = 5  # example lines shown per data warning
 
 
-class DataError(UserError):
+class DataError(Exception):
     """A user-facing data problem, with the file and (where known) the line."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None) -> None:
-        super().__init__(message, hint)
-        self.file, self.line = file, line
+        super().__init__(message)
+        self.file, self.line, self.hint = file, line, hint
 
 
 class ConfinementError(DataError):
@@ -52,6 +53,8 @@ class DatasetItems:
     items: list[dict[str, Any]]  # normalised, all rows
     indices: list[int]  # the sample (study 000: random.Random(seed).sample(range(n), N))
     dev_indices: list[int] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)  # what identifies the data (hub: revision, commit, hashes)
+    raw_rows: list[dict[str, Any]] | None = field(default=None, repr=False)  # hub rows as read (stored in run dirs)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (code, message): see data_warnings()
 
     @property
@@ -103,8 +106,7 @@ def locate(ds: Resolved, root: Path, spec: Spec) -> Path | None:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open("r", encoding="utf-8-sig", errors="strict") as fh:
-        n = 0
+    with path.open("r", encoding="utf-8-sig", errors="strict") as fh:  # a byte-order mark is accepted
         try:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
@@ -144,10 +146,10 @@ def _bad_utf8_line(path: Path) -> int | None:
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open("r", encoding="utf-8-sig", newline="") as fh:
+    with path.open("r", encoding="utf-8-sig", newline="") as fh:  # a byte-order mark is accepted
         reader = csv.DictReader(fh)
         try:
-            for n, row in enumerate(reader, 2):
+            for row in reader:
                 out: dict[str, Any] = {}
                 for k, v in row.items():
                     if k is None:
@@ -170,6 +172,21 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+_MISSING = object()
+
+
+def field_value(row: dict[str, Any], name: str) -> Any:
+    """``row[name]``, or for a dotted path the nested value (``choices.text``); _MISSING if absent."""
+    if name in row:
+        return row[name]
+    cur: Any = row
+    for part in name.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return _MISSING
+        cur = cur[part]
+    return cur
+
+
 def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[str, Any]:
     v = ds.value
     line = row.get("__line__")
@@ -177,32 +194,39 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     def need(field_name: str | None, required: bool) -> Any:
         if field_name is None:
             return None
-        if field_name not in row:
+        val = field_value(row, field_name)
+        if val is _MISSING:
             if required:
                 raise DataError(f"row has no field '{field_name}' (dataset '{ds.id}' maps it)", path, line,
-                                hint=f"fields present: {', '.join(k for k in row if k != '__line__')}")
+                                hint=f"fields present: {', '.join(_paths(row))}")
             return None
-        return row[field_name]
+        return val
 
     item = {k: val for k, val in row.items() if k != "__line__"}
-    item["id"] = str(need(v.id, False) if v.id in row else f"{ds.id}_{idx}")
+    item["id"] = str(need(v.id, False) if field_value(row, v.id) is not _MISSING else f"{ds.id}_{idx}")
     item["question"] = need(v.question, True)
     choices = need(v.choices, v.task != "open_qa")
     if choices is not None and not isinstance(choices, list):
         raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line,
-                        hint=f"write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
+                        hint="write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
     item["choices"] = choices
     gold_index = need(v.gold_index, False)
     gold = need(v.gold, gold_index is None)
+    labels = need(v.labels, True) if isinstance(v.labels, str) else v.labels
     if choices is not None:
         if gold_index is None and gold in choices:
             gold_index = choices.index(gold)
+        elif gold_index is None and labels is not None:  # the gold is an option label (ARC's answerKey)
+            if not isinstance(labels, list) or len(labels) != len(choices):
+                raise DataError(f"labels {labels!r} must be a list with one label per choice ({len(choices)})", path, line)
+            if str(gold) in [str(lab) for lab in labels]:
+                gold_index, gold = [str(lab) for lab in labels].index(str(gold)), None
         if gold_index is None:
             raise DataError(f"gold answer {_short(gold)} is not one of the {len(choices)} choices", path, line,
-                            hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index=)")
+                            hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index= or labels=)")
         if isinstance(gold_index, bool) or not isinstance(gold_index, int) or not 0 <= gold_index < len(choices):
-            raise DataError(f"gold index {_short(gold_index)} is not a valid index into {len(choices)} choices", path, line,
-                            hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
+            raise DataError(f"gold index {_short(gold_index)} is not a valid index into {len(choices)} choices", path,
+                            line, hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
     item["answer"] = gold
@@ -220,35 +244,72 @@ def _filter(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[dict[st
     if v.filter_in is None:
         raise DataError(f"dataset '{ds.id}' sets filter_field but not filter_in", path)
     keep = set(v.filter_in)
-    out = [r for r in rows if r.get(v.filter_field) in keep]
+    vals = [field_value(r, v.filter_field) for r in rows]
+    out = [r for r, x in zip(rows, vals) if x is not _MISSING and _hashable(x) and x in keep]
     if not out:
-        seen = sorted({str(r.get(v.filter_field)) for r in rows})[:10]
+        seen = sorted({str(x) for x in vals if x is not _MISSING})[:10]
         raise DataError(f"no row has {v.filter_field} in {sorted(map(str, keep))}", path,
                         hint=f"values present include: {', '.join(seen)}")
     return out
 
 
-def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None) -> DatasetItems:
-    """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems.
-    ``file``: read this file instead of locating the declared one (a run directory's copy)."""
-    ds = spec.get(ds_id)
-    if ds.ctor == "hub" and file is None:
-        return _load_hub(ds)
-    path = file if file is not None else locate(ds, root, spec)
-    if path is None:
-        raise DataError(f"data file '{ds.value.path}' not found under the data root {root}", None, None,
-                        hint=f"pass --data-root DIR or set {ENV_DATA_ROOT}")
+def _paths(row: dict[str, Any], prefix: str = "") -> list[str]:
+    """Field names of a row, nested columns as dotted paths."""
+    out = []
+    for k, val in row.items():
+        if k == "__line__":
+            continue
+        out.append(prefix + k)
+        if isinstance(val, dict):
+            out += _paths(val, prefix + k + ".")
+    return out
+
+
+def _hashable(x: Any) -> bool:
     try:
-        rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
-    except OSError as e:
-        raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
+                 meta: dict[str, Any] | None = None) -> DatasetItems:
+    """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems.
+    ``file``: read these rows (JSON lines, or CSV for a csv dataset) instead of locating the
+    declared file or hub split -- a run directory's copy; ``meta`` is then the identity recorded
+    when it was first read (hub revision and hashes)."""
+    ds = spec.get(ds_id)
+    meta = dict(meta or {})
+    raw: list[dict[str, Any]] | None = None
+    if ds.ctor == "hub" and file is None:
+        from auditlang.data.hub import HubError, read_hub  # lazy: `datasets` is an optional extra
+
+        where = f"hub:{ds.value.id_}/{ds.value.split}"
+        try:
+            rows, meta = read_hub(ds)
+        except HubError as e:
+            raise DataError(str(e), None, None, hint=e.hint) from None
+        raw = rows
+    else:
+        path = file if file is not None else locate(ds, root, spec)
+        if path is None:
+            raise DataError(f"data file '{ds.value.path}' not found under the data root {root}", None, None,
+                            hint=f"pass --data-root DIR or set {ENV_DATA_ROOT}")
+        where = str(path)
+        try:
+            rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
+        except OSError as e:
+            raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
     if not rows:
-        raise DataError("data file has no rows", str(path), hint="point the dataset at a file with one row per item")
-    rows = _filter(rows, ds, str(path))
-    items = _normalise_all(rows, ds, str(path))
+        raise DataError("the dataset has no rows" if ds.ctor == "hub" else "data file has no rows", where,
+                        hint="point the dataset at a file with one row per item")
+    rows = _filter(rows, ds, where)
+    items = _normalise_all(rows, ds, where)
     n = ds.value.sample or len(items)
     indices = sample_indices(len(items), n, ds.value.seed)
-    return DatasetItems(ds_id, str(path), items, indices, warnings=data_warnings(rows, items, str(path)))
+    return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
+                        warnings=data_warnings(rows, items, where))
 
 
 def _short(value: Any, width: int = 60) -> str:
@@ -321,23 +382,6 @@ def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path:
                             f"list) in the question, choices or answer ({_lines(odd)}); it would be rendered "
                             "into the prompt as Python text"))
     return out
-
-
-def _load_hub(ds: Resolved) -> DatasetItems:
-    try:
-        import datasets  # type: ignore
-    except ImportError:
-        raise DataError(f"dataset '{ds.id}' is a Hugging Face hub dataset but `datasets` is not installed", None, None,
-                        hint="pip install datasets") from None
-    try:
-        split = datasets.load_dataset(ds.value.id_, ds.value.config, split=ds.value.split)
-    except Exception as e:  # network or hub failure
-        raise DataError(f"cannot load hub dataset '{ds.value.id_}' ({type(e).__name__}: {e})", None, None,
-                        hint="the hub may be unreachable; download it and declare it with jsonl(...)") from None
-    rows = [dict(r) for r in split]
-    items = [normalise(r, ds, ds.value.id_, i) for i, r in enumerate(rows)]
-    n = ds.value.sample or len(items)
-    return DatasetItems(ds.id, f"hub:{ds.value.id_}/{ds.value.split}", items, sample_indices(len(items), n, ds.value.seed))
 
 
 def estimated_size(ds: Resolved) -> int | None:

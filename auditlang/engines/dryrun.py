@@ -25,6 +25,10 @@ MESSAGE_OVERHEAD_TOKENS = 4
 GENERATION_PROMPT_TOKENS = 3
 
 
+def check_config(config: ModelConfig) -> None:
+    """The dry-run engine accepts any configuration."""
+
+
 def estimate_text_tokens(text: str) -> int:
     """``ceil(len(text) / 4)``: an estimate, not a tokenizer count."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)

@@ -66,6 +66,16 @@ _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
+def check_config(config: ModelConfig) -> None:
+    """Raise EngineError for options this engine does not accept (imports no torch)."""
+    unknown = set(config.options) - set(KNOWN_OPTIONS)
+    if unknown:
+        known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
+        raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
+    if config.batch_size < 1:
+        raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+
+
 def label_token_ids(tokenizer: Any, text: str) -> list[int]:
     """Token ids of a label / continuation / choice: the text on its own, exactly as written,
     without special tokens (the rule every engine must share so labels mean the same thing)."""
@@ -223,12 +233,7 @@ class HFEngine:
         self._torch = torch
         self._transformers = transformers
         self.config = config
-        unknown = set(config.options) - set(KNOWN_OPTIONS)
-        if unknown:
-            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-            raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
-        if config.batch_size < 1:
-            raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+        check_config(config)
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:
@@ -816,7 +821,7 @@ class HFEngine:
         sp = [specs[r.owner] for r in batch]
         gens = [None if s.greedy else torch.Generator(device="cpu").manual_seed(sample_seed(s.seed, r.sample)) for r, s in zip(batch, sp)]
         sampled = [j for j, s in enumerate(sp) if not s.greedy]
-        k_max = max(s.top_logprobs for s in sp)
+        k_max = max(s.logprobs for s in sp)
         state = [_GenState() for _ in batch]
         ids, mask, pos = self._pad([r.prompt for r in batch])
         mask = mask.to(dev)
@@ -845,7 +850,8 @@ class HFEngine:
                         chosen[j] = self.pad_id
                         continue
                     t = chosen[j]
-                    window = self._window(top_ids[j][: s.top_logprobs], top_vals[j][: s.top_logprobs]) if top_ids and s.top_logprobs else {}
+                    kw = s.window_at(len(st.tokens))
+                    window = self._window(top_ids[j][:kw], top_vals[j][:kw]) if top_ids and kw else {}
                     st.tokens.append(TokenLogprob(self.token_str(t), t, float(chosen_lp[j]), window))
                     st.ids.append(t)
                     if t in self.eos_ids:
@@ -931,10 +937,19 @@ class _GenSpec:
     seed: int
     clamped: bool = False
     top_k: int = 0  # sampling top-k (0 = off), applied before top_p
+    first_top_logprobs: int = 0  # a wider window at the first generated position only
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+    @property
+    def logprobs(self) -> int:
+        """The widest window this request needs at any position."""
+        return max(self.top_logprobs, self.first_top_logprobs)
+
+    def window_at(self, position: int) -> int:
+        return max(self.top_logprobs, self.first_top_logprobs) if position == 0 else self.top_logprobs
 
     @staticmethod
     def parse(req: Request) -> "_GenSpec":
@@ -957,6 +972,7 @@ class _GenSpec:
             stop=tuple(stop),
             seed=int(req.seed),
             top_k=sampling_top_k(p),
+            first_top_logprobs=_int(p, "first_top_logprobs", 0, lo=0),
         )
 
 

@@ -28,3 +28,11 @@ def load_engine(config: ModelConfig) -> Engine:
         ) from e
     cls = getattr(module, class_name)
     return cls(config)
+
+
+def check_config(config: ModelConfig) -> None:
+    """Validate a configuration against the engine's own option parser without loading a model
+    (the engine module is imported; torch, vLLM and HTTP clients are not)."""
+    _check_name(config.engine)
+    module = importlib.import_module(ENGINE_CLASSES[config.engine][0])
+    module.check_config(config)

@@ -17,22 +17,20 @@ Each use is recorded in ``run.json`` (``access``) and in the reporting checklist
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.errors import UserError
+from auditlang.core.trust import Allowances, is_loopback
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 
 ENV_CONFIG = "AUDITLANG_CONFIG"
-SECRET_CONVENTION = re.compile(r"^[A-Z][A-Z0-9_]*_API_KEY$")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -47,27 +45,6 @@ class Access:
     loopback: bool
     secret: str | None
     url_from: str  # "spec", "environment" ($OPENAI_BASE_URL) or "default"
-
-
-@dataclass
-class Allowances:
-    """Hosts and secret names the user allows (outside the spec), and where each came from."""
-
-    hosts: dict[str, str] = field(default_factory=dict)  # host -> "--allow-host" or the config file path
-    secrets: dict[str, str] = field(default_factory=dict)
-
-    def host_ok(self, a: Access) -> str | None:
-        """Why the host may be contacted, or None."""
-        if a.loopback:
-            return "loopback"
-        return self.hosts.get(a.host)
-
-    def secret_ok(self, name: str) -> str | None:
-        if name in self.secrets:
-            return self.secrets[name]
-        if SECRET_CONVENTION.match(name):
-            return "the *_API_KEY convention"
-        return None
 
 
 def config_path() -> Path:
@@ -96,15 +73,6 @@ def load_allowances(hosts: list[str] | None = None, secrets: list[str] | None = 
     out.hosts.update({h.lower(): "--allow-host" for h in hosts or []})
     out.secrets.update({s: "--allow-secret" for s in secrets or []})
     return out
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def used_models(spec: Spec) -> list[str]:
@@ -144,7 +112,7 @@ def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> Diagn
     bag = DiagnosticBag()
     for a in accesses:
         o = spec.get(a.model)
-        if allow.host_ok(a) is None:
+        if allow.host_ok(a.host) is None:
             where = o.param_span("base_url") if a.url_from == "spec" else o.span
             bag.error("E180", f"model '{a.model}' would send prompts to {a.host or a.url!r} ({a.url}), a host you have "
                       "not allowed", where,
@@ -160,26 +128,5 @@ def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> Diagn
 
 def access_record(accesses: list[Access], allow: Allowances) -> list[dict[str, Any]]:
     """The ``run.json`` entry: every endpoint and secret name, and who allowed it (never the value)."""
-    return [{**asdict(a), "host_allowed_by": allow.host_ok(a),
+    return [{**asdict(a), "host_allowed_by": allow.host_ok(a.host),
              "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None} for a in accesses]
-
-
-# -- defence in depth: the engine asks before it connects (set by `auditc run`; None = library use)
-_ACTIVE: Allowances | None = None
-
-
-def enforce(allow: Allowances | None) -> None:
-    global _ACTIVE
-    _ACTIVE = allow
-
-
-def permitted(url: str, secret: str | None) -> str | None:
-    """Why an engine may not contact ``url`` with ``secret`` under the active allowances, else None."""
-    if _ACTIVE is None:
-        return None
-    host = (urlsplit(url).hostname or "").lower()
-    if not is_loopback(host) and host not in _ACTIVE.hosts:
-        return f"host {host!r} is not allowed (--allow-host {host})"
-    if secret and _ACTIVE.secret_ok(secret) is None:
-        return f"secret {secret} is not allowed (--allow-secret {secret})"
-    return None

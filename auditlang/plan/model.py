@@ -48,7 +48,7 @@ class Plan:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
-    data_files: dict[str, str] = field(default_factory=dict, repr=False)  # dataset id -> file read (incl. dev sets)
+    sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
     warnings: list = field(default_factory=list, repr=False)  # warning Diagnostics of planning (data warnings)
 
     @property

@@ -17,7 +17,7 @@ from auditlang.data.loader import ConfinementError, DataError, DatasetItems, dat
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.requests import Request
-from auditlang.plan.templates import compile_obj
+from auditlang.prompts.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
@@ -90,10 +90,12 @@ def _settings_span(spec: Spec, param: str):
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None) -> None:
-        """``data_files``: dataset id -> the file to read for it (a run directory's copies)."""
+                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> None:
+        """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
+        (a run directory's copies)."""
         self.spec = spec
         self.data_files = dict(data_files or {})
+        self.data_meta = dict(data_meta or {})
         self.limit = limit
         self.load_data = load_data
         self.bag = DiagnosticBag()
@@ -105,6 +107,7 @@ class Planner:
                 self.bag.error("E118", str(e), _settings_span(spec, "data_root"), hint=e.hint)
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
+        self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         self.failed: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
@@ -115,7 +118,7 @@ class Planner:
         got: DatasetItems | None = None
         if self.load_data:
             try:
-                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid))
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
@@ -133,8 +136,9 @@ class Planner:
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
-                if (e.file is None and "not found" in str(e)) or obj.ctor == "hub":
+                if e.file is None and ("not found" in str(e) or obj.ctor == "hub"):  # could not read it
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
+                    self.hints[dsid] = e.hint
                 else:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
@@ -254,6 +258,7 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
+        first_windows = self._first_windows(programs)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
             evaluators = a.evaluators or ["<default>"]
@@ -273,7 +278,8 @@ class Planner:
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", []))}
+                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                                     **ds.meta}
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -283,6 +289,9 @@ class Planner:
                         splits = ["test"] + (["dev"] if needs_dev else [])
                         for split in splits:
                             ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+                            if first_windows.get((mid, dsid, vid)):
+                                for ctx in ctxs:
+                                    ctx.extras["first_window"] = first_windows[(mid, dsid, vid)]
                             n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
                             unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
                             units[(aid, mid, dsid, vid, split)] = unit
@@ -333,8 +342,27 @@ class Planner:
         )
         plan.units = units
         plan.warnings = self.bag.warnings
-        plan.data_files = {d: ds.path for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
+        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
+
+    def _first_windows(self, programs: dict) -> dict[tuple[str, str, str], int]:
+        """(model, dataset, variant) -> the widest first-position window any audit's protocol
+        reads from the greedy answer generation (``Program.first_window``): the answer request
+        of those prompts carries it, so the one-token window calls fold into it (one engine pass
+        per prompt, the same request in every audit)."""
+        out: dict[tuple[str, str, str], int] = {}
+        for aobj in self.spec.of_kind("audit").values():
+            a = aobj.value
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(self.spec.get(pid), self.spec)
+            k = max((programs[pid].first_window() for pid in a.protocols), default=0)
+            if k:
+                for mid in a.models:
+                    for dsid in a.datasets:
+                        for vid in a.variants:
+                            out[(mid, dsid, vid)] = max(out.get((mid, dsid, vid), 0), k)
+        return out
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``

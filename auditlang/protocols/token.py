@@ -43,12 +43,14 @@ from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usab
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
 
 
-def first_token_window(res: Result | None) -> tuple[dict[str, float], str | None, float | None]:
-    """(top-k window, greedy token, its logprob) of the first generated position of ``res``."""
+def first_token_window(res: Result | None, k: int | None = None) -> tuple[dict[str, float], str | None, float | None]:
+    """(top-k window, greedy token, its logprob) of the first generated position of ``res``;
+    ``k``: keep only the k most probable entries (a folded request may carry a wider window)."""
     if res is None or not res.samples or not res.samples[0].tokens:
         return {}, None, None
     tok = res.samples[0].tokens[0]
-    window = dict(tok.top)
+    top = tok.top if k is None or len(tok.top) <= k else dict(sorted(tok.top.items(), key=lambda kv: -kv[1])[:k])
+    window = dict(top)
     if tok.token not in window:
         window[tok.token] = tok.logprob
     return window, tok.token, tok.logprob
@@ -138,10 +140,19 @@ class TokenProgram(Program):
         return Request.make(ctx.model.id, "continuation_logprobs", prompt, seed=ctx.seed,
                             continuation=lead_space(prompt) + answer.strip())
 
+    def first_window(self) -> int:
+        """A one-token greedy call with a top-k window is the first decoding step of the greedy
+        answer generation of the same prompt: the planner folds it into that request (which then
+        carries ``first_top_logprobs``), so the engine runs one pass. Returns k, or 0."""
+        p = self.p
+        return p.top_k if p.readout == "first_token" and p.window == "top_k" and p.max_tokens == 1 else 0
+
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         p = self.p
         if p.readout == "first_token":
             if p.window == "top_k":
+                if self.first_window() and ctx.extras.get("first_window", 0) >= p.top_k:
+                    return {"first": ctx.answer_request()}  # folded (see first_window)
                 return {"first": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=ctx.seed,
                                               max_tokens=p.max_tokens, temperature=0.0, top_logprobs=p.top_k)}
             labels = ctx.valid_labels()
@@ -178,7 +189,7 @@ class TokenProgram(Program):
                 res = usable(results, "first")
                 if res is None:
                     return Readout(math.nan, False, kind, extras={"reason": "no first-token result"})
-                window, tok, lp = first_token_window(res)
+                window, tok, lp = first_token_window(res, p.top_k)
                 out = first_token_readout(labels, window, pred, (tok, lp), p.normalise, kind)
                 out.extras["window_size"] = len(window)
                 return out

@@ -271,6 +271,21 @@ def _chat(rd: RunData) -> Entry:
     return e
 
 
+def _hub_identity(e: Entry, o, info: dict) -> None:
+    """A Hub split: id, config, split, the revision pinned, the commit and hashes of the rows read."""
+    v = o.value
+    e.lines.append(f"dataset {o.id}: Hugging Face Hub {v.id_!r}" + (f", config {v.config!r}" if v.config else "")
+                   + f", split {v.split!r}, revision {v.revision or 'not pinned'}"
+                   + (f"; commit {info.get('commit') or 'unknown'}, fingerprint {info.get('fingerprint')}, "
+                      f"content sha256 {info.get('content_sha256')}" + (" (read offline from the local cache)"
+                                                                        if info.get("offline") else "")
+                      if info.get("available") else "; not loaded at plan time"))
+    if not v.revision:
+        e.flag(f"{D.UNSPECIFIED}: dataset '{o.id}' does not pin revision= of Hub dataset {v.id_!r}; the data is "
+               + (f"identified only by commit {info.get('commit') or 'unknown'} and content sha256 "
+                  f"{info.get('content_sha256')}" if info.get("available") else "not identified"))
+
+
 def _seeds(rd: RunData) -> Entry:
     e = Entry("seeds")
     spec = rd.spec
@@ -280,13 +295,15 @@ def _seeds(rd: RunData) -> Entry:
         e.flag(f"{D.UNSPECIFIED}: settings do not set seed; the default {spec.settings.seed} was used")
     for dsid, info in rd.plan.datasets.items():
         o = spec.get(dsid)
+        if o.ctor == "hub":
+            _hub_identity(e, o, info)
         if not info.get("available"):
             e.lines.append(f"dataset {dsid}: not computable: data not available at plan time "
                            f"(estimated n={info.get('n_sample')})")
             continue
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        e.lines.append(f"dataset {dsid}: file {info.get('path')}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
+        e.lines.append(f"dataset {dsid}: {'source' if o.ctor == 'hub' else 'file'} {info.get('path')}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
                        f"random.Random({info.get('seed')}).sample over row indices; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
         e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")
@@ -527,7 +544,7 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
 
 
 def _templates(rd: RunData, aid: str) -> Entry:
-    from auditlang.plan.templates import compile_obj
+    from auditlang.prompts.templates import compile_obj
     from auditlang.prompts.render import TemplateError
 
     e = Entry("templates")

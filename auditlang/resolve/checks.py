@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+from auditlang.core.confine import inside, outside_hint
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.resolve.spec import Spec
 
@@ -46,7 +49,7 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                           po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
                 bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span,
-                          hint=f"use nota only in audits whose datasets are task=multiple_choice")
+                          hint="use nota only in audits whose datasets are task=multiple_choice")
             wrong_from = getattr(po.value, "wrong_from", None) or []
             if wrong_from and po.value.provenance != "plausible_wrong":
                 bag.error("E158", f"protocol '{p}': wrong_from= supplies plausible-wrong answers, but provenance is "
@@ -105,16 +108,11 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
 def _check_files(spec: Spec, bag: DiagnosticBag) -> None:
     """Template files must resolve inside the project root (docs/security.md); data paths are
     checked when the data root is known (planning)."""
-    from auditlang.core.confine import outside_hint
-    from auditlang.plan.templates import template_file_outside
-
-    for obj in spec.of_kind("dataset").values():
-        if getattr(obj.value, "labels", None) is not None:
-            bag.error("E124", f"dataset '{obj.id}': labels= is not read (option labels are A, B, C, ... for every "
-                      "dataset)", obj.param_span("labels"),
-                      hint="remove labels=; a template can show other labels from the item's own fields")
     for obj in spec.of_kind("template").values():
         file = obj.value.file
-        why = template_file_outside(spec, file) if isinstance(file, str) else None
-        if why:
-            bag.error("E118", why, obj.param_span("file"), hint=outside_hint([spec.root]))
+        if not isinstance(file, str) or file.startswith("stdlib:"):
+            continue
+        path = spec.entry.parent / file  # as prompts/templates.py reads it
+        if inside(path, [spec.root]) is None:
+            bag.error("E118", f"template file '{file}' resolves to {os.path.realpath(path)}, outside the project root "
+                      f"{spec.root}", obj.param_span("file"), hint=outside_hint([spec.root]))

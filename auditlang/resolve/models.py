@@ -15,22 +15,37 @@ from auditlang.resolve.spec import Spec
 CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params passed to the chat template
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
+# Spec parameter -> the engine's own option name, per engine. Only parameters the spec writes are
+# sent: a default the user did not write is the engine's (recorded in its fingerprint), so the
+# language never overrides an engine default it does not know (e.g. vLLM's eager mode on CPU).
+ENGINE_OPTIONS: dict[str, dict[str, str]] = {
+    "hf": {},
+    "vllm": {"max_logprobs": "max_logprobs", "enforce_eager": "enforce_eager",
+             "tensor_parallel": "tensor_parallel_size", "gpu_memory_utilization": "gpu_memory_utilization"},
+    "openai": {"base_url": "base_url", "endpoint": "endpoint", "api_key_env": "api_key_env", "server": "server"},
+    "dryrun": {},
+}
+
 
 def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> ModelConfig:
+    """The engine configuration of spec model ``mid``. ``engine_override`` (``auditc run --engine``)
+    replaces the declared engine; the declared engine's options are then not sent."""
     o = spec.get(mid)
     v = o.value
     if o.ctor == "embedded":
         engine, path = v.engine, v.name
-        explicit = dict(o.param_spans)
-        chat = v.chat if "chat" in explicit else EMBEDDED_MODELS[v.name]["chat"]
+        chat = v.chat if "chat" in dict(o.param_spans) else EMBEDDED_MODELS[v.name]["chat"]
     else:
         engine, path, chat = o.ctor, v.path, v.chat
+    declared = engine
     if engine_override:
         engine = engine_override
+    written = dict(o.param_spans)
     options: dict[str, Any] = {}
-    for k in ("max_logprobs", "enforce_eager", "tensor_parallel", "gpu_memory_utilization", "base_url", "endpoint", "api_key_env", "server"):
-        if hasattr(v, k) and getattr(v, k) is not None:
-            options[k] = getattr(v, k)
+    if engine == declared:
+        for param, option in ENGINE_OPTIONS.get(engine, {}).items():
+            if param in written and getattr(v, param, None) is not None:
+                options[option] = getattr(v, param)
     template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
     if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
         options["chat_template_kwargs"] = template_kwargs

@@ -56,9 +56,11 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
     return cand, None
 
 
-def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[str, str]]:
-    """Parse the entry spec and, recursively, everything it imports."""
+def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
+    """Parse the entry spec and, recursively, everything it imports. ``text``: the entry's source
+    (not read from disk; ``entry`` then only locates it for relative imports and the project root)."""
     entry = entry.resolve()
+    entry_text = text
     root = project_root(entry)
     loaded: dict[Path, LoadedModule] = {}
     hashes: dict[str, str] = {}
@@ -87,8 +89,11 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
         if p in loaded:
             return loaded[p]
         try:
-            raw = p.read_bytes()
-            text = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
+            if p == entry and entry_text is not None:
+                src = entry_text[1:] if entry_text.startswith("\ufeff") else entry_text
+            else:
+                raw = p.read_bytes()
+                src = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
         except OSError as e:
             bag.error("E111", f"cannot read '{p}': {e.strerror}", via.span if via else None,
                       hint="check that the file exists and is readable")
@@ -99,9 +104,9 @@ def load_modules(entry: Path, bag: DiagnosticBag) -> tuple[LoadedModule, dict[st
             bag.error("E111", f"'{p.name}' is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
                       Span.point(str(p), line, col), hint="save the spec as UTF-8")
             return None
-        hashes[str(p)] = hashlib.sha256(text.encode()).hexdigest()
+        hashes[str(p)] = hashlib.sha256(src.encode()).hexdigest()
         try:
-            mod_ast = parse_text(text, str(p))
+            mod_ast = parse_text(src, str(p))
         except CompileError as e:
             for d in e.diagnostics:
                 bag.add(d)

@@ -61,7 +61,7 @@ class _Resolver:
                     continue
                 if st.name in mod.imports:
                     self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span,
-                                   hint=f"rename the declaration, or import the module `as` another name")
+                                   hint="rename the declaration, or import the module `as` another name")
                     continue
                 first[st.name] = st.name_span
                 oid = f"{mod.key}.{st.name}" if mod.key else st.name
@@ -434,16 +434,21 @@ class _Resolver:
                 self.spec.report.append((name, params))
 
 
-def compile_spec(path: str | Path) -> Spec:
-    """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics."""
+def compile_spec(path: str | Path, text: str | None = None) -> Spec:
+    """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
+
+    ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
+    string); ``path`` still names it in diagnostics and anchors relative imports and data paths.
+    """
     entry = Path(path)
     bag = DiagnosticBag()
-    if not entry.exists():
-        bag.error("E100", f"spec file not found: {entry}", None,
+    if text is None and not entry.is_file():
+        what = "is a directory, not a spec file" if entry.is_dir() else "not found"
+        bag.error("E100", f"spec file {what}: {entry}", None,
                   hint=did_you_mean(entry.name, [p.name for p in entry.parent.glob('*.audit')] if entry.parent.exists() else [], "specs here"))
         raise CompileError(bag)
-    top, hashes = load_modules(entry, bag)
-    spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes)
+    top, hashes = load_modules(entry, bag, text)
+    spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes, entry_text=text)
     r = _Resolver(top, bag, spec)
     r.resolve_all()
     r.report(top)

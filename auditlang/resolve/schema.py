@@ -43,7 +43,9 @@ class _DatasetBase(Obj):
     seed: int = 42
     dev: str | None = None  # a dataset name providing the dev split (thresholds, Platt, probes)
     dev_sample: int | None = Field(default=None, ge=1)
-    labels: list[str] | None = None  # refused (E124): kept only so plan hashes stay as they were
+    # option labels (a list, or the field holding each row's list, e.g. "choices.label"); a gold
+    # that is one of them (ARC's answerKey "C") resolves to that choice. Prompts letter options A, B, ...
+    labels: list[str] | str | None = None
     filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
     filter_in: list[str | int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
@@ -67,6 +69,7 @@ class HubDataset(_DatasetBase):
     id_: str = Field(alias="hub_id")
     split: str = "validation"
     config: str | None = None
+    revision: str | None = None  # a Hub commit sha, tag or branch; recorded with the data's content hash
     size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -105,7 +108,7 @@ class VLLMModel(_ModelBase):
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
     max_logprobs: int | None = Field(default=None, ge=1)
-    enforce_eager: bool = False
+    enforce_eager: bool | None = None  # unset: vLLM's engine default (eager on CPU, graphs on GPU)
     tensor_parallel: int = Field(default=1, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 

@@ -51,6 +51,7 @@ class Spec:
     report: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # path -> sha256 of the source text
     warnings: list[Any] = field(default_factory=list)
+    entry_text: str | None = None  # the entry's source when it was compiled from text, not read from disk
 
     def of_kind(self, kind: str) -> dict[str, Resolved]:
         return {k: v for k, v in self.objects.items() if v.kind == kind}

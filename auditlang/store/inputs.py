@@ -7,6 +7,7 @@ See :mod:`auditlang.store.rundir` for the layout. Written once per ``auditc run`
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
     DATA_DIR, PLAN_FILE, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, STDLIB_DIR, copy_tree_files, read_run_file,
-    replace_dir, write_json_atomic, write_plan_ids, write_run_file)
+    replace_dir, write_bytes_atomic, write_json_atomic, write_plan_ids, write_run_file)
 
 
 def _sha256(path: Path) -> str:
@@ -62,9 +63,16 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
     if staged.exists():
         shutil.rmtree(staged)
     project = staged / Path(PROJECT_DIR).name
+    entry = spec.entry.resolve()
     try:
-        copy_tree_files((src, project / rel) for src, rel in spec_files(spec))
+        copy_tree_files((src, project / rel) for src, rel in spec_files(spec)
+                        if not (src == entry and spec.entry_text is not None))
         project.mkdir(parents=True, exist_ok=True)
+        rel = _inside(spec.entry, spec.root)
+        entry_rel = rel if rel is not None else Path("_outside") / spec.entry.name
+        if spec.entry_text is not None:  # compiled from text (an editor buffer, a notebook string)
+            (project / entry_rel).parent.mkdir(parents=True, exist_ok=True)
+            (project / entry_rel).write_text(spec.entry_text, encoding="utf-8")
         (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
         shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -72,27 +80,34 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
     finally:  # a failed copy (a full disk) leaves no half-written folder behind
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)
-    rel = _inside(spec.entry, spec.root)
-    return (Path(PROJECT_DIR) / (rel if rel is not None else Path("_outside") / spec.entry.name)).as_posix()
+    return (Path(PROJECT_DIR) / entry_rel).as_posix()
 
 
 def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Copy every dataset file the plan read to ``RUN_DIR/data/<dataset>/``; returns the
-    ``run.json`` entry per dataset (file relative to the run directory, sha256, source)."""
+    """Copy every dataset the plan read to ``RUN_DIR/data/<dataset>/`` (a file byte for byte; a
+    hub split as the JSON lines of its rows); returns the ``run.json`` entry per dataset (file
+    relative to the run directory, sha256, and the dataset's recorded identity ``meta``)."""
     out: dict[str, dict[str, Any]] = {}
-    for dsid, src in sorted(plan.data_files.items()):
-        src_path = Path(src)
-        rel = Path(DATA_DIR) / dsid / src_path.name
-        dst = run_dir / rel
-        if src_path.resolve() != dst.resolve():
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(dst.name + ".tmp")
-            try:
-                shutil.copyfile(src_path, tmp)
-                tmp.replace(dst)
-            finally:
-                tmp.unlink(missing_ok=True)
-        out[dsid] = {"file": rel.as_posix(), "sha256": _sha256(dst)}
+    for dsid, ds in sorted(plan.sources.items()):
+        if ds.raw_rows is not None:
+            name = ds.path.split(":", 1)[-1].replace("/", "__") + ".jsonl"
+            body = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in ds.raw_rows)
+            rel = Path(DATA_DIR) / dsid / name
+            (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(run_dir / rel, body.encode("utf-8"))
+        else:
+            src_path = Path(ds.path)
+            rel = Path(DATA_DIR) / dsid / src_path.name
+            dst = run_dir / rel
+            if src_path.resolve() != dst.resolve():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dst.with_name(dst.name + ".tmp")
+                try:
+                    shutil.copyfile(src_path, tmp)
+                    tmp.replace(dst)
+                finally:  # no .tmp left when the copy fails (a full disk)
+                    tmp.unlink(missing_ok=True)
+        out[dsid] = {"file": rel.as_posix(), "sha256": _sha256(run_dir / rel), "meta": ds.meta}
     return out
 
 

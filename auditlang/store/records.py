@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from auditlang.store.rundir import file_mode
 from auditlang.store.codec import json_default
 
 __all__ = ["RECORDS_SCHEMA", "RECORDS_SCHEMA_VERSION", "ExampleRecord", "read_records", "write_records"]
@@ -147,19 +148,13 @@ def _mirror_path(path: Path) -> Path:
     return path.with_suffix(".jsonl")
 
 
-def _file_mode() -> int:
-    from auditlang.store.rundir import file_mode as mode
-
-    return mode()
-
-
 def _atomic_write(path: Path, write: Any) -> None:
     """Call ``write(tmp_path)``, fsync, rename over ``path``, fsync the directory."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, _file_mode())  # mkstemp makes 0600; outputs get the umask's mode like every other file
+        os.chmod(tmp, file_mode())  # mkstemp makes 0600; outputs get the umask's mode like every other file
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)

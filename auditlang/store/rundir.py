@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.errors import UserError
+
 RUN_FORMAT = "auditlang.run/2"
 RUN_FILE = "run.json"
 PLAN_FILE = "plan.json"
@@ -72,8 +74,6 @@ def is_run_dir(path: Path) -> bool:
 def check_out_dir(path: Path) -> None:
     """Refuse an output folder that would overwrite the user's files: a path that exists but is not
     a folder, or a non-empty folder that is not a run directory. Nothing is written."""
-    from auditlang.core.errors import UserError
-
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise UserError(f"{path} exists and is not a folder", hint="name a new folder or an existing run directory")

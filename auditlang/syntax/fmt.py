@@ -35,6 +35,15 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
     return [(t.line, t.column, str(t).rstrip()) for t in sink]
 
 
+def _num(v: int | float) -> str:
+    """Shortest exact spelling: ``1e-6`` rather than Python's ``1e-06``."""
+    r = repr(v)
+    if isinstance(v, float) and "e" in r:
+        mant, exp = r.split("e")
+        return f"{mant}e{int(exp)}"
+    return r
+
+
 def _str(s: str) -> str:
     if "\n" in s:
         return '"""' + s.replace("\\", "\\\\").replace('"""', '\\"""') + '"""'
@@ -52,7 +61,7 @@ def expr(e: A.Expr, indent: int = 0) -> str:
             return "none"
         if isinstance(v, str):
             return _str(v)
-        return repr(v)
+        return _num(v)
     if isinstance(e, A.Ref):
         return e.dotted
     if isinstance(e, A.ListExpr):

@@ -1,14 +1,18 @@
-"""Compile the spec's template objects (inline text, stdlib names or project files), cached."""
+"""Compile the spec's template objects (inline text, stdlib names or project files), cached.
+
+A project template file must resolve (symlinks followed) inside the project root
+(docs/security.md); anything else is a ``TemplateError`` here and E118 at ``auditc check``.
+"""
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
 from auditlang.core.confine import inside, outside_hint
-from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, compile_template
+from auditlang.prompts.render import CompiledTemplate, TemplateError, compile_stdlib_template, compile_template
 from auditlang.resolve.spec import Resolved, Spec
+from auditlang.stdlib_location import stdlib_root
 
 STDLIB_PREFIX = "stdlib:"
 
@@ -22,29 +26,15 @@ def template_source_name(obj: Resolved) -> str:
 
 def compile_obj(spec: Spec, obj: Resolved) -> CompiledTemplate:
     """Compile one template object; raises ``TemplateError`` on bad templates, missing files or a
-    file outside the project root (docs/security.md)."""
-    return _compile(str(spec.entry), str(spec.root), obj.id, obj.value.text, obj.value.file)
-
-
-def template_path(spec: Spec, file: str) -> Path:
-    """Where a project template file ``file=`` points (symlinks not yet resolved)."""
-    return spec.entry.parent / file
-
-
-def template_file_outside(spec: Spec, file: str) -> str | None:
-    """Why ``file=`` may not be read (it resolves outside the project root), else None."""
-    if file.startswith(STDLIB_PREFIX):
-        return None
-    path = template_path(spec, file)
-    if inside(path, [spec.root]) is None:
-        return f"template file '{file}' resolves to {os.path.realpath(path)}, outside the project root {spec.root}"
-    return None
+    file outside the project root."""
+    file = obj.value.file
+    # keyed by the stdlib in force too: a run directory's stored stdlib may differ from this one
+    stdlib = str(stdlib_root()) if isinstance(file, str) and file.startswith(STDLIB_PREFIX) else ""
+    return _compile(str(spec.entry), str(spec.root), obj.id, obj.value.text, file, stdlib)
 
 
 @lru_cache(maxsize=4096)
-def _compile(entry: str, root: str, oid: str, text: str | None, file: str | None) -> CompiledTemplate:
-    from auditlang.prompts.render import TemplateError
-
+def _compile(entry: str, root: str, oid: str, text: str | None, file: str | None, stdlib: str = "") -> CompiledTemplate:
     if text is not None and file is not None:
         raise TemplateError("give either inline text or file=, not both", name=oid)
     if text is not None:
@@ -58,11 +48,11 @@ def _compile(entry: str, root: str, oid: str, text: str | None, file: str | None
         raise TemplateError(f"template file '{file}' resolves outside the project root {root}", name=oid,
                             hint=outside_hint([Path(root)]))
     try:
-        src = path.read_bytes().decode("utf-8-sig")
+        raw = path.read_bytes()
+        src = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
     except OSError as e:
         raise TemplateError(f"cannot read template file {path}: {e.strerror}", name=oid) from None
     except UnicodeDecodeError as e:
-        raw = path.read_bytes()
         raise TemplateError(f"template file is not valid UTF-8 ({e.reason})", name=str(path),
                             line=raw.count(b"\n", 0, e.start) + 1, hint="save the file as UTF-8") from None
     return compile_template(src, name=str(path))

@@ -1,0 +1,23 @@
+"""`auditc lsp`: the language server for editors (stdio; docs/editors.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from auditlang.core.errors import RuntimeFailure
+
+
+def add_lsp_command(sub) -> None:
+    p = sub.add_parser("lsp", help="language server for editors (stdio; needs the `lsp` extra)")
+    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the only transport")
+    p.set_defaults(fn=cmd_lsp)
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    try:
+        from auditlang.lsp.server import serve  # lazy: pygls is an optional extra
+    except ImportError as e:
+        raise RuntimeFailure(f"the language server needs pygls ({e})",
+                             hint="pip install 'auditlang[lsp]'") from None
+    serve()
+    return 0

@@ -1,0 +1,129 @@
+"""Rows of a Hugging Face Hub split (``hub(ID, SPLIT, config=..., revision=...)``).
+
+Only reading lives here; filters, field mapping and sampling are the loader's, the same code
+path as for files. What identifies the data is returned with the rows: the revision asked for,
+the commit the rows came from (the ``datasets`` cache folder of a Hub dataset is named after
+it), the Arrow fingerprint, and a sha256 of the rows themselves.
+
+Without network access (``HF_DATASETS_OFFLINE=1`` / ``HF_HUB_OFFLINE=1``, or the Hub endpoint
+unreachable within a few seconds) the split is read from the local ``datasets`` cache only,
+instead of retrying the Hub for a minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from auditlang.resolve.spec import Resolved
+
+HUB_HINT_INSTALL = "pip install 'auditlang[hub]'"
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+class HubError(Exception):
+    """A hub split that cannot be read; ``hint`` says what to do."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _offline_env() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+@lru_cache(maxsize=4)
+def _reachable(endpoint: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hub endpoint opens (probed once per process)."""
+    u = urlparse(endpoint)
+    try:
+        with socket.create_connection((u.hostname or "huggingface.co", u.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def _offline(datasets_mod):
+    """Offline mode for one call (the libraries read these flags at call time)."""
+    import huggingface_hub.constants as hc
+
+    saved = (datasets_mod.config.HF_HUB_OFFLINE, hc.HF_HUB_OFFLINE)
+    datasets_mod.config.HF_HUB_OFFLINE = hc.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        datasets_mod.config.HF_HUB_OFFLINE, hc.HF_HUB_OFFLINE = saved
+
+
+def content_sha256(rows: list[dict[str, Any]]) -> str:
+    """sha256 of the rows in order, as canonical JSON (key order and whitespace normalised)."""
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(json.dumps(r, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _cached_commit(split) -> str | None:
+    """The Hub commit a split was prepared from: its cache folder is ``.../VERSION/COMMIT/``."""
+    for f in getattr(split, "cache_files", None) or []:
+        name = Path(f.get("filename", "")).parent.name
+        if re.fullmatch(r"[0-9a-f]{40}", name):
+            return name
+    return None
+
+
+def read_hub(ds: Resolved) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(rows, identity) of a hub dataset. Raises :class:`HubError` with the real cause."""
+    v = ds.value
+    what = f"'{v.id_}'" + (f" (config {v.config!r})" if v.config else "") + f", split {v.split!r}"
+    try:
+        import datasets  # type: ignore
+    except ImportError:
+        raise HubError(f"dataset '{ds.id}' reads the Hugging Face Hub, but the `datasets` package is not installed",
+                       hint=HUB_HINT_INSTALL) from None
+    import huggingface_hub.constants as hc
+
+    offline = _offline_env() or bool(datasets.config.HF_HUB_OFFLINE)
+    forced = not offline and not _reachable(hc.ENDPOINT)
+    try:
+        if forced:
+            with _offline(datasets):
+                split = datasets.load_dataset(v.id_, v.config, split=v.split, revision=v.revision)
+        else:
+            split = datasets.load_dataset(v.id_, v.config, split=v.split, revision=v.revision)
+    except Exception as e:  # noqa: BLE001 - every failure of the library is the user's data problem here
+        cause = f"{type(e).__name__}: {e}".strip()
+        if offline or forced:
+            why = "offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE)" if offline else f"{hc.ENDPOINT} is unreachable"
+            hint = (f"{why}: only splits already in the local datasets cache ({datasets.config.HF_DATASETS_CACHE}) "
+                    "load; load it once with network access (same HF_HOME), or declare a local copy with jsonl(...)")
+        else:
+            hint = f"check the id, config and split at {hc.ENDPOINT}/datasets/{v.id_}"
+        raise HubError(f"cannot load hub dataset {what}: {cause}", hint=hint) from None
+    commit = _cached_commit(split)
+    if v.revision and _SHA.fullmatch(v.revision) and commit and not commit.startswith(v.revision):
+        raise HubError(f"hub dataset {what}: the spec pins revision {v.revision!r} but the split loaded is commit "
+                       f"{commit}" + (" (the offline cache holds only that one)" if offline or forced else ""),
+                       hint="load the pinned revision once with network access, or pin the cached commit")
+    rows = split.to_list()
+    for i, r in enumerate(rows, 1):
+        r["__line__"] = i
+    ident = {
+        "source": "hub", "hub_id": v.id_, "config": v.config, "split": v.split, "revision": v.revision,
+        "commit": commit, "fingerprint": getattr(split, "_fingerprint", None),
+        "content_sha256": content_sha256([{k: x for k, x in r.items() if k != "__line__"} for r in rows]),
+        "offline": bool(offline or forced),
+    }
+    return rows, ident

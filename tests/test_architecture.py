@@ -1,0 +1,190 @@
+"""Guards for the layering in ARCHITECTURE.md (issue 13, item 5).
+
+* every import between auditlang packages points down the layer order, imports inside functions
+  included, and no modules form an import cycle;
+* an import inside a function carries a one-line reason comment (``# lazy: ...``);
+* compiling, planning, checking and reporting load no engine module and no torch / transformers /
+  vLLM (a subprocess, so the test sees a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PKG = REPO / "auditlang"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+# ARCHITECTURE.md's table, top (imports nothing) to bottom.
+LAYERS = ["core", "stdlib_location", "syntax", "metrics", "resolve", "prompts", "data", "evaluators",
+          "protocols", "plan", "store", "engines", "execute", "score", "report", "api", "lsp", "cli", "__init__"]
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = p.relative_to(REPO).with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return mods
+
+
+MODS = _modules()
+
+
+def _package(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(mod: str, path: Path):
+    """(target module, line, inside a function, source line, previous line) for every internal import."""
+    src = path.read_text(encoding="utf-8")
+    lines = src.splitlines()
+    tree = ast.parse(src)
+    in_fn: set[int] = set()
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_fn.update(id(n) for n in ast.walk(f) if n is not f)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+                pkg = pkg[: len(pkg) - node.level + 1]
+                base = ".".join(pkg + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        line = lines[node.lineno - 1]
+        prev = lines[node.lineno - 2] if node.lineno > 1 else ""
+        for t in names:
+            if t.split(".")[0] != "auditlang":
+                if id(node) in in_fn:
+                    yield None, node.lineno, True, line, prev
+                break
+            if t in MODS and t != mod and not mod.startswith(t + "."):
+                yield t, node.lineno, id(node) in in_fn, line, prev
+
+
+def test_layers_listed_cover_every_package() -> None:
+    assert {_package(m) for m in MODS} <= set(LAYERS)
+
+
+def test_imports_point_down_the_layers() -> None:
+    bad = []
+    for mod, path in MODS.items():
+        for target, line, _, _, _ in _imports(mod, path):
+            if target is None:
+                continue
+            a, b = _package(mod), _package(target)
+            if a != b and LAYERS.index(b) > LAYERS.index(a):
+                bad.append(f"{path.relative_to(REPO)}:{line}: {a} imports {b} ({target})")
+    assert not bad, "imports against the layer order (ARCHITECTURE.md):\n" + "\n".join(bad)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = {m: set() for m in MODS}
+    for mod, path in MODS.items():
+        for target, *_ in _imports(mod, path):
+            if target is not None:
+                graph[mod].add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_imports_inside_functions_say_why() -> None:
+    bad = []
+    for mod, path in MODS.items():
+        for _, line, in_fn, text, prev in _imports(mod, path):
+            if in_fn and "#" not in text and not prev.strip().startswith("#"):
+                bad.append(f"{path.relative_to(REPO)}:{line}: {text.strip()}")
+    assert not bad, "imports inside functions need a one-line reason comment (# lazy: ...):\n" + "\n".join(sorted(set(bad)))
+
+
+PROBE = """
+import sys
+from auditlang.cli import main
+rc = main(sys.argv[1:])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "vllm")
+               or m.startswith("auditlang.engines"))
+print("PROBE", rc, ",".join(heavy))
+"""
+
+
+def _probe(*args: str, cwd: Path) -> tuple[int, str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(cwd)}, timeout=600)
+    line = [x for x in out.stdout.splitlines() if x.startswith("PROBE")]
+    assert line, out.stderr[-2000:]
+    _, rc, heavy = line[-1].split(" ", 2) if line[-1].count(" ") == 2 else (*line[-1].split(" "), "")
+    return int(rc), heavy
+
+
+def test_check_plan_and_report_load_no_engine(tmp_path: Path) -> None:
+    if not (SHARED_DATA / "arc_challenge.jsonl").exists():
+        pytest.skip("../shared/data is not available")
+    spec = tmp_path / "a.audit"
+    spec.write_text("""import "stdlib/s000"
+dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=3, seed=1)
+model smol = embedded("smollm2-135m-instruct", max_tokens=4)
+audit a {
+  models = [smol]
+  datasets = [arc]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.token_norm]
+  evaluators = [s000.first_char]
+}
+report cells, checklist
+""", encoding="utf-8")
+    assert _probe("check", str(spec), cwd=tmp_path) == (0, "")
+    assert _probe("plan", str(spec), "--data-root", str(SHARED_DATA), cwd=tmp_path) == (0, "")
+    # a run with the dry-run engine loads the dryrun engine module only (that is its engine)
+    rc = subprocess.run([sys.executable, "-m", "auditlang.cli", "run", str(spec), "--data-root", str(SHARED_DATA),
+                         "--out", str(tmp_path / "run"), "--engine", "dryrun", "--no-progress"],
+                        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin",
+                                                                           "HOME": str(tmp_path)}, timeout=600)
+    assert rc.returncode == 0, rc.stderr[-2000:]
+    assert _probe("report", str(tmp_path / "run"), cwd=tmp_path) == (0, "")
+    assert _probe("status", str(tmp_path / "run"), cwd=tmp_path) == (0, "")
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["format"] == "auditlang.run/2"

@@ -1,0 +1,41 @@
+"""The Python API of docs/python.md, executed as written (issue 12: a notebook-style example)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def test_docs_example_runs(tmp_path: Path, monkeypatch) -> None:
+    if not (SHARED_DATA / "arc_challenge.jsonl").exists():
+        pytest.skip("../shared/data is not available")
+    text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/python.md", "exec"), {"DATA": str(SHARED_DATA), "OUT": str(tmp_path / "run")})
+    assert (tmp_path / "run" / "records.parquet").exists()
+
+
+def test_import_is_light() -> None:
+    out = subprocess.run([sys.executable, "-c", "import sys, auditlang; print(sorted(m for m in sys.modules "
+                          "if m.split('.')[0] in ('pandas', 'numpy', 'torch', 'lark', 'pydantic')))"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_compile_text_reports_diagnostics_with_locations(tmp_path: Path) -> None:
+    import auditlang
+    from auditlang.core.diagnostics import CompileError
+
+    with pytest.raises(CompileError) as e:
+        auditlang.compile('model m = embeded("smollm2-135m-instruct")\n', path=tmp_path / "nb.audit")
+    d = e.value.diagnostics[0]
+    assert d.span is not None and d.span.line == 1 and "nb.audit" in d.span.file
+    assert d.hint and "embedded" in d.hint
