@@ -334,6 +334,8 @@ def _normalise_all(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[
 
 
 def _lines(rows: list[dict[str, Any]]) -> str:
+    if any("__line__" not in r for r in rows):  # hub rows: no file lines
+        return f"{len(rows)} row(s)"
     shown = [str(r.get("__line__")) for r in rows[:MAX_WARNED]]
     return "line" + ("s " if len(rows) > 1 else " ") + ", ".join(shown) + (", ..." if len(rows) > MAX_WARNED else "")
 
