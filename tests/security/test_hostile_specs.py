@@ -290,3 +290,23 @@ def test_real_full_disk_is_exit_3_and_leaves_no_tmp_files(tmp_path, capsys):
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
     assert proj.exists()
+
+
+def test_engine_refuses_a_host_not_allowed_even_when_constructed_directly():
+    """Defence in depth: under `auditc run`'s allowances the openai engine itself refuses to
+    connect (checked before any socket is opened)."""
+    from auditlang.core.engine import EngineError, ModelConfig
+    from auditlang.core.trust import Allowances, enforce
+    from auditlang.engines.openai_engine import OpenAIEngine
+
+    cfg = ModelConfig(name="m", engine="openai", path="gpt", options={"base_url": "http://exfil.invalid/v1",
+                                                                     "api_key_env": "HOME"})
+    enforce(Allowances())
+    try:
+        with pytest.raises(EngineError, match="host 'exfil.invalid' is not allowed"):
+            OpenAIEngine(cfg)
+        enforce(Allowances(hosts={"exfil.invalid": "--allow-host"}))
+        with pytest.raises(EngineError, match="secret HOME is not allowed"):
+            OpenAIEngine(cfg)
+    finally:
+        enforce(None)
