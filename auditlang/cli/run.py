@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
-from auditlang.cli.common import EXIT_OK, print_diags
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RuntimeFailure, UsageError
 from auditlang.core.trust import enforce
@@ -32,10 +34,27 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return s.index, s.count
 
 
+def env_settings(spec) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+    from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+
+    url = os.environ.get(OPENAI_BASE_URL_ENV)
+    if not url:
+        return {}
+    return {mid: url for mid, o in spec.of_kind("model").items()
+            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
+
+
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
-    spec = compile_spec(args.spec)
-    plan = plan_spec(spec, args.data_root, args.limit)
+    swaps = parse_swaps(args.swap_model)
+    display = "none" if args.no_progress else args.display
+    cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
+    spec = compile_spec(args.spec, swaps=swaps)
+    step = StepLog() if display != "none" else None
+    plan = plan_spec(spec, args.data_root, args.limit, step=step)
+    if step is not None:
+        step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
@@ -43,11 +62,20 @@ def cmd_run(args) -> int:
     bag = check_access(spec, access, allow)
     if bag.errors:
         raise CompileError(bag)
+    for note in plan.notes:
+        if "data root" in note:
+            print(f"note: {note}", file=sys.stderr)
+    for name, expr in swaps.items():
+        print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
+    from_env = env_settings(spec)
+    for mid, url in from_env.items():
+        print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     check_out_dir(run_dir)
     enforce(allow)
     try:
-        return _execute(args, spec, plan, run_dir, shard_ix, access_record(access, allow))
+        return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
+                        access_record(access, allow))
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
         errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
         what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
@@ -75,12 +103,17 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
                                "committed are kept")
 
 
-def _execute(args, spec, plan, run_dir: Path, shard_ix, access: list) -> int:
+def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swaps, from_env, access) -> int:
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=not args.no_progress, retry_errors=args.retry_errors, shard=shard, access=access)
+                   progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir,
+                   announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
+                   run_fields={"model_swaps": swaps,
+                               "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
+                               "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None,
+                               "access": access})
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")

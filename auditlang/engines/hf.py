@@ -228,6 +228,11 @@ class HFEngine:
 
     engine_name = "hf"
 
+    # Set by the executor while ``run`` is iterated: called after each forward batch with the
+    # requests' worth of work it finished (a request's rows each count 1/rows), so progress
+    # moves per engine batch (auditlang/execute/progress.py).
+    progress_hook: Callable[[float], None] | None = None
+
     def __init__(self, config: ModelConfig) -> None:
         torch, transformers = import_hf_stack()
         self._torch = torch
@@ -572,8 +577,13 @@ class HFEngine:
         while j:
             bounds.append((cut[j], j))
             j = cut[j]
+        rows_of: dict[int, int] = {}
+        for r in rows:
+            rows_of[r.owner] = rows_of.get(r.owner, 0) + 1
         for i, j in reversed(bounds):
-            yield order[i:j]
+            yield order[i:j]  # resumed once the caller has run this batch
+            if self.progress_hook is not None:
+                self.progress_hook(sum(1.0 / rows_of[r.owner] for r in order[i:j]))
 
     def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
         """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.

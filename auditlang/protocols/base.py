@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.core.requests import Message, Prompt, Request, Result
+from auditlang.resolve.templates import compile_obj
 
+
+
+def invariant(ok: bool, message: str) -> None:
+    """An internal assertion: the resolver (resolve/protocol_checks.py E159, resolve/checks.py)
+    rejects every spec that could break it, so a failure here is a bug, never a user mistake."""
+    if not ok:
+        raise AssertionError(f"internal: {message} (auditc check should have rejected this spec)")
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -246,8 +254,6 @@ class Program:
     # ------------------------------------------------------------ helpers
     def template(self, template_id: str):
         """Compile the spec's template object ``template_id`` (cached by the compiler)."""
-        from auditlang.prompts.templates import compile_obj
-
         return compile_obj(self.spec, self.spec.get(template_id))
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from auditlang.metrics.token import label_probs, span_confidence, token_confidence
 from auditlang.core.requests import Prompt, Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usable
+from auditlang.protocols.base import ItemCtx, Program, Readout, invariant, lead_space, usable
 
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
 
@@ -100,12 +100,11 @@ class TokenProgram(Program):
         super().__init__(obj, spec)
         p = self.p
         if p.readout == "first_token":
-            if p.scored != "generated" or p.context != "bare":
-                raise ValueError(f"protocol '{obj.id}': scored={p.scored} / context={p.context} apply to "
-                                 "readout=T1 or T2 (teacher forcing); readout=first_token reads the first "
-                                 "generated token of the variant prompt")
-        elif p.context == "bare" and (p.prefix or p.prefill):
-            raise ValueError(f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
+            invariant(p.scored == "generated" and p.context == "bare",
+                      f"protocol '{obj.id}': scored/context apply to readout=T1 or T2")
+        else:
+            invariant(p.context != "bare" or not (p.prefix or p.prefill),
+                      f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
 
     # ------------------------------------------------------------------ roles
     def _score_role(self) -> dict[str, str]:

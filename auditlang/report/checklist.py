@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from auditlang import __version__
+from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
@@ -48,6 +50,7 @@ ITEMS: dict[str, str] = {
     "chat": "Chat-template options",
     "sampling": "Decoding and sampling settings (temperature, top_p, sampling top-k)",
     "cross": "Answers scored by another unit (cross stage)",
+    "plugins": "Components from installed plugins",
 }
 
 
@@ -149,7 +152,7 @@ def _fold(text: str, width: int = 110) -> str:
 
 def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
     cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
-    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _access(rd), _chat(rd), _seeds(rd)]))
+    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _access(rd), _chat(rd), _seeds(rd), _plugins(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
             _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
@@ -201,6 +204,26 @@ def _access(rd: RunData) -> Entry:
     return e
 
 
+def _plugins(rd: RunData) -> Entry:
+    """Every component the spec uses that an installed plugin registered (docs/plugins.md),
+    with the plugin's distribution and version."""
+    e = Entry("plugins")
+    kinds = {"protocol": "protocol", "evaluator": "evaluator", "perturbation": "perturbation", "compare": "comparison"}
+    used = {(kinds[o.kind], o.ctor) for o in rd.spec.objects.values() if o.kind in kinds}
+    used |= {("metric", m.name) for m in rd.spec.metrics.values()}
+    for kind, name in sorted(used):
+        entry = REGISTRY.find(kind, name)
+        if entry is not None and entry.meta.get("plugin"):
+            e.lines.append(f"{kind} `{name}`: from plugin {entry.meta['plugin']}")
+    if not e.lines:
+        e.lines.append("none: every component this spec uses is built into auditlang "
+                       + (f"{__version__}" if __version__ else ""))
+    loaded = ", ".join(f"{d} {v}" for d, v in sorted(REGISTRY.plugins.items()))
+    if loaded:
+        e.lines.append(f"Plugins installed when the report was written: {loaded}")
+    return e
+
+
 def _engines(rd: RunData) -> Entry:
     e = Entry("engines")
     models = list(dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models))
@@ -211,6 +234,10 @@ def _engines(rd: RunData) -> Entry:
         path = v.name if o.ctor == "embedded" else v.path
         fp = rd.fingerprints.get(mid)
         declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        swap = getattr(rd.spec, "model_swaps", {}).get(mid)
+        if swap:
+            declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
+                        f"another model): {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}")
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
@@ -219,6 +246,7 @@ def _engines(rd: RunData) -> Entry:
             e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
+                           + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
                            + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
@@ -544,7 +572,7 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
 
 
 def _templates(rd: RunData, aid: str) -> Entry:
-    from auditlang.prompts.templates import compile_obj
+    from auditlang.resolve.templates import compile_obj
     from auditlang.prompts.render import TemplateError
 
     e = Entry("templates")

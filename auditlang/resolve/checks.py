@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from auditlang.core.confine import inside, outside_hint
-from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.core.diagnostics import DiagnosticBag, Span
+from auditlang.core.registry import REGISTRY
+from auditlang.prompts.render import TemplateError
+from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.spec import Spec
+from auditlang.resolve.templates import compile_obj
 
-LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
-TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
-    _check_files(spec, bag)
+    check_templates(spec, bag)
+    check_protocols(spec, bag)
+    for ds in spec.of_kind("dataset").values():
+        v = ds.value
+        if (v.filter_field is None) != (v.filter_in is None):
+            given, other = ("filter_field", "filter_in") if v.filter_in is None else ("filter_in", "filter_field")
+            bag.error("E159", f"dataset '{ds.id}': {given}= without {other}= (rows are kept whose filter_field "
+                      "value is in filter_in)", ds.param_span(given), hint=f"add {other}=..., or drop {given}=")
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
@@ -37,16 +47,23 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             if e not in spec.objects:
                 continue
             ctor = spec.get(e).ctor
-            if ctor in LABEL_EVALUATORS and "open_qa" in tasks:
+            if REGISTRY.get("evaluator", ctor).meta.get("reads") == "labels" and "open_qa" in tasks:
+                text = [x.name for x in REGISTRY.entries("evaluator") if x.meta.get("reads") == "text"]
                 bag.error("E153", f"evaluator '{e}' ({ctor}) reads option labels but audit '{audit.id}' has an open-QA dataset",
-                          audit.param_span("evaluators"), hint="use exact_match, lenient_match, alias_match or llm_judge for open QA")
+                          audit.param_span("evaluators"), hint=f"use {', '.join(text[:-1])} or {text[-1]} for open QA")
         for p in a.protocols:
             if p not in spec.objects:
                 continue
             po = spec.get(p)
-            if po.ctor == "token_prob" and po.value.readout == "first_token" and po.value.normalise == "label_set" and "open_qa" in tasks:
-                bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an open-QA dataset",
-                          po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+            if po.ctor == "token_prob" and po.value.readout == "first_token" and "open_qa" in tasks:
+                if po.value.normalise == "label_set":
+                    bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an "
+                              "open-QA dataset", po.span,
+                              hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+                elif po.value.window == "full":
+                    bag.error("E154", f"protocol '{p}': window=full scores the option labels, but audit '{audit.id}' "
+                              "has an open-QA dataset", po.param_span("window"),
+                              hint="use readout=T1 or T2 (answer span) for open QA, or window=top_k")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
                 bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span,
                           hint="use nota only in audits whose datasets are task=multiple_choice")
@@ -105,14 +122,21 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
 
 
 
-def _check_files(spec: Spec, bag: DiagnosticBag) -> None:
-    """Template files must resolve inside the project root (docs/security.md); data paths are
-    checked when the data root is known (planning)."""
-    for obj in spec.of_kind("template").values():
-        file = obj.value.file
-        if not isinstance(file, str) or file.startswith("stdlib:"):
-            continue
-        path = spec.entry.parent / file  # as prompts/templates.py reads it
-        if inside(path, [spec.root]) is None:
-            bag.error("E118", f"template file '{file}' resolves to {os.path.realpath(path)}, outside the project root "
-                      f"{spec.root}", obj.param_span("file"), hint=outside_hint([spec.root]))
+def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
+    """Every template object compiles (Jinja syntax, a readable UTF-8 file, text or file= but not
+    both); a template file must resolve inside the project root (E118, docs/security.md)."""
+    for t in spec.of_kind("template").values():
+        file = t.value.file
+        if isinstance(file, str) and not file.startswith("stdlib:"):
+            path = spec.entry.parent / file  # as resolve/templates.py reads it
+            if inside(path, [spec.root]) is None:
+                bag.error("E118", f"template file '{file}' resolves to {os.path.realpath(path)}, outside the project "
+                          f"root {spec.root}", t.param_span("file"), hint=outside_hint([spec.root]))
+                continue
+        try:
+            compile_obj(spec, t)
+        except TemplateError as e:
+            where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
+            span = Span.point(e.name, e.line, e.col or 1) if e.line and Path(e.name).is_file() else t.span
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", span,
+                      hint=e.hint or "templates are Jinja2 (docs/prompts.md): close every {{ ... }} and {% ... %}")

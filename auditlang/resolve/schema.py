@@ -5,13 +5,20 @@
 so a misspelt parameter is a diagnostic with a "did you mean" hint. ``REFS`` on a class names
 the parameters that refer to other declared objects (and the kind they must be).
 ``POSITIONAL`` names the parameters that may be given positionally, in order.
+
+Protocol, evaluator, perturbation and comparison constructors are entries of the component
+registry (auditlang/core/registry.py, registered at the end of this module); ``CONSTRUCTORS``
+reads them from there, so a component registered from outside the package is a constructor too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from auditlang.core.registry import REGISTRY, RegistryError, register
 
 TaskType = Literal["multiple_choice", "classification", "open_qa"]
 TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
@@ -383,23 +390,13 @@ class Settings(Obj):
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
 
 
-CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
+_STATIC_CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
     "dataset": {"jsonl": JsonlDataset, "csv": CsvDataset, "hub": HubDataset},
     "model": {"hf": HFModel, "vllm": VLLMModel, "openai": OpenAIModel, "embedded": EmbeddedModel},
     "template": {"template": Template},
     "variant": {"variant": Variant},
-    "perturbation": {"space_insertion": SpaceInsertion, "option_shuffle": OptionShuffle, "typo": Typo, "one_shot": OneShot},
-    "protocol": {
-        "token_prob": TokenProb, "verbalized": Verbalized, "p_true": PTrue, "self_consistency": SelfConsistency,
-        "nota": Nota, "more_info": MoreInfo, "self_ref": SelfRef, "ask_cal": AskCal, "tok_prob_probe": TokProbProbe,
-        "embedding_probe": EmbeddingProbe, "platt": Platt,
-    },
-    "evaluator": {
-        "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,
-        "lenient_match": LenientMatch, "alias_match": AliasMatch, "llm_judge": LLMJudge,
-        "boxed_letter": BoxedLetter,
-    },
 }
+
 
 # Kinds whose declarations are plain values handled by the resolver itself.
 SPECIAL_KINDS = ("metric", "audit", "compare", "settings")
@@ -520,13 +517,106 @@ class Consistency(_Compare):
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
 
 
-CONSTRUCTORS["compare"] = {
-    "spread": Spread, "size_spread": SizeSpread, "ece_gap": EceGap, "norm_shift": NormShift,
-    "evaluator_repair": EvaluatorRepair, "protocol_grid": ProtocolGrid, "robustness": Robustness,
-    "aligned": Aligned, "consistency": Consistency,
-}
-CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
-CONSTRUCTORS["settings"] = {"settings": Settings}
-CONSTRUCTORS["audit"] = {"audit": Audit}
+_STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
+_STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
+_STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
+
+# ----------------------------------------------------------------------------- built-in components
+# One registry entry per component constructor (auditlang/core/registry.py): the name the language
+# accepts, its constructor model above, and its implementation as "module:attr". The implementation
+# is referenced lazily because protocol programs, evaluators and comparisons belong to later stages
+# (protocols/, evaluators/, report/) that import this module; importing them here would invert
+# the layer order (and `auditc check` would load the report stack).
+
+_P = "auditlang.protocols."
+for _name, _schema, _impl, _meta in (
+    ("token_prob", TokenProb, "token:TokenProgram", {}),
+    ("verbalized", Verbalized, "verbal:VerbalProgram", {}),
+    ("p_true", PTrue, "verbal:PTrueProgram", {}),
+    ("self_consistency", SelfConsistency, "consistency:SelfConsistencyProgram", {}),
+    ("nota", Nota, "probes:NotaProgram", {}),
+    ("more_info", MoreInfo, "probes:MoreInfoProgram", {}),
+    ("self_ref", SelfRef, "probes:SelfRefProgram", {}),
+    ("ask_cal", AskCal, "probes:AskCalProgram", {"fitted": True}),
+    ("tok_prob_probe", TokProbProbe, "probes:TokProbProbeProgram", {"fitted": True}),
+    ("embedding_probe", EmbeddingProbe, "probes:EmbeddingProgram", {"fitted": True}),
+    ("platt", Platt, "probes:PlattProgram", {"fitted": True}),
+):
+    # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
+    register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
+
+# meta reads: "labels" (option letters: multiple choice and classification only) or "text";
+# followup: (role, request kind) of the evaluator's own model request, planned per item;
+# request_params: parameters that shape that request, not the scorer's text rule.
+_E = "auditlang.evaluators."
+for _name, _schema, _impl, _meta in (
+    ("first_char", FirstChar, "letters:FirstCharEvaluator", {"reads": "labels"}),
+    ("regex_reparse", RegexReparse, "regex_reparse:RegexReparseEvaluator", {"reads": "labels"}),
+    ("constrained", Constrained, "constrained:ConstrainedEvaluator",
+     {"reads": "labels", "followup": ("constrained", "constrained_choice"), "request_params": ("max_tokens",)}),
+    ("exact_match", ExactMatch, "string_match:ExactMatchEvaluator", {"reads": "text"}),
+    ("lenient_match", LenientMatch, "string_match:LenientMatchEvaluator", {"reads": "text"}),
+    ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator", {"reads": "text"}),
+    ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
+    ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
+):
+    register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
+
+# seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
+# release so plans and perturbed prompts stay identical. The alias is the prompts-level name.
+for _name, _schema, _impl, _seed in (
+    ("space_insertion", SpaceInsertion, "insert_space", "space"),
+    ("option_shuffle", OptionShuffle, "shuffle_options", "shuffle"),
+    ("typo", Typo, "add_typo", "typo"),
+    ("one_shot", OneShot, "one_shot", "one_shot"),
+):
+    register("perturbation", _name, schema=_schema, impl=f"auditlang.prompts.perturb:{_impl}", doc=_schema.DOC,
+             aliases=(_seed,) if _seed != _name else (), seed_name=_seed)
+
+_C = "auditlang.report.comparisons."
+for _name, _schema, _impl in (
+    ("spread", Spread, "spread:spread"),
+    ("size_spread", SizeSpread, "spread:size_spread"),
+    ("ece_gap", EceGap, "verbal:ece_gap"),
+    ("norm_shift", NormShift, "normshift:norm_shift"),
+    ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
+    ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
+    ("robustness", Robustness, "robustness:robustness"),
+    ("aligned", Aligned, "aligned:aligned"),
+    ("consistency", Consistency, "consistency:consistency"),
+):
+    register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
+
+# language kind -> registry kind, for the kinds whose constructors are registered components
+REGISTRY_KINDS = {"protocol": "protocol", "evaluator": "evaluator", "perturbation": "perturbation",
+                  "compare": "comparison"}
+
+
+class _Constructors(Mapping):
+    """Language kind -> {constructor name -> constructor model}: the static kinds above plus,
+    live, every registered protocol, evaluator, perturbation and comparison (plugins included)."""
+
+    def __getitem__(self, kind: str) -> dict[str, type[Obj]]:
+        if kind in _STATIC_CONSTRUCTORS:
+            return _STATIC_CONSTRUCTORS[kind]
+        if kind not in REGISTRY_KINDS:
+            raise KeyError(kind)
+        out = {}
+        for e in REGISTRY.entries(REGISTRY_KINDS[kind]):
+            if not (isinstance(e.schema, type) and issubclass(e.schema, Obj)):
+                raise RegistryError(f"{REGISTRY_KINDS[kind]} {e.name!r} is registered without a constructor model",
+                                    hint="pass schema=<a subclass of auditlang.resolve.schema.Obj>")
+            out[e.name] = e.schema
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("dataset", "model", "template", "variant", "perturbation", "protocol", "evaluator", "compare",
+                     "bootstrap", "settings", "audit"))
+
+    def __len__(self) -> int:
+        return len(_STATIC_CONSTRUCTORS) + len(REGISTRY_KINDS)
+
+
+CONSTRUCTORS: Mapping[str, dict[str, type[Obj]]] = _Constructors()
 
 REPORT_OUTPUTS = ("cells", "checklist", "disclosure", "figures", "html", "comparisons")

@@ -113,7 +113,7 @@ def _plan_case(tmp: Path, data: bytes, ext: str, template: bytes) -> None:
     (proj / f"d.{ext}").write_bytes(data)
     (proj / "t.j2").write_bytes(template)
     (proj / "s.audit").write_text(FUZZ_SPEC.format(ctor="csv" if ext == "csv" else "jsonl", ext=ext))
-    from auditlang.prompts.templates import _compile
+    from auditlang.resolve.templates import _compile
 
     _compile.cache_clear()  # the template file changes between examples
     import contextlib

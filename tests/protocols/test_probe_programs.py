@@ -214,6 +214,7 @@ def test_platt_wraps_the_base_protocol(sb):
 
 
 def test_platt_rejects_fitted_bases(sb):
+    """Program-side invariants (the resolver reports these as E159: tests/language/test_check_finds_plan_errors.py)."""
     sb.add("emb", "protocol", "embedding_probe")
-    with pytest.raises(ValueError, match="itself fitted"):
+    with pytest.raises(AssertionError, match="itself fitted"):
         sb.program("ps", "platt", base="emb")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.report.checklist import ITEMS
 from auditlang.report.latex import escape
 
