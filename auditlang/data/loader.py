@@ -56,6 +56,7 @@ class DatasetItems:
     meta: dict[str, Any] = field(default_factory=dict)  # what identifies the data (hub: revision, commit, hashes)
     raw_rows: list[dict[str, Any]] | None = field(default=None, repr=False)  # hub rows as read (stored in run dirs)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (code, message): see data_warnings()
+    n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
 
     @property
     def sample(self) -> list[dict[str, Any]]:
@@ -306,8 +307,10 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
                         hint="point the dataset at a file with one row per item")
     rows = _filter(rows, ds, where)
     items = _normalise_all(rows, ds, where)
-    n = ds.value.sample or len(items)
-    indices = sample_indices(len(items), n, ds.value.seed)
+    if ds.value.sample_per:
+        indices = stratified_indices(rows, ds)
+    else:
+        indices = sample_indices(len(items), ds.value.sample or len(items), ds.value.seed)
     return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
                         warnings=data_warnings(rows, items, where))
 
@@ -386,9 +389,23 @@ def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path:
     return out
 
 
+def stratified_indices(rows: list[dict[str, Any]], ds: Resolved) -> list[int]:
+    """``sample_per``: for each ``filter_in`` value in order, ``random.Random(seed).sample`` of
+    ``min(size, available)`` of its rows (all of them, in file order, when no more are available)."""
+    v = ds.value
+    vals = [field_value(r, v.filter_field) for r in rows]
+    out: list[int] = []
+    for value, size in zip(v.filter_in, v.sample_per):
+        stratum = [i for i, x in enumerate(vals) if x is not _MISSING and _hashable(x) and x == value]
+        out += [stratum[j] for j in sample_indices(len(stratum), size, v.seed)]
+    return out
+
+
 def estimated_size(ds: Resolved) -> int | None:
     """Sample size to plan with when the data is not available locally."""
     v = ds.value
     if v.sample:
         return v.sample
+    if v.sample_per:
+        return sum(v.sample_per)
     return getattr(v, "size", None)

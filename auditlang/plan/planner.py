@@ -145,6 +145,7 @@ class Planner:
             try:
                 got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
+                    got.n_drawn = len(got.indices)  # before --limit, for the checklist
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
                 if dev_ref:
@@ -307,6 +308,8 @@ class Planner:
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
                                      "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
                                      **ds.meta}
+                    if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
+                        ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -457,7 +460,7 @@ class Planner:
                 if src.samples:
                     prog = programs.get(src.samples) or program_for(spec.get(src.samples), spec)
                     programs.setdefault(src.samples, prog)
-                    width = prog.p.k
+                    width = prog.sample_count()
                     for ctx in ctxs:
                         for r in prog.stage1(ctx).values():
                             added += 1

@@ -257,6 +257,11 @@ class Program:
         return compile_obj(self.spec, self.spec.get(template_id))
 
 
+# results role of a supplied candidate that is the model's own generation (a self_consistency
+# sample scored in the cross stage): its Result, token logprobs included
+OWN_GENERATION = "own_generation"
+
+
 def supplied_result(text: str) -> Result:
     """A stand-in answer generation holding ``text`` (never stored; ids are not real)."""
     from auditlang.core.requests import Sample

@@ -233,7 +233,10 @@ class _Thresholded:
         t = float(fitted["threshold"])
         c = readout.confidence
         abstain = None if math.isnan(c) else bool(c < t)
-        return Readout(c, readout.parsed, readout.kind, abstain, {**readout.extras, "threshold": t})
+        # the fitted value and whether 004 §5.5's 0.5 correction replaced it, for the checklist
+        fit = {"threshold": t, "threshold_fitted": fitted.get("fitted"), "threshold_corrected": fitted.get("corrected"),
+               "threshold_dev_size": fitted.get("dev_size")}
+        return Readout(c, readout.parsed, readout.kind, abstain, {**readout.extras, **fit})
 
 
 def _label(z: Any) -> int | None:
@@ -467,7 +470,8 @@ class PlattProgram(Program):
                         int(fitted["n_train"]), bool(fitted["converged"]))
         c = readout.confidence
         new = float(s.apply([c])[0]) if not math.isnan(c) else math.nan
-        return Readout(new, readout.parsed, readout.kind, readout.abstain, {**readout.extras, "base_confidence": c})
+        return Readout(new, readout.parsed, readout.kind, readout.abstain,
+                       {**readout.extras, "base_confidence": c, "n_train": int(fitted["n_train"])})
 
 
 def _expit(x: Any) -> Any:

@@ -44,6 +44,12 @@ def _token_prob(spec: Spec, po: Resolved, bag: DiagnosticBag) -> None:
     elif p.context == "bare" and (p.prefix or p.prefill):
         bag.error(CODE, f"protocol '{po.id}': prefix= and prefill= are read only with context=verbal_prefix",
                   _given(po, "prefix", "prefill"), hint="add context=verbal_prefix, or drop prefix=/prefill=")
+    if getattr(p, "source", None) == "generation" and (p.readout == "first_token" or p.scored != "generated"
+                                                        or p.context != "bare"):
+        bag.error(CODE, f"protocol '{po.id}': source=generation reads the answer generation's own token logprobs, "
+                  "so it needs readout=T1 or T2, scored=generated and context=bare",
+                  _given(po, "source", "readout", "scored", "context"),
+                  hint="drop source=generation to score the answer by teacher forcing, or set readout=T1")
 
 
 def _verbalized(spec: Spec, po: Resolved, bag: DiagnosticBag) -> None:

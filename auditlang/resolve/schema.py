@@ -55,6 +55,10 @@ class _DatasetBase(Obj):
     labels: list[str] | str | None = None
     filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
     filter_in: list[str | int] | None = None
+    # per-value sample sizes aligned with filter_in (a stratified draw, e.g. 001's MMLU subjects
+    # 151/311/193/500): each value's rows are drawn with random.Random(seed).sample, capped by
+    # what is available; `sample`, if given, must equal their sum
+    sample_per: list[int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
 
 
@@ -217,6 +221,11 @@ class TokenProb(Obj):
     prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
     prefill: str | None = None  # assistant prefill before the answer slot (context=verbal_prefix; default "Guess:")
     max_tokens: int = Field(default=1, ge=1)
+    # T1/T2 of the generated answer: teacher-forced re-scoring of the evaluator's answer
+    # (continuation_logprobs), or the logprobs the answer generation itself returned
+    # (source=generation: the whole generated text; 002 App. A.3 for GPT-4o, which serves no
+    # input logprobs)
+    source: Literal["teacher_forced", "generation"] = "teacher_forced"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
@@ -264,7 +273,9 @@ class SelfConsistency(Obj):
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; 003: top_k=-1, off)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
-    reference: Literal["first_sample", "answer"] = "first_sample"  # 003: agreement with sample 1
+    # 003 App. D.3: first_sample = the scored answer is run 1 of k (k-1 more samples), c = agreement
+    # with run 1; answer = k samples compared with the scored answer (not one of them)
+    reference: Literal["first_sample", "answer"] = "first_sample"
 
 
 class AbstainProbe(Obj):
@@ -308,6 +319,20 @@ class EmbeddingProbe(Obj):
     C: float = Field(default=1.0, gt=0)
     seed: int | None = None
     with_answer: bool = True  # read the hidden state after prompt + the model's answer (004 section 2.1)
+
+
+class RandomBaseline(Obj):
+    DOC: ClassVar[str] = "Study 002 BL: a uniform random confidence per scored answer (seeded), no model call."
+    seed: int | None = None  # default: the settings seed
+
+
+class AuxClassifier(Obj):
+    DOC: ClassVar[str] = ("Study 002 Calib1: an auxiliary classifier on the prompt and the answer, fitted on the dev "
+                          "split with focal loss.")
+    features: Literal["hashed_ngrams"] = "hashed_ngrams"  # 002 names no architecture: auditlang's choice
+    dims: int = Field(default=4096, ge=16, le=1 << 20)
+    gamma: float = Field(default=2.0, ge=0)  # focal-loss gamma (002 gives none; Mukhoti et al. 2020 use 2-3)
+    l2: float = Field(default=1e-3, ge=0)
 
 
 class Platt(Obj):
@@ -455,7 +480,8 @@ class EceGap(_Compare):
     DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
     verbal: str
     token: str
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol"}
+    datasets: list[str] = []  # restrict to these datasets of the audit (000 Table 2: MMLU-Pro only); empty = all
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset"}
 
 
 class NormShift(_Compare):
@@ -469,11 +495,19 @@ class EvaluatorRepair(_Compare):
     DOC: ClassVar[str] = "Study 000 C.1: accuracy lost by an evaluator and recovered by repairs."
     base: str
     repairs: list[str]
-    reference_variant: str
+    # the reference accuracy: the base evaluator on one variant, or the mean of its accuracies over
+    # several (000 Table 1: the mean of the four non-format_change variants); exactly one is given
+    reference_variant: str | None = None
+    reference_variants: list[str] = []
     variant: str
     REFS: ClassVar[dict[str, str]] = {
-        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant", "variant": "variant",
+        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
+        "reference_variants": "variant", "variant": "variant",
     }
+
+    def references(self) -> list[str]:
+        """The reference variants (one or several)."""
+        return list(self.reference_variants) or ([self.reference_variant] if self.reference_variant else [])
 
 
 class ProtocolGrid(_Compare):
@@ -517,6 +551,17 @@ class Consistency(_Compare):
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
 
 
+class ProvenanceContrast(_Compare):
+    DOC: ClassVar[str] = ("Study 001 §3.3 / App. H: mean verbal confidence under supplied answers (gold, plausible "
+                          "wrong, off-type) and the paired self/gold/plausible contrasts (Tables 6, 13-15).")
+    own: str
+    gold: str
+    plausible: str | None = None
+    off_type: str | None = None
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "own": "protocol", "gold": "protocol", "plausible": "protocol",
+                                      "off_type": "protocol"}
+
+
 _STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
 _STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
 _STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
@@ -541,6 +586,8 @@ for _name, _schema, _impl, _meta in (
     ("tok_prob_probe", TokProbProbe, "probes:TokProbProbeProgram", {"fitted": True}),
     ("embedding_probe", EmbeddingProbe, "probes:EmbeddingProgram", {"fitted": True}),
     ("platt", Platt, "probes:PlattProgram", {"fitted": True}),
+    ("random_baseline", RandomBaseline, "calibrators:RandomBaselineProgram", {}),
+    ("aux_classifier", AuxClassifier, "calibrators:AuxClassifierProgram", {"fitted": True}),
 ):
     # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
     register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
@@ -584,6 +631,7 @@ for _name, _schema, _impl in (
     ("robustness", Robustness, "robustness:robustness"),
     ("aligned", Aligned, "aligned:aligned"),
     ("consistency", Consistency, "consistency:consistency"),
+    ("provenance", ProvenanceContrast, "provenance:provenance"),
 ):
     register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
 
