@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.core.diagnostics import CompileError, DiagnosticBag
+from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
@@ -90,6 +90,22 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
     return sorted(random.Random(v.seed + 1).sample(rest, n))
 
 
+STRICT_CODES = {"W170": "E174", "W171": "E175", "W172": "E176", "W173": "E177"}  # data_warnings = error
+
+
+def _template_span(e: Exception, default):
+    """The template file's own line when the error is in a template file, else ``default``."""
+    name, line = getattr(e, "name", None), getattr(e, "line", None)
+    if name and line and Path(name).is_absolute() and Path(name).is_file():
+        return Span.point(name, line, getattr(e, "col", None) or 1)
+    return default
+
+
+def _settings_span(spec: Spec, param: str):
+    objs = list(spec.of_kind("settings").values())
+    return objs[0].param_span(param) if objs else None
+
+
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
                  data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
@@ -104,9 +120,14 @@ class Planner:
         self.data_files = dict(data_files or {})
         self.data_meta = dict(data_meta or {})
         self.limit = limit
-        self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
+        try:
+            self.root = data_root_for(spec, data_root)
+        except ConfinementError as e:
+            self.root = spec.entry.parent
+            if not self.data_files and load_data:  # a run directory's own copies need no data root
+                self.bag.error("E118", str(e), _settings_span(spec, "data_root"), hint=e.hint)
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
@@ -152,6 +173,10 @@ class Planner:
                         got.extras_dev = dev  # type: ignore[attr-defined]
                 else:
                     got.dev_indices = _dev_indices(got, self.spec)
+            except ConfinementError as e:
+                self.bag.error("E118", f"dataset '{dsid}': {e}", self.spec.get(dsid).param_span(e.param), hint=e.hint)
+                self.failed.add(dsid)
+                got = None
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
@@ -162,6 +187,16 @@ class Planner:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
                 got = None
+        if got is not None:
+            strict = self.spec.settings.data_warnings == "error"
+            for code, msg in got.warnings:
+                span = self.spec.get(dsid).span
+                if strict:
+                    self.bag.error(STRICT_CODES[code], f"dataset '{dsid}': {msg}", span,
+                                   hint="fix the data, or set settings { data_warnings = warn } to run anyway")
+                else:
+                    self.bag.warning(code, f"dataset '{dsid}': {msg}", span,
+                                     hint="settings { data_warnings = error } makes data warnings errors")
         self.data[dsid] = got
         return got
 
@@ -204,8 +239,9 @@ class Planner:
             tpl = compile_obj(spec, spec.get(tid))
             sys_tpl = compile_obj(spec, spec.get(var.system)) if var.system else None
         except TemplateError as e:
-            self.bag.error("E160", f"template of variant '{vid}': {getattr(e, 'message', e)}", spec.get(tid).span,
-                           hint=getattr(e, "hint", None))
+            code = "E118" if "outside the project root" in e.message else "E160"
+            self.bag.error(code, f"template of variant '{vid}': {e.message}", _template_span(e, spec.get(tid).span),
+                           hint=e.hint)
             return None
         pairs = [(i, ds.items[i]) for i in ds.indices] if split == "test" else self._dev_items(dsid, ds)
         if pairs:
@@ -234,7 +270,8 @@ class Planner:
                 try:
                     item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
-                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
+                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span,
+                                   hint="check the perturbation's parameters and the item's fields (docs/prompts.md)")
                     return None
             examples = None
             try:
@@ -245,8 +282,10 @@ class Planner:
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
             except (TemplateError, ValueError) as e:
+                where = f" (template line {e.line})" if getattr(e, "line", None) else ""
                 self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': "
-                               f"{getattr(e, 'message', e)}", spec.get(tid).span, hint=getattr(e, "hint", None))
+                               f"{getattr(e, 'message', e)}{where}", _template_span(e, spec.get(tid).span),
+                               hint=getattr(e, "hint", None))
                 return None
             out.append((idx, ctx, text, system))
         return out
@@ -372,6 +411,7 @@ class Planner:
         plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
         plan.token_estimate_followups = _followup_tokens(plan)
         plan.units = units
+        plan.warnings = self.bag.warnings
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
 

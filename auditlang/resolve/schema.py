@@ -427,6 +427,7 @@ class Settings(Obj):
     DOC: ClassVar[str] = "Global settings."
     seed: int = 42
     data_root: str | None = None
+    data_warnings: Literal["warn", "error"] = "warn"  # suspicious data (W170-W173): print, or refuse to plan
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
 
 
