@@ -135,7 +135,7 @@ class _Options:
                 raise EngineError(f"model {config.name!r}: vllm option {k!r} must be a positive {want} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
         if opts.get("gpu_memory_utilization", 0.5) > 1:
             raise EngineError(f"model {config.name!r}: gpu_memory_utilization must be in (0, 1] (got {opts['gpu_memory_utilization']})")
-        if config.batch_size < 1:
+        if config.batch_size != "auto" and config.batch_size < 1:  # auto: vLLM schedules its own batches
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
         return _Options(**opts)
 
