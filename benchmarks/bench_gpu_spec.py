@@ -48,6 +48,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.engines: list[Any] = []
+        self.models: list[Any] = []
         self.calls: list[dict[str, Any]] = []
         self.requests: dict[str, Request] = {}
         self.results: dict[str, Result] = {}
@@ -61,6 +62,7 @@ class Recorder:
             init(engine, *a, **k)
             rec.load_s += time.perf_counter() - t0
             rec.engines.append(engine)
+            rec.models.append(engine.model)  # the run closes the engine; the plain loop reuses its model
 
         def patched_run(engine: Any, requests: Any) -> Any:
             reqs = list(requests)
@@ -230,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"auditc run exited {rc} without loading an hf engine", file=sys.stderr)
         return 1
     engine = rec.engines[-1]
+    engine.model = rec.models[-1]
     reqs = list(rec.requests.values())
     engine_s = sum(c["s"] for c in rec.calls)
     toks = generated_tokens(rec.results)

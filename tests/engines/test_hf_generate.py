@@ -94,7 +94,8 @@ def test_n_samples_share_one_prefill_and_draw_as_if_alone(smol):
     req = Request.make("smol", "generate", p, max_tokens=10, temperature=0.9, top_p=0.95, n=6, seed=11, top_logprobs=2)
     before = dataclasses.replace(smol.gen_stats)
     shared = next(iter(smol.run([req])))
-    assert smol.gen_stats.prefill_rows - before.prefill_rows == 1
+    assert smol.config.batch_size == 4
+    assert smol.gen_stats.prefill_rows - before.prefill_rows == 2  # samples 0-3 share one prefill, 4-5 another
     config = smol.config
     try:  # batch of one row: each sample is a unit of its own with its own prefill
         smol.config = dataclasses.replace(config, batch_size=1)
