@@ -7,7 +7,8 @@ the time spent inside ``engine.run``, generated tokens and the engine's generati
 (row-steps per generated token, forwards, prefills). Then it sends the SAME unique requests,
 with the same loaded model, through a plain transformers loop a user would write:
 
-* ``generate``: length-sorted, left-padded batches of the model's ``batch_size`` through
+* ``generate``: length-sorted, left-padded batches of the model's ``batch_size`` (fewer rows
+  when the kept logits would pass ~16 GB) through
   ``model.generate`` (greedy, or sampling with temperature / top_p / n as the request says),
   grouped by their generation parameters; ``output_logits`` when a top-k window is asked
   for, with the float32 log-softmax and top-k computed afterwards;
@@ -131,7 +132,10 @@ def plain_loop(engine: Any, reqs: list[Request]) -> tuple[float, dict[str, list[
             items.sort(key=lambda r: len(enc[r.id]))
             if key[0] == "generate":
                 _, max_new, temp, top_p, n, want_top = key
-                for batch in _batches(items, max(1, bs // max(1, n) if temp > 0 else bs)):
+                rows_cap = bs // max(1, n) if temp > 0 else bs
+                if want_top:  # generate(output_logits=True) keeps every step's logits: at most ~16 GB of them
+                    rows_cap = min(rows_cap, int(16e9 // (12 * max_new * engine._vocab)))
+                for batch in _batches(items, max(1, rows_cap)):
                     ids, mask = left_pad([enc[r.id] for r in batch])
                     kw: dict[str, Any] = dict(max_new_tokens=max_new, pad_token_id=pad, eos_token_id=eos, return_dict_in_generate=True,
                                               output_logits=want_top)
