@@ -74,6 +74,12 @@ class HubDataset(_DatasetBase):
 
 # ----------------------------------------------------------------------------- models
 
+# hints of the E123 diagnostics raised by field validators
+VALUE_HINTS = {
+    "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
+    "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
+}
+
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 

@@ -157,7 +157,7 @@ def test_spec_accepts_batch_size_auto_and_cuda_n(tmp_path, capsys):
     assert auditc(["check", str(bad)]) != 0
     err = capsys.readouterr()
     text = err.out + err.err
-    assert f"{bad}:1:26" in text and "cuda:N" in text
+    assert f"{bad}:1:26" in text and "cuda:N" in text and 'hint: write device="cuda:1"' in text
     assert f"{bad}:2:26" in text and f"{bad}:3:26" in text and "positive integer or auto" in text
 
 
