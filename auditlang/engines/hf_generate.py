@@ -5,7 +5,8 @@ a loaded :class:`~auditlang.engines.hf.HFEngine`. Output: one ``Sample`` per (re
 
 How it runs (docs/engines.md, "Generation"):
 - Units wait in a queue sorted by token budget, longest first, then by prompt length (length
-  buckets: each prefill pads little). Long generations start first, so the end of a call is
+  buckets: each prefill pads little; on a CPU a prefill stops taking units where the padding a
+  longer prompt would add costs more than a forward of its own, ``HFEngine._batch_cost``). Long generations start first, so the end of a call is
   not a few long rows decoding alone.
 - A prefill forward takes as many waiting units as there are free rows; a unit's prompt is
   prefilled ONCE and its KV cache rows are copied for each of its samples.
@@ -119,6 +120,7 @@ class Decoder:
         # forward's cost hardly depends on its rows) wait for a quarter of the batch
         self.min_free = max(1, self.cap // (4 if engine.device.startswith("cuda") else 8))
         self.refill_ok = True
+        self.cut_padding = not engine.device.startswith("cuda")  # on a GPU prefills stay full
 
     def run(self, units: list[GenUnit]) -> None:
         torch = self.torch
@@ -129,8 +131,15 @@ class Decoder:
             while queue or b.rows:
                 while queue and (not b.rows or (self.refill_ok and self.cap - len(b.rows) >= self.min_free)):
                     free, group = self.cap - len(b.rows), [queue.popleft()]
-                    while queue and sum(len(u.samples) for u in group) + len(queue[0].samples) <= free:
+                    rows, width = len(group[0].samples), len(group[0].prompt)
+                    while queue and rows + len(queue[0].samples) <= free:
+                        nxt = queue[0]
+                        # on a CPU, where padded tokens cost compute: the padding a longer prompt
+                        # adds to the group vs a forward of its own (64 token-equivalents)
+                        if self.cut_padding and (len(nxt.prompt) - width) * len(group) > self.e._batch_cost:
+                            break
                         group.append(queue.popleft())
+                        rows, width = rows + len(nxt.samples), max(width, len(nxt.prompt))
                     self._admit(b, group)
                 if b.rows:
                     self._step(b)
