@@ -55,7 +55,7 @@ from auditlang.engines.base import EngineError, ModelConfig
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import chat_template_kwargs, sampling_top_k
-from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.plan.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
 
 HF_EXTRA_HINT = "pip install 'auditlang[hf]'"
 log = logging.getLogger("auditlang.engines.hf")

@@ -96,7 +96,7 @@ class _Batch:
     pending: Any = None  # [rows] last chosen ids, not yet fed
 
 
-def plain_cache(torch: Any, cache: Any) -> bool:
+def plain_cache(cache: Any) -> bool:
     """True when every cache layer is a plain dynamic layer (keys/values [B, H, T, D]) that may be
     padded, concatenated and trimmed along T."""
     try:
@@ -176,7 +176,7 @@ class Decoder:
                      chosen.index_select(0, torch.tensor(keep, device=chosen.device)))
         if not b.rows:
             b.rows, b.cache, b.mask, b.pos, b.pending = new.rows, new.cache, new.mask, new.pos, new.pending
-            self.refill_ok = plain_cache(torch, b.cache)
+            self.refill_ok = plain_cache(b.cache)
             return
         self.stats.refills += 1
         self._join(b, new)
