@@ -205,7 +205,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
                         hint=f"run `auditc run {spec_path} --out {run.run_dir}` to execute them "
                              "(stored results are reused); report accepts only new compare/report/metric statements")
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
-                                                  if k not in ("spec_entry", "data", "plan_hash", "format")})
+                                                  if k not in ("spec_entry", "data", "plan_hash", "format", "spec", "plan", "run_dir")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
         new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),

@@ -23,8 +23,8 @@ class ModelConfig:
     path: str  # local path, hub id, embedded short name, or served model name
     dtype: str = "auto"  # "auto" | "float32" | "bfloat16" | "float16"
     chat: bool = True  # apply the chat template (False: base model, raw text)
-    device: str = "auto"  # hf: "cpu" | "cuda" | "auto"
-    batch_size: int = 16
+    device: str = "auto"  # hf: "cpu" | "cuda" | "cuda:N" | "auto"
+    batch_size: int | str = 16  # or "auto" (the hf engine resolves it at load; see HFEngine)
     revision: str | None = None
     options: dict[str, Any] = field(default_factory=dict)  # engine-specific (base_url, max_logprobs, ...)
 

@@ -37,24 +37,28 @@ Conventions (also in docs/engines.md):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import gc
 import hashlib
 import json
 import os
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig
-from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
-from auditlang.engines.params import chat_template_kwargs, sampling_top_k
+from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
+from auditlang.engines.gen import _GenSpec, _GenState
+from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
-from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
+from auditlang.engines.params import chat_template_kwargs
 
+log = logging.getLogger("auditlang.engines.hf")
 KNOWN_OPTIONS = {
     "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
     "trust_remote_code": "allow model code from the checkpoint (default false)",
@@ -72,20 +76,14 @@ def check_config(config: ModelConfig) -> None:
     if unknown:
         known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
         raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
-    if config.batch_size < 1:
-        raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
+    if config.batch_size != "auto" and (not isinstance(config.batch_size, int) or config.batch_size < 1):
+        raise EngineError(f"model {config.name!r}: batch_size must be >= 1 or 'auto' (got {config.batch_size!r})")
 
 
 def label_token_ids(tokenizer: Any, text: str) -> list[int]:
     """Token ids of a label / continuation / choice: the text on its own, exactly as written,
     without special tokens (the rule every engine must share so labels mean the same thing)."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def sample_seed(seed: int, index: int) -> int:
-    """The generator seed of sample ``index`` of a request with ``seed`` (stable across runs)."""
-    digest = hashlib.sha256(f"auditlang-sample:{seed}:{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
 # ----------------------------------------------------------------------------- locating weights
@@ -239,6 +237,7 @@ class HFEngine:
         self._transformers = transformers
         self.config = config
         check_config(config)
+        auto_batch = config.batch_size == "auto"
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:
@@ -279,6 +278,16 @@ class HFEngine:
         self._token_str: dict[int, str] = {}
         self._label_cache: dict[str, list[int]] = {}
         self._fingerprint: dict[str, Any] | None = None
+        self.gen_stats = GenStats()
+        # requests per engine.run call the executor sends (its commit batch): on a GPU, calls of
+        # 16 batches, so continuous batching stays full and few calls end on a lone long row
+        self.call_size: int | None = None
+        self.auto_batch_size: int | None = None
+        if auto_batch:  # found once, recorded in the fingerprint; the config then carries the number
+            self.auto_batch_size = self._find_batch_size()
+            self.config = dataclasses.replace(config, batch_size=self.auto_batch_size)
+        if self.device.startswith("cuda"):
+            self.call_size = 16 * int(self.config.batch_size)
 
     # -- setup helpers
 
@@ -316,11 +325,45 @@ class HFEngine:
         torch = self._torch
         if device == "auto":
             return "cuda" if torch.cuda.is_available() else "cpu"
+        if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
+            raise EngineError(f"model {self.config.name!r}: unknown device {device!r}", hint="use cpu, cuda, cuda:N or auto")
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise EngineError(f"model {self.config.name!r}: device {device!r} requested but CUDA is not available", hint="use device: cpu (or auto)")
-        if device != "cpu" and not device.startswith("cuda"):
-            raise EngineError(f"model {self.config.name!r}: unknown device {device!r}", hint="use cpu, cuda, cuda:N or auto")
+        if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+            count = torch.cuda.device_count()
+            raise EngineError(f"model {self.config.name!r}: device {device!r} requested but this machine has {count} CUDA device(s)",
+                              hint=f"use cuda:0 .. cuda:{count - 1}, or cuda / auto")
         return device
+
+    # largest batch_size=auto may pick, and the tokens per row it must fit (prompt + generation)
+    AUTO_BATCH_MAX = 1024
+    AUTO_BATCH_TOKENS = 1024
+
+    def _find_batch_size(self) -> int:
+        """``batch_size=auto``: on a CPU 16 (more rows only add padding on a few cores); on CUDA the
+        largest batch (multiple of 8, at most AUTO_BATCH_MAX) whose rows of AUTO_BATCH_TOKENS
+        tokens fit in 80 % of the free device memory, measured once by a probe forward of 8 rows
+        (KV cache and activations) plus each row's float32 logits."""
+        torch = self._torch
+        if not self.device.startswith("cuda"):
+            return 16
+        dev = torch.device(self.device)
+        length = min(self.AUTO_BATCH_TOKENS, (self.max_positions or self.AUTO_BATCH_TOKENS) - 1)
+        probe = 8
+        torch.cuda.synchronize(dev)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
+        base = torch.cuda.memory_allocated(dev)
+        with torch.inference_mode():
+            ids = torch.full((probe, length), self.pad_id, dtype=torch.long, device=dev)
+            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            del out
+        torch.cuda.synchronize(dev)
+        per_row = (torch.cuda.max_memory_allocated(dev) - base) / probe + 4 * 4 * self._vocab  # + logits, log-softmax
+        torch.cuda.empty_cache()
+        free, _ = torch.cuda.mem_get_info(dev)
+        rows = int(0.8 * free / max(per_row, 1))
+        return max(1, min(self.AUTO_BATCH_MAX, rows // 8 * 8 or rows))
 
     def _pick_dtype(self, hf_config: Any) -> Any:
         """``auto`` = the checkpoint's stored dtype (float32 if unknown; float16 -> float32 on CPU)."""
@@ -365,6 +408,8 @@ class HFEngine:
                 "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
                 "cpu_linear": self.cpu_linear,
             }
+            if self.auto_batch_size is not None:  # only when asked for, as below
+                self._fingerprint["batch_size_auto"] = self.auto_batch_size
             if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged
                 self._fingerprint["chat_template_kwargs"] = dict(self._template_kwargs)
         return dict(self._fingerprint)
@@ -785,11 +830,13 @@ class HFEngine:
     def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]],
                      riders: dict[int, list[_Row]] | None = None, rider_out: dict[int, Any] | None = None) -> Iterator[Result]:
         """``riders``: choice rows served from step 0 of the greedy request they are attached to;
-        their outputs land in ``rider_out`` (id(row) -> output), absent when the batch failed first."""
+        their outputs land in ``rider_out`` (id(row) -> output), absent when the batch failed first.
+        Generation runs in :mod:`auditlang.engines.hf_generate` (continuous batching)."""
         riders = riders or {}
         rider_out = rider_out if rider_out is not None else {}
-        rows: list[_Row] = []
+        units: list[GenUnit] = []
         specs: dict[int, _GenSpec] = {}
+        cap = max(1, int(self.config.batch_size))
         for i in idx:
             try:
                 spec = _GenSpec.parse(reqs[i])
@@ -800,13 +847,14 @@ class HFEngine:
             spec.clamped = spec.max_tokens > room
             spec.max_tokens = min(spec.max_tokens, room)
             specs[i] = spec
-            # greedy samples are identical: compute one and copy it n times
-            rows.extend(_Row(i, enc[i], sample=s) for s in range(1 if spec.greedy else spec.n))
-        samples: dict[tuple[int, int], Sample | Exception] = {}
-        for batch in self._chunks(rows, lambda r: 1, steps_of=lambda r: specs[r.owner].max_tokens - 1):
-            outs = self._isolated(batch, lambda b: self._generate_batch(b, specs, riders, rider_out))
-            for r in batch:
-                samples[(r.owner, r.sample)] = outs[id(r)]
+            # greedy samples are identical: compute one and copy it n times; a sampled request's
+            # n samples share one prefill (at most a batch of them per unit)
+            todo = [0] if spec.greedy else list(range(spec.n))
+            units.extend(GenUnit(i, enc[i], todo[k:k + cap], spec) for k in range(0, len(todo), cap))
+        samples: dict[tuple[int, int], Any] = {}
+        before = GenStats(**{k: v for k, v in self.gen_stats.__dict__.items()})
+        self._generate_units(units, cap, riders, rider_out, samples)
+        self._log_stats(before)
         for i, spec in specs.items():
             req = reqs[i]
             got = [samples[(i, 0 if spec.greedy else s)] for s in range(spec.n)]
@@ -820,67 +868,49 @@ class HFEngine:
                 meta["max_tokens_clamped_to"] = spec.max_tokens
             yield Result(request_id=req.id, kind=req.kind, samples=out, meta=meta)  # type: ignore[arg-type]
 
-    def _generate_batch(self, batch: list[_Row], specs: dict[int, "_GenSpec"], riders: dict[int, list[_Row]] | None = None,
-                        rider_out: dict[int, Any] | None = None) -> dict[int, Any]:
-        """Decode a left-padded batch with a KV cache; one row per sample. Per step the host
-        receives the chosen ids, their logprobs and the top-k window in three copies. At step 0
-        the choice rows riding on a greedy row are scored from that row's log-softmax vector
-        (exactly what ``_choice_batch`` computes) into ``rider_out``."""
-        torch = self._torch
-        n, dev = len(batch), self.device
-        sp = [specs[r.owner] for r in batch]
-        gens = [None if s.greedy else torch.Generator(device="cpu").manual_seed(sample_seed(s.seed, r.sample)) for r, s in zip(batch, sp)]
-        sampled = [j for j, s in enumerate(sp) if not s.greedy]
-        k_max = max(s.logprobs for s in sp)
-        state = [_GenState() for _ in batch]
-        ids, mask, pos = self._pad([r.prompt for r in batch])
-        mask = mask.to(dev)
-        next_pos = pos[:, -1:].to(dev) + 1
-        with torch.inference_mode():
-            out = self.model(input_ids=ids.to(dev), attention_mask=mask, position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
-            for step in range(max(s.max_tokens for s in sp)):
-                logits = out.logits[:, -1, :].float()
-                lp = torch.log_softmax(logits, dim=-1)
-                if step == 0 and riders and rider_out is not None:
-                    rows_of = [(j, c) for j, r in enumerate(batch) if r.sample == 0 for c in riders.get(r.owner, ())]
-                    if rows_of:
-                        at = torch.tensor([j for j, _ in rows_of], device=lp.device)
-                        rider_out.update(self._pick_labels(lp.index_select(0, at), [c for _, c in rows_of]))
-                chosen_t = lp.argmax(-1)
-                live_sampled = [j for j in sampled if not state[j].done]
-                if live_sampled:
-                    host = logits[live_sampled].cpu()
-                    draws = [_sample(torch, host[m], sp[j], gens[j]) for m, j in enumerate(live_sampled)]
-                    chosen_t[live_sampled] = torch.tensor(draws, device=chosen_t.device)
-                chosen_lp = lp.gather(1, chosen_t[:, None])[:, 0].cpu().tolist()
-                chosen = chosen_t.cpu().tolist()
-                top_ids, top_vals = self._topk_host(lp, k_max) if k_max else (None, None)
-                for j, (s, st) in enumerate(zip(sp, state)):
-                    if st.done:
-                        chosen[j] = self.pad_id
-                        continue
-                    t = chosen[j]
-                    kw = s.window_at(len(st.tokens))
-                    window = self._window(top_ids[j][:kw], top_vals[j][:kw]) if top_ids and kw else {}
-                    st.tokens.append(TokenLogprob(self.token_str(t), t, float(chosen_lp[j]), window))
-                    st.ids.append(t)
-                    if t in self.eos_ids:
-                        st.done, st.reason = True, "stop"
-                    elif s.stop and self._hit_stop(st, s.stop):
-                        st.done, st.reason = True, "stop"
-                    elif len(st.ids) >= s.max_tokens:
-                        st.done, st.reason = True, "length"
-                if all(st.done for st in state):
-                    break
-                mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=dev)], dim=1)
-                out = self.model(input_ids=torch.tensor(chosen, device=dev)[:, None], attention_mask=mask,
-                                 position_ids=next_pos, past_key_values=out.past_key_values, use_cache=True)
-                next_pos = next_pos + 1
-        results: dict[int, Any] = {}
-        for r, st in zip(batch, state):
-            text = st.text if st.text is not None else self._decode(st.ids)
-            results[id(r)] = Sample(text=text, tokens=st.tokens, finish_reason=st.reason)
-        return results
+    def _generate_units(self, units: list[GenUnit], cap: int, riders: dict[int, list[_Row]], rider_out: dict[int, Any],
+                        out: dict[tuple[int, int], Any]) -> None:
+        """Generate every unit into ``out``; when a batch fails, the units it left unfinished run
+        again: with half the rows after running out of GPU memory, else one by one (so one bad
+        prompt fails alone, as ``Result.error``)."""
+        if not units:
+            return
+        try:
+            self._generate_batch(units, cap, riders, rider_out, out)
+            return
+        except Exception as e:  # noqa: BLE001 - turned into Result.error below
+            failed = e
+        rest = [u for u in units if any((u.owner, s) not in out or isinstance(out[(u.owner, s)], Exception) for s in u.samples)]
+        for u in rest:
+            for s in u.samples:
+                out.pop((u.owner, s), None)
+        oom = type(failed).__name__ == "OutOfMemoryError" or "out of memory" in str(failed).lower()
+        if oom and cap > 1:
+            gc.collect()
+            if self.device.startswith("cuda"):
+                self._torch.cuda.empty_cache()
+            self._generate_units(rest, cap // 2, riders, rider_out, out)
+            return
+        if len(rest) == 1 and len(units) == 1:
+            for s in rest[0].samples:
+                out[(rest[0].owner, s)] = failed
+            return
+        for u in rest:
+            self._generate_units([u], cap, riders, rider_out, out)
+
+    def _generate_batch(self, units: list[GenUnit], cap: int, riders: dict[int, list[_Row]] | None,
+                        rider_out: dict[int, Any], out: dict[tuple[int, int], Any]) -> None:
+        """Continuous-batching generation of ``units`` with at most ``cap`` live rows (see
+        :mod:`auditlang.engines.hf_generate`); samples land in ``out`` as they finish."""
+        Decoder(self, cap, riders or {}, rider_out, self.gen_stats, out).run(units)
+
+    def _log_stats(self, before: GenStats) -> None:
+        s, b = self.gen_stats, before
+        rows = s.row_steps - b.row_steps
+        toks = s.generated_tokens - b.generated_tokens
+        if toks:
+            log.info("hf generate: %d tokens, %d row-steps (%.3f per token), %d forwards, %d prompts prefilled",
+                     toks, rows, rows / toks, s.forwards - b.forwards, s.prefill_rows - b.prefill_rows)
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -927,77 +957,3 @@ def _is_greedy(req: Request) -> bool:
         return False
 
 
-@dataclass
-class _GenState:
-    ids: list[int] = field(default_factory=list)
-    tokens: list[TokenLogprob] = field(default_factory=list)
-    done: bool = False
-    reason: str = "length"
-    text: str | None = None  # set when a stop string cut it
-
-
-@dataclass
-class _GenSpec:
-    max_tokens: int
-    temperature: float
-    top_p: float
-    n: int
-    top_logprobs: int
-    stop: tuple[str, ...]
-    seed: int
-    clamped: bool = False
-    top_k: int = 0  # sampling top-k (0 = off), applied before top_p
-    first_top_logprobs: int = 0  # a wider window at the first generated position only
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
-
-    @property
-    def logprobs(self) -> int:
-        """The widest window this request needs at any position."""
-        return max(self.top_logprobs, self.first_top_logprobs)
-
-    def window_at(self, position: int) -> int:
-        return max(self.top_logprobs, self.first_top_logprobs) if position == 0 else self.top_logprobs
-
-    @staticmethod
-    def parse(req: Request) -> "_GenSpec":
-        p = req.p
-        stop = p.get("stop") or ()
-        if isinstance(stop, str):
-            stop = (stop,)
-        if not all(isinstance(s, str) for s in stop):
-            raise ValueError(f"generate: stop must be a list of strings (got {stop!r})")
-        temperature = _float(p, "temperature", 0.0, lo=0.0)
-        top_p = _float(p, "top_p", 1.0, lo=0.0)
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"generate: top_p must be in (0, 1] (got {top_p})")
-        return _GenSpec(
-            max_tokens=_int(p, "max_tokens", None, lo=1),
-            temperature=temperature,
-            top_p=top_p,
-            n=_int(p, "n", 1, lo=1),
-            top_logprobs=_int(p, "top_logprobs", 0, lo=0),
-            stop=tuple(stop),
-            seed=int(req.seed),
-            top_k=sampling_top_k(p),
-            first_top_logprobs=_int(p, "first_top_logprobs", 0, lo=0),
-        )
-
-
-def _sample(torch: Any, logits: Any, spec: _GenSpec, gen: Any) -> int:
-    """Temperature, then top-k, then nucleus (top-p) sampling on the CPU with the sample's
-    generator; vLLM's order (``apply_top_k_top_p``): top-k keeps every token whose probability
-    reaches the k-th largest (ties at the k-th stay), top-p then works on the renormalised rest."""
-    probs = torch.softmax(logits.float().cpu() / spec.temperature, dim=-1)
-    if 0 < spec.top_k < probs.shape[-1]:
-        kth = torch.topk(probs, spec.top_k).values[-1]
-        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
-        probs = probs / probs.sum()
-    if spec.top_p < 1.0:
-        sorted_p, order = torch.sort(probs, descending=True)
-        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens
-        sorted_p[before >= spec.top_p] = 0.0  # the token that crosses top_p is kept
-        probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
-    return int(torch.multinomial(probs, 1, generator=gen).item())

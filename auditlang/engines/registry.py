@@ -6,6 +6,8 @@ Input: a ModelConfig (``engine`` names the backend). Output: a loaded Engine. Th
 
 from __future__ import annotations
 
+import importlib
+
 from auditlang.core.capabilities import (  # noqa: F401  (re-exported for callers of the registry)
     ALL_KINDS, ENGINE_CAPABILITIES, ENGINE_CLASSES, INSTALL_HINTS, _check_name, capabilities_for, engine_names,
     unsupported_kinds)

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditlang.engines.gen import sample_seed
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
@@ -140,7 +141,7 @@ class _Options:
                 raise EngineError(f"model {config.name!r}: vllm option {k!r} must be a positive {want} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
         if opts.get("gpu_memory_utilization", 0.5) > 1:
             raise EngineError(f"model {config.name!r}: gpu_memory_utilization must be in (0, 1] (got {opts['gpu_memory_utilization']})")
-        if config.batch_size < 1:
+        if config.batch_size != "auto" and config.batch_size < 1:  # auto: vLLM schedules its own batches
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
         return _Options(**opts)
 
@@ -683,8 +684,6 @@ class VLLMEngine:
     # generate ----------------------------------------------------------------
 
     def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        from auditlang.engines.hf import sample_seed
-
         jobs: list[_Job] = []
         specs: dict[int, _GenSpec] = {}
         for i in idx:

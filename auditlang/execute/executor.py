@@ -70,7 +70,9 @@ def default_batch_size(engine: Engine) -> int:
     call = getattr(engine, "call_size", None)
     if isinstance(call, int) and not isinstance(call, bool) and call >= 1:
         return call
-    engine_batch = int(getattr(getattr(engine, "config", None), "batch_size", 16) or 16)
+    engine_batch = getattr(getattr(engine, "config", None), "batch_size", 16)
+    if not isinstance(engine_batch, int) or isinstance(engine_batch, bool) or engine_batch < 1:
+        engine_batch = 16  # "auto" left unresolved by an engine that schedules its own batches
     return max(32, min(512, 4 * engine_batch))
 
 

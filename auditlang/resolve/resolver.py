@@ -353,6 +353,9 @@ class _Resolver:
             elif typ == "extra_forbidden":
                 self.bag.error("E120", f"unknown parameter '{shown}' for {ctor}()", where,
                                hint=did_you_mean(str(shown), S.describe_params(cls), "parameters"))
+            elif typ == "value_error":  # a field validator's own sentence (schema.VALUE_HINTS: an example)
+                why = str(err.get("ctx", {}).get("error") or err.get("msg"))
+                self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {why}", where, hint=S.VALUE_HINTS.get(shown or ""))
             else:
                 hint = None
                 if typ == "list_type":  # a bare value where a list is expected: wrong_from=m2

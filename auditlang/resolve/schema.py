@@ -14,9 +14,10 @@ reads them from there, so a component registered from outside the package is a c
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
@@ -87,6 +88,21 @@ class HubDataset(_DatasetBase):
 
 # ----------------------------------------------------------------------------- models
 
+# hints of the E123 diagnostics raised by field validators
+VALUE_HINTS = {
+    "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
+    "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
+}
+
+_DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+def _check_device(v: str) -> str:
+    if not _DEVICE.match(v):
+        raise ValueError(f"device must be auto, cpu, cuda or cuda:N, e.g. cuda:1 (got {v!r})")
+    return v
+
+
 Dtype = Literal["auto", "float32", "bfloat16", "float16", "fp32", "bf16", "fp16"]
 
 
@@ -97,7 +113,9 @@ class _ModelBase(Obj):
     family: str | None = None
     instruct: bool | None = None
     revision: str | None = None
-    batch_size: int = Field(default=16, ge=1)
+    # rows per forward pass, or "auto": the hf engine picks the largest batch that fits the
+    # device's memory once at load (recorded in the fingerprint); other engines use their default
+    batch_size: int | Literal["auto"] = 16
     max_tokens: int = Field(default=32, ge=1)  # default answer budget
     seed: int | None = None
     # chat-template variables (study 003 App. C): Qwen3's `enable_thinking` flag and GPT-OSS's
@@ -106,12 +124,24 @@ class _ModelBase(Obj):
     enable_thinking: bool | None = None
     reasoning_effort: Literal["low", "medium", "high"] | None = None
 
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def check_batch_size(cls, v: Any) -> Any:
+        if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+            return v
+        raise ValueError(f"batch_size must be a positive integer or auto (got {v!r})")
+
 
 class HFModel(_ModelBase):
     DOC: ClassVar[str] = "Hugging Face transformers (CPU or CUDA); a local path or hub id."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+
+    @field_validator("device")
+    @classmethod
+    def check_device(cls, v: str) -> str:
+        return _check_device(v)
 
 
 class VLLMModel(_ModelBase):
@@ -145,7 +175,12 @@ class EmbeddedModel(_ModelBase):
     POSITIONAL: ClassVar[tuple[str, ...]] = ("name",)
     name: Literal["smollm2-135m-instruct", "gemma3-270m"]
     engine: Literal["hf", "vllm"] = "hf"
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (hf engine)
+
+    @field_validator("device")
+    @classmethod
+    def check_device(cls, v: str) -> str:
+        return _check_device(v)
 
 
 # ----------------------------------------------------------------------------- prompts

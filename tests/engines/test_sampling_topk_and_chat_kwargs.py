@@ -57,7 +57,7 @@ def test_hf_bad_chat_template_kwargs_is_an_engine_error() -> None:
 
 def test_sample_keeps_top_k_and_ties() -> None:
     torch = pytest.importorskip("torch")
-    from auditlang.engines.hf import _GenSpec, _sample
+    from auditlang.engines.gen import _GenSpec, _sample
 
     logits = torch.log(torch.tensor([0.30, 0.25, 0.25, 0.10, 0.10]))
     spec = _GenSpec(max_tokens=1, temperature=1.0, top_p=1.0, n=1, top_logprobs=0, stop=(), seed=0, top_k=2)

@@ -1,0 +1,297 @@
+"""The hf engine's generation loop: continuous batching over a KV cache, no wasted rows.
+
+Input: generation units (one prompt, the sample indices it serves, the parsed parameters) and
+a loaded :class:`~auditlang.engines.hf.HFEngine`. Output: one ``Sample`` per (request, sample).
+
+How it runs (docs/engines.md, "Generation"):
+- Units wait in a queue sorted by token budget, longest first, then by prompt length (length
+  buckets: each prefill pads little; on a CPU a prefill stops taking units where the padding a
+  longer prompt would add costs more than a forward of its own, ``HFEngine._batch_cost``). Long generations start first, so the end of a call is
+  not a few long rows decoding alone.
+- A prefill forward takes as many waiting units as there are free rows; a unit's prompt is
+  prefilled ONCE and its KV cache rows are copied for each of its samples.
+- Every decoding step feeds the live rows' last tokens. A row that finishes (EOS, stop string,
+  budget) leaves the batch at once: its cache rows are dropped (``batch_select_indices``), so
+  no forward computes a token nobody keeps. When enough rows are free, waiting units are
+  prefilled and their caches joined to the running batch (left-padded to a common width;
+  columns no live row uses are trimmed). Models whose cache is not plain (sliding-window
+  layers, e.g. Gemma 3) refill only when the batch is empty.
+- ``GenStats`` counts forward passes, rows computed per forward ("row-steps") and tokens kept:
+  row-steps per generated token is 1 when nothing is wasted (below 1 when n samples share a
+  prefill).
+
+Per step the host receives the chosen ids, their logprobs and the top-k window in ONE copy;
+rows that sample also copy their logits (drawn on the CPU with the sample's own generator, as
+before). Left padding, explicit position ids and the attention mask are as in the rest of the
+engine, so a row's logits equal its unbatched logits to float tolerance.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditlang.engines.gen import _GenState, _sample, sample_seed
+from auditlang.core.requests import Sample, TokenLogprob
+
+log = logging.getLogger("auditlang.engines.hf")
+
+
+@dataclass
+class GenUnit:
+    """One prompt to prefill and the samples of its request that it serves."""
+
+    owner: int  # index into the request list
+    prompt: list[int]
+    samples: list[int]
+    spec: Any  # hf._GenSpec
+
+
+@dataclass
+class GenStats:
+    """Counters of the generation loop (cumulative over an engine's life)."""
+
+    forwards: int = 0
+    prefill_rows: int = 0  # prompts prefilled
+    prefill_tokens: int = 0  # padded prompt tokens computed
+    decode_row_steps: int = 0  # rows fed to decoding steps
+    generated_tokens: int = 0  # tokens kept in samples
+    refills: int = 0  # prefills joined to a running batch
+
+    @property
+    def row_steps(self) -> int:
+        return self.prefill_rows + self.decode_row_steps
+
+    @property
+    def row_steps_per_token(self) -> float:
+        return self.row_steps / self.generated_tokens if self.generated_tokens else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["row_steps"] = self.row_steps
+        d["row_steps_per_token"] = round(self.row_steps_per_token, 4)
+        return d
+
+
+@dataclass
+class _Live:
+    """A row being decoded: a (unit, sample) pair and what it produced so far."""
+
+    unit: GenUnit
+    sample: int
+    gen: Any  # torch.Generator for sampled rows
+    state: Any  # hf._GenState
+    fed: int = 0  # generated tokens already in the KV cache
+
+
+@dataclass
+class _Batch:
+    """The running batch: host rows aligned with the device tensors."""
+
+    rows: list[_Live] = field(default_factory=list)
+    cache: Any = None
+    mask: Any = None  # [rows, width] long
+    pos: Any = None  # [rows, 1] next position id
+    pending: Any = None  # [rows] last chosen ids, not yet fed
+
+
+def plain_cache(cache: Any) -> bool:
+    """True when every cache layer is a plain dynamic layer (keys/values [B, H, T, D]) that may be
+    padded, concatenated and trimmed along T."""
+    try:
+        from transformers.cache_utils import DynamicLayer
+    except ImportError:
+        return False
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+class Decoder:
+    """One call's generation: ``run(units)`` fills ``out[(owner, sample)] = Sample``."""
+
+    def __init__(self, engine: Any, cap: int, riders: dict[int, list[Any]], rider_out: dict[int, Any],
+                 stats: GenStats, out: dict[tuple[int, int], Any]) -> None:
+        self.e, self.torch = engine, engine._torch
+        self.cap = max(1, cap)
+        self.riders, self.rider_out = riders, rider_out
+        self.stats, self.out = stats, out
+        # refill when this many rows are free: one prefill forward per refill, so on a GPU (where a
+        # forward's cost hardly depends on its rows) wait for a quarter of the batch
+        self.min_free = max(1, self.cap // (4 if engine.device.startswith("cuda") else 8))
+        self.refill_ok = True
+        self.cut_padding = not engine.device.startswith("cuda")  # on a GPU prefills stay full
+
+    def run(self, units: list[GenUnit]) -> None:
+        torch = self.torch
+        # longest budgets first (so a call does not end on a few long rows), then by prompt length
+        queue = deque(sorted(units, key=lambda u: (-u.spec.max_tokens, len(u.prompt), u.owner, u.samples[0])))
+        b = _Batch()
+        with torch.inference_mode():
+            while queue or b.rows:
+                while queue and (not b.rows or (self.refill_ok and self.cap - len(b.rows) >= self.min_free)):
+                    free, group = self.cap - len(b.rows), [queue.popleft()]
+                    rows, width = len(group[0].samples), len(group[0].prompt)
+                    while queue and rows + len(queue[0].samples) <= free:
+                        nxt = queue[0]
+                        # on a CPU, where padded tokens cost compute: the padding a longer prompt
+                        # adds to the group vs a forward of its own (64 token-equivalents)
+                        if self.cut_padding and (len(nxt.prompt) - width) * len(group) > self.e._batch_cost:
+                            break
+                        group.append(queue.popleft())
+                        rows, width = rows + len(nxt.samples), max(width, len(nxt.prompt))
+                    self._admit(b, group)
+                if b.rows:
+                    self._step(b)
+
+    # -- prefill
+
+    def _admit(self, b: _Batch, group: list[GenUnit]) -> None:
+        torch, e = self.torch, self.e
+        dev = e.device
+        ids, mask, pos = e._pad([u.prompt for u in group])
+        mask = mask.to(dev)
+        out = e.model(input_ids=ids.to(dev), attention_mask=mask, position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
+        self.stats.forwards += 1
+        self.stats.prefill_rows += len(group)
+        self.stats.prefill_tokens += int(ids.numel())
+        logits = out.logits[:, -1, :].float()
+        lp = torch.log_softmax(logits, dim=-1)
+        self._serve_riders(group, lp)
+        unit_of = [g for g, u in enumerate(group) for _ in u.samples]
+        rows = [_Live(u, s, self._generator(u, s), _new_state()) for u in group for s in u.samples]
+        if len(unit_of) != len(group):  # n samples share their prompt's prefill
+            at = torch.tensor(unit_of, device=logits.device)
+            logits, lp = logits.index_select(0, at), lp.index_select(0, at)
+        chosen, done = self._consume(rows, logits, lp)
+        keep = [j for j, d in enumerate(done) if not d]
+        if not keep:
+            return
+        cache = out.past_key_values
+        src = [unit_of[j] for j in keep]
+        if src != list(range(len(group))):
+            cache.batch_select_indices(torch.tensor(src, device=mask.device))
+        sel = torch.tensor(src, device=mask.device)
+        new = _Batch([rows[j] for j in keep], cache, mask.index_select(0, sel), pos.to(dev).index_select(0, sel)[:, -1:] + 1,
+                     chosen.index_select(0, torch.tensor(keep, device=chosen.device)))
+        if not b.rows:
+            b.rows, b.cache, b.mask, b.pos, b.pending = new.rows, new.cache, new.mask, new.pos, new.pending
+            self.refill_ok = plain_cache(b.cache)
+            return
+        self.stats.refills += 1
+        self._join(b, new)
+
+    def _serve_riders(self, group: list[GenUnit], lp: Any) -> None:
+        """Choice rows riding on a greedy generation are scored from its step-0 vector."""
+        if not self.riders:
+            return
+        pairs = [(g, c) for g, u in enumerate(group) if 0 in u.samples for c in self.riders.get(u.owner, ())]
+        if pairs:
+            at = self.torch.tensor([g for g, _ in pairs], device=lp.device)
+            self.rider_out.update(self.e._pick_labels(lp.index_select(0, at), [c for _, c in pairs]))
+
+    def _join(self, b: _Batch, new: _Batch) -> None:
+        """Append ``new``'s rows to the running batch, left-padding both to one width."""
+        torch = self.torch
+        F = torch.nn.functional
+        wb, wn = b.mask.shape[1], new.mask.shape[1]
+        w = max(wb, wn)
+        for lb, ln in zip(b.cache.layers, new.cache.layers):
+            lb.keys = torch.cat([F.pad(lb.keys, (0, 0, w - wb, 0)), F.pad(ln.keys, (0, 0, w - wn, 0))], dim=0)
+            lb.values = torch.cat([F.pad(lb.values, (0, 0, w - wb, 0)), F.pad(ln.values, (0, 0, w - wn, 0))], dim=0)
+        b.mask = torch.cat([F.pad(b.mask, (w - wb, 0)), F.pad(new.mask, (w - wn, 0))], dim=0)
+        b.pos = torch.cat([b.pos, new.pos], dim=0)
+        b.pending = torch.cat([b.pending, new.pending], dim=0)
+        b.rows = b.rows + new.rows
+
+    # -- decoding
+
+    def _step(self, b: _Batch) -> None:
+        torch, e = self.torch, self.e
+        n = len(b.rows)
+        b.mask = torch.cat([b.mask, torch.ones((n, 1), dtype=b.mask.dtype, device=b.mask.device)], dim=1)
+        out = e.model(input_ids=b.pending[:, None], attention_mask=b.mask, position_ids=b.pos,
+                      past_key_values=b.cache, use_cache=True)
+        self.stats.forwards += 1
+        self.stats.decode_row_steps += n
+        b.cache, b.pos = out.past_key_values, b.pos + 1
+        for r in b.rows:
+            r.fed += 1
+        logits = out.logits[:, -1, :].float()
+        chosen, done = self._consume(b.rows, logits, torch.log_softmax(logits, dim=-1))
+        b.pending = chosen
+        if any(done):
+            keep = [j for j, d in enumerate(done) if not d]
+            b.rows = [b.rows[j] for j in keep]
+            if not keep:
+                b.cache = b.mask = b.pos = b.pending = None
+                return
+            at = torch.tensor(keep, device=b.mask.device)
+            b.cache.batch_select_indices(at)
+            b.mask, b.pos, b.pending = b.mask.index_select(0, at), b.pos.index_select(0, at), b.pending.index_select(0, at)
+            self._trim(b)
+
+    def _trim(self, b: _Batch) -> None:
+        """Drop leading columns that no live row uses (after rows left or joined)."""
+        if not self.refill_ok:
+            return
+        width = b.mask.shape[1]
+        used = max(len(r.unit.prompt) + r.fed for r in b.rows)
+        cut = width - used
+        if cut < max(16, width // 8):  # slicing is free, but each cut is a new shape: do it in steps
+            return
+        for layer in b.cache.layers:
+            layer.keys, layer.values = layer.keys[:, :, cut:, :], layer.values[:, :, cut:, :]
+        b.mask = b.mask[:, cut:]
+
+    def _consume(self, rows: list[_Live], logits: Any, lp: Any) -> tuple[Any, list[bool]]:
+        """Choose each row's token (greedy argmax or a draw), record it; returns the chosen ids
+        (device) and which rows are done."""
+        torch, e = self.torch, self.e
+        chosen = lp.argmax(-1)
+        sampled = [j for j, r in enumerate(rows) if not r.unit.spec.greedy]
+        if sampled:
+            host = logits[sampled].cpu()
+            draws = [_sample(torch, host[m], rows[j].unit.spec, rows[j].gen) for m, j in enumerate(sampled)]
+            chosen[sampled] = torch.tensor(draws, device=chosen.device)
+        k = max(r.unit.spec.logprobs for r in rows)  # first_top_logprobs widens position 0 only
+        parts = [chosen[:, None].double(), lp.gather(1, chosen[:, None]).double()]
+        if k:
+            vals, ids = torch.topk(lp, min(k, lp.shape[-1]), dim=-1)
+            parts += [vals.double(), ids.double()]
+        host = torch.cat(parts, dim=1).cpu().tolist()  # one device->host copy per step
+        done: list[bool] = []
+        for r, h in zip(rows, host):
+            s, st = r.unit.spec, r.state
+            t = int(h[0])
+            kk = min(s.window_at(len(st.tokens)), lp.shape[-1])
+            # h = [id, logprob, k top values, k top ids]
+            window = e._window([int(x) for x in h[2 + k: 2 + k + kk]], h[2: 2 + kk]) if kk else {}
+            st.tokens.append(TokenLogprob(e.token_str(t), t, float(h[1]), window))
+            st.ids.append(t)
+            if t in e.eos_ids:
+                st.done, st.reason = True, "stop"
+            elif s.stop and e._hit_stop(st, s.stop):
+                st.done, st.reason = True, "stop"
+            elif len(st.ids) >= s.max_tokens:
+                st.done, st.reason = True, "length"
+            self.stats.generated_tokens += 1
+            if st.done:
+                self._finish(r)
+            done.append(st.done)
+        return chosen, done
+
+    def _finish(self, r: _Live) -> None:
+        st = r.state
+        text = st.text if st.text is not None else self.e._decode(st.ids)
+        self.out[(r.unit.owner, r.sample)] = Sample(text=text, tokens=st.tokens, finish_reason=st.reason)
+
+    def _generator(self, u: GenUnit, s: int) -> Any:
+        if u.spec.greedy:
+            return None
+        return self.torch.Generator(device="cpu").manual_seed(sample_seed(u.spec.seed, s))
+
+
+def _new_state() -> Any:
+    return _GenState()
