@@ -24,7 +24,7 @@ import numpy as np
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
-from auditlang.report.latex import breakable, verbatim_safe
+from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
 from auditlang.resolve.spec import MetricRef
@@ -100,8 +100,9 @@ class Checklist:
     def to_latex_body(self) -> str:
         """Sections and itemized lines that fit any article column: identifiers get break points,
         hashes are shortened with the full value in a footnote, verbatim blocks wrap (fvextra); set
-        ragged-right in a group (a checklist of identifiers justifies badly)."""
-        out = ["\\begingroup\\raggedright\\emergencystretch=2em"]
+        ragged-right in a group (a checklist of identifiers justifies badly), with a math bullet (the
+        text bullet is a TS1 glyph: a bitmap Type 3 font where cm-super is not installed)."""
+        out = ["\\begingroup\\raggedright\\emergencystretch=2em\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
         for g in self.groups:
             out.append(f"\\section*{{{breakable(g.title)}}}")
             for e in g.entries:
@@ -113,7 +114,7 @@ class Checklist:
                     out.append("\\end{itemize}")
                 for cap, text in e.blocks:
                     out += [f"\\noindent {breakable(cap, footnote_hashes=True)}:",
-                            "\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere]",
+                            VERBATIM,
                             verbatim_safe(text), "\\end{Verbatim}"]
         out.append("\\par\\endgroup")
         return "\n".join(out) + "\n"

@@ -159,13 +159,14 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
         vals_all = [v for r in rows for v in r["values"].values() if v == v]
         for ax, d in zip(axes[0], datasets):
             rs = [r for r in rows if r["dataset"] == d and r["evaluator"] == ev]
+            many = len({r["protocol"] for r in rs}) > 1
             for k, r in enumerate(rs):
                 vals = [r["values"][v] for v in variants]
                 ax.vlines(k, np.nanmin(vals), np.nanmax(vals), color="0.6", lw=2)
                 for j, (v, y) in enumerate(zip(variants, vals)):
                     ax.plot(k, y, "o^sDv<>"[j % 7], ms=4, color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
             ax.set_xticks(range(len(rs)))
-            ax.set_xticklabels([r["model"] for r in rs], rotation=30, ha="right")
+            ax.set_xticklabels([r["model"] + (f" / {r['protocol']}" if many else "") for r in rs], rotation=30, ha="right")
             ax.set_xlim(-0.6, len(rs) - 0.4)
             ax.set_title(f"dataset {d}")
         if _bounded(metric) and all(0 <= v <= 1 for v in vals_all):
@@ -179,22 +180,27 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
         else:
             figs.append(f)
         seen[key] = (seen[key][0] if key in seen else len(figs) - 1, names)
-        pts = c.data.get("size_points")
+        pts = [p for p in c.data.get("size_points") or [] if len(p) < 5 or p[4] == ev]
         if pts:
-            fig, ax = plt.subplots(figsize=(3.6, 3.0), layout="constrained")
-            for d in dict.fromkeys(p[0] for p in pts):
-                xs = [p[2] for p in pts if p[0] == d]
-                ys = [p[3] for p in pts if p[0] == d]
-                ax.plot(xs, ys, "o", label=d)
+            many = len({p[5] for p in pts if len(p) > 5}) > 1
+            fig, ax = plt.subplots(figsize=(3.8, 3.0), layout="constrained")
+            for k, grp in enumerate(dict.fromkeys((p[0], p[5] if many else "") for p in pts)):
+                sel = [p for p in pts if (p[0], p[5] if many else "") == grp]
+                ax.plot([p[2] for p in sel], [p[3] for p in sel], "o^sDv<>"[k % 7], ms=5,
+                        label=" / ".join(x for x in grp if x))
+            sizes = sorted({p[2] for p in pts})
             ax.set_xscale("log")
-            ax.set_xlabel("model size (B parameters, log scale)")
-            ax.set_ylabel(f"spread of {metric} (max - min over variants)")
+            ax.set_xticks(sizes, [f"{x:g}B" for x in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("model size (parameters, log scale)")
+            ax.set_ylabel(f"spread of {metric} (max - min)")
             ys_all = [p[3] for p in pts if p[3] == p[3]]
             if ys_all and _bounded(metric):
                 ax.set_ylim(0, max(0.05, max(ys_all) * 1.15))
-            ax.legend(title="dataset")
-            ax.set_title(f"Model size vs spread of {metric}: comparison {c.name}")
-            figs.append(_save(fig, _safe(f"size_spread_{c.name}"), f"Model size vs spread of {metric} ({c.name})"))
+            ax.legend(title="dataset / protocol" if many else "dataset")
+            ax.set_title(f"Model size vs spread of {metric} ({ev}): comparison {c.name}")
+            figs.append(_save(fig, _safe(f"size_spread_{c.name}"),
+                              f"Model size vs spread of {metric} over variants ({c.name}, evaluator {ev})"))
     return figs
 
 
@@ -207,7 +213,7 @@ def consistency_figures(comps: list[Comparison]) -> list[Figure]:
             probes, variants = hm["probes"], hm["variants"]
             if not hm["intra"] and not hm["cross"]:
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+            fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
             intra = np.array([[hm["intra"].get((p, v), math.nan) for v in variants] for p in probes], dtype=float)
             _heat(axes[0], intra, probes, variants, f"IoU_cons vs '{c.data['reference']}'")
             cross = np.full((len(probes), len(probes)), math.nan)

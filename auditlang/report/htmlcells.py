@@ -43,11 +43,11 @@ def _metric_td(row: pd.Series, col: str) -> str:
     return f'<td class="num" data-sort="{v!r}">{v:.3f}{ci}</td>'
 
 
-def _plain_td(v: Any) -> str:
+def _plain_td(v: Any, count: bool) -> str:
     f = _num(v)
     if f is None:
         return f'<td data-sort="{html.escape(str(v))}">{html.escape("–" if v is None or v != v else str(v))}</td>'
-    shown = str(int(f)) if f == int(f) and abs(f) > 1 else f"{f:.3f}"
+    shown = str(int(f)) if count and f == int(f) else f"{f:.3f}"
     return f'<td class="num" data-sort="{f!r}">{shown}</td>'
 
 
@@ -62,10 +62,10 @@ def cells_html(cells: pd.DataFrame) -> str:
     """One sortable table per audit (metrics first); an empty frame says so."""
     if cells.empty:
         return '<p class="nc">not computable: the run has no scored records</p>'
-    metrics = metric_columns(cells)
     counts = [c for c in COUNTS if c in cells.columns]
     out = []
     for aid, g in cells.groupby("audit", sort=False) if "audit" in cells.columns else [("", cells)]:
+        metrics = [c for c in metric_columns(cells) if g[c].notna().any()]  # this audit's metrics
         out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '
                    f'({len(g)} cells)</h3>')
         head = ['<th class="label" data-type="text">cell: model · dataset · variant · protocol · evaluator</th>']
@@ -75,7 +75,7 @@ def cells_html(cells: pd.DataFrame) -> str:
         for _, row in g.sort_values([a for a in LABEL_AXES if a in g.columns], kind="stable").iterrows():
             tds = [f'<td class="label" data-sort="{html.escape(str(row.get("cell_id", "")))}">{label(row)}</td>']
             tds += [_metric_td(row, c) for c in metrics]
-            tds += [_plain_td(row[c]) for c in counts]
+            tds += [_plain_td(row[c], c.startswith("n")) for c in counts]
             out.append("<tr>" + "".join(tds) + "</tr>")
         out.append("</tbody></table></section>")
     return "\n".join(out)

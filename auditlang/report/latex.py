@@ -43,6 +43,10 @@ def verbatim_safe(text: str) -> str:
                    for ch in text)
 
 
+# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap TS1 font
+VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,"
+            "breaksymbolleft=\\ensuremath{\\hookrightarrow}]")
+
 # Packages every generated fragment needs (fvextra: texlive-latex-extra; the rest: -base/-recommended).
 PACKAGES = ("booktabs", "tabularx", "array", "fvextra", "amssymb", "xcolor", "graphicx")
 
@@ -66,14 +70,15 @@ def document(body: str, title: str) -> str:
 HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
 SHORT_HASH = 12
 _BREAK_AFTER = "_/=;:|-("
-BREAK = "\\penalty100\\relax{}"  # a break point TeX takes only where no space is near
+BREAK = "\\penalty100\\hskip0pt\\relax{}"  # a break point TeX takes only where no space is near (the
+# glue after it lets TeX hyphenate the next word)
 _RUN = 14  # a longer run of letters/digits gets a break point every _RUN characters
 
 
 def breakable(text: object, footnote_hashes: bool = False) -> str:
     """:func:`escape` plus line-break points, so no word is wider than a narrow column.
 
-    Break points follow ``_ / = ; : | - (`` and fall every 14 characters inside longer runs.
+    Break points follow ``_ / = ; : | - (`` and a dot before a letter and fall every 14 characters inside longer runs.
     Hex hashes of 24+ digits are shortened to 12 with the full value in a footnote when
     ``footnote_hashes`` (body text), else broken like any long run (tables, footnotes).
     """
@@ -90,7 +95,7 @@ def breakable(text: object, footnote_hashes: bool = False) -> str:
 
 def _breaks(s: str) -> str:
     out, run = [], 0
-    for ch in s:
+    for i, ch in enumerate(s):
         out.append(escape(ch))
         if ch.isalnum():
             run += 1
@@ -99,6 +104,6 @@ def _breaks(s: str) -> str:
                 run = 0
         else:
             run = 0
-            if ch in _BREAK_AFTER:
+            if ch in _BREAK_AFTER or (ch == "." and s[i + 1:i + 2].isalpha()):  # "s000.token_norm", not "0.95"
                 out.append(BREAK)
     return "".join(out)

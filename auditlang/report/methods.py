@@ -103,13 +103,14 @@ def to_latex_fragment(sentences: list[Sentence]) -> str:
 
 
 def to_latex_section(sentences: list[Sentence]) -> str:
-    from auditlang.report.latex import breakable, verbatim_safe
+    from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 
     return "\n".join(["\\section*{How to cite the setup}", "\\noindent Paste into the paper:",
-                      "\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere]", verbatim_safe(INPUT_SNIPPET),
+                      VERBATIM, verbatim_safe(INPUT_SNIPPET),
                       "\\end{Verbatim}", "\\noindent Methods paragraph (methods.tex):\\par",
                       "\\begin{quote}\\emergencystretch=2em", breakable(methods_paragraph(sentences)), "\\end{quote}",
-                      "\\noindent Where each sentence is stated in full:", "\\begin{itemize}"]
+                      "\\noindent Where each sentence is stated in full:",
+                      "\\begin{itemize}\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
                      + [f"\\item {breakable(t)}" for t in traceability(sentences)] + ["\\end{itemize}"]) + "\n"
 
 
