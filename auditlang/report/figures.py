@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
@@ -63,11 +64,11 @@ def _safe(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in s)
 
 
-def _reliability_panel(ax, hax, curves: list[tuple[str, str, object]], title: str) -> None:
+def _reliability_panel(ax, hax, curves: list[tuple[int, str, str, object]], title: str) -> None:
     """Reliability points (hollow for bins with < SPARSE items; lines only between adjacent dense
     bins) over a step histogram of the bin counts, one colour per protocol."""
     ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--", label="perfect calibration")
-    for k, (p, ctor, rb) in enumerate(curves):
+    for k, p, ctor, rb in curves:
         col = plt.cm.tab10(k % 10)
         mk = "o" if ctor in TOKEN_CTORS else "s"
         dense = rb.counts >= SPARSE
@@ -75,17 +76,16 @@ def _reliability_panel(ax, hax, curves: list[tuple[str, str, object]], title: st
         for i in range(len(x) - 1):  # join adjacent dense bins only
             if dense[i] and dense[i + 1]:
                 ax.plot(x[i:i + 2], y[i:i + 2], "-", color=col, lw=1)
-        ax.plot(x[dense], y[dense], mk, ms=4, color=col, label=f"{p} ({ctor}, n={rb.n})")
+        ax.plot(x[dense], y[dense], mk, ms=4, color=col)
         sparse = (rb.counts > 0) & ~dense
-        ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col,
-                label=None if dense.any() else f"{p} ({ctor}, n={rb.n})")
+        ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col)
         hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1)
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("accuracy")
     ax.set_title(title)
     ax.tick_params(labelbottom=False)
-    hax.set_xlim(0, 1)
+    hax.set_xlim(-0.02, 1.02)
     hax.set_ylim(bottom=0)
     hax.set_xlabel("confidence (bin mean)")
     hax.set_ylabel("items / bin")
@@ -109,24 +109,31 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                     df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
                     if not df.empty:
                         rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
-                        curves.append((p, rd.protocol_ctor(p), rb))
+                        curves.append((protos.index(p), p, rd.protocol_ctor(p), rb))
                 if curves:
                     panels.append((d, curves))
             if not panels:
                 continue
             ncol = min(len(panels), 3)
             nrow = math.ceil(len(panels) / ncol)
-            fig = plt.figure(figsize=(3.1 * ncol, 3.4 * nrow), layout="constrained")
+            fig = plt.figure(figsize=(max(3.1 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
             gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)
             for k, (d, curves) in enumerate(panels):
                 r, c = divmod(k, ncol)
                 ax = fig.add_subplot(gs[2 * r, c])
                 hax = fig.add_subplot(gs[2 * r + 1, c], sharex=ax)
                 _reliability_panel(ax, hax, curves, f"dataset {d}")
-                if k == 0:
-                    ax.legend(loc="upper left")
+            handles = [Line2D([], [], color="0.6", ls="--", lw=0.8, label="perfect calibration")]
+            for k, p in enumerate(protos):
+                n = sum(rb.n for _, cs in panels for _, q, _, rb in cs if q == p)
+                if n:
+                    handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if rd.protocol_ctor(p) in
+                                          TOKEN_CTORS else "s", ms=4, ls="-", lw=1, label=f"{p} ({rd.protocol_ctor(p)}, n={n})"))
+            handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", ls="", ms=4,
+                                  label=f"bin with < {SPARSE} items (not joined)"))
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)))
             head = f"Reliability, model {m}, audit {aid}, evaluator {ev}; {pooled}; 10 equal-width bins"
-            fig.suptitle(head + f" (hollow: < {SPARSE} items)", fontsize=8)
+            fig.suptitle(head, fontsize=8)
             figs.append(_save(fig, _safe(f"reliability_{aid}_{m}"), head + f"; hollow points: bins with fewer than "
                               f"{SPARSE} items; lower panels: items per bin"))
     return figs
@@ -154,7 +161,7 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
                                         sorted(r["values"].items())) for r in rows]))
         names = (seen[key][1] if key in seen else []) + [c.name]
         title = f"Spread of {metric} over {len(variants)} prompt variants per model ({ev})"
-        fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets) + 0.8, 3.2), squeeze=False,
+        fig, axes = plt.subplots(1, len(datasets), figsize=(max(2.6 * len(datasets), 4.5), 3.6), squeeze=False,
                                  sharey=True, layout="constrained")
         vals_all = [v for r in rows for v in r["values"].values() if v == v]
         for ax, d in zip(axes[0], datasets):
@@ -172,8 +179,9 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
         if _bounded(metric) and all(0 <= v <= 1 for v in vals_all):
             axes[0][0].set_ylim(-0.03, 1.03)
         axes[0][0].set_ylabel(metric)
-        fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside right upper", title="variant")
-        fig.suptitle(f"{title}: comparison {', '.join(names)}", fontsize=8)
+        fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", title="variant",
+                   ncol=min(3, len(variants)))
+        fig.suptitle(f"{title}\ncomparison {', '.join(names)}", fontsize=8)
         f = _save(fig, _safe(f"spread_{names[0]}"), f"{title}; comparison {', '.join(names)}")
         if key in seen:
             figs[seen[key][0]] = f
