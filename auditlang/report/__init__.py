@@ -57,8 +57,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     from auditlang.report.disclosure import disclosure_tables
     from auditlang.report.html import render_html
     from auditlang.report.latex import document
-    from auditlang.report import methods as M
-    from auditlang.report.methods import methods_sentences
+    from auditlang.report import methods as M  # lazy: imports the checklist and the evaluators (as the lines above)
     from auditlang.report.rundata import load_run
 
     run_dir = Path(run_dir)
@@ -82,7 +81,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
             figs = all_figures(rd, comps)
     checklist = build_checklist(rd, comps) if ("checklist" in want or "html" in want) else None
     disclosure = disclosure_tables(rd) if ("disclosure" in want or "html" in want) else []
-    cite = methods_sentences(rd) if ("checklist" in want or "html" in want) else []
+    cite = M.methods_sentences(rd) if ("checklist" in want or "html" in want) else []
 
     if "cells" in want:
         written += cells.write(out)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditlang.report.latex import breakable
+
 NOT_COMPUTABLE = "not computable"
 
 
@@ -131,8 +133,6 @@ class Table:
         (ragged-right ``X``); a cell longer than ``max_cell`` characters (default 48, 90 when
         ``wide``) moves to a lettered note under the table. Needs ``booktabs``, ``tabularx``, ``array``.
         """
-        from auditlang.report.latex import breakable
-
         cols, rows = self._display()
         limit = max_cell or (90 if wide else 48)
         moved: list[str] = []
