@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from auditlang.plan.model import Plan
-from auditlang.report.paths import relative
+from auditlang.report.paths import spec_path
 from auditlang.resolve.schema import REPORT_OUTPUTS
 from auditlang.resolve.spec import Spec
 
@@ -136,7 +136,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
                     written.append(out / "disclosure_standalone.tex")
     if "html" in want:
         files = "; ".join(f"{Path(p).name} {h[:16]}" for p, h in spec.files.items())
-        meta = [("spec (relative to the run directory)", relative(spec.entry, run_dir)), ("spec files (sha256)", files),
+        meta = [("spec (relative to the run directory)", spec_path(spec.entry, run_dir, rd.run_info)), ("spec files (sha256)", files),
                 ("plan hash", rd.run_info.get("plan_hash") or rd.plan_json.get("hash", "not recorded")),
                 ("run directory", f"{run_dir.name} (the folder holding report/)"), ("records", str(len(rd.records))), ("cells", str(len(plan.cells))),
                 ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
@@ -175,7 +175,7 @@ def _remove_previous(out: Path) -> None:
 def _index(spec: Spec, rd, comps, written: list[Path], out: Path) -> str:
     lines = [f"# Audit report: {spec.entry.name}", "",
              f"Run directory: {rd.run_dir.name} (the folder holding report/); spec: "
-             f"{relative(spec.entry, rd.run_dir)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics.", ""]
+             f"{spec_path(spec.entry, rd.run_dir, rd.run_info)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics.", ""]
     if rd.missing:
         lines += [f"Missing run files: {', '.join(rd.missing)}.", ""]
     if comps:

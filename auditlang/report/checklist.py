@@ -268,7 +268,7 @@ def _seeds(rd: RunData) -> Entry:
             continue
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        e.lines.append(f"dataset {dsid}: file {data_file(info.get('path'))}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
+        e.lines.append(f"dataset {dsid}: file {data_file(info.get('path'), (rd.run_info.get('data') or {}).get(dsid))}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
                        f"random.Random({info.get('seed')}).sample over row indices; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
         e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")

@@ -1,7 +1,8 @@
 """How report files name files: never by an absolute machine path.
 
-Run files are named relative to the run directory, the spec relative to the run directory, and
-data files by their file name and sha256 (the same bytes can then be found on any machine).
+Run files are named relative to the run directory, the spec by its copy in the run directory
+(``run.json`` ``spec_entry``) or else relative to the run directory, and data files by their file
+name and sha256 (``run.json`` ``data``, else hashed here): the same bytes can be found on any machine.
 """
 
 from __future__ import annotations
@@ -41,8 +42,20 @@ def file_sha256(path: str | Path | None) -> str | None:
         return None
 
 
-def data_file(path: str | Path | None) -> str:
-    """A data file as ``name (sha256 <hex>)``: no directory, the digest identifies the bytes."""
+def spec_path(spec_entry: str | Path, run_dir: str | Path, run_info: dict) -> str:
+    """The spec as a report names it: its copy in the run directory, else its path relative to the
+    run directory when inside it, else its file name."""
+    if run_info.get("spec_entry"):
+        return str(run_info["spec_entry"])
+    rel = relative(spec_entry, run_dir)
+    return rel if not rel.startswith("..") else Path(spec_entry).name
+
+
+def data_file(path: str | Path | None, stored: dict | None = None) -> str:
+    """A data file as ``name (sha256 <hex>)``: no directory, the digest identifies the bytes.
+    ``stored``: the run.json entry of the dataset (``file``, ``sha256``), preferred when present."""
+    if stored and stored.get("sha256"):
+        return f"{Path(str(stored.get('file') or path)).name} (sha256 {stored['sha256']})"
     if not path:
         return "no file"
     digest = file_sha256(path)

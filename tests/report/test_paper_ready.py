@@ -42,7 +42,24 @@ def test_data_files_by_name_and_sha256(run):
     assert f"dataset arc: file arc_challenge.jsonl (sha256 {digest})" in md
     assert "Scored records (one row per cell x item, with the raw generation text): records.parquet" in md
     html = (run.report / "report.html").read_text(encoding="utf-8")
-    assert "../audit_test.audit" in html  # the spec, relative to the run directory
+    assert "<th>spec (relative to the run directory)</th><td>audit_test.audit</td>" in html  # outside the run dir
+
+
+def test_spec_and_data_names(tmp_path):
+    from auditlang.report.paths import data_file, spec_path
+
+    run_dir = tmp_path / "runs" / "r1"
+    (run_dir / "spec").mkdir(parents=True)
+    assert spec_path(tmp_path / "a.audit", run_dir, {"spec_entry": "spec/project/a.audit"}) == "spec/project/a.audit"
+    assert spec_path(run_dir / "spec" / "a.audit", run_dir, {}) == "spec/a.audit"
+    assert spec_path(tmp_path / "x" / "a.audit", run_dir, {}) == "a.audit"  # no ../../ climbing out of the run dir
+    f = tmp_path / "d.jsonl"
+    f.write_bytes(b"{}\n")
+    import hashlib
+
+    assert data_file(f) == f"d.jsonl (sha256 {hashlib.sha256(b'{}' + bytes([10])).hexdigest()})"
+    assert data_file(f, {"file": "data/ds/d.jsonl", "sha256": "ab" * 32}) == f"d.jsonl (sha256 {'ab' * 32})"
+    assert "not computable" in data_file(tmp_path / "missing.jsonl")
 
 
 @pytest.mark.skipif(PDFFONTS is None, reason="pdffonts not installed (Debian: apt-get install -y poppler-utils)")
