@@ -51,6 +51,14 @@ def _plain_td(v: Any, count: bool) -> str:
     return f'<td class="num" data-sort="{f!r}">{shown}</td>'
 
 
+def _wbr(name: str) -> str:
+    """A column name with line-break opportunities after ``_ ( = ,`` (headers wrap at word parts)."""
+    out = html.escape(name)
+    for ch in "_(=,":
+        out = out.replace(ch, ch + "<wbr>")
+    return out
+
+
 def label(row: pd.Series) -> str:
     """model · dataset · variant · protocol · evaluator (+ confidence kind), HTML-escaped."""
     parts = [html.escape(str(row[a])) for a in LABEL_AXES if a in row and isinstance(row[a], str)]
@@ -69,8 +77,8 @@ def cells_html(cells: pd.DataFrame) -> str:
         out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '
                    f'({len(g)} cells)</h3>')
         head = ['<th class="label" data-type="text">cell: model · dataset · variant · protocol · evaluator</th>']
-        head += [f'<th class="metric" data-type="num">{html.escape(c)}</th>' for c in metrics]
-        head += [f'<th class="count" data-type="num">{html.escape(c)}</th>' for c in counts]
+        head += [f'<th class="metric" data-type="num">{_wbr(c)}</th>' for c in metrics]
+        head += [f'<th class="count" data-type="num">{_wbr(c)}</th>' for c in counts]
         out.append('<table class="sortable"><thead><tr>' + "".join(head) + "</tr></thead><tbody>")
         for _, row in g.sort_values([a for a in LABEL_AXES if a in g.columns], kind="stable").iterrows():
             tds = [f'<td class="label" data-sort="{html.escape(str(row.get("cell_id", "")))}">{label(row)}</td>']
