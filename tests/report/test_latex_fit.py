@@ -58,3 +58,10 @@ def test_overfull_and_scaling_are_detected(tmp_path):
     fit = compile_fit(bad, tmp_path / "b", twocolumn=True)
     assert fit.returncode == 0 and fit.overfull
     assert SCALING.findall("\\resizebox{\\linewidth}{!}{x}")
+
+
+@pytest.mark.parametrize("folder", sorted((REPO / "examples" / "reports").glob("s00*")), ids=lambda p: p.name)
+def test_every_example_has_its_latex(folder):
+    """Each twin's report carries the LaTeX a paper inputs (its spec asks for disclosure(format=both))."""
+    for name in ("disclosure.tex", "disclosure_wide.tex", "methods.tex", "checklist.tex"):
+        assert (folder / name).is_file(), f"{folder.name}/{name} (regenerate examples/reports)"

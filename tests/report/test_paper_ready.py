@@ -134,3 +134,20 @@ def test_methods_paragraph_traced_to_checklist(run):
     assert "Audit main evaluates 3 models (small, mid and big) on 2 datasets (arc and mmlu)" in md
     tex = (run.report / "methods.tex").read_text(encoding="utf-8")
     assert "\\emergencystretch" in tex and "Confidence is elicited with 5 protocols" in tex
+
+
+@pytest.mark.parametrize("folder", sorted((REPO / "examples" / "reports").glob("s00*")), ids=lambda p: p.name)
+def test_no_absolute_path_in_example_reports(folder):
+    for p in text_files(folder):
+        m = ABSOLUTE.search(p.read_text(encoding="utf-8"))
+        assert not m, f"{p.relative_to(folder)}: {m.group(0)}"
+
+
+@pytest.mark.skipif(PDFFONTS is None, reason="pdffonts not installed (Debian: apt-get install -y poppler-utils)")
+@pytest.mark.parametrize("folder", sorted((REPO / "examples" / "reports").glob("s00*")), ids=lambda p: p.name)
+def test_example_figures_have_no_type3_font_and_no_duplicate(folder):
+    pngs = sorted((folder / "figures").glob("*.png"))
+    assert len({p.read_bytes() for p in pngs}) == len(pngs)
+    for pdf in sorted((folder / "figures").glob("*.pdf")):
+        out = subprocess.run([PDFFONTS, str(pdf)], capture_output=True, text=True, check=True).stdout
+        assert "Type 3" not in out, pdf.name
