@@ -11,10 +11,11 @@ import html
 from dataclasses import dataclass
 
 from auditlang.report.checklist import ITEMS, _metric_refs
+from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
 from auditlang.report.disclosure import AXES
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
-from auditlang.report.rundata import RunData
+from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
@@ -23,10 +24,28 @@ INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{methods.tex}          % the paragraph below")
 
 
+RUN_ITEMS = ("storage", "engines", "chat", "seeds")  # the checklist's Run group
+PROTOCOL_ITEMS = ("C1", "C2", "C3", "C4", "norm")  # its per-protocol groups
+
+
 @dataclass
 class Sentence:
     text: str
     items: list[str]  # checklist item keys (ITEMS)
+    audit: str | None = None  # the audit whose checklist groups state the items
+
+    def where(self) -> str:
+        """The checklist groups and items that state this sentence in full."""
+        parts = []
+        for k in self.items:
+            if k in RUN_ITEMS or self.audit is None:
+                group = "Run"
+            elif k in PROTOCOL_ITEMS:
+                group = f"Audit {self.audit}, cells of each protocol"
+            else:
+                group = f"Audit {self.audit}: shared by all cells"
+            parts.append(f"{group} > {ITEMS[k]}")
+        return "; ".join(parts)
 
 
 def _join(xs: list[str]) -> str:
@@ -52,22 +71,23 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         out.append(Sentence(f"Audit {aid} evaluates {_n(len(a.models), 'model')} ({_join(a.models)}) on "
                             f"{_n(len(a.datasets), 'dataset')} ({_join(a.datasets)}) under "
                             f"{_n(len(a.variants), 'prompt variant')} ({_join(a.variants)}).",
-                            ["engines", "variants"]))
+                            ["engines", "variants"], aid))
         out.append(Sentence(f"Confidence is elicited with {_n(len(a.protocols), 'protocol')}: "
-                            f"{_join([_protocol(rd, p) for p in a.protocols])}.", ["C1", "C2", "C3", "C4", "norm"]))
-        evs = [e if e != "<default>" else "the task's default evaluator" for e in rd.evaluators(aid)]
-        out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"]))
+                            f"{_join([_protocol(rd, p) for p in a.protocols])}.", list(PROTOCOL_ITEMS), aid))
+        evs = [f"{e} ({rd.spec.get(e).ctor})" if e != DEFAULT_EVALUATOR else "the task's default evaluator"
+               for e in rd.evaluators(aid)]
+        out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid))
         refs, _ = _metric_refs(rd, aid)
-        out.append(Sentence(f"Metrics: {_join([r.label for r in refs])}.", ["ece"]))
-        decs = {decoding_of(rd.spec.get(v)).text() for v in a.variants if decoding_of(rd.spec.get(v))}
+        out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid))
+        decs = {d.text() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
         if len(decs) == 1:
-            out.append(Sentence(f"Answers are decoded {next(iter(decs))}.", ["sampling"]))
-        if any(rd.protocol_ctor(p) in ("verbalized", "ask_cal", "p_true") for p in a.protocols):
+            out.append(Sentence(f"Answers are decoded {next(iter(decs))}.", ["sampling"], aid))
+        if verbal_protocols(rd, aid):
             out.append(Sentence(f"Verbal-confidence cells with a parse rate below {rd.vpr_threshold(aid):.2f} are "
-                                "excluded.", ["vpr"]))
+                                "excluded.", ["vpr"], aid))
         B, seed, level = audit_bootstrap(rd.spec, aid)
         out.append(Sentence(f"Intervals are {level:.0%} percentile-bootstrap intervals over items "
-                            f"(B={B}, seed {seed}).", ["seeds"]))
+                            f"(B={B}, seed {seed}).", ["seeds"], aid))
     ds = []
     for dsid, info in rd.plan.datasets.items():
         if info.get("available"):
@@ -83,7 +103,7 @@ def methods_paragraph(sentences: list[Sentence]) -> str:
 
 
 def traceability(sentences: list[Sentence]) -> list[str]:
-    return [f"Sentence {i}: checklist " + "; ".join(ITEMS[k] for k in s.items) for i, s in enumerate(sentences, 1)]
+    return [f"Sentence {i}: checklist {s.where()}" for i, s in enumerate(sentences, 1)]
 
 
 def to_markdown(sentences: list[Sentence]) -> str:
