@@ -36,7 +36,7 @@ class Sentence:
 
     def where(self) -> str:
         """The checklist groups and items that state this sentence in full."""
-        parts = []
+        groups: dict[str, list[str]] = {}
         for k in self.items:
             if k in RUN_ITEMS or self.audit is None:
                 group = "Run"
@@ -44,8 +44,8 @@ class Sentence:
                 group = f"Audit {self.audit}, cells of each protocol"
             else:
                 group = f"Audit {self.audit}: shared by all cells"
-            parts.append(f"{group} > {ITEMS[k]}")
-        return "; ".join(parts)
+            groups.setdefault(group, []).append(ITEMS[k])
+        return "; ".join(f"{g} > {' + '.join(items)}" for g, items in groups.items())
 
 
 def _join(xs: list[str]) -> str:

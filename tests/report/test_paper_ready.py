@@ -129,10 +129,11 @@ def test_methods_paragraph_traced_to_checklist(run):
         assert s.text in md
         assert f"Sentence {i}: checklist {s.where()}" in md
         for part in s.where().split("; "):  # the group and item it points to are in the checklist
-            group, item = part.split(" > ")
+            group, items = part.split(" > ")
             section = re.search(rf"^## {re.escape(group.replace(', cells of each protocol', ', cells of protocol'))}"
                                 rf".*?(?=^## |\Z)", md, re.S | re.M)
-            assert section and f"### {item}" in section.group(0), part
+            for item in items.split(" + "):
+                assert section and f"### {item}" in section.group(0), part
     assert "percentile-bootstrap intervals over items (B=200, seed 42)" in md
     assert "Audit main evaluates 3 models (small, mid and big) on 2 datasets (arc and mmlu)" in md
     tex = (run.report / "methods.tex").read_text(encoding="utf-8")
