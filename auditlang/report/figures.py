@@ -114,7 +114,7 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                     panels.append((d, curves))
             if not panels:
                 continue
-            ncol = min(len(panels), 3)
+            ncol = 2 if len(panels) == 4 else min(len(panels), 3)
             nrow = math.ceil(len(panels) / ncol)
             fig = plt.figure(figsize=(max(3.1 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
             gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)

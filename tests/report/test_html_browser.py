@@ -82,7 +82,8 @@ def print_to_pdf(html_path: Path, tmp: Path) -> str:
          f"--user-data-dir={tmp / 'profile'}", "--no-pdf-header-footer", f"--print-to-pdf={pdf}", html_path.as_uri()],
         capture_output=True, text=True, timeout=300)
     assert pdf.exists(), res.stderr[-2000:]
-    return subprocess.run([PDFTOTEXT, "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run([PDFTOTEXT, "-raw", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    return re.sub(r"\s+", " ", text)  # a wrapped cell may split "[lo,\nhi]" over two lines
 
 
 @needs_chromium
