@@ -26,7 +26,8 @@ from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
-from auditlang.report.latex import escape, verbatim_safe
+from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
+from auditlang.report.paths import data_file
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
 from auditlang.resolve.spec import MetricRef
 
@@ -102,19 +103,25 @@ class Checklist:
         return "\n".join(out).rstrip() + "\n"
 
     def to_latex_body(self) -> str:
-        out = []
+        """Sections and itemized lines that fit any article column: identifiers get break points,
+        hashes are shortened with the full value in a footnote, verbatim blocks wrap (fvextra); set
+        ragged-right in a group (a checklist of identifiers justifies badly), with a math bullet (the
+        text bullet is a TS1 glyph: a bitmap Type 3 font where cm-super is not installed)."""
+        out = ["\\begingroup\\raggedright\\emergencystretch=2em\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
         for g in self.groups:
-            out.append(f"\\section*{{{escape(g.title)}}}")
+            out.append(f"\\section*{{{breakable(g.title)}}}")
             for e in g.entries:
-                out.append(f"\\subsection*{{{escape(e.title)}}}")
+                out.append(f"\\subsection*{{{breakable(e.title)}}}")
                 if e.lines or e.flags:
                     out.append("\\begin{itemize}")
-                    out += [f"\\item {escape(ln)}" for ln in e.lines]
-                    out += [f"\\item \\textbf{{{escape(fl)}}}" for fl in e.flags]
+                    out += [f"\\item {breakable(ln, footnote_hashes=True)}" for ln in e.lines]
+                    out += [f"\\item \\textbf{{{breakable(fl, footnote_hashes=True)}}}" for fl in e.flags]
                     out.append("\\end{itemize}")
                 for cap, text in e.blocks:
-                    out += [f"\\noindent {escape(cap)}:", "\\begin{Verbatim}[fontsize=\\footnotesize]",
-                            _fold(verbatim_safe(text)), "\\end{Verbatim}"]
+                    out += [f"\\noindent {breakable(cap, footnote_hashes=True)}:",
+                            VERBATIM,
+                            verbatim_safe(text), "\\end{Verbatim}"]
+        out.append("\\par\\endgroup")
         return "\n".join(out) + "\n"
 
     def to_latex(self) -> str:
@@ -135,17 +142,6 @@ class Checklist:
                     out.append(f"<p>{html.escape(cap)}:</p><pre>{html.escape(text)}</pre>")
                 out.append("</div>")
         return "\n".join(out)
-
-
-def _fold(text: str, width: int = 110) -> str:
-    """Hard-wrap long verbatim lines (marked with a trailing backslash) so they fit the page."""
-    out = []
-    for line in text.split("\n"):
-        while len(line) > width:
-            out.append(line[:width] + "\\")
-            line = line[width:]
-        out.append(line)
-    return "\n".join(out)
 
 
 # ============================================================== building
@@ -172,23 +168,24 @@ def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
 
 def _storage(rd: RunData) -> Entry:
     e = Entry("storage")
+    e.lines.append("Files are named relative to the run directory; data files by name and sha256")
     rec = rd.run_dir / RECORDS
     mirror = rec.with_suffix(".jsonl")
     jr = rd.run_dir / JOURNAL
     if rec.exists():
-        e.lines.append(f"Scored records (one row per cell x item, with the raw generation text): {rec} "
-                       f"({len(rd.records)} rows); JSONL mirror: {mirror}{'' if mirror.exists() else ' (absent)'}")
+        e.lines.append(f"Scored records (one row per cell x item, with the raw generation text): {RECORDS} "
+                       f"({len(rd.records)} rows); JSONL mirror: {mirror.name}{'' if mirror.exists() else ' (absent)'}")
     else:
-        e.lines.append(f"not computable: no records table at {rec}")
+        e.lines.append(f"not computable: no records table ({RECORDS}) in the run directory")
     if jr.exists():
         from auditlang.store.journal import Journal
 
         with Journal(rd.run_dir) as j:
             n = j.counts()
         e.lines.append(f"Every raw engine request and result (generations, logprob windows), keyed by request id and "
-                       f"engine fingerprint: {jr} ({n.results} results, {n.errors} errors)")
+                       f"engine fingerprint: {JOURNAL} ({n.results} results, {n.errors} errors)")
     else:
-        e.lines.append(f"not computable: no request journal at {jr}; raw generations beyond the records are not stored")
+        e.lines.append(f"not computable: no request journal ({JOURNAL}) in the run directory; raw generations beyond the records are not stored")
     return e
 
 
@@ -333,7 +330,8 @@ def _seeds(rd: RunData) -> Entry:
             continue
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        e.lines.append(f"dataset {dsid}: {'source' if o.ctor == 'hub' else 'file'} {info.get('path')}, "
+        where = "source" if o.ctor == "hub" else "file"
+        e.lines.append(f"dataset {dsid}: {where} {data_file(info.get('path'), (rd.run_info.get('data') or {}).get(dsid))}, "
                        f"{info.get('n_items')} rows, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
         if info.get("limit") is not None:

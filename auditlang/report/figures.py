@@ -1,7 +1,9 @@
 """Figures (matplotlib, Agg backend): reliability diagrams, spread plots, consistency heatmaps.
 
-Each figure is saved as PNG and PDF under ``report/figures/`` (when requested) and kept as PNG
-bytes for the HTML report. Every figure is drawn from the same numbers as the tables.
+Each figure is saved as vector PDF (Type 42 fonts) and PNG under ``report/figures/`` (when
+requested) and kept as PNG bytes for the HTML report. Every figure is drawn from the same numbers
+as the tables; reliability diagrams are per dataset with bin counts, spread plots share their
+y-axis and name their comparison, and no figure is written twice.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
@@ -41,11 +44,17 @@ class Figure:
         return out
 
 
+# Type 42 (TrueType) fonts in PDFs: several venues' PDF checks reject matplotlib's default Type 3.
+RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.titlesize": 8, "legend.fontsize": 6.5,
+      "savefig.dpi": 150}
+SPARSE = 5  # bins with fewer items are drawn as hollow points and never joined by a line
+
+
 def _save(fig, name: str, title: str) -> Figure:
     bufs = []
     for fmt in ("png", "pdf"):
         b = io.BytesIO()
-        fig.savefig(b, format=fmt, dpi=110, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
+        fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
         bufs.append(b.getvalue())
     plt.close(fig)
     return Figure(name, title, bufs[0], bufs[1])
@@ -55,8 +64,35 @@ def _safe(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in s)
 
 
+def _reliability_panel(ax, hax, curves: list[tuple[int, str, str, object]], title: str) -> None:
+    """Reliability points (hollow for bins with < SPARSE items; lines only between adjacent dense
+    bins) over a step histogram of the bin counts, one colour per protocol."""
+    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--", label="perfect calibration")
+    for k, p, ctor, rb in curves:
+        col = plt.cm.tab10(k % 10)
+        mk = "o" if ctor in TOKEN_CTORS else "s"
+        dense = rb.counts >= SPARSE
+        x, y = rb.mean_conf, rb.accuracy
+        for i in range(len(x) - 1):  # join adjacent dense bins only
+            if dense[i] and dense[i + 1]:
+                ax.plot(x[i:i + 2], y[i:i + 2], "-", color=col, lw=1)
+        ax.plot(x[dense], y[dense], mk, ms=4, color=col)
+        sparse = (rb.counts > 0) & ~dense
+        ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col)
+        hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.tick_params(labelbottom=False)
+    hax.set_xlim(-0.02, 1.02)
+    hax.set_ylim(bottom=0)
+    hax.set_xlabel("confidence (bin mean)")
+    hax.set_ylabel("items / bin")
+
+
 def reliability_figures(rd: RunData) -> list[Figure]:
-    """One diagram per (audit, model): verbal and token protocols, pooled over datasets and variants."""
+    """One figure per (audit, model), one panel per dataset; variants are pooled (stated in the title)."""
     figs = []
     for aid in rd.audit_ids():
         a = rd.audit(aid)
@@ -64,69 +100,115 @@ def reliability_figures(rd: RunData) -> list[Figure]:
         if not protos:
             continue
         ev = rd.evaluators(aid)[0]
+        pooled = f"pooled over {len(a.variants)} variants" if len(a.variants) > 1 else f"variant {a.variants[0]}"
         for m in a.models:
-            curves = []
-            for p in protos:
-                df = known(rd.rows(aid, model=m, protocol=p, evaluator=ev), True)
-                if df.empty:
-                    continue
-                rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
-                curves.append((p, rb))
-            if not curves:
+            panels = []
+            for d in a.datasets:
+                curves = []
+                for p in protos:
+                    df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
+                    if not df.empty:
+                        rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
+                        curves.append((protos.index(p), p, rd.protocol_ctor(p), rb))
+                if curves:
+                    panels.append((d, curves))
+            if not panels:
                 continue
-            fig, ax = plt.subplots(figsize=(4.6, 4.2))
-            ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="perfect calibration")
-            for p, rb in curves:
-                ok = rb.counts > 0
-                style = "-o" if rd.protocol_ctor(p) in TOKEN_CTORS else "-s"
-                ax.plot(rb.mean_conf[ok], rb.accuracy[ok], style, ms=4, label=f"{p} ({rd.protocol_ctor(p)}, n={rb.n})")
-            ax.set_xlim(0, 1)
-            ax.set_ylim(0, 1)
-            ax.set_xlabel("confidence (bin mean)")
-            ax.set_ylabel("accuracy")
-            ax.set_title(f"{m}: reliability ({aid}, {ev})", fontsize=9)
-            ax.legend(fontsize=6, loc="upper left")
-            figs.append(_save(fig, _safe(f"reliability_{aid}_{m}"), f"Reliability diagram, {m} (audit {aid}, evaluator {ev}; "
-                              "10 equal-width bins, pooled over datasets and variants)"))
+            ncol = 2 if len(panels) == 4 else min(len(panels), 3)
+            nrow = math.ceil(len(panels) / ncol)
+            fig = plt.figure(figsize=(max(3.1 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
+            gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)
+            for k, (d, curves) in enumerate(panels):
+                r, c = divmod(k, ncol)
+                ax = fig.add_subplot(gs[2 * r, c])
+                hax = fig.add_subplot(gs[2 * r + 1, c], sharex=ax)
+                _reliability_panel(ax, hax, curves, f"dataset {d}")
+            handles = [Line2D([], [], color="0.6", ls="--", lw=0.8, label="perfect calibration")]
+            for k, p in enumerate(protos):
+                n = sum(rb.n for _, cs in panels for _, q, _, rb in cs if q == p)
+                if n:
+                    handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if rd.protocol_ctor(p) in
+                                          TOKEN_CTORS else "s", ms=4, ls="-", lw=1, label=f"{p} ({rd.protocol_ctor(p)}, n={n})"))
+            handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", ls="", ms=4,
+                                  label=f"bin with < {SPARSE} items (not joined)"))
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)))
+            head = f"Reliability, model {m}, audit {aid}, evaluator {ev}; {pooled}; 10 equal-width bins"
+            fig.suptitle(head, fontsize=8)
+            figs.append(_save(fig, _safe(f"reliability_{aid}_{m}"), head + f"; hollow points: bins with fewer than "
+                              f"{SPARSE} items; lower panels: items per bin"))
     return figs
 
 
+def _bounded(metric: str) -> bool:
+    m = metric.lower()
+    return any(k in m for k in ("accuracy", "ece", "brier", "auroc", "mce", "rate", "cons", "iou"))
+
+
 def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
-    figs = []
+    """Per-variant values per model, one panel per dataset with a shared y-axis; a comparison whose
+    data equal an earlier one's adds its name to that figure instead of a duplicate."""
+    figs: list[Figure] = []
+    seen: dict[str, tuple[int, list[str]]] = {}  # data key -> (figure index, comparison names)
     for c in comps:
         if c.ctor not in ("spread", "size_spread") or not c.data.get("rows"):
             continue
         rows = c.data["rows"]
         variants = c.data["variants"]
+        metric = c.data.get("metric", "accuracy")
         datasets = list(dict.fromkeys(r["dataset"] for r in rows))
         ev = rows[0]["evaluator"]
-        fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 3.6), squeeze=False)
+        key = repr((metric, variants, [(r["model"], r["dataset"], r["evaluator"], r["protocol"],
+                                        sorted(r["values"].items())) for r in rows]))
+        names = (seen[key][1] if key in seen else []) + [c.name]
+        title = f"Spread of {metric} over {len(variants)} prompt variants per model ({ev})"
+        fig, axes = plt.subplots(1, len(datasets), figsize=(max(2.6 * len(datasets), 4.5), 3.6), squeeze=False,
+                                 sharey=True, layout="constrained")
+        vals_all = [v for r in rows for v in r["values"].values() if v == v]
         for ax, d in zip(axes[0], datasets):
             rs = [r for r in rows if r["dataset"] == d and r["evaluator"] == ev]
+            many = len({r["protocol"] for r in rs}) > 1
             for k, r in enumerate(rs):
                 vals = [r["values"][v] for v in variants]
-                ax.vlines(k, min(vals), max(vals), color="0.5", lw=2)
+                ax.vlines(k, np.nanmin(vals), np.nanmax(vals), color="0.6", lw=2)
                 for j, (v, y) in enumerate(zip(variants, vals)):
-                    ax.plot(k, y, "o^sDv<>"[j % 7], ms=5, color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
+                    ax.plot(k, y, "o^sDv<>"[j % 7], ms=4, color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
             ax.set_xticks(range(len(rs)))
-            ax.set_xticklabels([r["model"] for r in rs], rotation=30, ha="right", fontsize=7)
-            ax.set_title(d, fontsize=9)
-            ax.set_ylabel(c.data.get("metric", "accuracy"))
-        axes[0][0].legend(fontsize=6)
-        figs.append(_save(fig, _safe(f"spread_{c.name}"),
-                          f"Per-variant {c.data.get('metric')} and spread ({c.name}, evaluator {ev})"))
-        pts = c.data.get("size_points")
+            ax.set_xticklabels([r["model"] + (f" / {r['protocol']}" if many else "") for r in rs], rotation=30, ha="right")
+            ax.set_xlim(-0.6, len(rs) - 0.4)
+            ax.set_title(f"dataset {d}")
+        if _bounded(metric) and all(0 <= v <= 1 for v in vals_all):
+            axes[0][0].set_ylim(-0.03, 1.03)
+        axes[0][0].set_ylabel(metric)
+        fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", title="variant",
+                   ncol=min(3, len(variants)))
+        fig.suptitle(f"{title}\ncomparison {', '.join(names)}", fontsize=8)
+        f = _save(fig, _safe(f"spread_{names[0]}"), f"{title}; comparison {', '.join(names)}")
+        if key in seen:
+            figs[seen[key][0]] = f
+        else:
+            figs.append(f)
+        seen[key] = (seen[key][0] if key in seen else len(figs) - 1, names)
+        pts = [p for p in c.data.get("size_points") or [] if len(p) < 5 or p[4] == ev]
         if pts:
-            fig, ax = plt.subplots(figsize=(4.6, 3.8))
-            for d in dict.fromkeys(p[0] for p in pts):
-                xs = [p[2] for p in pts if p[0] == d]
-                ys = [p[3] for p in pts if p[0] == d]
-                ax.plot(xs, ys, "o", label=d)
+            many = len({p[5] for p in pts if len(p) > 5}) > 1
+            fig, ax = plt.subplots(figsize=(3.8, 3.0), layout="constrained")
+            for k, grp in enumerate(dict.fromkeys((p[0], p[5] if many else "") for p in pts)):
+                sel = [p for p in pts if (p[0], p[5] if many else "") == grp]
+                ax.plot([p[2] for p in sel], [p[3] for p in sel], "o^sDv<>"[k % 7], ms=5,
+                        label=" / ".join(x for x in grp if x))
+            sizes = sorted({p[2] for p in pts})
             ax.set_xscale("log")
-            ax.set_xlabel("model size (B parameters)")
-            ax.set_ylabel("spread")
-            ax.legend(fontsize=7)
-            figs.append(_save(fig, _safe(f"size_spread_{c.name}"), f"Model size vs spread ({c.name})"))
+            ax.set_xticks(sizes, [f"{x:g}B" for x in sizes])
+            ax.minorticks_off()
+            ax.set_xlabel("model size (parameters, log scale)")
+            ax.set_ylabel(f"spread of {metric} (max - min)")
+            ys_all = [p[3] for p in pts if p[3] == p[3]]
+            if ys_all and _bounded(metric):
+                ax.set_ylim(0, max(0.05, max(ys_all) * 1.15))
+            ax.legend(title="dataset / protocol" if many else "dataset")
+            ax.set_title(f"Model size vs spread of {metric} ({ev}): comparison {c.name}")
+            figs.append(_save(fig, _safe(f"size_spread_{c.name}"),
+                              f"Model size vs spread of {metric} over variants ({c.name}, evaluator {ev})"))
     return figs
 
 
@@ -139,7 +221,7 @@ def consistency_figures(comps: list[Comparison]) -> list[Figure]:
             probes, variants = hm["probes"], hm["variants"]
             if not hm["intra"] and not hm["cross"]:
                 continue
-            fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+            fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
             intra = np.array([[hm["intra"].get((p, v), math.nan) for v in variants] for p in probes], dtype=float)
             _heat(axes[0], intra, probes, variants, f"IoU_cons vs '{c.data['reference']}'")
             cross = np.full((len(probes), len(probes)), math.nan)
@@ -150,6 +232,7 @@ def consistency_figures(comps: list[Comparison]) -> list[Figure]:
                     if val is not None and i != j:
                         cross[i, j] = val
             _heat(axes[1], cross, probes, probes, f"cross-method DecCons ('{c.data['reference']}')")
+            fig.suptitle(f"Consistency of probes, comparison {c.name}: model {m}, dataset {d}, evaluator {e}", fontsize=8)
             figs.append(_save(fig, _safe(f"consistency_{c.name}_{m}_{d}"),
                               f"Consistency heatmaps, {m} / {d} ({c.name}, evaluator {e})"))
     return figs
@@ -171,4 +254,12 @@ def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> 
 
 
 def all_figures(rd: RunData, comps: list[Comparison]) -> list[Figure]:
-    return reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+    """Every figure, drawn with Type 42 fonts; figures with identical PNG bytes are kept once."""
+    with plt.rc_context(RC):
+        figs = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+    out, seen = [], set()
+    for f in figs:
+        if f.png not in seen:
+            seen.add(f.png)
+            out.append(f)
+    return out

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+import pandas as pd
 
 from auditlang.report.checklist import Checklist
+from auditlang.report.htmlcells import cells_html
 from auditlang.report.tables import Table
 
 if TYPE_CHECKING:  # figures imports matplotlib (~0.3 s); only annotations need it here
@@ -32,11 +34,14 @@ def _figs(figs: list[Figure]) -> list[dict[str, str]]:
 
 
 def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], comparisons: list[tuple[str, list[Table]]],
-                figures: list[Figure], checklist: Checklist | None, disclosure: list[Table]) -> str:
+                figures: list[Figure], checklist: Checklist | None, disclosure: list[Table], *,
+                cells_df: pd.DataFrame | None = None, cite: str = "") -> str:
+    """``cells_df``: the per-cell metrics, shown metrics first (htmlcells.py) before the ``cells`` tables."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    sections = [Section("cells", "Per-cell results", "Point estimates with percentile-bootstrap intervals.",
-                        [t.to_html() for t in cells])]
+    first = [cells_html(cells_df)] if cells_df is not None else []
+    sections = [Section("cells", "Per-cell results", "Point estimates with 95% percentile-bootstrap intervals (second "
+                        "line). Click a column header to sort.", first + [t.to_html() for t in cells])]
     if comparisons:
         sec = Section("comparisons", "Comparisons declared in the spec")
         for name, tables in comparisons:
@@ -50,4 +55,6 @@ def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], com
                                 [t.to_html() for t in disclosure]))
     if checklist is not None:
         sections.append(Section("checklist", "Reporting checklist", "", [checklist.to_html()]))
+    if cite:
+        sections.append(Section("cite", "How to cite the setup", "", [cite]))
     return env.get_template("report.html.j2").render(title=title, meta=meta, sections=sections)

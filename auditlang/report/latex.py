@@ -1,6 +1,13 @@
-"""LaTeX helpers: escaping for pdflatex (ASCII output) and a minimal standalone document."""
+"""LaTeX helpers: escaping for pdflatex (ASCII output), line-breakable text and a standalone document.
+
+Everything generated here compiles in a plain ``article`` (one- or two-column) at the size it
+states: no ``\\resizebox``; long identifiers get break points, long hashes are shortened with the
+full value in a footnote (:func:`breakable`).
+"""
 
 from __future__ import annotations
+
+import re
 
 _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -44,14 +51,21 @@ def verbatim_safe(text: str) -> str:
     return text.replace(VERBATIM_END, "\\end {Verbatim}")
 
 
+# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap TS1 font
+VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,"
+            "breaksymbolleft=\\ensuremath{\\hookrightarrow}]")
+
+# Packages every generated fragment needs (fvextra: texlive-latex-extra; the rest: -base/-recommended).
+PACKAGES = ("booktabs", "tabularx", "array", "fvextra", "amssymb", "xcolor", "graphicx")
+
 PREAMBLE = r"""\documentclass[10pt]{article}
-\usepackage[margin=2cm]{geometry}
 \usepackage{booktabs}
+\usepackage{tabularx}
+\usepackage{array}
+\usepackage{fvextra}
 \usepackage{graphicx}
-\usepackage{fancyvrb}
 \usepackage{amssymb}
 \usepackage{xcolor}
-\usepackage{longtable}
 """
 
 
@@ -59,3 +73,45 @@ def document(body: str, title: str) -> str:
     """A standalone document around ``body`` (compiles with pdflatex from texlive-latex-recommended)."""
     return (PREAMBLE + "\\title{" + escape(title) + "}\n\\date{}\n\\begin{document}\n\\maketitle\n"
             + body + "\n\\end{document}\n")
+
+
+HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
+SHORT_HASH = 12
+_BREAK_AFTER = "_/=;:|-("
+BREAK = "\\penalty100\\hskip0pt\\relax{}"  # a break point TeX takes only where no space is near (the
+# glue after it lets TeX hyphenate the next word)
+_RUN = 14  # a longer run of letters/digits gets a break point every _RUN characters
+
+
+def breakable(text: object, footnote_hashes: bool = False) -> str:
+    """:func:`escape` plus line-break points, so no word is wider than a narrow column.
+
+    Break points follow ``_ / = ; : | - (`` and a dot before a letter and fall every 14 characters inside longer runs.
+    Hex hashes of 24+ digits are shortened to 12 with the full value in a footnote when
+    ``footnote_hashes`` (body text), else broken like any long run (tables, footnotes).
+    """
+    s = str(text)
+    out, pos = [], 0
+    for m in HASH.finditer(s) if footnote_hashes else ():
+        out.append(_breaks(s[pos:m.start()]))
+        h = m.group(0)
+        out.append(f"\\texttt{{{h[:SHORT_HASH]}}}\\ldots\\footnote{{\\texttt{{{_breaks(h)}}}}}")
+        pos = m.end()
+    out.append(_breaks(s[pos:]))
+    return "".join(out)
+
+
+def _breaks(s: str) -> str:
+    out, run = [], 0
+    for i, ch in enumerate(s):
+        out.append(escape(ch))
+        if ch.isalnum():
+            run += 1
+            if run >= _RUN:
+                out.append(BREAK)
+                run = 0
+        else:
+            run = 0
+            if ch in _BREAK_AFTER or (ch == "." and s[i + 1:i + 2].isalpha()):  # "s000.token_norm", not "0.95"
+                out.append(BREAK)
+    return "".join(out)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditlang.report.latex import breakable
+
 NOT_COMPUTABLE = "not computable"
 
 
@@ -123,23 +125,45 @@ class Table:
         lines += [f"- {n}" for n in self.all_notes()]
         return "\n".join(lines).rstrip() + "\n"
 
-    def to_latex(self, caption: str | None = None, label: str | None = None) -> str:
-        from auditlang.report.latex import escape
+    def to_latex(self, caption: str | None = None, label: str | None = None, wide: bool = False,
+                 max_cell: int | None = None) -> str:
+        """A booktabs ``tabularx`` at ``\\footnotesize`` that fits ``\\linewidth`` without scaling.
 
+        ``wide``: a ``table*`` (spans both columns of a two-column article). Every column wraps
+        (ragged-right ``X``); a cell longer than ``max_cell`` characters (default 48, 90 when
+        ``wide``) moves to a lettered note under the table. Needs ``booktabs``, ``tabularx``, ``array``.
+        """
         cols, rows = self._display()
-        spec = "l" * len(cols)
-        out = ["\\begin{table}[htbp]", "\\centering", "\\small"]
+        limit = max_cell or (90 if wide else 48)
+        moved: list[str] = []
+        body = []
+        for r in rows:
+            cells = []
+            for j, c in enumerate(r):
+                if len(c) > limit and j > 0:
+                    mark = _letter(len(moved))
+                    moved.append(f"({mark}) {cols[j]}, {r[0]}: {c}")
+                    cells.append(f"see note ({mark})")
+                else:
+                    cells.append(c)
+            body.append(cells)
+        env = "table*" if wide else "table"
+        colspec = "@{}" + " ".join(">{\\raggedright\\arraybackslash\\hspace{0pt}}X" for _ in cols) + "@{}"
+        out = [f"\\begin{{{env}}}[tbp]", "\\centering", "\\footnotesize"]
         if caption or self.title:
-            out.append(f"\\caption{{{escape(caption or self.title)}}}")
+            out.append(f"\\caption{{{breakable(caption or self.title)}}}")
         if label:
             out.append(f"\\label{{{label}}}")
-        out += [f"\\resizebox{{\\linewidth}}{{!}}{{\\begin{{tabular}}{{{spec}}}", "\\toprule",
-                " & ".join(escape(c) for c in cols) + " \\\\", "\\midrule"]
-        out += [" & ".join(escape(c) for c in r) + " \\\\" for r in rows]
-        out += ["\\bottomrule", "\\end{tabular}}"]
-        if self.all_notes():
-            out.append("\\par\\smallskip\\raggedright\\footnotesize " + " \\\\ ".join(escape(n) for n in self.all_notes()))
-        out.append("\\end{table}")
+        out += [f"\\begin{{tabularx}}{{\\linewidth}}{{{colspec}}}", "\\toprule",
+                " & ".join(f"\\textbf{{{breakable(c)}}}" for c in cols) + " \\\\", "\\midrule"]
+        out += [" & ".join(breakable(c) for c in r) + " \\\\" for r in body]
+        out += ["\\bottomrule", "\\end{tabularx}"]
+        notes = moved + self.all_notes()
+        if notes:
+            out.append("\\par\\smallskip{\\raggedright")
+            out += [breakable(n) + "\\par" for n in notes]
+            out.append("}")
+        out.append(f"\\end{{{env}}}")
         return "\n".join(out) + "\n"
 
     def to_html(self) -> str:
@@ -165,6 +189,11 @@ class Table:
         csv_path.write_text(self.to_csv(), encoding="utf-8")
         md_path.write_text(self.to_markdown(heading=1), encoding="utf-8")
         return [csv_path, md_path]
+
+
+def _letter(i: int) -> str:
+    """Note marks a, b, ..., z, aa, ab, ..."""
+    return chr(97 + i) if i < 26 else _letter(i // 26 - 1) + chr(97 + i % 26)
 
 
 def _md_cell(s: str) -> str:

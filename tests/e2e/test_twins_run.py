@@ -27,3 +27,11 @@ def test_twin_runs_end_to_end(spec: Path, tmp_path: Path, shared_data: Path, cap
     report = out / "report"
     assert (report / "index.md").exists()
     assert any(report.glob("checklist.*"))
+    # issue 11: report files name no machine path (run files relative, data by name + sha256)
+    for f in report.rglob("*"):
+        if f.suffix in (".md", ".tex", ".html", ".json", ".csv"):
+            text = f.read_text(encoding="utf-8")
+            for root in (str(tmp_path), str(shared_data), str(REPO)):
+                assert root not in text, f"{f.relative_to(report)} names {root}"
+    for name in ("disclosure.tex", "disclosure_wide.tex", "methods.tex", "checklist.tex"):
+        assert "\\resizebox" not in (report / name).read_text(encoding="utf-8"), name

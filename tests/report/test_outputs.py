@@ -114,4 +114,4 @@ def test_run_without_results_reports_only_reasons(run, tmp_path):
     for name in ("sp", "gap", "ns", "grid", "rob"):
         assert pd.read_csv(out / "comparisons" / f"{name}.csv").empty, name  # headers only, no numbers
     md = (out / "checklist.md").read_text()
-    assert "not computable: no records table at" in md and "not computable: no request journal" in md
+    assert "not computable: no records table (records.parquet) in the run directory" in md and "not computable: no request journal" in md

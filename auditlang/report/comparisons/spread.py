@@ -154,7 +154,7 @@ def size_spread(rd: RunData, name: str, c) -> Comparison:
             t.notes.append(not_computable(f"{method} correlation for {ds} / {ev}: {why} (n={len(x)})"))
         t.add(ds, ev, p, method, len(x), corr.r, corr.p, ", ".join(f"{r['model']}={s:g}" for r, s in zip(rs, x)),
               ", ".join(f"{v:.3f}" for v in y))
-        points += [(ds, r["model"], s, r["spread"]) for r, s in zip(rs, x)]
+        points += [(ds, r["model"], s, r["spread"], ev, p) for r, s in zip(rs, x)]
     out.tables.append(t)
     out.data["size_points"] = points
     out.summary.append(f"{len(t.rows)} correlation(s)")

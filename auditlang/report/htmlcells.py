@@ -1,0 +1,89 @@
+"""The per-cell table of the HTML report: metrics first, one readable label per cell, one table per audit.
+
+Identifier columns (audit, model, dataset, variant, protocol, evaluator, confidence kind) collapse
+into a single "cell" label; the metric columns (each value with its bootstrap interval on a
+second line) follow it, then the counts. Rows are grouped by audit and sortable by any column
+(``data-sort`` holds the raw value; the template's script sorts on a header click).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import pandas as pd
+
+IDS = ("audit", "model", "dataset", "variant", "protocol", "evaluator", "confidence_kind")
+COUNTS = ("n", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
+LABEL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
+
+
+def metric_columns(cells: pd.DataFrame) -> list[str]:
+    """Metric columns in table order (accuracy first), without their ``lo`` / ``hi`` companions."""
+    skip = set(IDS) | set(COUNTS) | {"cell_id"}
+    cols = [c for c in cells.columns if c not in skip and not (c.endswith((" lo", " hi")) and c[:-3] in cells.columns)]
+    return sorted(cols, key=lambda c: (c != "accuracy", list(cells.columns).index(c)))
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def _metric_td(row: pd.Series, col: str) -> str:
+    v = _num(row.get(col))
+    if v is None:
+        return '<td class="num" data-sort="">–</td>'
+    lo, hi = _num(row.get(f"{col} lo")), _num(row.get(f"{col} hi"))
+    ci = f'<span class="ci">[{lo:.3f}, {hi:.3f}]</span>' if lo is not None and hi is not None else ""
+    return f'<td class="num" data-sort="{v!r}">{v:.3f}{ci}</td>'
+
+
+def _plain_td(v: Any, count: bool) -> str:
+    f = _num(v)
+    if f is None:
+        return f'<td data-sort="{html.escape(str(v))}">{html.escape("–" if v is None or v != v else str(v))}</td>'
+    shown = str(int(f)) if count and f == int(f) else f"{f:.3f}"
+    return f'<td class="num" data-sort="{f!r}">{shown}</td>'
+
+
+def _wbr(name: str) -> str:
+    """A column name with line-break opportunities after ``_ ( = ,`` (headers wrap at word parts)."""
+    out = html.escape(name)
+    for ch in "_(=,":
+        out = out.replace(ch, ch + "<wbr>")
+    return out
+
+
+def label(row: pd.Series) -> str:
+    """model · dataset · variant · protocol · evaluator (+ confidence kind), HTML-escaped."""
+    parts = [html.escape(str(row[a])) for a in LABEL_AXES if a in row and isinstance(row[a], str)]
+    kind = row.get("confidence_kind")
+    return " · ".join(parts) + (f' <span class="kind">{html.escape(str(kind))}</span>' if isinstance(kind, str) else "")
+
+
+def cells_html(cells: pd.DataFrame) -> str:
+    """One sortable table per audit (metrics first); an empty frame says so."""
+    if cells.empty:
+        return '<p class="nc">not computable: the run has no scored records</p>'
+    counts = [c for c in COUNTS if c in cells.columns]
+    out = []
+    for aid, g in cells.groupby("audit", sort=False) if "audit" in cells.columns else [("", cells)]:
+        metrics = [c for c in metric_columns(cells) if g[c].notna().any()]  # this audit's metrics
+        out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '
+                   f'({len(g)} cells)</h3>')
+        head = ['<th class="label" data-type="text">cell: model · dataset · variant · protocol · evaluator</th>']
+        head += [f'<th class="metric" data-type="num">{_wbr(c)}</th>' for c in metrics]
+        head += [f'<th class="count" data-type="num">{_wbr(c)}</th>' for c in counts]
+        out.append('<table class="sortable"><thead><tr>' + "".join(head) + "</tr></thead><tbody>")
+        for _, row in g.sort_values([a for a in LABEL_AXES if a in g.columns], kind="stable").iterrows():
+            tds = [f'<td class="label" data-sort="{html.escape(str(row.get("cell_id", "")))}">{label(row)}</td>']
+            tds += [_metric_td(row, c) for c in metrics]
+            tds += [_plain_td(row[c], c.startswith("n")) for c in counts]
+            out.append("<tr>" + "".join(tds) + "</tr>")
+        out.append("</tbody></table></section>")
+    return "\n".join(out)
