@@ -20,6 +20,7 @@ from auditlang.resolve.spec import Spec
 from auditlang.store.rundir import (
     METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     read_run_file)
+import time
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -157,9 +158,9 @@ def changed_cells(run: Run, new_plan: Plan) -> list[str]:
 def missing_requests(run: Run, spec: Spec, plan: Plan) -> int:
     """How many requests ``plan`` needs (stage 1, follow-ups, cross stage) that the run's
     journal does not hold under the run's engine fingerprints."""
-    from auditlang.plan.crossdata import cross_requests
-    from auditlang.plan.stage2 import stage2_requests
-    from auditlang.store.journal import Journal
+    from auditlang.plan.crossdata import cross_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.plan.stage2 import stage2_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.store.journal import Journal  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     fps = run.fingerprints
     n = 0
@@ -185,7 +186,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     """``auditc report RUN_DIR --spec NEW``: re-plan NEW on the run's stored data; when every cell
     and request NEW needs was executed by this run, NEW becomes the run's spec (its sources are
     copied into the run directory); otherwise a UserError names the cells that must run first."""
-    from auditlang.store.inputs import save_inputs
+    from auditlang.store.inputs import save_inputs  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None)
     stored = _data_files(run.run_dir, run.info)
@@ -214,7 +215,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
 
 
 def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
-    from auditlang.report import build_report
+    from auditlang.report import build_report  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     return build_report(spec, plan, Path(run_dir))
 
@@ -229,7 +230,6 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     ``cache_dir``: a response cache shared across run directories; ``announce(msg)``: progress
     lines for the steps after execution. A shard run (``shard``) stops after execution and
     returns None: merge, then report."""
-    import time
 
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs

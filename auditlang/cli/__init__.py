@@ -30,6 +30,8 @@ from auditlang.cli.status import cmd_status
 from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
+import atexit
+import threading
 
 
 def _access_args(p: argparse.ArgumentParser) -> None:
@@ -221,8 +223,6 @@ def entry() -> None:
     transformers modules) took about 1 s on a 2-core machine. Non-daemon threads are joined,
     atexit handlers run (logging, vLLM, multiprocessing) and the streams are flushed as in a
     normal exit; only that teardown is skipped. Tests call :func:`main`, which never exits."""
-    import atexit
-    import threading
 
     rc = main()
     for t in threading.enumerate():

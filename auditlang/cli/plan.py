@@ -10,9 +10,9 @@ from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
 
 
 def cmd_plan(args) -> int:
-    from auditlang.plan.planner import build_plan
-    from auditlang.plan.summary import print_summary
-    from auditlang.resolve import compile_spec
+    from auditlang.plan.planner import build_plan  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)

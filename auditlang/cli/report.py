@@ -15,7 +15,7 @@ from auditlang.cli.common import EXIT_OK
 
 
 def cmd_report(args) -> int:
-    from auditlang.score.stage import score_and_write
+    from auditlang.score.stage import score_and_write  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     run = load_run(Path(args.run_dir))
     rescore = not (run.run_dir / "records.parquet").exists()

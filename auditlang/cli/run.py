@@ -36,7 +36,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def env_settings(spec) -> dict[str, str]:
     """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
-    from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+    from auditlang.resolve.models import OPENAI_BASE_URL_ENV  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     url = os.environ.get(OPENAI_BASE_URL_ENV)
     if not url:

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
+from dataclasses import asdict
 
 RequestKind = Literal[
     "generate",  # free generation; n samples; chosen-token logprobs and top-k window per position
@@ -209,7 +210,6 @@ class Result:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
 
         return asdict(self)
 

@@ -56,7 +56,7 @@ def _reachable(endpoint: str, timeout: float = 3.0) -> bool:
 @contextmanager
 def _offline(datasets_mod):
     """Offline mode for one call (the libraries read these flags at call time)."""
-    import huggingface_hub.constants as hc
+    import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
 
     saved = (datasets_mod.config.HF_HUB_OFFLINE, hc.HF_HUB_OFFLINE)
     datasets_mod.config.HF_HUB_OFFLINE = hc.HF_HUB_OFFLINE = True
@@ -93,7 +93,7 @@ def read_hub(ds: Resolved) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     except ImportError:
         raise HubError(f"dataset '{ds.id}' reads the Hugging Face Hub, but the `datasets` package is not installed",
                        hint=HUB_HINT_INSTALL) from None
-    import huggingface_hub.constants as hc
+    import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
 
     offline = _offline_env() or bool(datasets.config.HF_HUB_OFFLINE)
     forced = not offline and not _reachable(hc.ENDPOINT)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.engine import EngineError
+from auditlang.engines.hfstack import import_hf_stack
 
 RECIPE_VERSION = 1  # bump when the conversion changes: old cache entries are then ignored
 PROVENANCE_FILE = "auditlang_embedded.json"
@@ -235,7 +236,7 @@ def _complete(d: Path) -> bool:
 def _file_lock(path: Path) -> Iterator[None]:
     """An exclusive advisory lock (POSIX); elsewhere the atomic rename alone protects."""
     try:
-        import fcntl
+        import fcntl  # lazy: imported where its absence is handled
     except ImportError:  # pragma: no cover - non-POSIX
         yield
         return
@@ -249,7 +250,6 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 def _convert(info: EmbeddedModel, out: Path) -> None:
     """GGUF -> float32 safetensors checkpoint + tokenizer + provenance, written into ``out``."""
-    from auditlang.engines.hfstack import import_hf_stack
 
     torch, transformers = import_hf_stack()
     t0 = time.perf_counter()
@@ -290,7 +290,7 @@ def _convert(info: EmbeddedModel, out: Path) -> None:
 def _fix_bos(tok: Any, gguf: Path) -> None:
     """Honour ``tokenizer.ggml.add_bos_token`` (transformers' GGUF tokenizer drops it)."""
     try:
-        from gguf import GGUFReader
+        from gguf import GGUFReader  # lazy: gguf only for the one-time conversion
     except ImportError:
         return
     field = GGUFReader(gguf).fields.get("tokenizer.ggml.add_bos_token")

@@ -57,6 +57,8 @@ from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import chat_template_kwargs
+from auditlang.engines import embedded
+from auditlang.engines.embedded import cache_root, sha256_file
 
 log = logging.getLogger("auditlang.engines.hf")
 KNOWN_OPTIONS = {
@@ -110,7 +112,6 @@ def hub_offline() -> bool:
 
 def resolve_model(config: ModelConfig) -> ResolvedModel:
     """Embedded short name, local dir, local .gguf, or Hub id -> a local directory."""
-    from auditlang.engines import embedded
 
     if embedded.is_embedded(config.path):
         d = embedded.resolve_embedded(config.path)
@@ -136,8 +137,8 @@ def resolve_model(config: ModelConfig) -> ResolvedModel:
 
 def _resolve_hub(config: ModelConfig) -> ResolvedModel:
     try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
+        from huggingface_hub import snapshot_download  # lazy: huggingface_hub only for hub models
+        from huggingface_hub.errors import LocalEntryNotFoundError  # lazy: huggingface_hub only for hub models
     except ImportError as e:
         raise EngineError(f"loading {config.path!r} from the Hub needs huggingface_hub ({e})", hint=HF_EXTRA_HINT) from e
     offline = hub_offline()
@@ -184,7 +185,6 @@ def weights_sha256(resolved: ResolvedModel) -> str | None:
 
 
 def _cached_file_sha256(path: Path) -> str:
-    from auditlang.engines.embedded import cache_root, sha256_file
 
     st = path.stat()
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"

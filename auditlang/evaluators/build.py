@@ -6,6 +6,8 @@ from typing import Any
 
 from auditlang.core.registry import REGISTRY
 from auditlang.resolve.spec import Spec
+from auditlang.evaluators import EVALUATORS
+from auditlang.resolve.models import model_config
 
 DEFAULT_EVALUATOR = "<default>"
 
@@ -23,7 +25,6 @@ def evaluator_ctor(spec: Spec, eid: str, task: str) -> str:
 
 
 def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, params: dict[str, Any] | None = None):
-    from auditlang.evaluators import EVALUATORS
 
     if ctor is None:
         ctor = evaluator_ctor(spec, eid, task)
@@ -35,7 +36,6 @@ def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, par
     if ctor == "regex_reparse" and "tail" in params:
         params["window"] = params.pop("tail")
     if ctor == "llm_judge" and "judge" in params:
-        from auditlang.resolve.models import model_config
 
         params["chat"] = model_config(spec, params["judge"]).chat
         params["judge_model"] = params.pop("judge")

@@ -26,9 +26,11 @@ from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import read_run_file, write_run_file
+from auditlang.execute.executor import execute
+from auditlang.plan.crossdata import cross_requests
 
 def _load(cfg: ModelConfig):
-    from auditlang.engines.registry import load_engine
+    from auditlang.engines.registry import load_engine  # lazy: engine modules load only when a model runs
 
     try:
         return load_engine(cfg)
@@ -49,8 +51,6 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     is told each step (the run lock's heartbeat, read by ``auditc status``). ``cache_dir``: a
     response cache shared across run directories (see ``execute(cache=...)``).
     """
-    from auditlang.execute.executor import execute
-    from auditlang.plan.crossdata import cross_requests
 
     run_dir.mkdir(parents=True, exist_ok=True)
     info = read_run_file(run_dir)

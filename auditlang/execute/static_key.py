@@ -26,6 +26,7 @@ from pathlib import Path
 
 from auditlang import __version__
 from auditlang.core.engine import ModelConfig
+from auditlang.resolve.schema import EMBEDDED_MODELS
 
 ENGINE_PACKAGES = {"hf": ("transformers", "torch"), "vllm": ("vllm", "torch"), "dryrun": ()}
 ENGINE_MODULES = {"hf": ("hf.py", "hfstack.py", "embedded.py"), "vllm": ("vllm_engine.py", "hf.py", "embedded.py"),
@@ -64,10 +65,9 @@ def _files(d: Path) -> list[tuple[str, int, int]]:
 def _weights_dir(cfg: ModelConfig) -> Path | None:
     if cfg.engine == "dryrun":
         return None
-    from auditlang.resolve.schema import EMBEDDED_MODELS
 
     if cfg.path in EMBEDDED_MODELS:
-        from auditlang.engines.embedded import checkpoint_dir
+        from auditlang.engines.embedded import checkpoint_dir  # lazy: engine modules load only when a model runs
 
         try:
             d = checkpoint_dir(cfg.path)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.resolve import schema as S
+from auditlang.metrics.registry import METRICS
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 
@@ -52,7 +53,6 @@ def ctor_class(kind: str | None, name: str) -> type[S.Obj] | None:
 
 
 def metrics() -> dict[str, Any]:
-    from auditlang.metrics.registry import METRICS
 
     return METRICS
 

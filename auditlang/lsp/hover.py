@@ -9,6 +9,7 @@ from auditlang.lsp import symbols
 from auditlang.lsp.context import KEYWORDS, context_at, in_string, word_at
 from auditlang.lsp.slots import param_annotation, resolve_ctor, slot_of
 from auditlang.resolve import schema as S
+from auditlang.resolve.modules import stdlib_root
 
 
 def hover(text: str, offset: int, path: Path | None) -> tuple[str, int, int] | None:
@@ -87,7 +88,6 @@ def _declared(text: str, path: Path | None, word: str) -> str | None:
 
 
 def _short(p: Path) -> str:
-    from auditlang.resolve.modules import stdlib_root
 
     try:
         return "stdlib/" + p.resolve().relative_to(stdlib_root().resolve()).as_posix()

@@ -18,6 +18,7 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.lsp.analysis import check_text
 from auditlang.lsp.complete import complete
 from auditlang.lsp.hover import definition, hover
+from auditlang.syntax.fmt import format_text
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
              "note": T.DiagnosticSeverity.Information}
@@ -102,7 +103,6 @@ def on_completion(ls: LanguageServer, params: T.CompletionParams) -> T.Completio
 
 @server.feature(T.TEXT_DOCUMENT_FORMATTING)
 def on_format(ls: LanguageServer, params: T.DocumentFormattingParams) -> list[T.TextEdit] | None:
-    from auditlang.syntax.fmt import format_text
 
     doc = ls.workspace.get_text_document(params.text_document.uri)
     text = doc.source

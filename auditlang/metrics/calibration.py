@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from auditlang.metrics._checks import as_binary
 from auditlang.metrics._inputs import check_choice, check_int, prepare, tie_groups
+from auditlang.metrics.kernel_ece import kde_ece, smooth_ece
 
 BINNINGS = ("equal_width", "equal_mass")
 CLOSED = ("left", "right")
@@ -291,7 +292,6 @@ def binfree_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> 
     """The bin-free estimator mean of study 001 (§3.1 "Calibration estimator", configuration C):
     ``(KDE-ECE + KS-Cal + smooth ECE) / 3`` with :func:`kde_ece`, :func:`ks_ce`, :func:`smooth_ece`.
     """
-    from auditlang.metrics.kernel_ece import kde_ece, smooth_ece
 
     c, y = prepare("binfree_ece", conf, correct, missing)
     return float((kde_ece(c, y) + ks_ce(c, y) + smooth_ece(c, y)) / 3.0)

@@ -58,7 +58,7 @@ class PlattScaler:
 def _objective(params: np.ndarray, x: np.ndarray, z: np.ndarray, loss: str) -> tuple[float, np.ndarray]:
     a, b = params
     s = a * x + b
-    from scipy import special
+    from scipy import special  # lazy: scipy costs ~0.3 s at start-up; only these estimators need it
 
     p = special.expit(s)
     n = x.size
@@ -88,7 +88,7 @@ def fit_platt(confidence, correct, *, feature: str = "prob", loss: str = "mse") 
     x = _feature(c, feature)
     acc = float(z.mean())
     start = np.array([0.0, float(np.log(acc) - np.log1p(-acc))])
-    from scipy import optimize
+    from scipy import optimize  # lazy: scipy costs ~0.3 s at start-up; only these estimators need it
 
     res = optimize.minimize(_objective, start, args=(x, z, loss), jac=True, method="L-BFGS-B",
                             options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-10})

@@ -33,6 +33,16 @@ from auditlang.plan.model import Plan
 from auditlang.core.requests import Request, Result
 from auditlang.protocols.base import ItemCtx
 from auditlang.resolve.spec import Spec
+from auditlang.plan.stage2 import primary_pred
+from auditlang.protocols.verbal import off_type_answer
+from auditlang.plan.stage2 import audit_evaluators, label_answer
+from auditlang.protocols.base import supplied_result
+from auditlang.evaluators.build import evaluator_ctor
+from auditlang.plan.stage2 import item_stage2
+from auditlang.resolve.models import model_config
+from auditlang.evaluators.judge import grouping_request
+from auditlang.plan.stage2 import Programs
+from auditlang.evaluators.judge import parse_grouping_reply
 
 @dataclass
 class Candidate:
@@ -77,7 +87,6 @@ class CrossData:
         return {i: [dataclasses.replace(c, source=src.key) for c in cands] for i, cands in cache[key].items()}
 
     def _read_source(self, aid: str, src: Source) -> dict[int, list[Candidate]]:
-        from auditlang.plan.stage2 import primary_pred
 
         unit = self.plan.units[src.unit]
         fp = self.fps.get(unit.model)
@@ -137,8 +146,6 @@ class CrossData:
         first listed other model whose answer to this item is wrong under the audit's first
         evaluator (its extracted answer, else its text), else an off-type answer. Also stored in
         ``ctx.extras`` for the program's ``supplied``/``read``."""
-        from auditlang.protocols.verbal import off_type_answer
-        from auditlang.plan.stage2 import audit_evaluators, label_answer
 
         prog = self.progs.program(pid)
         aid = target[0]
@@ -194,9 +201,6 @@ class CrossData:
 def source_followups(progs, spec: Spec, journal, fps: dict[str, str], aid: str, cand: Candidate) -> dict[str, Result | None]:
     """The evaluator follow-ups (constrained re-prompt, judge verdict) the candidate's own model
     has for this answer, read from the journal (absent for sampled answers)."""
-    from auditlang.protocols.base import supplied_result
-    from auditlang.evaluators.build import evaluator_ctor
-    from auditlang.plan.stage2 import item_stage2
 
     a = spec.get(aid).value
     if not any(evaluator_ctor(spec, e, cand.ctx.task) in ("constrained", "llm_judge") for e in a.evaluators):
@@ -214,8 +218,6 @@ def role_of(cand: Candidate, role: str) -> str:
 
 
 def grouping_request_for(spec: Spec, eid: str, ctx: ItemCtx, texts: list[str]) -> Request:
-    from auditlang.resolve.models import model_config
-    from auditlang.evaluators.judge import grouping_request
 
     judge = spec.get(eid).value.judge
     return grouping_request(judge, str(ctx.item.get("question")), texts, seed=ctx.seed,
@@ -226,7 +228,6 @@ def cross_requests(spec: Spec, plan: Plan, journal, fps: dict[str, str], progs=N
                    only_model: str | None = None) -> list[Request]:
     """Unique cross-stage requests whose inputs the journal holds (all models, judges included;
     ``only_model``: only the units of that model, so a model's first load builds just its own)."""
-    from auditlang.plan.stage2 import Programs
 
     data = CrossData(spec, plan, journal, fps, progs or Programs(spec))
     out: dict[str, Request] = {}
@@ -239,7 +240,6 @@ def group_labels(cands: list[Candidate], reply: Result | None, same_key) -> tupl
     """A group label per sampled candidate: the judge's groups when its reply parses into a
     partition, else the evaluator's normalised answer (``same_key``). Returns (labels, rule)."""
     if reply is not None:
-        from auditlang.evaluators.judge import parse_grouping_reply
 
         out = parse_grouping_reply(reply, len(cands))
         if out.ok:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
@@ -28,6 +28,12 @@ from auditlang.protocols.base import ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
+from auditlang.data.loader import ENV_DATA_ROOT
+from auditlang.core.diagnostics import did_you_mean
+from types import SimpleNamespace
+from auditlang.plan.cross import cross_sources
+from auditlang.core.capabilities import ENGINE_CAPABILITIES
+from auditlang.resolve.modules import stdlib_root
 
 def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
     """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit: its own
@@ -133,7 +139,6 @@ class Planner:
         self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
         declared = spec.settings.data_root
         if declared and not data_files:
-            from auditlang.data.loader import ENV_DATA_ROOT
 
             via = "--data-root" if data_root else (f"${ENV_DATA_ROOT}" if os.environ.get(ENV_DATA_ROOT) else None)
             if via:
@@ -248,7 +253,6 @@ class Planner:
             avail = set(pairs[0][1]) | PROTOCOL_VARS
             missing = sorted(tpl.variables - avail)
             if missing:
-                from auditlang.core.diagnostics import did_you_mean
 
                 self.bag.error("E161", f"template of variant '{vid}' uses {', '.join(repr(m) for m in missing)}, "
                                f"which dataset '{dsid}' does not provide", spec.get(tid).span,
@@ -453,9 +457,6 @@ class Planner:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
         are stage-1 requests of their unit; the candidate-scoring follow-ups are counted in
         ``deferred`` (source ``cross:<protocol>``). Returns the naive requests added."""
-        from types import SimpleNamespace
-
-        from auditlang.plan.cross import cross_sources
 
         spec = self.spec
         added = 0
@@ -524,7 +525,6 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
     continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
     protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
     program, built here when missing."""
-    from auditlang.core.capabilities import ENGINE_CAPABILITIES
 
     bag = bag if bag is not None else DiagnosticBag()
     programs = programs if programs is not None else {}
@@ -565,7 +565,6 @@ def _followup(ector: str | None) -> tuple[str, str] | None:
 
 def _spec_hash(spec: Spec) -> str:
     """Hash of the spec and every file it imports, keyed by paths relative to the project root."""
-    from auditlang.resolve.modules import stdlib_root
 
     keyed = {}
     for f, h in spec.files.items():

@@ -7,7 +7,6 @@ so both agree on request ids without storing a second plan.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any
 
 from auditlang.core.requests import Request, Result
@@ -15,6 +14,10 @@ from auditlang.protocols.base import ItemCtx, generated_text, lead_space
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.spec import Spec
 from auditlang.evaluators.build import DEFAULT_EVALUATOR, evaluator_ctor, make_evaluator
+from auditlang.evaluators.constrained import constrained_request
+from auditlang.resolve.models import model_config
+from auditlang.evaluators.judge import judge_request
+from auditlang.evaluators.judge import parse_judge_reply
 
 
 class Programs:
@@ -60,7 +63,6 @@ def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemC
     for eid in audit_evaluators(spec, audit_id):
         ctor = evaluator_ctor(spec, eid, ctx.task)
         if ctor == "constrained" and ctx.labels:
-            from auditlang.evaluators.constrained import constrained_request
 
             reqs[f"constrained:{eid}"] = constrained_request(ctx.model.id, ctx.prompt(), text, ctx.labels, seed=ctx.seed)
         elif ctor == "loglik_argmax" and ctx.labels:
@@ -69,8 +71,6 @@ def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemC
             for role, req in ev.requests(ctx.model.id, prompt, ctx.item, seed=ctx.seed, auto_sep=lead_space(prompt)).items():
                 reqs[f"loglik:{eid}:{role}"] = req
         elif ctor == "llm_judge":
-            from auditlang.resolve.models import model_config
-            from auditlang.evaluators.judge import judge_request
 
             judge = spec.get(eid).value.judge
             jcfg = model_config(spec, judge)
@@ -125,7 +125,6 @@ def label_answer(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict
         corr = ev.correct(out.value, ctx.item)
         return out.value, True, out.rule, (math.nan if corr is None else float(bool(corr)))
     if ctor == "llm_judge":
-        from auditlang.evaluators.judge import parse_judge_reply
 
         res = r2.get(f"judge:{eid}")
         if res is None:

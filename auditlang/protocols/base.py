@@ -8,6 +8,9 @@ from typing import Any
 
 from auditlang.core.requests import Message, Prompt, Request, Result
 from auditlang.resolve.templates import compile_obj
+from auditlang.prompts.context import build_context
+from auditlang.prompts.render import letters
+from auditlang.core.requests import Sample
 
 
 
@@ -128,7 +131,6 @@ class ItemCtx:
         the context, which has ``labels``/``gold_label``/``examples``); protocol variables must
         not shadow item fields.
         """
-        from auditlang.prompts.context import build_context
 
         if "labels" not in self.item:
             return build_context(self.item, **protocol)
@@ -146,7 +148,6 @@ class ItemCtx:
             return list(self.labels)
         choices = self.item.get("choices")
         if isinstance(choices, list) and choices:
-            from auditlang.prompts.render import letters
 
             return letters(len(choices))
         return None
@@ -264,7 +265,6 @@ OWN_GENERATION = "own_generation"
 
 def supplied_result(text: str) -> Result:
     """A stand-in answer generation holding ``text`` (never stored; ids are not real)."""
-    from auditlang.core.requests import Sample
 
     return Result(request_id="supplied", kind="generate", samples=[Sample(text=text, tokens=[], finish_reason="stop")])
 

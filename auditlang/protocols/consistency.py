@@ -30,6 +30,9 @@ from typing import Any
 
 from auditlang.core.requests import Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
+from auditlang.evaluators.letters import extract_pred_letter
+from auditlang.evaluators.string_match import extract_answer
+from auditlang.evaluators.string_match import normalize_answer
 
 Extract = Callable[[str], Any]
 Same = Callable[[Any, Any], bool]
@@ -39,14 +42,12 @@ def default_extract(ctx: ItemCtx) -> Extract:
     """Letters for labelled items, first-line answers for free-form QA (see the module docstring)."""
     labels = ctx.valid_labels()
     if labels and ctx.task in ("multiple_choice", "classification"):
-        from auditlang.evaluators.letters import extract_pred_letter
 
         def letter(text: str) -> Any:
             out = extract_pred_letter(text, labels)
             return out.value if out.ok else None
 
         return letter
-    from auditlang.evaluators.string_match import extract_answer
 
     def first(text: str) -> Any:
         out = extract_answer(text, "first_line")
@@ -60,7 +61,6 @@ def default_same(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return False
     if isinstance(a, str) and isinstance(b, str):
-        from auditlang.evaluators.string_match import normalize_answer
 
         na, nb = normalize_answer(a), normalize_answer(b)
         return bool(na) and na == nb

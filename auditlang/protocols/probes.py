@@ -44,6 +44,7 @@ from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, 
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import first_token_readout, first_token_window
 from auditlang.protocols.verbal import first_line, render_single, uses_answer, verbal_parser
+from auditlang.evaluators.letters import extract_pred_letter
 
 NOTA_TEXT = "None of the above"  # 004 App. A.3 Table 5, NOTA row
 
@@ -161,7 +162,6 @@ class NotaProgram(_PromptedProbe):
         return {self.ROLE: self._generate(ctx, ctx.prompt(text))}
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
-        from auditlang.evaluators.letters import extract_pred_letter
 
         kind = self.obj.ctor
         labels = ctx.valid_labels() or []

@@ -42,6 +42,10 @@ from typing import Any
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import label_choices
+from auditlang.evaluators import VERBAL_PARSERS
+from auditlang.evaluators.string_match import normalize_answer
+from auditlang.data.loader import DataError, data_root_for, load_dataset
+from auditlang.evaluators.string_match import extract_answer
 
 ANSWER_VARS = ("generation", "proposed_answer")
 POOL_KEY = "pool"  # ctx.extras[POOL_KEY]: items of the dataset, for off-type answers
@@ -54,7 +58,6 @@ _PROB_MARKER = re.compile(r"probability\s{0,3}:", re.IGNORECASE)
 
 def verbal_parser(scale: str):
     """The score package's verbal parser for ``scale`` (``VERBAL_PARSERS`` registry)."""
-    from auditlang.evaluators import VERBAL_PARSERS
 
     invariant(scale in VERBAL_PARSERS, f"no verbal parser for scale {scale!r}")  # tests: schema scales = parsers
     factory = VERBAL_PARSERS[scale]
@@ -84,7 +87,6 @@ def _rng(kind: str, ctx: ItemCtx) -> random.Random:
 
 
 def _norm(s: Any) -> str:
-    from auditlang.evaluators.string_match import normalize_answer
 
     return normalize_answer(str(s))
 
@@ -150,7 +152,6 @@ class SuppliedAnswers:
             return pool
         cache = self.__dict__.setdefault("_pools", {})
         if ctx.dataset not in cache:
-            from auditlang.data.loader import DataError, data_root_for, load_dataset
 
             try:
                 cache[ctx.dataset] = load_dataset(self.spec, ctx.dataset, data_root_for(self.spec)).items
@@ -294,7 +295,6 @@ class VerbalProgram(SuppliedAnswers, Program):
             text = generated_text(res)
         extras["text"] = text
         if self.layout in ("joint_answer", "joint_call"):
-            from auditlang.evaluators.string_match import extract_answer
 
             guess = extract_answer(text, "guess")
             extras["guess"] = guess.value if guess.ok else None

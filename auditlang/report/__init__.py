@@ -18,6 +18,13 @@ from auditlang.plan.model import Plan
 from auditlang.report.paths import spec_path
 from auditlang.resolve.schema import REPORT_OUTPUTS
 from auditlang.resolve.spec import Spec
+from auditlang.report.tables import Table
+from auditlang.report.checklist import build_checklist
+from auditlang.report.comparisons import compute_all, vpr_tables
+from auditlang.report.disclosure import disclosure_tables
+from auditlang.report.html import render_html
+from auditlang.report.latex import document
+from auditlang.report.rundata import load_run
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
@@ -40,7 +47,6 @@ def _formats(params: dict[str, Any]) -> set[str]:
 
 
 def _cells_table(cells: pd.DataFrame):
-    from auditlang.report.tables import Table
 
     t = Table("cells", "Per-cell results (point estimate [95% bootstrap interval])", [str(c) for c in cells.columns])
     for row in cells.itertuples(index=False):
@@ -52,13 +58,7 @@ def _cells_table(cells: pd.DataFrame):
 
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     """Write ``run_dir/report/`` from stored records and metrics; returns the report folder."""
-    from auditlang.report.checklist import build_checklist
-    from auditlang.report.comparisons import compute_all, vpr_tables
-    from auditlang.report.disclosure import disclosure_tables
-    from auditlang.report.html import render_html
-    from auditlang.report.latex import document
     from auditlang.report import methods as M  # lazy: imports the checklist and the evaluators (as the lines above)
-    from auditlang.report.rundata import load_run
 
     run_dir = Path(run_dir)
     out = run_dir / "report"
@@ -74,7 +74,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     figs, fig_note = [], ""
     if "figures" in want or "html" in want:
         try:
-            from auditlang.report.figures import all_figures
+            from auditlang.report.figures import all_figures  # lazy: auditlang.report.figures imports matplotlib, needed only here
         except ImportError as err:  # matplotlib is the optional `report` extra
             fig_note = f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
         else:

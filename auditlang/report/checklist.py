@@ -30,6 +30,17 @@ from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
 from auditlang.resolve.spec import MetricRef
+from auditlang.report.latex import document
+from auditlang.store.journal import Journal
+from auditlang.report.decoding import all_models, chat_template_options, is_chat, kwargs_text
+from auditlang.score.cellmetrics import audit_bootstrap
+from auditlang.score.cellmetrics import DEFAULT_METRICS
+from auditlang.metrics.registry import validate_params
+from auditlang.report.decoding import decoding_flags, decoding_of, planned_decoding, planned_text
+from auditlang.report.cross_scoring import cross_uses
+from auditlang.resolve.templates import compile_obj
+from auditlang.prompts.render import TemplateError
+from auditlang.report.comparisons.normshift import _coverage_flag
 
 ITEMS: dict[str, str] = {
     "C1": "C1 elicitation provenance",
@@ -125,7 +136,6 @@ class Checklist:
         return "\n".join(out) + "\n"
 
     def to_latex(self) -> str:
-        from auditlang.report.latex import document
 
         return document(self.to_latex_body(), self.title)
 
@@ -178,7 +188,6 @@ def _storage(rd: RunData) -> Entry:
     else:
         e.lines.append(f"not computable: no records table ({RECORDS}) in the run directory")
     if jr.exists():
-        from auditlang.store.journal import Journal
 
         with Journal(rd.run_dir) as j:
             n = j.counts()
@@ -269,7 +278,6 @@ def _embedded(fp: dict) -> str:
 def _chat(rd: RunData) -> Entry:
     """Chat-template variables per model (003 App. C: Qwen3 enable_thinking, GPT-OSS reasoning_effort),
     as passed to the engine, and what the engine fingerprint recorded."""
-    from auditlang.report.decoding import all_models, chat_template_options, is_chat, kwargs_text
 
     e = Entry("chat")
     for mid in all_models(rd):
@@ -359,7 +367,6 @@ def _seeds(rd: RunData) -> Entry:
                            f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")
             if po.value.seed is None:
                 e.flag(f"{D.UNSPECIFIED}: perturbation '{pid}' sets no seed; the global seed was used")
-    from auditlang.score.cellmetrics import audit_bootstrap
 
     for aid in rd.audit_ids():
         B, seed, level = audit_bootstrap(spec, aid)
@@ -404,13 +411,11 @@ def _metric_refs(rd: RunData, aid: str) -> tuple[list[MetricRef], bool]:
     ids = rd.audit(aid).metrics
     if ids:
         return [rd.spec.metrics[m] for m in ids], True
-    from auditlang.score.cellmetrics import DEFAULT_METRICS
 
     return list(DEFAULT_METRICS), False
 
 
 def _ece(rd: RunData, aid: str) -> Entry:
-    from auditlang.metrics.registry import validate_params
 
     e = Entry("ece")
     refs, declared = _metric_refs(rd, aid)
@@ -486,7 +491,6 @@ def _variants(rd: RunData, aid: str) -> Entry:
 
 def _answer_sampling(rd: RunData, aid: str) -> Entry:
     """Answer decoding per variant (shared by every protocol of a cell), from the spec and the plan."""
-    from auditlang.report.decoding import decoding_flags, decoding_of, planned_decoding, planned_text
 
     e = Entry("sampling")
     for vid in rd.audit(aid).variants:
@@ -506,7 +510,6 @@ def _answer_sampling(rd: RunData, aid: str) -> Entry:
 def _cross(rd: RunData, aid: str, comparisons: list[Comparison] | None = None) -> Entry:
     """Answers a unit scored without generating them (CA, fixed-answer P-RB, A-STB / A-SST samples),
     and for study 002's sampled answers the share of items that qualify for A-STB / A-SST."""
-    from auditlang.report.cross_scoring import cross_uses
 
     e = Entry("cross")
     uses = cross_uses(rd, aid)
@@ -623,8 +626,6 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
 
 
 def _templates(rd: RunData, aid: str) -> Entry:
-    from auditlang.resolve.templates import compile_obj
-    from auditlang.prompts.render import TemplateError
 
     e = Entry("templates")
     for tid, where in D.template_ids(rd, aid):
@@ -649,7 +650,6 @@ def _templates(rd: RunData, aid: str) -> Entry:
 
 
 def _coverage_lines(rd: RunData, aid: str, pid: str) -> list[str]:
-    from auditlang.report.comparisons.normshift import _coverage_flag
 
     df = rd.rows(aid, protocol=pid, evaluator=rd.evaluators(aid)[0])
     if df.empty:
@@ -669,7 +669,6 @@ def _coverage_lines(rd: RunData, aid: str, pid: str) -> list[str]:
 
 def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     """Decoding of the protocol's own generations (its answers' decoding is in the audit group)."""
-    from auditlang.report.decoding import decoding_flags, decoding_of, planned_decoding, planned_text
 
     e = Entry("sampling")
     o = rd.spec.get(pid)

@@ -22,6 +22,7 @@ from auditlang.plan.cross import samples_key
 from auditlang.report import describe as D
 from auditlang.report.decoding import decoding_flags, decoding_of
 from auditlang.report.rundata import RunData
+from auditlang.plan.stage2 import Programs
 
 GROUP_RULES = {"judge": "by the judge", "evaluator": "by the evaluator (no judge reply)",
                "evaluator_after_judge_failure": "by the evaluator after a judge reply that did not parse"}
@@ -72,7 +73,6 @@ def _count_line(rd: RunData, aid: str, prefix: str, what: str) -> str:
 
 
 def _conditioned(rd: RunData, aid: str) -> list[str]:
-    from auditlang.plan.stage2 import Programs
 
     progs = Programs(rd.spec)
     out = []

@@ -17,6 +17,7 @@ from typing import Any
 from auditlang.report import describe as D
 from auditlang.report.rundata import RunData
 from auditlang.resolve.spec import Resolved
+from auditlang.resolve.models import model_config
 
 SAMPLING_FIELDS = ("temperature", "top_p", "sample_top_k")
 
@@ -101,13 +102,11 @@ def planned_text(got: Counter | None, expected: Decoding) -> tuple[str, bool]:
 
 def chat_template_options(rd: RunData, mid: str) -> dict[str, Any]:
     """The chat-template variables the run passes for model ``mid`` ({} when none are set)."""
-    from auditlang.resolve.models import model_config
 
     return dict(model_config(rd.spec, mid).options.get("chat_template_kwargs") or {})
 
 
 def is_chat(rd: RunData, mid: str) -> bool:
-    from auditlang.resolve.models import model_config
 
     return bool(model_config(rd.spec, mid).chat)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.resolve.spec import Resolved, Spec
+from auditlang.evaluators.build import default_ctor, make_evaluator
 
 UNSPECIFIED = "UNSPECIFIED"
 WARNING = "WARNING"
@@ -33,7 +34,6 @@ def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]
     The evaluator is built exactly as the scorer builds it (``auditlang.evaluators.build.make_evaluator``)
     and its ``describe()`` is quoted. Flags: UNSPECIFIED when the audit names no evaluator.
     """
-    from auditlang.evaluators.build import default_ctor, make_evaluator
 
     flags: list[str] = []
     if eid == DEFAULT_EVALUATOR:

@@ -15,6 +15,8 @@ from typing import Any
 
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
+from auditlang.report.cross_scoring import cross_uses
+from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
 
 AXES: dict[str, list[tuple[str, str]]] = {
     "token_prob": [("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
@@ -190,8 +192,6 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
 def _decoding_rows_and_notes(rd: RunData, aid: str, t: Table) -> None:
     """Decoding of answers and protocol calls, chat-template options and cross-scored answers, as
     notes under the table (an "Answer decoding" row when the variants decode differently)."""
-    from auditlang.report.cross_scoring import cross_uses
-    from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
 
     a = rd.audit(aid)
 

@@ -19,6 +19,9 @@ import pandas as pd
 
 from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
+from auditlang.store.records import read_records
+from auditlang.score.cellmetrics import cell_table
+from auditlang.store.journal import Journal
 
 RECORDS = "records.parquet"
 CELLS_CSV = Path("metrics") / "cells.csv"
@@ -113,7 +116,6 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
     """Load every run artefact the report uses; absent ones are listed in ``RunData.missing``."""
-    from auditlang.store.records import read_records
 
     run_dir = Path(run_dir)
     missing: list[str] = []
@@ -130,7 +132,6 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
     if cells_path.exists():
         cells = pd.read_csv(cells_path)
     elif not records.empty:
-        from auditlang.score.cellmetrics import cell_table
 
         missing.append(str(CELLS_CSV))
         cells = cell_table(spec, plan, records.drop(columns=["audit"]))
@@ -146,7 +147,6 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
     fps: dict[str, dict[str, Any]] = {}
     hashes: dict[str, str] = dict(run_info.get("fingerprints", {}))
     if (run_dir / JOURNAL).exists():
-        from auditlang.store.journal import Journal
 
         with Journal(run_dir) as j:
             recs = j.fingerprints()

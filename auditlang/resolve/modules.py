@@ -10,6 +10,7 @@ from auditlang import stdlib_location
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
+from auditlang.core.diagnostics import did_you_mean
 
 ROOT_MARKERS = ("auditlang.toml", "pyproject.toml", ".git")
 
@@ -120,7 +121,6 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
                 hint = None
                 if "cannot find" in err and imp.path.startswith("stdlib/"):
                     avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
-                    from auditlang.core.diagnostics import did_you_mean
 
                     hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
                 bag.error("E112", err, imp.span, hint=hint)

@@ -19,12 +19,16 @@ from auditlang.resolve import schema as S
 from auditlang.resolve.modules import LoadedModule, load_modules, project_root
 from auditlang.resolve.spec import MetricRef, Resolved, Spec
 from auditlang.syntax import ast as A
+from auditlang.metrics.registry import METRICS
+from auditlang.metrics.registry import validate_params
+from auditlang.core.errors import UsageError
+from auditlang.syntax.parse import parse_text
+from auditlang.resolve.checks import check_spec
 
 _FAIL = object()
 
 
 def _metric_registry() -> dict[str, Any]:
-    from auditlang.metrics.registry import METRICS
 
     return METRICS
 
@@ -394,7 +398,6 @@ class _Resolver:
                 return None
             params[k.name] = v
             spans[k.name] = k.span
-        from auditlang.metrics.registry import validate_params
 
         try:
             validate_params(name, params)
@@ -441,9 +444,7 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
     """``--swap-model NAME=EXPR``: the declaration of model NAME (a name of the entry spec, or
     ``ns.name`` of an import) is replaced by ``model NAME = EXPR`` before resolution, so every
     use of NAME (audits, judges) gets the swapped model. Unknown names are usage errors."""
-    from auditlang.core.diagnostics import did_you_mean
-    from auditlang.core.errors import UsageError
-    from auditlang.syntax.parse import parse_text
+    from auditlang.core.diagnostics import did_you_mean  # lazy: imported where used (a module-level name would collide)
 
     models = r.names_of_kind(top, "model")
     for name, expr in swaps.items():
@@ -479,7 +480,6 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
         spec.model_swaps = dict(swaps)
     r.resolve_all()
     r.report(top)
-    from auditlang.resolve.checks import check_spec
 
     check_spec(spec, bag)
     bag.raise_if_errors()

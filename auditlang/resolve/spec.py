@@ -8,6 +8,7 @@ from typing import Any
 
 from auditlang.core.diagnostics import Span
 from auditlang.resolve.schema import Obj
+from auditlang.resolve.schema import Settings
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,6 @@ class Spec:
 
     @property
     def settings(self):
-        from auditlang.resolve.schema import Settings
 
         s = [o for o in self.objects.values() if o.kind == "settings"]
         return s[0].value if s else Settings()

@@ -20,6 +20,7 @@ from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.plan.model import Plan
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.resolve.spec import MetricRef, Spec
+from auditlang.store.records import read_records
 
 DEFAULT_METRICS = (MetricRef("accuracy"), MetricRef("ece", (("bins", 10), ("binning", "equal_width"))),
                    MetricRef("brier"), MetricRef("auroc"))
@@ -151,7 +152,6 @@ def to_markdown(df: pd.DataFrame, cols: list[str] | None = None) -> str:
 
 
 def write_cell_metrics(spec: Spec, plan: Plan, run_dir: Path, records) -> pd.DataFrame:
-    from auditlang.store.records import read_records
 
     df = read_records(run_dir / "records.parquet")
     table = cell_table(spec, plan, df)

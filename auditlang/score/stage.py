@@ -20,6 +20,11 @@ from auditlang.evaluators.build import evaluator_ctor
 from auditlang.plan.stage2 import Programs, item_stage2, label_answer
 from auditlang.store.journal import Journal
 from auditlang.store.records import ExampleRecord, write_records
+from auditlang.plan.crossdata import CrossData
+from auditlang.evaluators.build import make_evaluator
+from auditlang.plan.crossdata import group_labels, role_of, source_followups
+from auditlang.evaluators.string_match import normalize_answer
+from auditlang.score.cellmetrics import write_cell_metrics
 
 RECORDS = "records.parquet"
 FIT_ERROR = "__fit_error__"
@@ -34,7 +39,6 @@ def _gold(ctx) -> str:
 def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
     """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
-    from auditlang.plan.crossdata import CrossData
 
     progs = Programs(spec)
     cross = CrossData(spec, plan, journal, fps, progs)
@@ -79,7 +83,6 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 for ctx, r1, r2 in rows:
                     text = generated_text(r1.get("answer"))
                     if ctor_override:
-                        from auditlang.evaluators.build import make_evaluator
 
                         key = (eid, ctx.task)
                         if key not in progs._evals:
@@ -138,7 +141,6 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
                       ctx, r1: dict[str, Result | None], results: dict[str, Result | None], fitted) -> list[dict[str, Any]]:
     """Record extras ``supplied``: every candidate answer of this item scored by this cell's
     protocol (confidence) and labelled by its evaluator (correctness), see run/cross.py."""
-    from auditlang.plan.crossdata import group_labels, role_of, source_followups
 
     prog = progs.program(pid)
     cands = cross.candidates(target).get(ctx.index, [])
@@ -184,7 +186,6 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
 
 
 def _same_key(cand) -> str:
-    from auditlang.evaluators.string_match import normalize_answer
 
     if cand.pred is None:
         return "unparsed:" + normalize_answer(cand.text)
@@ -263,7 +264,6 @@ def _jsonable(x: Any) -> Any:
 
 
 def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) -> list[ExampleRecord]:
-    from auditlang.score.cellmetrics import write_cell_metrics
 
     with Journal(run_dir) as journal:
         records = score_cells(spec, plan, journal, fps)

@@ -23,7 +23,7 @@ SPEC_FILES = sorted(p for d in ("specs", "examples", "stdlib") for p in (REPO / 
 
 def _readme_spec(tmp_path: Path) -> Path:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"^```\n(import \"stdlib/s000\".*?)^```", text, re.S | re.M).group(1)
+    block = re.search(r"^```audit\n(import \"stdlib/s000\".*?)^```", text, re.S | re.M).group(1)
     p = tmp_path / "readme.audit"
     p.write_text(block, encoding="utf-8")
     return p

@@ -30,12 +30,12 @@ from auditlang.metrics.aligned import (
 from auditlang.report.comparisons.common import Comparison, by_item, ece_bins, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
+from auditlang.evaluators.string_match import normalize_answer
 
 VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
 
 
 def _norm(pred: Any) -> str | None:
-    from auditlang.evaluators.string_match import normalize_answer
 
     return None if pred is None else normalize_answer(str(pred))
 

@@ -12,6 +12,9 @@ import pandas as pd
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.resolve.spec import MetricRef
+from auditlang.metrics.registry import METRICS, validate_params
+from auditlang.score.cellmetrics import audit_bootstrap
+from auditlang.resolve.schema import EMBEDDED_MODELS
 
 CALIBRATION_METRICS = ("ece", "mce", "smooth_ece", "kde_ece", "ks_ce", "binfree_ece")
 
@@ -46,7 +49,6 @@ class MetricChoice:
 
 def metric_choice(rd: RunData, metric_id: str | None, default: MetricRef) -> MetricChoice:
     """The metric a compare names (an id in ``spec.metrics``), or ``default``."""
-    from auditlang.metrics.registry import METRICS, validate_params
 
     ref = rd.spec.metrics[metric_id] if metric_id else default
     spec_m = METRICS[ref.name]
@@ -70,7 +72,6 @@ def ece_bins(rd: RunData, metric_id: str | None) -> tuple[int, str]:
 
 
 def bootstrap_settings(rd: RunData, aid: str) -> tuple[int, int, float]:
-    from auditlang.score.cellmetrics import audit_bootstrap
 
     return audit_bootstrap(rd.spec, aid)
 
@@ -92,7 +93,6 @@ def known(df: pd.DataFrame, need_conf: bool) -> pd.DataFrame:
 
 def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:
     """(size in billions, where it came from): the model object's ``size``, else the embedded catalogue."""
-    from auditlang.resolve.schema import EMBEDDED_MODELS
 
     o = rd.spec.get(mid)
     if o.value.size is not None:
