@@ -155,7 +155,7 @@ def test_spec_with_bom_is_accepted_and_non_utf8_has_a_location(tmp_path, capsys)
     (("sample=4, seed=7", "sample=4, sample=3, seed=7"), "s.audit:3:66: error[E115]: parameter 'sample' given twice"),
     (("  metrics = [accuracy]", "  metrics = [accuracy]\n  metrics = [brier]"), "error[E115]: parameter 'metrics' given twice"),
     (("sample=4", "sample=true"), "error[E123]: invalid value for 'sample' of jsonl(): expected an integer, got true"),
-    (("batch_size=4", "batch_size=false"), "expected an integer, got false"),
+    (("batch_size=4", "batch_size=false"), "expected an integer or one of auto, got false"),
 ])
 def test_silent_acceptances_are_errors(tmp_path, capsys, edit, needle):
     make_project(tmp_path / "p", BASE.replace(*edit))
