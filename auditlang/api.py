@@ -218,10 +218,12 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
 
 def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
              report: bool = True, progress: bool = False, retry_errors: bool = False, shard=None,
-             log=print) -> Run | None:
+             log=print, executor=None) -> Run | None:
     """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and
     report it. ``limit`` must be the one the plan was built with (it is recorded for read-back).
-    A shard run (``shard``) stops after execution and returns None: merge, then report."""
+    A shard run (``shard``) stops after execution and returns None: merge, then report.
+    ``executor``: a function with ``execute_plan``'s signature that executes elsewhere (the Ray
+    driver, ``auditlang.scaleout.rayexec.execute_on_ray``); default: this process."""
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
     from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
@@ -230,8 +232,8 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     run_dir = Path(run_dir)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine)
-        fps = execute_plan(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
+        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine, executor={"name": "local"})
+        fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                            retry_errors=retry_errors, log=log, beat=lock.beat)
         if shard is not None:
             return None
@@ -240,4 +242,4 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
         if report:
             lock.beat(doing="writing the report")
             write_report(spec, plan, run_dir)
-    return Run(run_dir, spec, plan, {**info, "fingerprints": fps})
+    return Run(run_dir, spec, plan, {**info, **read_run_file(run_dir), "fingerprints": fps})

@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="use only the first N sampled items of each dataset")
     p.add_argument("--shard", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
     p.add_argument("--retry-errors", action="store_true", help="re-execute requests that failed before")
+    p.add_argument("--executor", choices=["local", "ray"],
+                   help="where to execute (default: the spec's settings executor, else local); ray: see docs/scale-out.md")
+    p.add_argument("--address", help="--executor ray: the Ray cluster to join (HOST:PORT, or auto); default $RAY_ADDRESS "
+                                     "or a new local cluster")
+    p.add_argument("--ray-shards", type=int, metavar="K", help="--executor ray: item shards per model (default 4)")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=cmd_run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
@@ -25,16 +26,37 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return s.index, s.count
 
 
+def ray_executor(args, spec):
+    """The Ray driver as ``run_spec``'s executor when ``--executor ray`` (or the spec's settings
+    say ``executor = ray`` and no ``--executor`` is given); else None (this process)."""
+    name = args.executor or spec.settings.executor
+    if name != "ray":
+        if args.address or args.ray_shards is not None:
+            raise UsageError("--address and --ray-shards apply only to the Ray executor",
+                             hint="add --executor ray (or `executor = ray` in the spec's settings)")
+        return None
+    if args.shard:
+        raise UsageError("--shard does not combine with the Ray executor: it shards the run itself",
+                         hint="use --ray-shards K for K item shards per model, or --executor local with --shard")
+    if args.ray_shards is not None and args.ray_shards < 1:
+        raise UsageError(f"--ray-shards must be >= 1, got {args.ray_shards}", hint="--ray-shards 4")
+    from auditlang.scaleout.rayexec import execute_on_ray, require_ray  # lazy: Ray only for --executor ray
+
+    require_ray()
+    return partial(execute_on_ray, address=args.address, shards=args.ray_shards)
+
+
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
     spec = compile_spec(args.spec)
+    executor = ray_executor(args, spec)
     plan = plan_spec(spec, args.data_root, args.limit)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=not args.no_progress, retry_errors=args.retry_errors, shard=shard)
+                   progress=not args.no_progress, retry_errors=args.retry_errors, shard=shard, executor=executor)
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")

@@ -35,7 +35,8 @@ def _load(cfg: ModelConfig):
 
 
 def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
-                 shard=None, retry_errors: bool = False, log=print, beat=None) -> dict[str, str]:
+                 shard=None, retry_errors: bool = False, log=print, beat=None,
+                 phases=("models", "cross", "judge"), only_models=None) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
 
     Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
@@ -43,6 +44,10 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     auditlang/plan/crossdata.py), only for models with missing work; (3) judge models. A model is
     loaded once per phase that has work for it. ``beat(doing=...)`` is told each step (the run
     lock's heartbeat, read by ``auditc status``).
+
+    ``phases`` picks phases by name ("models", "cross", "judge"; a "models" phase without
+    "cross" runs no cross requests) and ``only_models`` the audited models of phase 1: the Ray
+    executor runs ("models",) per (model, item shard) unit, then ("cross", "judge") once.
     """
     from auditlang.execute.executor import execute
     from auditlang.plan.crossdata import cross_requests
@@ -52,6 +57,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
     totals = {"executed": 0, "cached": 0, "errors": 0}
     audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
+    phase1 = [m for m in audited if "models" in phases and (only_models is None or m in only_models)]
     opts = {"progress": progress, "retry_errors": retry_errors}
     beat = beat or (lambda **_: None)
     with Journal(run_dir) as journal:
@@ -71,7 +77,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             finally:
                 engine.close()
 
-        for mid in audited:
+        for mid in phase1:
             def stages12(engine, mid=mid) -> None:
                 stage1 = [r for r in plan.requests if r.model == mid]
                 _acc(totals, execute(engine, stage1, journal, shard=shard, description=f"{mid} stage 1", **opts))
@@ -81,7 +87,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                     _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
                 # Cross requests whose answers already exist (another prompt's or a sampled answer of
                 # this model, models run before it) run now, in the same engine load.
-                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid
+                         ] if "cross" in phases else []
                 if early:
                     _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
             run_phase(mid, stages12)
@@ -89,13 +96,14 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
         # Cross stage: built from committed answers of every model (a shard builds what its journal
         # allows). Requests of audited models run now (candidate scoring, and sample grouping when
         # an audited model is also a judge); those of other models join the judge phase.
-        cross = cross_requests(spec, plan, journal, fps)
+        cross = cross_requests(spec, plan, journal, fps) if "cross" in phases else []
         for mid in audited:
             mine = [r for r in cross if r.model == mid]
             if mine and _missing(journal, fps, mid, mine, retry_errors):
                 run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
                     totals, execute(engine, mine, journal, shard=None, description=f"{mid} cross", **opts)))
-        judge_work = stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+        judge_work = (stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+                      if "judge" in phases else [])
         for mid in sorted({r.model for r in judge_work}):
             mine = [r for r in judge_work if r.model == mid]
             run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(

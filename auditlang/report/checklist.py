@@ -188,6 +188,10 @@ def _storage(rd: RunData) -> Entry:
 
 def _engines(rd: RunData) -> Entry:
     e = Entry("engines")
+    ex = rd.run_info.get("executor") or {"name": "local"}
+    e.lines.append(f"Executor: {ex.get('name')}" + (
+        f" (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in {ex.get('shards')} shards; "
+        "GPUs per unit " + ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items()) + ")" if ex.get("name") == "ray" else " (one process)"))
     models = list(dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models))
     for mid in models:
         o = rd.spec.get(mid)

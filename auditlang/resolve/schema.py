@@ -380,6 +380,7 @@ class Settings(Obj):
     seed: int = 42
     data_root: str | None = None
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
+    executor: Literal["local", "ray"] = "local"  # where `auditc run` executes (docs/scale-out.md)
 
 
 CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
