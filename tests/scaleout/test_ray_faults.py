@@ -1,0 +1,104 @@
+"""A Ray worker killed mid-unit: Ray retries the unit, the retry resumes from the unit's journal
+(no committed request is executed again), and the records equal a local run's.
+
+The dry-run engine sleeps ``AUDITLANG_DRYRUN_DELAY`` seconds per request in the workers, so the
+unit (80 requests, commit batches of 32) is still running when its first batch is committed;
+the test then kills the worker process named in the unit's ``attempts.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from auditlang.cli import main
+from scaleout_helpers import make_project, records, start_ray
+
+SPEC = """import "stdlib/s000"
+
+dataset arc = jsonl("arc.jsonl", task=multiple_choice, sample=40, seed=7)
+model smol = embedded("smollm2-135m-instruct", dtype=float32, batch_size=4, max_tokens=4)
+audit a {
+  models = [smol]
+  datasets = [arc]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.token_norm, s000.verbal_decimal]
+  evaluators = [s000.first_char]
+  metrics = [accuracy, brier]
+}
+report cells
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_ray():
+    ray = start_ray(AUDITLANG_DRYRUN_DELAY="0.05")
+    yield ray
+    ray.shutdown()
+
+
+def _results(journal: Path) -> list[tuple[str, str]]:
+    """(request id, created_at) of every committed result."""
+    try:
+        with sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5) as c:
+            return c.execute("SELECT request_id, created_at FROM results").fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def _attempts(unit: Path) -> list[dict]:
+    p = unit / "attempts.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+
+
+def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray, tmp_path: Path, monkeypatch,
+                                                                        capsys) -> None:
+    proj = make_project(tmp_path, SPEC)
+    monkeypatch.chdir(proj)
+    args = ["audit.audit", "--data-root", "data", "--engine", "dryrun", "--no-progress"]
+    assert main(["run", *args, "--out", "runs/local"]) == 0
+    unit = proj / "runs/ray/units/smol.0of1"
+    killed: dict = {}
+
+    def killer() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            done = len(_results(unit / "journal.sqlite"))
+            starts = [a for a in _attempts(unit) if a["event"] == "start"]
+            if starts and 32 <= done < 80:  # the first commit batch is in, the unit is still running
+                os.kill(starts[0]["pid"], signal.SIGKILL)
+                killed.update(pid=starts[0]["pid"], seen=done)
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    capsys.readouterr()
+    assert main(["run", *args, "--out", "runs/ray", "--executor", "ray", "--ray-shards", "1"]) == 0
+    t.join(5)
+    out = capsys.readouterr().out
+    assert killed, "the unit finished before the test could kill its worker"
+    starts = [a for a in _attempts(unit) if a["event"] == "start"]
+    finishes = [a for a in _attempts(unit) if a["event"] == "finish"]
+    assert len(starts) == 2 and starts[0]["pid"] == killed["pid"] != starts[1]["pid"]
+    assert len(finishes) == 1 and finishes[0]["attempt"] == 2
+    assert "unit smol.0of1 merged" in out and "(attempt 2)" in out
+    # results committed before the retry started were not executed again
+    rows = _results(unit / "journal.sqlite")
+    assert len(rows) == len({r for r, _ in rows}) == 80
+    retry_start = starts[1]["time"]
+    before = [r for r, at in rows if datetime.fromisoformat(at).timestamp() < retry_start]
+    assert len(before) >= killed["seen"] >= 32
+    assert finishes[0]["cached"] == len(before) and finishes[0]["executed"] == 80 - len(before)
+    # the merged run is the local run
+    pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
+    assert len(_results(proj / "runs/ray/journal.sqlite")) == 80
