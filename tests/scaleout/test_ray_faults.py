@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime
@@ -41,7 +43,17 @@ report cells
 
 @pytest.fixture(scope="module")
 def slow_ray():
-    ray = start_ray(AUDITLANG_DRYRUN_DELAY="0.05")
+    # In os.environ too: workers of another driver (a subprocess joining with --address) inherit
+    # the raylet's environment, not this driver's runtime_env.
+    old = os.environ.get("AUDITLANG_DRYRUN_DELAY")
+    os.environ["AUDITLANG_DRYRUN_DELAY"] = "0.05"
+    try:
+        ray = start_ray(AUDITLANG_DRYRUN_DELAY="0.05")
+    finally:
+        if old is None:
+            os.environ.pop("AUDITLANG_DRYRUN_DELAY")
+        else:
+            os.environ["AUDITLANG_DRYRUN_DELAY"] = old
     yield ray
     ray.shutdown()
 
@@ -100,5 +112,36 @@ def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray,
     assert len(before) >= killed["seen"] >= 32
     assert finishes[0]["cached"] == len(before) and finishes[0]["executed"] == 80 - len(before)
     # the merged run is the local run
+    pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
+    assert len(_results(proj / "runs/ray/journal.sqlite")) == 80
+
+
+def test_driver_killed_then_rerun_resumes(slow_ray, tmp_path: Path, monkeypatch, capsys) -> None:
+    """`kill -9` of the driver (a separate `auditc run --executor ray --address` process on the
+    same cluster) after its first unit is merged; rerunning the command skips that unit and
+    resumes the other; records equal a local run's."""
+    proj = make_project(tmp_path, SPEC)
+    monkeypatch.chdir(proj)
+    args = ["audit.audit", "--data-root", "data", "--engine", "dryrun", "--no-progress"]
+    assert main(["run", *args, "--out", "runs/local"]) == 0
+    address = slow_ray.get_runtime_context().gcs_address
+    ray_args = ["--out", "runs/ray", "--executor", "ray", "--address", address, "--ray-shards", "2"]
+    driver = subprocess.Popen([sys.executable, "-m", "auditlang.cli", "run", *args, *ray_args],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    units = proj / "runs/ray/units"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and driver.poll() is None and not list(units.glob("*/merged.json")):
+        time.sleep(0.02)
+    driver.kill()
+    out, _ = driver.communicate(timeout=60)
+    assert driver.returncode == -signal.SIGKILL, out
+    merged = [p.parent.name for p in units.glob("*/merged.json")]
+    assert len(merged) == 1, out  # killed between the two merges
+    capsys.readouterr()
+    assert main(["run", *args, *ray_args]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 1 of 2 units already merged" in out
+    starts = [a for a in _attempts(units / merged[0]) if a["event"] == "start"]
+    assert len(starts) == 1  # the merged unit did not run again
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
     assert len(_results(proj / "runs/ray/journal.sqlite")) == 80
