@@ -39,15 +39,27 @@ def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = 
 
 
 def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,
-        engine: str | None = None, report: bool = True, progress: bool = False):
+        engine: str | None = None, report: bool = True, progress: bool = False, executor: str | None = None,
+        address: str | None = None, ray_shards: int | None = None):
     """Plan, execute (resumable), score and report a spec into the run directory ``out``; returns a
     ``Run`` with ``records``, ``metrics``, ``comparisons`` and ``report_dir``. ``engine`` overrides
-    every model's engine (``"dryrun"`` runs no model)."""
+    every model's engine (``"dryrun"`` runs no model). ``executor="ray"`` (default: the spec's
+    ``settings executor``) runs on the Ray cluster at ``address`` in ``ray_shards`` item shards per
+    model, reusing a Ray session already open in this process (docs/scale-out.md)."""
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
+    execute = None
+    if (executor or spec.settings.executor) == "ray":
+        from functools import partial
+
+        from auditlang.scaleout.rayexec import execute_on_ray, require_ray  # lazy: Ray only when asked
+
+        require_ray()
+        execute = partial(execute_on_ray, address=address, shards=ray_shards)
     p = plan_spec(spec, None if data_root is None else str(data_root), limit)
-    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress)
+    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
+                    executor=execute)
 
 
 def open_run(run_dir: str | Path):

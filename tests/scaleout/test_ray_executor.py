@@ -72,6 +72,17 @@ def test_dryrun_on_ray_matches_local_and_resumes(ray_cluster, tmp_path: Path, mo
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
 
 
+def test_python_api_runs_on_ray(ray_cluster, tmp_path: Path, monkeypatch) -> None:
+    import auditlang
+
+    proj = make_project(tmp_path, SPEC)
+    monkeypatch.chdir(proj)
+    local = auditlang.run("audit.audit", out="runs/local", data_root="data", engine="dryrun")
+    run = auditlang.run("audit.audit", out="runs/ray", data_root="data", engine="dryrun", executor="ray", ray_shards=2)
+    assert run.info["executor"]["name"] == "ray" and run.info["executor"]["units"] == 2
+    pd.testing.assert_frame_equal(run.records, local.records)
+
+
 @pytest.mark.slow
 def test_embedded_hf_on_ray_matches_local(ray_cluster, tmp_path: Path, monkeypatch, capsys) -> None:
     pytest.importorskip("torch")
