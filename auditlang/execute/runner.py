@@ -36,7 +36,7 @@ def _load(cfg: ModelConfig):
 
 def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
                  shard=None, retry_errors: bool = False, log=print, beat=None,
-                 phases=("models", "cross", "judge"), only_models=None) -> dict[str, str]:
+                 phases=("models", "cross", "judge"), only_models=None, engines: dict | None = None) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
 
     Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
@@ -48,6 +48,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     ``phases`` picks phases by name ("models", "cross", "judge"; a "models" phase without
     "cross" runs no cross requests) and ``only_models`` the audited models of phase 1: the Ray
     executor runs ("models",) per (model, item shard) unit, then ("cross", "judge") once.
+    ``engines``: loaded engines by model id, taken from and left in it (the caller closes them),
+    so a Ray worker running several units of one model loads it once.
     """
     from auditlang.execute.executor import execute
     from auditlang.plan.crossdata import cross_requests
@@ -65,7 +67,9 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             cfg = model_config(spec, mid, engine_override)
             beat(doing=f"{mid}: loading the {cfg.engine} engine")
             t0 = time.perf_counter()
-            engine = _load(cfg)
+            engine = engines[mid] if engines is not None and mid in engines else _load(cfg)
+            if engines is not None:
+                engines[mid] = engine
             log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
             try:
                 fps[mid] = journal.register_engine(engine.fingerprint(), mid)
@@ -75,7 +79,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             except EngineError as e:
                 raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
             finally:
-                engine.close()
+                if engines is None:
+                    engine.close()
 
         for mid in phase1:
             def stages12(engine, mid=mid) -> None:

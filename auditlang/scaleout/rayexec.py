@@ -1,26 +1,29 @@
 """`auditc run SPEC --executor ray`: the Ray driver.
 
 The driver compiles and plans once, writes the run's inputs (``save_inputs``), then schedules
-one Ray task per unit (:mod:`auditlang.scaleout.units`: a model's items in shard ``i`` of ``K``,
-stage 1 and stage 2) requesting the GPUs the model needs. As each unit finishes, its journal is
+its units (:mod:`auditlang.scaleout.units`: a model's items in shard ``i`` of ``K``, stage 1
+and stage 2) on workers: Ray actors that request the GPUs the model needs, load its engine once
+and run their share of its units one after another (several workers of a model are data
+parallelism); a worker is released when its units are done, freeing its GPUs for the next model. As each unit finishes, its journal is
 merged into ``RUN_DIR/journal.sqlite`` (``merge_journals``: one transaction per unit, so the
 merged journal is always consistent) and the unit is marked merged. Then one more task runs the
 cross stage and the judge models on the merged journal, and the driver scores and reports as a
-local run does. Ray retries a unit whose worker or node died (``max_retries``); the retry resumes
-from the unit's journal. A rerun of the same command after the driver died skips merged units
+local run does. Ray restarts a worker that died (its process or its node) and retries its unit
+(``max_restarts`` / ``max_task_retries``); the retry resumes from the unit's journal. A rerun of the same command after the driver died skips merged units
 and resumes the others. Requires a filesystem shared by the driver and every worker (the run
 directory's path must be the same on every node).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
 from auditlang.core.errors import AuditlangError, RuntimeFailure
 from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
 from auditlang.scaleout.progress import DriverProgress, committed_results
-from auditlang.scaleout.units import Unit, is_merged, mark_merged, plan_units, run_final, run_unit, unit_request_count
+from auditlang.scaleout.units import (
+    Unit, UnitWorker, is_merged, mark_merged, plan_units, run_final, unit_request_count)
 from auditlang.store.rundir import read_run_file, write_run_file
 from auditlang.store.shards import merge_journals
 
@@ -67,6 +70,41 @@ def _unwrap(ray, e: Exception, what: str) -> Exception:
                           hint="rerun the same command to resume; committed results are kept")
 
 
+def _replicas(units: list[Unit], resources: dict) -> dict[str, int]:
+    """Workers (Ray actors) per model: as many as its share of the cluster allows (GPUs for a
+    model that needs them, else CPUs, split evenly between the models), at least 1, at most its
+    number of units. Each worker loads the model once and runs its units one after another."""
+    models: dict[str, list[Unit]] = {}
+    for u in units:
+        models.setdefault(u.model, []).append(u)
+    out = {}
+    for m, us in models.items():
+        g = us[0].gpus
+        fits = resources.get("GPU", 0) / g if g > 0 else resources.get("CPU", 1)
+        if fits < 1:
+            raise RuntimeFailure(f"model '{m}' needs {g:g} GPU(s) per worker, the Ray cluster has "
+                                 f"{resources.get('GPU', 0):g}", hint="add GPU nodes, or lower the model's tensor_parallel")
+        out[m] = max(1, min(len(us), int(fits // len(models))))
+    return out
+
+
+def _submit(ray, units: list[Unit], replicas: dict[str, int], run_dir: str, retry_errors: bool):
+    """Start the workers and queue every unit on one of its model's workers (round robin).
+    Returns ({object ref: (unit, actor)}, [actors])."""
+    worker = ray.remote(max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES, num_cpus=1)(UnitWorker)
+    pending, actors = {}, []
+    by_model: dict[str, list[Unit]] = {}
+    for u in units:
+        by_model.setdefault(u.model, []).append(u)
+    for m, us in by_model.items():
+        mine = [worker.options(num_gpus=us[0].gpus, name=None).remote() for _ in range(replicas[m])]
+        actors += mine
+        for i, u in enumerate(us):
+            actor = mine[i % len(mine)]
+            pending[actor.run.remote(run_dir, u.to_dict(), retry_errors)] = (u, actor)
+    return pending, actors
+
+
 def _record_fingerprints(run_dir: Path, fps: dict[str, str]) -> None:
     info = read_run_file(run_dir)
     info.setdefault("fingerprints", {}).update(fps)
@@ -86,6 +124,7 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
     beat = beat or (lambda **_: None)
     run_dir = Path(run_dir).resolve()
     started = _connect(ray, address, log)
+    actors: list = []
     try:
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
         k = shards or DEFAULT_SHARDS
@@ -108,22 +147,25 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
                 todo.append(u)
         if len(todo) < len(units):
             log(f"[ray] resuming: {len(units) - len(todo)} of {len(units)} units already merged")
-        task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_unit)
-        pending = {task.options(num_gpus=u.gpus, name=f"auditlang:{u.name}").remote(str(run_dir), u.to_dict(), retry_errors): u
-                   for u in todo}
-        log(f"[ray] {len(todo)} unit(s) scheduled: {len(per_model)} model(s) x {k} item shard(s)")
+        replicas = _replicas(todo, ray.cluster_resources())
+        pending, actors = _submit(ray, todo, replicas, str(run_dir), retry_errors)
+        log(f"[ray] {len(todo)} unit(s) scheduled: {len(per_model)} model(s) x {k} item shard(s), on "
+            + ", ".join(f"{m} {r}" for m, r in replicas.items()) + " worker(s)")
         beat(doing=f"ray: {len(todo)} units scheduled")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=interval)
             if not ready:
-                log(progress.line(sum(committed_results(u.dir(run_dir)) for u in pending.values())))
+                log(progress.line(sum(committed_results(u.dir(run_dir)) for u, _ in pending.values())))
                 continue
             for ref in ready:
-                u = pending.pop(ref)
+                u, actor = pending.pop(ref)
                 try:
                     stats = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - Ray wraps task and worker failures; unwrapped below
                     raise _unwrap(ray, e, f"unit {u.name}") from None
+                if not any(a is actor for _, a in pending.values()):
+                    ray.kill(actor, no_restart=True)  # its units are done: free its GPUs for the next model
+                    actors.remove(actor)
                 merge_journals(run_dir, [u.dir(run_dir)])
                 _record_fingerprints(run_dir, stats["fingerprints"])
                 mark_merged(run_dir, u, plan.hash, {k2: stats[k2] for k2 in ("executed", "cached", "errors", "seconds", "attempt")})
@@ -132,7 +174,7 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
                 progress.unit_done(u.model, stats["executed"], stats["cached"])
                 log(f"[ray] unit {u.name} merged: {stats['executed']} executed, {stats['cached']} cached "
                     f"in {stats['seconds']:.1f}s" + (f" (attempt {stats['attempt']})" if stats["attempt"] > 1 else ""))
-                log(progress.line(sum(committed_results(p.dir(run_dir)) for p in pending.values())))
+                log(progress.line(sum(committed_results(p.dir(run_dir)) for p, _ in pending.values())))
                 beat(doing=f"ray: {sum(progress.done.values())}/{len(units)} units merged")
         # The cross stage and judge models read every unit's answers: one task on the merged journal.
         gpus = max([u.gpus for u in units] + [0.0])
@@ -151,6 +193,8 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         log(f"requests: executed {totals['executed']}, cached {totals['cached']}, errors {totals['errors']}")
         return fps
     finally:
+        for actor in actors:  # after a failure: the workers still holding GPUs
+            ray.kill(actor, no_restart=True)
         if started:
             ray.shutdown()
 

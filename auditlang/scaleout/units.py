@@ -103,11 +103,14 @@ def _attempt(udir: Path, **entry: Any) -> int:
     return starts
 
 
-def run_unit(run_dir: str, unit: dict[str, Any], retry_errors: bool = False) -> dict[str, Any]:
+def run_unit(run_dir: str, unit: dict[str, Any], retry_errors: bool = False, *, engines: dict | None = None,
+             run=None) -> dict[str, Any]:
     """Execute one unit (stage 1 + stage 2 of its model's items in its shard) into its unit
-    directory. Returns ``{"unit", "fingerprints", "executed", "cached", "errors", "seconds"}``."""
+    directory. Returns ``{"unit", "fingerprints", "executed", "cached", "errors", "seconds",
+    "attempt"}``. ``engines`` / ``run``: an engine cache and the run read back, kept by a
+    :class:`UnitWorker` across units."""
     u = Unit(**unit)
-    run = load_run(run_dir)
+    run = run or load_run(run_dir)
     udir = u.dir(run.run_dir)
     udir.mkdir(parents=True, exist_ok=True)
     attempt = _attempt(udir, event="start") + 1
@@ -115,7 +118,7 @@ def run_unit(run_dir: str, unit: dict[str, Any], retry_errors: bool = False) -> 
     shard = Shard(u.index, u.count, item_shard_key(run.plan))
     with run.stdlib():
         fps = execute_plan(run.spec, run.plan, udir, engine_override=run.info.get("engine_override"), progress=False,
-                           shard=shard, retry_errors=retry_errors, phases=("models",), only_models={u.model},
+                           shard=shard, retry_errors=retry_errors, phases=("models",), only_models={u.model}, engines=engines,
                            log=lambda msg: print(f"[{u.name}] {msg}", flush=True))
     totals = read_run_file(udir).get("last_run", {})
     stats = {"unit": u.name, "fingerprints": fps, "executed": totals.get("executed", 0),
@@ -123,6 +126,25 @@ def run_unit(run_dir: str, unit: dict[str, Any], retry_errors: bool = False) -> 
              "seconds": time.perf_counter() - t0, "attempt": attempt}
     _attempt(udir, event="finish", **{k: v for k, v in stats.items() if k != "fingerprints"})
     return stats
+
+
+class UnitWorker:
+    """Runs units one after another in one process (a Ray actor holding the model's GPUs): the
+    run is read back once and each model's engine is loaded once, then kept for the next unit."""
+
+    def __init__(self) -> None:
+        self.engines: dict[str, Any] = {}
+        self.runs: dict[str, Any] = {}
+
+    def run(self, run_dir: str, unit: dict[str, Any], retry_errors: bool = False) -> dict[str, Any]:
+        if run_dir not in self.runs:
+            self.runs[run_dir] = load_run(run_dir)
+        return run_unit(run_dir, unit, retry_errors, engines=self.engines, run=self.runs[run_dir])
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()
+        self.engines.clear()
 
 
 def run_final(run_dir: str, retry_errors: bool = False) -> dict[str, Any]:

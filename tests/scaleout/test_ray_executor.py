@@ -61,6 +61,9 @@ def test_dryrun_on_ray_matches_local_and_resumes(ray_cluster, tmp_path: Path, mo
     assert info["executor"]["gpus"] == {"smol": 0.0}  # the dry-run engine needs no GPU
     units = sorted(p.name for p in (proj / "runs/ray/units").iterdir())
     assert units == ["smol.0of3", "smol.1of3", "smol.2of3"]
+    assert "on smol 2 worker(s)" in out  # 2 CPUs: two workers, one of them runs two units in one process
+    pids = {json.loads(line)["pid"] for u in units for line in (proj / "runs/ray/units" / u / "attempts.jsonl").read_text().splitlines()}
+    assert len(pids) == 2
     checklist = (proj / "runs/ray/report/checklist.md").read_text()
     assert "Executor: ray (Ray " in checklist and "3 units" in checklist
     assert "Executor: local (one process)" in (proj / "runs/local/report/checklist.md").read_text()
