@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import math
 import sys
 import time
 from collections import defaultdict
@@ -96,13 +97,18 @@ def gpu_seconds(m: dict) -> tuple[float, float]:
     return LOAD_FIXED + 2 * params / LOAD_BW, prompt_tokens / prefill + gen_tokens / decode
 
 
-def simulate(summary: dict, gpus: int, shards: int) -> dict:
-    """List scheduling in submission order (the driver submits model by model; Ray starts a task
-    on the first free GPU): makespan, GPU utilisation, and the busy seconds."""
+def simulate(summary: dict, gpus: int, shards: int, per_unit_load: bool = False) -> dict:
+    """List scheduling in submission order (the driver starts the workers model by model; Ray
+    places each on the first free GPU): makespan, GPU utilisation, and the busy seconds. A
+    worker loads its model once and runs its share of the model's ``shards`` units; workers per
+    model as in auditlang/scaleout/rayexec.py ``_replicas``: max(1, min(K, ceil(GPUs / models))).
+    ``per_unit_load``: one engine load per unit instead (one Ray task per unit)."""
     units = []
+    n_models = len(summary["models"])
     for mid, m in summary["models"].items():
         load, work = gpu_seconds(m)
-        units += [(mid, load + work / shards)] * shards
+        r = shards if per_unit_load else max(1, min(shards, math.ceil(gpus / n_models)))
+        units += [(mid, load + work / r)] * r
     free = [0.0] * gpus
     heapq.heapify(free)
     busy = 0.0
@@ -143,11 +149,14 @@ def main() -> int:
         print(f"| {mid} | {m['size_b']} | {m['requests']:,} | {sum(m['deferred'].values()):,} | "
               f"{m['prompt_tokens'] / 1e6:.1f} | {m['gen_tokens'] / 1e6:.2f} | {load:.0f} | {work:,.0f} |")
     print(f"\none GPU, one unit per model: {total / 3600:.2f} h")
-    print("| GPUs | shards per model | units | wall | GPU utilisation |")
-    print("|---:|---:|---:|---:|---:|")
-    for k in a.shards:
-        r = simulate(s, a.gpus, k)
-        print(f"| {a.gpus} | {k} | {r['units']} | {r['wall_s'] / 60:.0f} min | {r['utilisation']:.0%} |")
+    print("| GPUs | shards per model K | workers (one load each) | wall | GPU utilisation | wall, one load per unit |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for g in sorted({a.gpus, 2 * a.gpus, 4 * a.gpus}):
+        for k in a.shards:
+            r = simulate(s, g, k)
+            t = simulate(s, g, k, per_unit_load=True)
+            print(f"| {g} | {k} | {r['units']} | {r['wall_s'] / 60:.0f} min | {r['utilisation']:.0%} | "
+                  f"{t['wall_s'] / 60:.0f} min |")
     return 0
 
 

@@ -16,6 +16,7 @@ directory's path must be the same on every node).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from auditlang.core.errors import AuditlangError, RuntimeFailure
@@ -72,8 +73,8 @@ def _unwrap(ray, e: Exception, what: str) -> Exception:
 
 def _replicas(units: list[Unit], resources: dict) -> dict[str, int]:
     """Workers (Ray actors) per model: as many as its share of the cluster allows (GPUs for a
-    model that needs them, else CPUs, split evenly between the models), at least 1, at most its
-    number of units. Each worker loads the model once and runs its units one after another."""
+    model that needs them, else CPUs, split evenly between the models, rounded up: more workers
+    than GPUs wait for one), at least 1, at most its number of units. Each worker loads the model once and runs its units one after another."""
     models: dict[str, list[Unit]] = {}
     for u in units:
         models.setdefault(u.model, []).append(u)
@@ -84,7 +85,7 @@ def _replicas(units: list[Unit], resources: dict) -> dict[str, int]:
         if fits < 1:
             raise RuntimeFailure(f"model '{m}' needs {g:g} GPU(s) per worker, the Ray cluster has "
                                  f"{resources.get('GPU', 0):g}", hint="add GPU nodes, or lower the model's tensor_parallel")
-        out[m] = max(1, min(len(us), int(fits // len(models))))
+        out[m] = max(1, min(len(us), math.ceil(fits / len(models))))
     return out
 
 
