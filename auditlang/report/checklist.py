@@ -186,12 +186,19 @@ def _storage(rd: RunData) -> Entry:
     return e
 
 
+def _executor_line(ex: dict) -> str:
+    """Where the run executed (run.json ``executor``, written by the Ray driver)."""
+    if ex.get("name") != "ray":
+        return f"Executor: {ex.get('name')} (one process)"
+    workers = ", ".join(f"{m} {n}" for m, n in (ex.get("workers") or {}).items())
+    gpus = ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items())
+    return (f"Executor: ray (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in "
+            f"{ex.get('shards')} shards; workers per model {workers}; GPUs per worker {gpus})")
+
+
 def _engines(rd: RunData) -> Entry:
     e = Entry("engines")
-    ex = rd.run_info.get("executor") or {"name": "local"}
-    e.lines.append(f"Executor: {ex.get('name')}" + (
-        f" (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in {ex.get('shards')} shards; "
-        "GPUs per unit " + ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items()) + ")" if ex.get("name") == "ray" else " (one process)"))
+    e.lines.append(_executor_line(rd.run_info.get("executor") or {"name": "local"}))
     models = list(dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models))
     for mid in models:
         o = rd.spec.get(mid)

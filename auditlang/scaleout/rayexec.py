@@ -132,7 +132,8 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         units = plan_units(spec, plan, k, engine_override, cluster_gpus)
         info = read_run_file(run_dir)
         info["executor"] = {"name": "ray", "ray_version": ray.__version__, "shards": k, "units": len(units),
-                            "gpus": {u.model: u.gpus for u in units}}
+                            "gpus": {u.model: u.gpus for u in units},
+                            "workers": _replicas(units, ray.cluster_resources())}
         write_run_file(run_dir, info)
         per_model: dict[str, int] = {}
         for u in units:

@@ -65,7 +65,7 @@ def test_dryrun_on_ray_matches_local_and_resumes(ray_cluster, tmp_path: Path, mo
     pids = {json.loads(line)["pid"] for u in units for line in (proj / "runs/ray/units" / u / "attempts.jsonl").read_text().splitlines()}
     assert len(pids) == 2
     checklist = (proj / "runs/ray/report/checklist.md").read_text()
-    assert "Executor: ray (Ray " in checklist and "3 units" in checklist
+    assert "Executor: ray (Ray " in checklist and "3 units" in checklist and "workers per model smol 2" in checklist
     assert "Executor: local (one process)" in (proj / "runs/local/report/checklist.md").read_text()
     # a rerun of the same command merges nothing new and executes nothing
     assert _run("runs/ray", "--engine", "dryrun", "--ray-shards", "3") == 0
