@@ -57,11 +57,12 @@ class Unit:
 
 
 def gpus_for(spec: Spec, mid: str, engine_override: str | None, cluster_gpus: float) -> float:
-    """GPUs a unit of model ``mid`` requests: vLLM its tensor-parallel size; hf 1 on cuda (and on
-    ``auto`` when the cluster has GPUs), 0 on cpu; dryrun and openai (a server elsewhere) 0."""
+    """GPUs a unit of model ``mid`` requests: vLLM its tensor-parallel size (0 on a cluster
+    without GPUs); hf 1 on cuda (and on ``auto`` when the cluster has GPUs), 0 on cpu; dryrun and
+    openai (a server elsewhere) 0."""
     cfg = model_config(spec, mid, engine_override)
-    if cfg.engine == "vllm":
-        return float(cfg.options.get("tensor_parallel_size", 1) or 1)
+    if cfg.engine == "vllm":  # on a cluster without GPUs: vLLM's CPU build
+        return float(cfg.options.get("tensor_parallel_size", 1) or 1) if cluster_gpus > 0 else 0.0
     if cfg.engine == "hf":
         return 1.0 if cfg.device == "cuda" or (cfg.device == "auto" and cluster_gpus > 0) else 0.0
     return 0.0

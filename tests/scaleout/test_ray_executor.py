@@ -106,6 +106,50 @@ def test_embedded_hf_on_ray_matches_local(ray_cluster, tmp_path: Path, monkeypat
     assert sum(r["executed"] for r in unit_runs) == json.loads((proj / "runs/local/run.json").read_text())["last_run"]["executed"]
 
 
+CROSS_SPEC = """import "stdlib/s002"
+import "stdlib/s001"
+dataset trivia = jsonl("triviaqa.jsonl", task=open_qa, sample=2, seed=3, dev_sample=2)
+model m1 = embedded("smollm2-135m-instruct", dtype=float32, max_tokens=6)
+model m2 = embedded("gemma3-270m", dtype=float32, max_tokens=6)
+protocol pw = s001.verbal_plausible_wrong with (wrong_from=[m2, m1])
+audit supplied {
+  models = [m1, m2]
+  datasets = [trivia]
+  variants = [s002.a1]
+  protocols = [pw]
+  evaluators = [s002.lenient]
+}
+report cells
+"""
+
+
+@pytest.mark.slow
+def test_cross_stage_runs_after_the_units(ray_cluster, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Requests built from another model's answers (the cross stage) run in the final task, on
+    the merged journal: records equal a local run's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from scaleout_helpers import DATA
+
+    if not (DATA / "triviaqa.jsonl").exists():
+        pytest.skip("../shared/data/triviaqa.jsonl is not available")
+    proj = tmp_path / "proj"
+    (proj / "data").mkdir(parents=True)
+    rows = (DATA / "triviaqa.jsonl").read_text(encoding="utf-8").splitlines()[:30]
+    (proj / "data" / "triviaqa.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (proj / "audit.audit").write_text(CROSS_SPEC, encoding="utf-8")
+    monkeypatch.chdir(proj)
+    assert _run("runs/local") == 0
+    capsys.readouterr()
+    assert _run("runs/ray", "--executor", "ray", "--ray-shards", "2") == 0
+    out = capsys.readouterr().out
+    final = json.loads((proj / "runs/ray/run.json").read_text())["last_run"]
+    assert "[ray] units 4/4 (m1 2/2, m2 2/2)" in out
+    units = [json.loads((p / "run.json").read_text())["last_run"]["executed"] for p in (proj / "runs/ray/units").iterdir()]
+    assert final["executed"] > sum(units)  # the cross requests ran after the units
+    pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
+
+
 def test_without_ray_is_a_clear_error(tmp_path: Path, monkeypatch, capsys) -> None:
     proj = make_project(tmp_path, SPEC)
     monkeypatch.chdir(proj)
