@@ -24,7 +24,7 @@ from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
 from auditlang.scaleout.progress import DriverProgress, committed_results
 from auditlang.scaleout.units import (
-    Unit, UnitWorker, is_merged, mark_merged, plan_units, run_final, unit_request_count)
+    Unit, UnitWorker, gpus_for, is_merged, mark_merged, plan_units, run_final, unit_request_count)
 from auditlang.store.rundir import read_run_file, write_run_file
 from auditlang.store.shards import merge_journals
 
@@ -74,7 +74,8 @@ def _unwrap(ray, e: Exception, what: str) -> Exception:
 def _replicas(units: list[Unit], resources: dict) -> dict[str, int]:
     """Workers (Ray actors) per model: as many as its share of the cluster allows (GPUs for a
     model that needs them, else CPUs, split evenly between the models, rounded up: more workers
-    than GPUs wait for one), at least 1, at most its number of units. Each worker loads the model once and runs its units one after another."""
+    than GPUs wait for one), at least 1, at most its number of units. Each worker loads the
+    model once and runs its units one after another."""
     models: dict[str, list[Unit]] = {}
     for u in units:
         models.setdefault(u.model, []).append(u)
@@ -130,6 +131,10 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
         k = shards or DEFAULT_SHARDS
         units = plan_units(spec, plan, k, engine_override, cluster_gpus)
+        final_gpus = max([gpus_for(spec, m, engine_override, cluster_gpus) for m in plan.models] + [0.0])
+        if final_gpus > cluster_gpus:
+            raise RuntimeFailure(f"the cross stage and judge models need {final_gpus:g} GPU(s), the Ray cluster has "
+                                 f"{cluster_gpus:g}", hint="add GPU nodes, or lower the judge model's tensor_parallel")
         info = read_run_file(run_dir)
         info["executor"] = {"name": "ray", "ray_version": ray.__version__, "shards": k, "units": len(units),
                             "gpus": {u.model: u.gpus for u in units},
@@ -139,12 +144,12 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         for u in units:
             per_model[u.model] = per_model.get(u.model, 0) + 1
         stage1 = len({r.id for r in plan.requests})
-        progress = DriverProgress(per_model, stage1, plan.deferred_count / max(1, stage1))
+        meter = DriverProgress(per_model, stage1, plan.deferred_count / max(1, stage1))
         totals = {"executed": 0, "cached": 0, "errors": 0}
         todo: list[Unit] = []
         for u in units:
             if is_merged(run_dir, u, plan.hash):
-                progress.unit_done(u.model, 0, unit_request_count(plan, u))
+                meter.unit_done(u.model, 0, unit_request_count(plan, u))
             else:
                 todo.append(u)
         if len(todo) < len(units):
@@ -157,7 +162,7 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=interval)
             if not ready:
-                log(progress.line(sum(committed_results(u.dir(run_dir)) for u, _ in pending.values())))
+                log(meter.line(sum(committed_results(u.dir(run_dir)) for u, _ in pending.values())))
                 continue
             for ref in ready:
                 u, actor = pending.pop(ref)
@@ -173,15 +178,14 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
                 mark_merged(run_dir, u, plan.hash, {k2: stats[k2] for k2 in ("executed", "cached", "errors", "seconds", "attempt")})
                 for key in totals:
                     totals[key] += stats[key]
-                progress.unit_done(u.model, stats["executed"], stats["cached"])
+                meter.unit_done(u.model, stats["executed"], stats["cached"])
                 log(f"[ray] unit {u.name} merged: {stats['executed']} executed, {stats['cached']} cached "
                     f"in {stats['seconds']:.1f}s" + (f" (attempt {stats['attempt']})" if stats["attempt"] > 1 else ""))
-                log(progress.line(sum(committed_results(p.dir(run_dir)) for p, _ in pending.values())))
-                beat(doing=f"ray: {sum(progress.done.values())}/{len(units)} units merged")
+                log(meter.line(sum(committed_results(p.dir(run_dir)) for p, _ in pending.values())))
+                beat(doing=f"ray: {sum(meter.done.values())}/{len(units)} units merged")
         # The cross stage and judge models read every unit's answers: one task on the merged journal.
-        gpus = max([u.gpus for u in units] + [0.0])
         beat(doing="ray: cross stage and judge models")
-        final = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_final).options(num_gpus=gpus, name="auditlang:final")
+        final = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_final).options(num_gpus=final_gpus, name="auditlang:final")
         try:
             stats = ray.get(final.remote(str(run_dir), retry_errors))
         except Exception as e:  # noqa: BLE001 - see above
