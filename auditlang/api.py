@@ -27,10 +27,13 @@ def default_run_dir(spec_path: str) -> Path:
 
 
 def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
-              data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> Plan:
+              data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
+              step=None) -> Plan:
     """The plan a run executes: every dataset must be readable (no estimates). ``data_files`` /
-    ``data_meta``: read these copies instead (a run directory's, see ``load_run``)."""
-    planner = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, data_meta=data_meta)
+    ``data_meta``: read these copies instead (a run directory's, see ``load_run``). ``step``: see
+    :class:`~auditlang.plan.planner.Planner` (progress of long planning)."""
+    planner = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, data_meta=data_meta,
+                      step=step)
     plan = planner.build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]
@@ -132,7 +135,7 @@ def load_run(run_dir: str | Path) -> Run:
     info, plan_json = _check_run_dir(run_dir)
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
-        spec = compile_spec(entry)
+        spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
         plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info),
                          data_meta=_data_meta(info))
         stored_ids = read_plan_ids(run_dir)
@@ -184,7 +187,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     copied into the run directory); otherwise a UserError names the cells that must run first."""
     from auditlang.store.inputs import save_inputs
 
-    spec = compile_spec(spec_path)
+    spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
                    data_files={d: p for d, p in stored.items() if d in spec.objects},
@@ -204,7 +207,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
                                                   if k not in ("spec_entry", "data", "plan_hash", "format")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
-        new_spec = compile_spec(run.run_dir / info["spec_entry"])
+        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
                              data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
@@ -217,29 +220,40 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
 
 
 def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
-             report: bool = True, progress: bool = False, retry_errors: bool = False, shard=None,
+             report: bool = True, progress: bool | str = False, retry_errors: bool = False, shard=None,
+             cache_dir: str | Path | None = None, run_fields: dict[str, Any] | None = None, announce=None,
              log=print, executor=None) -> Run | None:
     """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and
-    report it. ``limit`` must be the one the plan was built with (it is recorded for read-back).
-    A shard run (``shard``) stops after execution and returns None: merge, then report.
-    ``executor``: a function with ``execute_plan``'s signature that executes elsewhere (the Ray
-    driver, ``auditlang.scaleout.rayexec.execute_on_ray``); default: this process."""
+    report it. ``limit`` must be the one the plan was built with (it is recorded for read-back);
+    ``run_fields`` are recorded in run.json too (command-line choices such as model swaps);
+    ``cache_dir``: a response cache shared across run directories; ``announce(msg)``: progress
+    lines for the steps after execution. A shard run (``shard``) stops after execution and
+    returns None: merge, then report. ``executor``: a function with ``execute_plan``'s signature
+    that executes elsewhere (the Ray driver, ``auditlang.scaleout.rayexec.execute_on_ray``);
+    default: this process."""
+    import time
+
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
     from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
     from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
 
+    announce = announce or (lambda msg: None)
     run_dir = Path(run_dir)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine, executor={"name": "local"})
+        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine,
+                           **{"executor": {"name": "local"}, **(run_fields or {})})
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
-                           retry_errors=retry_errors, log=log, beat=lock.beat)
+                                         retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:
             return None
         lock.beat(doing="scoring")
+        t0 = time.perf_counter()
+        announce("scoring, metrics and bootstrap intervals ...")
         score_and_write(spec, plan, run_dir, fps)
         if report:
             lock.beat(doing="writing the report")
+            announce(f"scored in {time.perf_counter() - t0:.1f}s; writing the report ...")
             write_report(spec, plan, run_dir)
     return Run(run_dir, spec, plan, {**info, **read_run_file(run_dir), "fingerprints": fps})

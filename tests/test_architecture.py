@@ -22,7 +22,7 @@ PKG = REPO / "auditlang"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 # ARCHITECTURE.md's table, top (imports nothing) to bottom.
-LAYERS = ["core", "stdlib_location", "syntax", "metrics", "resolve", "prompts", "data", "evaluators",
+LAYERS = ["core", "stdlib_location", "syntax", "metrics", "prompts", "resolve", "data", "evaluators",
           "protocols", "plan", "store", "engines", "execute", "score", "report", "api", "scaleout", "lsp", "cli", "__init__"]
 
 

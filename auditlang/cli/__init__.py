@@ -27,86 +27,172 @@ from auditlang.cli.report import cmd_report
 from auditlang.cli.rescore import cmd_rescore
 from auditlang.cli.run import cmd_run
 from auditlang.cli.status import cmd_status
+from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="auditc", description="Compile and run reliability audits of language models.")
-    ap.add_argument("--version", action="version", version=f"auditc {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+EXIT_CODES = """exit codes:
+  0    success
+  1    user-facing problems: spec diagnostics (file:line:col, caret, hint), data errors,
+       a bad run directory or evaluator name; `fmt --check` when a file would change
+  2    command-line usage error (unknown flag, bad --shard, bad --swap-model)
+  3    runtime failure outside the spec: missing engine package, model load failure,
+       unreachable server (the run directory stays consistent; rerun to resume)
+  70   internal error (a bug in auditlang; please report it with the traceback shown)
+  130  interrupted (Ctrl-C); committed work is kept
 
-    p = sub.add_parser("check", help="validate a spec (no data, no models)")
-    p.add_argument("spec")
+docs/cli.md documents every command and flag."""
+
+
+def _sub(sub, name: str, help: str, description: str, examples: str):
+    return sub.add_parser(name, help=help, description=description, epilog="examples:\n" + examples,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="auditc", description="Compile and run reliability audits of language models.",
+        epilog="typical loop:\n  auditc check spec.audit\n  auditc plan spec.audit --limit 10\n"
+               "  auditc run spec.audit --limit 10\n  auditc status runs/spec\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"auditc {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = _sub(sub, "check", "validate a spec (no data, no models)",
+             "Parse, resolve and validate a spec and its imports. No data file is read and no model is touched;\n"
+             "problems are printed as diagnostics with file:line:col, a caret excerpt and a hint (exit 1).",
+             "  auditc check examples/quickstart.audit")
+    p.add_argument("spec", help="the .audit file to check")
     p.set_defaults(fn=cmd_check)
 
-    p = sub.add_parser("plan", help="preview every cell and request without touching a model")
-    p.add_argument("spec")
-    p.add_argument("--data-root", help="folder holding the data files (else $AUDITLANG_DATA_ROOT)")
-    p.add_argument("--format", choices=["rich", "json"], default="rich")
-    p.add_argument("--cells", action="store_true", help="list every cell")
-    p.add_argument("--output", "-o", help="write the JSON plan to this file")
+    p = _sub(sub, "plan", "preview every cell and request without touching a model",
+             "Build the plan a run would execute: cells by axis, datasets, unique requests by model, kind and\n"
+             "stage, naive vs deduplicated counts and token estimates. With the data present, the stage-1 count is\n"
+             "exactly what `auditc run` executes; without it (or with --no-data) counts are estimated from the\n"
+             "declared sample sizes and marked as such.",
+             "  auditc plan examples/quickstart.audit\n"
+             "  auditc plan examples/quickstart.audit --limit 10        # the run `auditc run --limit 10` does\n"
+             "  auditc plan spec.audit --no-data                         # estimate from declared sizes\n"
+             "  auditc plan spec.audit --format json -o plan.json --no-requests")
+    p.add_argument("spec", help="the .audit file to plan")
+    p.add_argument("--data-root", help="folder holding the data files; overrides the spec's settings data_root "
+                                       "(a note says so), else $AUDITLANG_DATA_ROOT")
+    p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items of each dataset (as `auditc run --limit N`)")
+    p.add_argument("--format", choices=["rich", "json"], default="rich", help="rich: a summary (default); json: the whole plan")
+    p.add_argument("--cells", action="store_true", help="list every cell with its item count and content hash")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the JSON plan to this file (with --format json)")
     p.add_argument("--no-data", action="store_true", help="do not read data files: estimate from declared sizes")
     p.add_argument("--no-requests", action="store_true", help="JSON: omit the request bodies")
     p.add_argument("--compact", action="store_true", help="JSON: no indentation")
+    p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
+                   help="plan with the spec's model NAME replaced by MODEL, as `auditc run --swap-model`")
     p.set_defaults(fn=cmd_plan)
 
-    p = sub.add_parser("fmt", help="format spec files canonically (idempotent)")
-    p.add_argument("files", nargs="+")
+    p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
+             "Rewrite spec files in canonical layout; comments are kept and formatting twice changes nothing.",
+             "  auditc fmt spec.audit\n  auditc fmt --check specs/*.audit      # exit 1 when a file would change")
+    p.add_argument("files", nargs="+", metavar="FILE", help=".audit files to format in place")
     p.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
     p.set_defaults(fn=cmd_fmt)
 
-    p = sub.add_parser("run", help="execute a spec: generations, scores, metrics, report")
-    p.add_argument("spec")
-    p.add_argument("--out", help="run directory (default runs/<spec name>)")
-    p.add_argument("--data-root")
-    p.add_argument("--engine", choices=["hf", "vllm", "openai", "dryrun"],
+    p = _sub(sub, "run", "execute a spec: generations, scores, metrics, report",
+             "Plan, store the run's inputs (spec, stdlib, data, plan) in the run directory, execute every request\n"
+             "model by model (stage 1 and its follow-ups in one engine load; judges last), score every cell,\n"
+             "compute metrics with bootstrap intervals and write the report. Resumable: rerun the same command\n"
+             "after an interruption; an unchanged spec executes nothing.",
+             "  auditc run examples/quickstart.audit --limit 10\n"
+             "  auditc run spec.audit --out runs/a --engine dryrun      # whole pipeline, no model\n"
+             "  auditc run spec.audit --swap-model smol='embedded(\"gemma3-270m\")' --out runs/gemma\n"
+             "  auditc run spec.audit --cache ~/.cache/auditlang/responses --display plain 2> run.log\n"
+             "  auditc run spec.audit --shard 0/4 --out runs/s0          # then `auditc merge`\n"
+             "  auditc run spec.audit --executor ray --address HEAD:6379 # a Ray cluster (docs/scale-out.md)")
+    p.add_argument("spec", help="the .audit file to run")
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/<spec name>)")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
+    p.add_argument("--engine", choices=list(engine_names()),
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
-    p.add_argument("--limit", type=int, help="use only the first N sampled items of each dataset")
-    p.add_argument("--shard", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
+    p.add_argument("--limit", type=int, metavar="N", help="use only the first N sampled items of each dataset")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
     p.add_argument("--retry-errors", action="store_true", help="re-execute requests that failed before")
+    p.add_argument("--no-report", action="store_true", help="stop after scoring and metrics (`auditc report` writes it later)")
+    p.add_argument("--display", choices=["auto", "rich", "plain", "none"], default="auto",
+                   help="progress: rich bar, plain log lines on stderr (every $AUDITLANG_PROGRESS_INTERVAL s, default 10), "
+                        "or none; auto = rich on a terminal, plain otherwise")
+    p.add_argument("--no-progress", action="store_true", help="the same as --display none")
+    p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
+                   help="replace the spec's model NAME by MODEL, a model expression in spec syntax "
+                        "(e.g. smol='embedded(\"gemma3-270m\")' or smol='hf(\"Qwen/Qwen2.5-0.5B-Instruct\")'); it replaces the whole declaration, parameters included; repeatable; "
+                        "recorded in run.json and the checklist")
+    p.add_argument("--cache", metavar="DIR", help="response cache shared across run directories (else $AUDITLANG_CACHE_DIR): "
+                                                  "results found there under the same request id and engine fingerprint are reused")
     p.add_argument("--executor", choices=["local", "ray"],
                    help="where to execute (default: the spec's settings executor, else local); ray: see docs/scale-out.md")
-    p.add_argument("--address", help="--executor ray: the Ray cluster to join (HOST:PORT, or auto); default $RAY_ADDRESS "
-                                     "or a new local cluster")
+    p.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join (or auto); "
+                                                          "default $RAY_ADDRESS or a new local cluster")
     p.add_argument("--ray-shards", type=int, metavar="K", help="--executor ray: item shards per model (default 4)")
-    p.add_argument("--no-report", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("rescore", help="re-score stored generations under another evaluator (no model loaded)")
-    p.add_argument("run_dir")
+    p = _sub(sub, "rescore", "re-score stored generations under another evaluator (no model loaded)",
+             "Score a run's stored generations again under other evaluators, with no model loaded. Each evaluator\n"
+             "gets its own folder RUN_DIR/rescore/<evaluator>/ (records.parquet, cells.csv, cells.md).",
+             "  auditc rescore runs/quickstart --evaluator exact_match --evaluator lenient_match")
+    p.add_argument("run_dir", help="a run directory written by `auditc run`")
     p.add_argument("--evaluator", action="append", required=True,
                    help="evaluator name (first_char, regex_reparse, exact_match, lenient_match, alias_match); repeatable")
     p.set_defaults(fn=cmd_rescore)
 
-    p = sub.add_parser("report", help="(re)write the report of a run directory from stored results")
-    p.add_argument("run_dir")
+    p = _sub(sub, "report", "(re)write the report of a run directory from stored results",
+             "Rebuild RUN_DIR/report/ from stored results (no model loaded), under the spec, stdlib and data\n"
+             "stored in the run directory.",
+             "  auditc report runs/quickstart\n  auditc report runs/quickstart --spec quickstart_more_compares.audit")
+    p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
     p.add_argument("--spec", help="report under an edited spec: accepted when it needs no work the run did not do "
                                   "(new compare/report/metric statements); it then becomes the run's spec")
     p.set_defaults(fn=cmd_report)
 
-    p = sub.add_parser("merge", help="merge shard run directories into one (then `auditc report`)")
-    p.add_argument("target")
-    p.add_argument("sources", nargs="+")
+    p = _sub(sub, "merge", "merge shard run directories into one (then `auditc report`)",
+             "Merge the run directories of `auditc run --shard I/N` into TARGET: every shard must have run the\n"
+             "same plan (same plan hash). Prints what was merged; then `auditc report TARGET` scores and reports.",
+             "  auditc run spec.audit --shard 0/2 --out runs/s0\n  auditc run spec.audit --shard 1/2 --out runs/s1\n"
+             "  auditc merge runs/all runs/s0 runs/s1 && auditc report runs/all")
+    p.add_argument("target", help="run directory to merge into (created when missing)")
+    p.add_argument("sources", nargs="+", metavar="SHARD_DIR", help="--out directories of the shard runs")
     p.set_defaults(fn=cmd_merge)
 
-    p = sub.add_parser("status", help="what a run directory holds and what is left to do")
-    p.add_argument("run_dir")
+    p = _sub(sub, "status", "what a run directory holds and what is left to do",
+             "Whether a run is live, interrupted or finished, and committed vs missing requests per model.\n"
+             "Reads only the run directory (no spec compiled, no data read).",
+             "  auditc status runs/quickstart")
+    p.add_argument("run_dir", help="a run directory written by `auditc run`")
     p.set_defaults(fn=cmd_status)
 
-    add_lsp_command(sub)
+    p = _sub(sub, "lsp", "language server for editors (stdio; needs the `lsp` extra)",
+             "The language server: the compiler's diagnostics as you type, hover docs, completion of "
+             "stdlib names and parameters, go to definition and formatting, over stdio (docs/editors.md).",
+             "  auditc lsp            # started by the editor (VS Code extension in editors/vscode)")
+    add_lsp_command(p)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
+    return _guarded(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    ap = build_parser()  # reads the component registry (installed plugins load here)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
+    return args.fn(args)
+
+
+def _guarded(work) -> int:
+    """Run ``work``; every deliberate error becomes its message and exit code, anything else is
+    reported as an internal error (exit 70) with its traceback."""
     try:
-        return args.fn(args)
+        return work()
     except CompileError as e:
         print_diags(e.diagnostics)
         return EXIT_DIAG

@@ -1,8 +1,13 @@
-"""`auditc check SPEC`: parse and validate only (no data, no models)."""
+"""`auditc check SPEC`: parse and validate, without data or models.
+
+Everything `auditc plan` can find without the data is found here: the resolver's diagnostics
+and the planner's static checks (engine capabilities, E172)."""
 
 from __future__ import annotations
 
 from auditlang.cli.common import EXIT_OK, print_diags
+from auditlang.core.diagnostics import CompileError
+from auditlang.plan.planner import check_capabilities
 from auditlang.resolve import compile_spec
 
 KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "audit", "compare")
@@ -10,6 +15,9 @@ KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "au
 
 def cmd_check(args) -> int:
     spec = compile_spec(args.spec)
+    bag = check_capabilities(spec)
+    if bag.errors:
+        raise CompileError(bag)
     if spec.warnings:
         print_diags(spec.warnings)
     n = {k: len(spec.of_kind(k)) for k in KINDS}

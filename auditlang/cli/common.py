@@ -1,11 +1,13 @@
-"""Shared CLI helpers: exit codes and diagnostic printing."""
+"""Shared CLI helpers: exit codes, diagnostic printing, planning progress, --swap-model parsing."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from auditlang.core.diagnostics import render
+from auditlang.core.errors import UsageError
 
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
 
@@ -22,3 +24,31 @@ def print_diags(diags) -> None:
     n_warn = sum(1 for d in diags if d.severity == "warning")
     if n_err or n_warn:
         print(f"{n_err} error(s), {n_warn} warning(s)", file=sys.stderr)
+
+
+class StepLog:
+    """Planning progress on stderr: a step that took longer than ``threshold`` seconds gets a
+    line when it ends (reading a large dataset, rendering an audit's prompts)."""
+
+    def __init__(self, threshold: float = 1.0, stream=None) -> None:
+        self.threshold, self.stream = threshold, stream or sys.stderr
+        self.current: str | None = None
+        self.t0 = self.start = time.perf_counter()
+
+    def __call__(self, text: str | None) -> None:
+        now = time.perf_counter()
+        if self.current is not None and now - self.t0 > self.threshold:
+            print(f"plan: {self.current} ({now - self.t0:.1f}s)", file=self.stream, flush=True)
+        self.current, self.t0 = text, now
+
+
+def parse_swaps(items: list[str] | None) -> dict[str, str]:
+    """``NAME=MODEL`` items of ``--swap-model`` -> {NAME: MODEL}, checked before anything runs."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, expr = item.partition("=")
+        if not sep or not name.strip() or not expr.strip():
+            raise UsageError(f"--swap-model {item!r}: expected NAME=MODEL",
+                             hint="e.g. --swap-model smol='embedded(\"gemma3-270m\")' (MODEL in spec syntax)")
+        out[name.strip()] = expr.strip()
+    return out

@@ -7,8 +7,8 @@ import argparse
 from auditlang.core.errors import RuntimeFailure
 
 
-def add_lsp_command(sub) -> None:
-    p = sub.add_parser("lsp", help="language server for editors (stdio; needs the `lsp` extra)")
+def add_lsp_command(p: argparse.ArgumentParser) -> None:
+    """The flags of ``auditc lsp`` on its (already created) subparser."""
     p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the only transport")
     p.set_defaults(fn=cmd_lsp)
 

@@ -1,4 +1,4 @@
-"""`auditc plan SPEC`: every cell and deduplicated request, without touching a model`."""
+"""`auditc plan SPEC`: every cell and deduplicated request, without touching a model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps
 
 
 def cmd_plan(args) -> int:
@@ -14,8 +14,11 @@ def cmd_plan(args) -> int:
     from auditlang.plan.summary import print_summary
     from auditlang.resolve import compile_spec
 
-    spec = compile_spec(args.spec)
-    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data)
+    swaps = parse_swaps(args.swap_model)
+    spec = compile_spec(args.spec, swaps=swaps)
+    step = StepLog()
+    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step)
+    step(None)
     if args.format == "json":
         text = json.dumps(plan.to_dict(include_requests=not args.no_requests), indent=None if args.compact else 1, ensure_ascii=False)
         if args.output:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps
 from auditlang.core.errors import UsageError
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
@@ -24,6 +26,17 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     except ValueError as e:
         raise UsageError(f"--shard: {e}", hint="--shard 0/4 runs the first of four shards (0-based)") from None
     return s.index, s.count
+
+
+def env_settings(spec) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+    from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+
+    url = os.environ.get(OPENAI_BASE_URL_ENV)
+    if not url:
+        return {}
+    return {mid: url for mid, o in spec.of_kind("model").items()
+            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
 
 
 def ray_executor(args, spec):
@@ -48,15 +61,33 @@ def ray_executor(args, spec):
 
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
-    spec = compile_spec(args.spec)
+    swaps = parse_swaps(args.swap_model)
+    display = "none" if args.no_progress else args.display
+    cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
+    spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
-    plan = plan_spec(spec, args.data_root, args.limit)
+    step = StepLog() if display != "none" else None
+    plan = plan_spec(spec, args.data_root, args.limit, step=step)
+    if step is not None:
+        step(None)
+    for note in plan.notes:
+        if "data root" in note:
+            print(f"note: {note}", file=sys.stderr)
+    for name, expr in swaps.items():
+        print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
+    from_env = env_settings(spec)
+    for mid, url in from_env.items():
+        print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=not args.no_progress, retry_errors=args.retry_errors, shard=shard, executor=executor)
+                   progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir, executor=executor,
+                   announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
+                   run_fields={"model_swaps": swaps,
+                               "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
+                               "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")

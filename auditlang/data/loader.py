@@ -45,6 +45,7 @@ class DatasetItems:
     dev_indices: list[int] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)  # what identifies the data (hub: revision, commit, hashes)
     raw_rows: list[dict[str, Any]] | None = field(default=None, repr=False)  # hub rows as read (stored in run dirs)
+    n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
 
     @property
     def sample(self) -> list[dict[str, Any]]:
@@ -243,9 +244,23 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
         raise DataError("the dataset has no rows" if ds.ctor == "hub" else "data file has no rows", where)
     rows = _filter(rows, ds, where)
     items = [normalise(r, ds, where, i) for i, r in enumerate(rows)]
-    n = ds.value.sample or len(items)
-    indices = sample_indices(len(items), n, ds.value.seed)
+    if ds.value.sample_per:
+        indices = stratified_indices(rows, ds)
+    else:
+        indices = sample_indices(len(items), ds.value.sample or len(items), ds.value.seed)
     return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw)
+
+
+def stratified_indices(rows: list[dict[str, Any]], ds: Resolved) -> list[int]:
+    """``sample_per``: for each ``filter_in`` value in order, ``random.Random(seed).sample`` of
+    ``min(size, available)`` of its rows (all of them, in file order, when no more are available)."""
+    v = ds.value
+    vals = [field_value(r, v.filter_field) for r in rows]
+    out: list[int] = []
+    for value, size in zip(v.filter_in, v.sample_per):
+        stratum = [i for i, x in enumerate(vals) if x is not _MISSING and _hashable(x) and x == value]
+        out += [stratum[j] for j in sample_indices(len(stratum), size, v.seed)]
+    return out
 
 
 def estimated_size(ds: Resolved) -> int | None:
@@ -253,4 +268,6 @@ def estimated_size(ds: Resolved) -> int | None:
     v = ds.value
     if v.sample:
         return v.sample
+    if v.sample_per:
+        return sum(v.sample_per)
     return getattr(v, "size", None)

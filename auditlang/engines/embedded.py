@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -206,9 +207,13 @@ def resolve_embedded(name: str) -> Path:
         if final.exists():  # present but incomplete (e.g. files deleted by hand)
             shutil.rmtree(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+        print(f"converting embedded model {name!r} to a checkpoint, once (about 1-2 minutes on a 2-core CPU) "
+              f"into {final}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
         try:
             _convert(info, tmp)
             os.rename(tmp, final)
+            print(f"converted {name!r} in {time.perf_counter() - t0:.0f}s (cached for later runs)", file=sys.stderr, flush=True)
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise EngineError(

@@ -228,6 +228,11 @@ class HFEngine:
 
     engine_name = "hf"
 
+    # Set by the executor while ``run`` is iterated: called after each forward batch with the
+    # requests' worth of work it finished (a request's rows each count 1/rows), so progress
+    # moves per engine batch (auditlang/execute/progress.py).
+    progress_hook: Callable[[float], None] | None = None
+
     def __init__(self, config: ModelConfig) -> None:
         torch, transformers = import_hf_stack()
         self._torch = torch
@@ -572,8 +577,13 @@ class HFEngine:
         while j:
             bounds.append((cut[j], j))
             j = cut[j]
+        rows_of: dict[int, int] = {}
+        for r in rows:
+            rows_of[r.owner] = rows_of.get(r.owner, 0) + 1
         for i, j in reversed(bounds):
-            yield order[i:j]
+            yield order[i:j]  # resumed once the caller has run this batch
+            if self.progress_hook is not None:
+                self.progress_hook(sum(1.0 / rows_of[r.owner] for r in order[i:j]))
 
     def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
         """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.
@@ -821,7 +831,7 @@ class HFEngine:
         sp = [specs[r.owner] for r in batch]
         gens = [None if s.greedy else torch.Generator(device="cpu").manual_seed(sample_seed(s.seed, r.sample)) for r, s in zip(batch, sp)]
         sampled = [j for j, s in enumerate(sp) if not s.greedy]
-        k_max = max(s.top_logprobs for s in sp)
+        k_max = max(s.logprobs for s in sp)
         state = [_GenState() for _ in batch]
         ids, mask, pos = self._pad([r.prompt for r in batch])
         mask = mask.to(dev)
@@ -850,7 +860,8 @@ class HFEngine:
                         chosen[j] = self.pad_id
                         continue
                     t = chosen[j]
-                    window = self._window(top_ids[j][: s.top_logprobs], top_vals[j][: s.top_logprobs]) if top_ids and s.top_logprobs else {}
+                    kw = s.window_at(len(st.tokens))
+                    window = self._window(top_ids[j][:kw], top_vals[j][:kw]) if top_ids and kw else {}
                     st.tokens.append(TokenLogprob(self.token_str(t), t, float(chosen_lp[j]), window))
                     st.ids.append(t)
                     if t in self.eos_ids:
@@ -936,10 +947,19 @@ class _GenSpec:
     seed: int
     clamped: bool = False
     top_k: int = 0  # sampling top-k (0 = off), applied before top_p
+    first_top_logprobs: int = 0  # a wider window at the first generated position only
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+    @property
+    def logprobs(self) -> int:
+        """The widest window this request needs at any position."""
+        return max(self.top_logprobs, self.first_top_logprobs)
+
+    def window_at(self, position: int) -> int:
+        return max(self.top_logprobs, self.first_top_logprobs) if position == 0 else self.top_logprobs
 
     @staticmethod
     def parse(req: Request) -> "_GenSpec":
@@ -962,6 +982,7 @@ class _GenSpec:
             stop=tuple(stop),
             seed=int(req.seed),
             top_k=sampling_top_k(p),
+            first_top_logprobs=_int(p, "first_top_logprobs", 0, lo=0),
         )
 
 

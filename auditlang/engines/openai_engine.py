@@ -289,22 +289,27 @@ class OpenAIEngine:
         temperature = _float(p, "temperature", 0.0)
         n = _int(p, "n", 1, lo=1)
         k = _int(p, "top_logprobs", 0, lo=0)
+        k_first = max(k, _int(p, "first_top_logprobs", 0, lo=0))  # a wider window at position 0 only
         stop = p.get("stop") or None
         if isinstance(stop, str):
             stop = [stop]
         top_k = sampling_top_k(p)
         route = self._route(req.prompt)
         greedy = temperature == 0.0
-        lp_params = {"logprobs": True, "top_logprobs": k} if route == "chat" else {"logprobs": k}
+        lp_params = {"logprobs": True, "top_logprobs": k_first} if route == "chat" else {"logprobs": k_first}
         # top_k is an extension (vLLM-style servers honour it; OpenAI's API has no such field)
         path, body = self._body(req.prompt, route, max_tokens=max_tokens, temperature=temperature, top_p=p.get("top_p"),
                                 n=1 if greedy else n, stop=list(stop) if stop else None, seed=req.seed,
                                 top_k=top_k if top_k and not greedy else None, **lp_params)
         data = self._call("POST", path, body)
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
-        samples = [self._chat_sample(c, k) if route == "chat" else self._completion_sample(c, k) for c in choices]
+        samples = [self._chat_sample(c, k_first) if route == "chat" else self._completion_sample(c, k_first) for c in choices]
         if not samples:
             raise RequestFailed(f"{path} returned no choices")
+        if k_first > k:  # later positions keep the requested window only
+            for s in samples:
+                for t in s.tokens[1:]:
+                    t.top = _window(t.top.items(), k) if k else {}
         if greedy and n > 1:  # greedy samples are identical (as in the hf and vllm engines)
             samples = [samples[0]] + [Sample(samples[0].text, [TokenLogprob(t.token, t.token_id, t.logprob, dict(t.top)) for t in samples[0].tokens],
                                              samples[0].finish_reason) for _ in range(n - 1)]

@@ -6,27 +6,24 @@ Input: a ModelConfig (``engine`` names the backend). Output: a loaded Engine. Th
 
 from __future__ import annotations
 
-import importlib
-
 from auditlang.core.capabilities import (  # noqa: F401  (re-exported for callers of the registry)
     ALL_KINDS, ENGINE_CAPABILITIES, ENGINE_CLASSES, INSTALL_HINTS, _check_name, capabilities_for, engine_names,
     unsupported_kinds)
 from auditlang.core.engine import Engine, EngineError, ModelConfig
+from auditlang.core.registry import REGISTRY
 
 
 def load_engine(config: ModelConfig) -> Engine:
     """Import the engine's module (only now) and load the model."""
     _check_name(config.engine)
-    module_name, class_name = ENGINE_CLASSES[config.engine]
     try:
-        module = importlib.import_module(module_name)
+        cls = REGISTRY.get("engine", config.engine).load()
     except ImportError as e:
         missing = getattr(e, "name", None) or str(e)
         raise EngineError(
             f"engine {config.engine!r} for model {config.name!r} could not be imported (missing: {missing})",
             hint=INSTALL_HINTS[config.engine] or None,
         ) from e
-    cls = getattr(module, class_name)
     return cls(config)
 
 

@@ -690,7 +690,7 @@ class VLLMEngine:
         for i in idx:
             try:
                 spec = _GenSpec.parse(reqs[i])
-                self._check_k(spec.top_logprobs, "top_logprobs")
+                self._check_k(spec.logprobs, "top_logprobs")
             except ValueError as e:
                 yield _error(reqs[i], str(e))
                 continue
@@ -703,7 +703,7 @@ class VLLMEngine:
                     n=1, max_tokens=spec.max_tokens, temperature=spec.temperature, top_p=spec.top_p,
                     **({"top_k": spec.top_k} if spec.top_k else {}),
                     seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
-                    stop_token_ids=sorted(self.eos_ids), logprobs=spec.top_logprobs,
+                    stop_token_ids=sorted(self.eos_ids), logprobs=spec.logprobs,
                 )
                 jobs.append(_Job(i, enc[i], params, {"sample": s}))
         samples: dict[tuple[int, int], Sample | Exception] = {}
@@ -726,8 +726,9 @@ class VLLMEngine:
         c = out.outputs[0]
         ids = [int(t) for t in c.token_ids]
         toks: list[TokenLogprob] = []
-        for t, pos in zip(ids, c.logprobs or []):
-            window = self._window(((tid, v.logprob) for tid, v in pos.items()), spec.top_logprobs) if spec.top_logprobs else {}
+        for j, (t, pos) in enumerate(zip(ids, c.logprobs or [])):
+            k = spec.window_at(j)
+            window = self._window(((tid, v.logprob) for tid, v in pos.items()), k) if k else {}
             toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))
         # text decoded like the hf engine (one decode of all ids), cut before the first stop string
         text = self.tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -769,10 +770,19 @@ class _GenSpec:
     seed: int
     clamped: bool = False
     top_k: int = 0  # sampling top-k; 0 = off (SamplingParams.top_k: "0 (or -1)" disables it)
+    first_top_logprobs: int = 0  # a wider window at the first generated position only
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0.0
+
+    @property
+    def logprobs(self) -> int:
+        """The window vLLM computes at every position (later positions are cut to top_logprobs)."""
+        return max(self.top_logprobs, self.first_top_logprobs)
+
+    def window_at(self, position: int) -> int:
+        return max(self.top_logprobs, self.first_top_logprobs) if position == 0 else self.top_logprobs
 
     @staticmethod
     def parse(req: Request) -> "_GenSpec":
@@ -797,4 +807,5 @@ class _GenSpec:
             stop=tuple(stop),
             seed=int(req.seed),
             top_k=sampling_top_k(p),
+            first_top_logprobs=_int(p, "first_top_logprobs", 0, lo=0),
         )

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditlang.core.registry import REGISTRY
 from auditlang.resolve.spec import Spec
 
 DEFAULT_EVALUATOR = "<default>"
-# Parameters that shape the evaluator's model request, not its text rule.
-REQUEST_ONLY = {"constrained": ("max_tokens",)}
 
 
 def default_ctor(task: str) -> str:
@@ -40,7 +39,7 @@ def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, par
 
         params["chat"] = model_config(spec, params["judge"]).chat
         params["judge_model"] = params.pop("judge")
-    for k in REQUEST_ONLY.get(ctor, ()):
+    for k in REGISTRY.get("evaluator", ctor).meta.get("request_params", ()):  # the request's, not the rule's
         params.pop(k, None)
     known = {p.name for p in getattr(factory, "PARAMS", ())}
     unknown = set(params) - known

@@ -1,51 +1,30 @@
-"""Registries of evaluators and verbal-confidence parsers by spec-level name.
+"""Evaluators and verbal-confidence parsers in the component registry (auditlang/core/registry.py).
 
-``EVALUATORS[name](**params)`` and ``VERBAL_PARSERS[name](**params)`` build a component; the
-factories validate their keyword params (``ValueError`` naming the allowed values).
-:func:`make_evaluator` / :func:`make_verbal_parser` add a did-you-mean for unknown names.
+Evaluators are language constructors: their entries (name, constructor model, implementation)
+are registered by ``resolve/schema.py`` (loaded by the registry on the first evaluator lookup); the verbal parsers are registered here (schema: the
+class's ``PARAMS``). ``EVALUATORS`` and ``VERBAL_PARSERS`` are live read-only views name ->
+class. ``EVALUATORS[name](**params)`` builds a component; the classes validate their keyword
+params (``ValueError`` naming the allowed values). :func:`make_evaluator` /
+:func:`make_verbal_parser` add a did-you-mean for unknown names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from auditlang.core.registry import REGISTRY
 from auditlang.evaluators.base import Evaluator, VerbalParser, unknown_name
-from auditlang.evaluators.boxed import Boxed0100Parser, BoxedLetterEvaluator
-from auditlang.evaluators.constrained import ConstrainedEvaluator
-from auditlang.evaluators.judge import LLMJudgeEvaluator
-from auditlang.evaluators.letters import FirstCharEvaluator
+from auditlang.evaluators.boxed import Boxed0100Parser
 from auditlang.evaluators.linguistic import LinguisticMCParser, LinguisticParser
-from auditlang.evaluators.regex_reparse import RegexReparseEvaluator
-from auditlang.evaluators.string_match import AliasMatchEvaluator, ExactMatchEvaluator, LenientMatchEvaluator
 from auditlang.evaluators.verbal import Decimal01Parser, Integer0100Parser, Percent0100Parser, Scale010Parser
 
-EVALUATORS: dict[str, Callable[..., Evaluator]] = {
-    cls.name: cls
-    for cls in (
-        FirstCharEvaluator,
-        RegexReparseEvaluator,
-        ConstrainedEvaluator,
-        ExactMatchEvaluator,
-        LenientMatchEvaluator,
-        AliasMatchEvaluator,
-        LLMJudgeEvaluator,
-        BoxedLetterEvaluator,
-    )
-}
+for _cls in (Decimal01Parser, Percent0100Parser, Integer0100Parser, Scale010Parser, LinguisticParser,
+             LinguisticMCParser, Boxed0100Parser):
+    REGISTRY.register("verbal_parser", _cls.name, schema=_cls.PARAMS, impl=_cls)
 
-VERBAL_PARSERS: dict[str, Callable[..., VerbalParser]] = {
-    cls.name: cls
-    for cls in (
-        Decimal01Parser,
-        Percent0100Parser,
-        Integer0100Parser,
-        Scale010Parser,
-        LinguisticParser,
-        LinguisticMCParser,
-        Boxed0100Parser,
-    )
-}
+EVALUATORS: Mapping[str, Callable[..., Evaluator]] = REGISTRY.view("evaluator")
+VERBAL_PARSERS: Mapping[str, Callable[..., VerbalParser]] = REGISTRY.view("verbal_parser")
 
 
 def make_evaluator(name: str, **params: Any) -> Evaluator:

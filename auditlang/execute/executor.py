@@ -47,6 +47,7 @@ class ExecStats:
     errors: int  # of ``executed``: results with ``error`` set
     seconds: float
     out_of_shard: int = 0  # unique requests left to other shards
+    from_cache: int = 0  # of ``cached``: copied from the shared response cache (``cache=``)
 
     def summary(self) -> str:
         text = (
@@ -57,6 +58,8 @@ class ExecStats:
             text += f"; {self.cached_errors} earlier failures kept (retry with retry_errors)"
         if self.out_of_shard:
             text += f"; {self.out_of_shard} left to other shards"
+        if self.from_cache:
+            text += f"; {self.from_cache} from the response cache"
         return text
 
 
@@ -77,11 +80,12 @@ def execute(
     journal: Journal,
     *,
     batch_size: int | None = None,
-    progress: bool = True,
+    progress: bool | str = True,
     shard: Shard | None = None,
     retry_errors: bool = False,
     description: str | None = None,
     console: Console | None = None,
+    cache: Journal | None = None,
 ) -> ExecStats:
     """Run every request not yet committed for ``engine``'s fingerprint; commit batch by batch.
 
@@ -90,6 +94,12 @@ def execute(
     Raises :class:`EngineError` when the engine cannot serve a request kind or fails mid-run
     (committed batches stay; rerunning resumes), ``ValueError`` for requests of another model.
     A ``KeyboardInterrupt`` commits the results already returned, then propagates.
+    ``progress``: a display of :mod:`auditlang.execute.progress` (``auto``/True, ``rich``,
+    ``plain``, ``none``/False); it advances per result and, for engines with a
+    ``progress_hook`` attribute, per engine batch inside a commit batch.
+    ``cache``: a response cache shared across run directories (a journal of its own, keyed the
+    same way): successful results stored there under this engine's fingerprint are copied into
+    ``journal`` instead of executed, and every new result is added to it.
     """
     t0 = time.perf_counter()
     if batch_size is None:
@@ -104,19 +114,32 @@ def execute(
     selected = shard.select(unique) if shard is not None else unique
     _check_requests(engine, selected)
 
-    fp_hash = journal.register_engine(engine.fingerprint(), model)
+    fingerprint = engine.fingerprint()
+    fp_hash = journal.register_engine(fingerprint, model)
     committed = journal.committed([r.id for r in selected], fp_hash)
     cached_errors = sum(committed.values()) if not retry_errors else 0
     todo = [r for r in selected if r.id not in committed or (retry_errors and committed[r.id])]
+    from_cache = 0
+    if cache is not None:
+        cache.register_engine(fingerprint, model)  # the same hash: one fingerprint rule
+        hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp_hash).items() if v.error is None}
+        if hits:
+            journal.put_requests([r for r in todo if r.id in hits], fp_hash)
+            journal.put_results(hits.values(), fp_hash, shard=shard.label if shard is not None else None)
+            todo = [r for r in todo if r.id not in hits]
+            from_cache = len(hits)
     todo = execution_order(engine, todo)
     if todo:
         journal.put_requests(todo, fp_hash)
+        if cache is not None:
+            cache.put_requests(todo, fp_hash)
 
     executed = errors = 0
     label = shard.label if shard is not None else None
     with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
+            bar.begin_batch(len(batch))
             try:
                 results = _run_batch(engine, batch, bar)
             except _BatchFailed as failed:
@@ -133,13 +156,15 @@ def execute(
                 cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
                 raise cause
             journal.put_results(results, fp_hash, shard=label)
+            if cache is not None:
+                cache.put_results([r for r in results if r.error is None], fp_hash)
             executed += len(results)
             errors += sum(r.error is not None for r in results)
 
     return ExecStats(
         model=model, fp_hash=fp_hash, requested=len(selected), cached=len(selected) - len(todo),
         cached_errors=cached_errors, executed=executed, errors=errors,
-        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected),
+        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=from_cache,
     )
 
 
@@ -182,6 +207,9 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[
     expected = {r.id: r for r in batch}
     got: dict[str, Result] = {}
     stream: Iterator[Result] | None = None
+    hooked = hasattr(engine, "progress_hook")
+    if hooked:
+        engine.progress_hook = bar.engine_work  # type: ignore[attr-defined]
     try:
         stream = iter(engine.run(batch))
         for res in stream:
@@ -200,6 +228,8 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        if hooked:
+            engine.progress_hook = None  # type: ignore[attr-defined]
     return list(got.values())
 
 

@@ -12,12 +12,14 @@ missing and an unchanged spec executes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
+from auditlang.execute.static_key import static_key
 from auditlang.plan.model import Plan
 from auditlang.plan.stage2 import stage2_requests
 from auditlang.resolve.models import model_config
@@ -34,16 +36,19 @@ def _load(cfg: ModelConfig):
         raise RuntimeFailure(f"model '{cfg.name}' ({cfg.engine}: {cfg.path}): {e}", getattr(e, "hint", None)) from None
 
 
-def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool = True,
+def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool | str = True,
                  shard=None, retry_errors: bool = False, log=print, beat=None,
-                 phases=("models", "cross", "judge"), only_models=None, engines: dict | None = None) -> dict[str, str]:
+                 cache_dir: str | Path | None = None, phases=("models", "cross", "judge"), only_models=None,
+                 engines: dict | None = None) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
 
     Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
     already exist; (2) the rest of the cross stage (answers of models run after it, see
     auditlang/plan/crossdata.py), only for models with missing work; (3) judge models. A model is
-    loaded once per phase that has work for it. ``beat(doing=...)`` is told each step (the run
-    lock's heartbeat, read by ``auditc status``).
+    loaded once per phase that has work for it, and not at all when its static key
+    (auditlang/execute/static_key.py) is unchanged and all its work is stored. ``beat(doing=...)``
+    is told each step (the run lock's heartbeat, read by ``auditc status``). ``cache_dir``: a
+    response cache shared across run directories (see ``execute(cache=...)``).
 
     ``phases`` picks phases by name ("models", "cross", "judge"; a "models" phase without
     "cross" runs no cross requests) and ``only_models`` the audited models of phase 1: the Ray
@@ -57,15 +62,33 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     run_dir.mkdir(parents=True, exist_ok=True)
     info = read_run_file(run_dir)
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
-    totals = {"executed": 0, "cached": 0, "errors": 0}
+    totals = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0}
     audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
     phase1 = [m for m in audited if "models" in phases and (only_models is None or m in only_models)]
-    opts = {"progress": progress, "retry_errors": retry_errors}
     beat = beat or (lambda **_: None)
-    with Journal(run_dir) as journal:
+    statics: dict[str, dict[str, str]] = dict(info.get("static_keys", {}))
+    cache = Journal(Path(cache_dir)) if cache_dir else None
+    opts = {"progress": progress, "retry_errors": retry_errors, "cache": cache}
+    with Journal(run_dir) as journal, (cache or contextlib.nullcontext()):
+        def unchanged(mid: str, needed) -> bool:
+            """Whether ``mid``'s static key is the recorded one and ``needed()`` (built with its
+            recorded fingerprint) is all committed: then the model need not be loaded."""
+            rec = statics.get(mid)
+            if not rec or rec.get("key") != static_key(model_config(spec, mid, engine_override)):
+                return False
+            if rec["fp"] not in journal.fingerprints():
+                return False
+            fps[mid] = rec["fp"]
+            reqs = needed()
+            if _missing(journal, fps, mid, reqs, retry_errors):
+                return False
+            totals["cached"] += len({r.id for r in reqs})
+            return True
+
         def run_phase(mid: str, work) -> None:
             cfg = model_config(spec, mid, engine_override)
             beat(doing=f"{mid}: loading the {cfg.engine} engine")
+            log(f"[{mid}] loading the {cfg.engine} engine: {cfg.path}")
             t0 = time.perf_counter()
             engine = engines[mid] if engines is not None and mid in engines else _load(cfg)
             if engines is not None:
@@ -73,7 +96,12 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
             try:
                 fps[mid] = journal.register_engine(engine.fingerprint(), mid)
-                write_run_file(run_dir, {**info, "fingerprints": fps, "plan_hash": plan.hash})
+                key = static_key(cfg)
+                if key:
+                    statics[mid] = {"key": key, "fp": fps[mid]}
+                else:
+                    statics.pop(mid, None)
+                write_run_file(run_dir, {**info, "fingerprints": fps, "plan_hash": plan.hash, "static_keys": statics})
                 beat(doing=f"{mid}: executing")
                 work(engine)
             except EngineError as e:
@@ -96,6 +124,13 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                          ] if "cross" in phases else []
                 if early:
                     _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
+            def needed(mid=mid) -> list[Request]:
+                return ([r for r in plan.requests if r.model == mid]
+                        + [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                        + [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid])
+            if shard is None and unchanged(mid, needed):
+                log(f"[{mid}] unchanged and every request stored: not loaded")
+                continue
             run_phase(mid, stages12)
 
         # Cross stage: built from committed answers of every model (a shard builds what its journal
@@ -111,11 +146,16 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                       if "judge" in phases else [])
         for mid in sorted({r.model for r in judge_work}):
             mine = [r for r in judge_work if r.model == mid]
+            if unchanged(mid, lambda mine=mine: mine):
+                log(f"[{mid}] unchanged and every request stored: not loaded")
+                continue
             run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
                 totals, execute(engine, mine, journal, shard=None, description=f"{mid} judge", **opts)))
-    log(f"requests: executed {totals['executed']}, cached {totals['cached']}, errors {totals['errors']}")
+    log(f"requests: executed {totals['executed']}, cached {totals['cached']}"
+        + (f" ({totals['from_cache']} from the response cache {cache_dir})" if totals["from_cache"] else "")
+        + f", errors {totals['errors']}")
     info = read_run_file(run_dir)
-    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash})
+    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash, "static_keys": statics})
     write_run_file(run_dir, info)
     return fps
 
@@ -134,6 +174,7 @@ def _acc(totals: dict[str, int], st) -> None:
     totals["executed"] += getattr(st, "executed", 0)
     totals["cached"] += getattr(st, "cached", 0)
     totals["errors"] += getattr(st, "errors", 0)
+    totals["from_cache"] += getattr(st, "from_cache", 0)
 
 
 def item_shard_key(plan: Plan):

@@ -1,6 +1,8 @@
-"""Spec-level metric names -> descriptors, so the compiler can check ``ece(bins=10, binning=equal_width)``.
+"""Metrics in the component registry (kind ``metric``), so the compiler can check ``ece(bins=10, binning=equal_width)``.
 
-Study-specific modules add their own entries with :func:`register`.
+Each entry's schema is its name -> :class:`ParamSpec` mapping, its implementation the function
+and ``meta["inputs"]`` what it consumes. Study-specific modules add their own entries with
+:func:`register`; ``METRICS`` is a live read-only view of the registry as :class:`MetricSpec`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditlang.core.registry import REGISTRY, Entry
 from auditlang.metrics import calibration, discrimination, kernel_ece, selective
 
 INPUT_KINDS = ("conf+correct", "correct")
@@ -55,7 +58,11 @@ class MetricSpec:
     doc: str = ""
 
 
-METRICS: dict[str, MetricSpec] = {}
+def _spec(entry: Entry) -> MetricSpec:
+    return MetricSpec(entry.name, entry.impl, entry.schema, entry.meta.get("inputs", "conf+correct"), entry.doc)
+
+
+METRICS: Mapping[str, MetricSpec] = REGISTRY.view("metric", _spec)
 
 
 def register(name: str, fn: Callable[..., Any], params: Mapping[str, ParamSpec] | None = None,
@@ -63,15 +70,10 @@ def register(name: str, fn: Callable[..., Any], params: Mapping[str, ParamSpec] 
     """Add a metric under its spec-level ``name``. ``inputs`` says what it consumes (free text for
     study-specific metrics, e.g. ``"conf+correct"``, ``"correct"``, ``"variants"``). Registering a
     taken name raises ValueError unless ``replace=True``."""
-    if not name.isidentifier():
-        raise ValueError(f"register: metric name must be an identifier, got {name!r}")
-    if name in METRICS and not replace:
-        raise ValueError(f"register: metric {name!r} is already registered")
-    if not callable(fn):
+    if not callable(fn):  # a metric is computed in-process: no lazy "module:attr" implementation
         raise ValueError(f"register: fn for {name!r} is not callable")
-    spec = MetricSpec(name, fn, dict(params or {}), inputs, doc or (fn.__doc__ or "").strip().split("\n")[0])
-    METRICS[name] = spec
-    return spec
+    return _spec(REGISTRY.register("metric", name, impl=fn, schema=dict(params or {}), doc=doc, replace=replace,
+                                   inputs=inputs))
 
 
 def validate_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -102,7 +102,10 @@ class CrossData:
             cands = []
             for j, s in enumerate(samples):
                 text = s.text or ""
-                cands.append(Candidate(src.key, j, text, primary_pred(self.progs, self.spec, aid, ctx, text), ctx, req.id))
+                # a unit's own samples keep their token logprobs (token_prob(source=generation) reads them)
+                own = {"sample": s} if src.samples else {}
+                cands.append(Candidate(src.key, j, text, primary_pred(self.progs, self.spec, aid, ctx, text), ctx, req.id,
+                                       own))
             out[ctx.index] = cands
         return out
 

@@ -46,6 +46,10 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     token_estimate: dict[str, int] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # without data: stage-1 counts from declared sizes, [{"model", "kind", "count"}] (not hashed)
+    estimated_stage1: list[dict[str, Any]] = field(default_factory=list)
+    # follow-up (stage 2 / cross) token estimate, from the stage-1 prompts of the same model (not hashed)
+    token_estimate_followups: dict[str, int] = field(default_factory=dict)
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
     sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
@@ -60,8 +64,12 @@ class Plan:
         return sum(d["count"] for d in self.deferred)
 
     @property
+    def estimated_stage1_count(self) -> int:
+        return sum(d["count"] for d in self.estimated_stage1)
+
+    @property
     def unique_request_count(self) -> int:
-        return len(self.requests) + self.deferred_count
+        return len(self.requests) + self.estimated_stage1_count + self.deferred_count
 
     def to_dict(self, include_requests: bool = True) -> dict[str, Any]:
         d = {
@@ -74,13 +82,17 @@ class Plan:
             "datasets": self.datasets,
             "naive_request_count": self.naive_request_count,
             "unique_request_count": self.unique_request_count,
-            "stage1_request_count": len(self.requests),
+            "stage1_request_count": len(self.requests) + self.estimated_stage1_count,
             "deferred_request_count": self.deferred_count,
             "token_estimate": self.token_estimate,
             "cells": [c.to_dict() for c in self.cells],
             "deferred": self.deferred,
         }
         d["requests"] = [r.to_dict() for r in self.requests] if include_requests else []
+        if self.estimated_stage1:
+            d["estimated_stage1"] = self.estimated_stage1
+        if self.token_estimate_followups:
+            d["token_estimate_followups"] = self.token_estimate_followups
         d["hash"] = plan_hash(d)
         return d
 
@@ -88,7 +100,8 @@ class Plan:
 def plan_hash(d: dict[str, Any]) -> str:
     """Content hash of a plan; machine-specific paths are left out, so the same spec and data
     give the same hash in any checkout."""
-    body = {k: v for k, v in d.items() if k not in ("hash", "notes", "spec", "datasets")}
+    body = {k: v for k, v in d.items()
+            if k not in ("hash", "notes", "spec", "datasets", "estimated_stage1", "token_estimate_followups")}
     body["spec"] = d.get("spec", {}).get("hash")
     body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in d.get("datasets", {}).items()}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]

@@ -7,6 +7,7 @@ it counts cells and requests from the declared sample sizes and marks the figure
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ from typing import Any
 from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import CompileError, DiagnosticBag
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
+from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
@@ -27,8 +29,6 @@ from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
-PERTURB_NAMES = {"space_insertion": "space", "option_shuffle": "shuffle", "typo": "typo", "one_shot": "one_shot"}
-EVALUATOR_FOLLOWUPS = {"constrained": ("constrained", "constrained_choice"), "llm_judge": ("judge", "generate")}
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
                            "perturbations"})
@@ -74,10 +74,15 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
 
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None) -> None:
+                 data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
+                 step=None, synthetic: frozenset[str] = frozenset()) -> None:
         """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
-        (a run directory's copies)."""
+        (a run directory's copies). ``step(text)``: told when each dataset is read and each audit
+        planned (progress). ``synthetic``: datasets to stand in for with placeholder items of the
+        declared sizes (used only to estimate the counts of a plan whose data is missing)."""
         self.spec = spec
+        self.synthetic = synthetic
+        self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
         self.data_meta = dict(data_meta or {})
         self.limit = limit
@@ -87,7 +92,16 @@ class Planner:
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
+        declared = spec.settings.data_root
+        if declared and not data_files:
+            from auditlang.data.loader import ENV_DATA_ROOT
+
+            via = "--data-root" if data_root else (f"${ENV_DATA_ROOT}" if os.environ.get(ENV_DATA_ROOT) else None)
+            if via:
+                self.notes.append(f"data root: {self.root} (from {via}) overrides the spec's settings data_root "
+                                  f"{declared!r}")
         self.failed: set[str] = set()
+        self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
 
     # -------------------------------------------------------------- data
@@ -95,10 +109,22 @@ class Planner:
         if dsid in self.data:
             return self.data[dsid]
         got: DatasetItems | None = None
-        if self.load_data:
+        if dsid in self.synthetic:
+            got = _synthetic_items(self.spec, dsid)
+            if self.limit is not None:
+                got.indices = got.indices[: self.limit]
+            got.dev_indices = _dev_indices(got, self.spec)
+            if self.spec.get(dsid).value.dev:
+                got.dev_indices = []
+                dev = self.dataset(self.spec.get(dsid).value.dev)
+                if dev is not None:
+                    got.extras_dev = dev  # type: ignore[attr-defined]
+        elif self.load_data:
+            self.step(f"reading dataset {dsid}")
             try:
                 got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
                 if self.limit is not None:
+                    got.n_drawn = len(got.indices)  # before --limit, for the checklist
                     got.indices = got.indices[: self.limit]
                 dev_ref = self.spec.get(dsid).value.dev
                 if dev_ref:
@@ -188,15 +214,15 @@ class Planner:
                     if getattr(pobj.value, "index", None) is not None:
                         opts["index"] = pobj.value.index
                 try:
-                    item = apply_perturbation(item, PERTURB_NAMES[pobj.ctor], pseed, **opts)
+                    item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
                     self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
                     return None
             examples = None
-            if var.fewshot:
-                fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
-                examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
             try:
+                if var.fewshot:  # ValueError: fewer pool items than fewshot=
+                    fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
+                    examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
                 ctx = build_context(item, examples=examples)
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
@@ -219,8 +245,11 @@ class Planner:
         ds_info: dict[str, dict[str, Any]] = {}
         tok_prompt = tok_gen = 0
         programs = {}
+        first_windows = self._first_windows(programs)
+        est1 = self._est1 = {}  # without data: (unit key, role, kind) -> (model, kind, n)
         for aid, aobj in spec.of_kind("audit").items():
             a = aobj.value
+            self.step(f"planning audit {aid}")
             evaluators = a.evaluators or ["<default>"]
             for dsid in a.datasets:
                 ds = self.dataset(dsid)
@@ -240,6 +269,8 @@ class Planner:
                                      "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
                                      "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
                                      **ds.meta}
+                    if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
+                        ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
                 for mid in a.models:
                     for vid in a.variants:
                         for pid in a.protocols:
@@ -249,6 +280,9 @@ class Planner:
                         splits = ["test"] + (["dev"] if needs_dev else [])
                         for split in splits:
                             ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+                            if first_windows.get((mid, dsid, vid)):
+                                for ctx in ctxs:
+                                    ctx.extras["first_window"] = first_windows[(mid, dsid, vid)]
                             n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
                             unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
                             units[(aid, mid, dsid, vid, split)] = unit
@@ -258,7 +292,11 @@ class Planner:
                                     continue
                                 per_item = []
                                 for ctx in ctxs:
-                                    reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    try:
+                                        reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                                    except ValueError as e:  # the item lacks what the protocol reads
+                                        self._item_error(pid, e)
+                                        break
                                     per_item.append(reqs)
                                     for r in reqs.values():
                                         if r.id not in unique:
@@ -267,11 +305,17 @@ class Planner:
                                             tok_prompt += pt
                                             tok_gen += gt
                                 unit.stage1[pid] = per_item
+                                if ds is None and n_items:
+                                    key = (mid, dsid, vid, split)
+                                    est1[(key, "answer")] = (mid, "generate", n_items)
+                                    for role, kind in _stage1_roles(prog).items():
+                                        # protocols asking the same role of one prompt share it (token_norm, token_raw)
+                                        est1[(key, role, kind)] = (mid, kind, n_items)
                                 n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
-                                roles2 = prog.roles2(ctxs[0]) if ctxs else {}
+                                roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
                                 for eid in evaluators:
                                     ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if ector in EVALUATOR_FOLLOWUPS else 0
+                                    extra2 = 1 if _followup(ector) else 0
                                     naive += n_items * (n1 + len(roles2) + extra2)
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
@@ -280,13 +324,13 @@ class Planner:
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
                                 ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if ector in EVALUATOR_FOLLOWUPS:
-                                    role, kind = EVALUATOR_FOLLOWUPS[ector]
+                                if _followup(ector):
+                                    role, kind = _followup(ector)
                                     target = spec.get(eid).value.judge if ector == "llm_judge" else mid
                                     deferred[(target, eid, role, kind)] += n_items
+        self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
-        self._check_capabilities(cells, units, programs, evaluators_by_audit={
-            aid: (o.value.evaluators or ["<default>"]) for aid, o in spec.of_kind("audit").items()})
+        check_capabilities(spec, programs, self.bag)
         self.bag.raise_if_errors()
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
@@ -297,9 +341,59 @@ class Planner:
             naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
         )
+        by_kind: Counter = Counter()
+        for m, k, n in est1.values():
+            by_kind[(m, k)] += n
+        self._exact_requests = list(unique.values())
+        missing = frozenset(d for d, i in ds_info.items() if not i.get("available")) | frozenset(
+            d for d in self.data if self.data[d] is None and d not in self.failed)
+        missing |= frozenset(spec.get(d).value.dev for d in missing
+                             if getattr(spec.get(d).value, "dev", None) and self.data.get(spec.get(d).value.dev) is None)
+        if estimated and missing and not self.synthetic:
+            self.step(f"counting requests on placeholder items for {', '.join(sorted(missing))} (no data)")
+            exact = self._estimate_with_placeholders(missing)
+            if exact is not None:
+                by_kind, plan.deferred = exact
+                plan.notes.append(PLACEHOLDER_NOTE)
+        plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
+        plan.token_estimate_followups = _followup_tokens(plan)
         plan.units = units
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
+
+    def _first_windows(self, programs: dict) -> dict[tuple[str, str, str], int]:
+        """(model, dataset, variant) -> the widest first-position window any audit's protocol
+        reads from the greedy answer generation (``Program.first_window``): the answer request
+        of those prompts carries it, so the one-token window calls fold into it (one engine pass
+        per prompt, the same request in every audit)."""
+        out: dict[tuple[str, str, str], int] = {}
+        for aobj in self.spec.of_kind("audit").values():
+            a = aobj.value
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(self.spec.get(pid), self.spec)
+            k = max((programs[pid].first_window() for pid in a.protocols), default=0)
+            if k:
+                for mid in a.models:
+                    for dsid in a.datasets:
+                        for vid in a.variants:
+                            out[(mid, dsid, vid)] = max(out.get((mid, dsid, vid), 0), k)
+        return out
+
+    def _estimate_with_placeholders(self, missing: frozenset[str]):
+        """Plan again with placeholder items for the ``missing`` datasets, so request sharing
+        between cells is counted as the real run would: ((model, kind) -> estimated stage-1
+        count beyond this plan's exact requests, deferred list), or None when the spec's
+        templates need fields the placeholders lack (the role-count estimate stands)."""
+        try:
+            synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing,
+                            data_files={d: Path(ds.path) for d, ds in self.data.items()
+                                        if ds is not None and not ds.path.startswith("hub:")}).build()
+        except Exception:  # noqa: BLE001 - placeholders cannot render: keep the simpler estimate
+            return None
+        extra = Counter((r.model, r.kind) for r in synth.requests)
+        extra.subtract(Counter((r.model, r.kind) for r in self._exact_requests))
+        return extra, synth.deferred
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
@@ -314,7 +408,8 @@ class Planner:
         for target, sources in cross_sources(spec, SimpleNamespace(units=units)).items():
             unit = units[target]
             ctxs = unit.contexts
-            n = len(ctxs) if ctxs else (estimated_size(spec.get(unit.dataset)) or 0)
+            no_data = self.data.get(unit.dataset) is None
+            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else len(ctxs)
             for src in sources:
                 width = 1
                 if src.protocol is not None:  # wrong_from: one supplied-answer request per item
@@ -325,61 +420,42 @@ class Planner:
                 if src.samples:
                     prog = programs.get(src.samples) or program_for(spec.get(src.samples), spec)
                     programs.setdefault(src.samples, prog)
-                    width = prog.p.k
+                    width = prog.sample_count()
                     for ctx in ctxs:
                         for r in prog.stage1(ctx).values():
                             added += 1
                             unique.setdefault(r.id, r)
+                    if no_data and n:  # without data: the sampled answers, from the declared size
+                        for role, kind in _stage1_roles(prog).items():
+                            self._est1[(target[1:], f"samples:{src.samples}", role, kind)] = (unit.model, kind, n)
+                            added += n
                     if src.grouping and spec.get(src.grouping).ctor == "llm_judge":
                         deferred[(spec.get(src.grouping).value.judge, f"cross:{src.grouping}", "grouping", "generate")] += n
                 pids = spec.get(target[0]).value.protocols
                 for pid in pids:
                     prog = programs[pid]
-                    if not prog.answer_conditioned() or not ctxs:
+                    if not prog.answer_conditioned() or not n:
                         continue
                     base = getattr(prog, "base", None)
                     if base is not None and base.obj.id in pids:
                         continue  # platt over a protocol of the audit: the same requests
-                    for role, kind in prog.roles2(ctxs[0]).items():
+                    for role, kind in (prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)).items():
                         deferred[(unit.model, f"cross:{pid}", role, kind)] += n * width
                         added += n * width
         return added
 
-    def _check_capabilities(self, cells: list[Cell], units: dict, programs: dict, evaluators_by_audit: dict) -> None:
-        """Reject, at plan time, cells whose engine cannot serve a request kind they need."""
-        from auditlang.core.capabilities import ENGINE_CAPABILITIES
-
-        needs: dict[tuple[str, str], set[str]] = {}
-        for (aid, mid, dsid, vid, split), unit in units.items():
-            for pid, per_item in unit.stage1.items():
-                kinds = {r.kind for reqs in per_item[:1] for r in reqs.values()} or {"generate"}
-                if unit.contexts:
-                    kinds |= set(programs[pid].roles2(unit.contexts[0]).values())
-                needs.setdefault((mid, pid), set()).update(kinds)
-        for aid, evs in evaluators_by_audit.items():
-            for eid in evs:
-                if eid in self.spec.objects and self.spec.get(eid).ctor == "constrained":
-                    for c in cells:
-                        if c.audit == aid and c.evaluator == eid:
-                            needs.setdefault((c.model, c.protocol), set()).add("constrained_choice")
-        bad: dict[tuple[str, str], list[str]] = {}
-        for c in cells:
-            engine = _engine_of(self.spec, c.model)
-            caps = ENGINE_CAPABILITIES.get(engine)
-            if caps is None:
-                continue
-            if engine == "openai" and getattr(self.spec.get(c.model).value, "server", "generic") == "vllm":
-                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
-            missing = needs.get((c.model, c.protocol), set()) - set(caps)
-            if c.evaluator in self.spec.objects and self.spec.get(c.evaluator).ctor == "constrained" and "constrained_choice" not in caps:
-                missing.add("constrained_choice")
-            for k in missing:
-                bad.setdefault((c.model, k), []).append(c.id)
-        for (mid, kind), cell_ids in sorted(bad.items()):
-            shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
-            self.bag.error("E172", f"model '{mid}' uses the {_engine_of(self.spec, mid)} engine, which cannot serve "
-                           f"{kind} requests needed by cell(s) {shown}", self.spec.get(mid).span,
-                           hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    def _item_error(self, pid: str, err: ValueError) -> None:
+        """E164: a data item the protocol cannot use (no gold answer, no choices), once per protocol."""
+        if pid in self.failed_protocols:
+            return
+        self.failed_protocols.add(pid)
+        if isinstance(err, TemplateError):  # a protocol template that does not render for this item
+            self.bag.error("E163", f"rendering protocol '{pid}': {err.message}", self.spec.get(pid).span,
+                           hint=err.hint or "the protocol's templates may use the item's fields and the protocol's "
+                                            "variables (docs/prompts.md)")
+            return
+        self.bag.error("E164", str(err), self.spec.get(pid).span,
+                       hint="fix the data, or use a protocol setting that does not need it (docs/protocols.md)")
 
     def _cell(self, aid, mid, dsid, vid, pid, eid, n_items, ds) -> Cell:
         spec = self.spec
@@ -387,6 +463,52 @@ class Planner:
         h = content_hash(objs, ds.indices if ds is not None else None)
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
+
+
+def check_capabilities(spec: Spec, programs: dict | None = None, bag: DiagnosticBag | None = None) -> DiagnosticBag:
+    """E172: a model whose engine cannot serve a request kind one of its cells needs (e.g.
+    continuation_logprobs on an OpenAI chat endpoint). Needs no data: the kinds come from each
+    protocol program's roles, so `auditc check` reports it too. ``programs``: protocol id ->
+    program, built here when missing."""
+    from auditlang.core.capabilities import ENGINE_CAPABILITIES
+
+    bag = bag if bag is not None else DiagnosticBag()
+    programs = programs if programs is not None else {}
+    bad: dict[tuple[str, str], list[str]] = {}
+    for aid, aobj in spec.of_kind("audit").items():
+        a = aobj.value
+        for mid in a.models:
+            engine = _engine_of(spec, mid)
+            caps = ENGINE_CAPABILITIES.get(engine)
+            if caps is None:
+                continue
+            if engine == "openai" and getattr(spec.get(mid).value, "server", "generic") == "vllm":
+                caps = set(caps) | {"continuation_logprobs", "constrained_choice"}
+            for pid in a.protocols:
+                if pid not in programs:
+                    programs[pid] = program_for(spec.get(pid), spec)
+                prog = programs[pid]
+                # roles2 reads no item today; None stands for "any item" (the kinds are static)
+                kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
+                for eid in a.evaluators or ["<default>"]:
+                    missing = set(kinds)
+                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
+                        missing.add("constrained_choice")
+                    for k in sorted(missing - set(caps)):
+                        for dsid in a.datasets:
+                            for vid in a.variants:
+                                bad.setdefault((mid, k), []).append(f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}")
+    for (mid, kind), cell_ids in sorted(bad.items()):
+        shown = ", ".join(cell_ids[:3]) + (f" and {len(cell_ids) - 3} more" if len(cell_ids) > 3 else "")
+        bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
+                  f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
+                  hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
+    return bag
+
+
+def _followup(ector: str | None) -> tuple[str, str] | None:
+    """(role, kind) of an evaluator's own model request (constrained, llm_judge), else None."""
+    return REGISTRY.get("evaluator", ector).meta.get("followup") if ector else None
 
 
 def _spec_hash(spec: Spec) -> str:
@@ -405,6 +527,62 @@ def _spec_hash(spec: Spec) -> str:
         else:
             keyed[p.name] = h
     return content_hash(keyed)
+
+
+PLACEHOLDER_NOTE = ("counts for datasets without data come from placeholder items of the declared sizes "
+                    "(exact unless the prompts of different items coincide); tokens are not estimated")
+
+
+def _synthetic_items(spec: Spec, dsid: str) -> DatasetItems:
+    """Placeholder items of a dataset's declared size (sample + dev_sample + spare rows for
+    few-shot pools), each with its own question, choices and answer."""
+    v = spec.get(dsid).value
+    n = estimated_size(spec.get(dsid)) or 0
+    total = n + (v.dev_sample or 0) + 64
+    mc = getattr(v, "task", "multiple_choice") != "open_qa"
+    width = len(v.labels) if getattr(v, "labels", None) else 4
+    items = []
+    for i in range(total):
+        choices = [f"choice {j} of item {i}" for j in range(width)] if mc else None
+        items.append({"id": f"{dsid}_placeholder_{i}", "question": f"placeholder question {i} of {dsid}",
+                      "choices": choices, "answer": choices[0] if mc else f"answer {i}",
+                      "answer_index": 0 if mc else None, "aliases": None})
+    return DatasetItems(dsid, f"placeholder:{dsid}", items, list(range(n)))
+
+
+def _roles2_without_data(prog) -> dict[str, str]:
+    """Follow-up roles when no item is at hand (most protocols' roles do not depend on it)."""
+    try:
+        return dict(prog.roles2(None))
+    except Exception:  # noqa: BLE001 - a protocol whose roles need an item: not estimated
+        return {}
+
+
+def _stage1_roles(prog) -> dict[str, str]:
+    try:
+        return dict(prog.stage1_roles())
+    except AttributeError:
+        return {}
+
+
+def _followup_tokens(plan: Plan) -> dict[str, int]:
+    """Rough token estimate of the follow-up requests (built at run time from stage-1 outputs):
+    each re-sends about its model's mean stage-1 prompt plus that model's answer budget."""
+    per_model: dict[str, list[int]] = {}
+    for r in plan.requests:
+        pt, gt = _estimate_tokens(r)
+        acc = per_model.setdefault(r.model, [0, 0, 0])
+        acc[0] += pt
+        acc[1] = max(acc[1], gt)
+        acc[2] += 1
+    prompt = gen = 0
+    for d in plan.deferred:
+        acc = per_model.get(d["model"])
+        if not acc or not acc[2]:
+            continue
+        prompt += d["count"] * (acc[0] // acc[2] + acc[1])
+        gen += d["count"] * acc[1]
+    return {"prompt_tokens": prompt, "generated_tokens_max": gen} if prompt else {}
 
 
 def _stage1_width(prog) -> int:
@@ -434,6 +612,7 @@ def _path_of(spec: Spec, mid: str) -> str:
     return o.value.name if o.ctor == "embedded" else o.value.path
 
 
-def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True) -> Plan:
+def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+               step=None) -> Plan:
     """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics."""
-    return Planner(spec, data_root, load_data).build()
+    return Planner(spec, data_root, load_data, limit=limit, step=step).build()

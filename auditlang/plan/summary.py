@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from auditlang.plan.model import Plan
+from auditlang.plan.planner import PLACEHOLDER_NOTE
 from auditlang.resolve.spec import Spec
 
 
@@ -41,6 +42,9 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     by = Counter((r.model, r.kind) for r in plan.requests)
     for (m, k), n in sorted(by.items()):
         req.add_row(m, plan.models.get(m, {}).get("engine", "?"), k, "1", f"{n:,}", "")
+    for d in plan.estimated_stage1:
+        req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], "1",
+                    f"~{d['count']:,}", "estimated from declared sample sizes (data not read)")
     for d in sorted(plan.deferred, key=lambda d: str(d["source"]).startswith("cross:")):
         stage = "cross" if str(d["source"]).startswith("cross:") else "2"
         req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], stage,
@@ -48,10 +52,24 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     con.print(req)
     saved = plan.naive_request_count - plan.unique_request_count
     pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
-    con.print(f"requests: naive {plan.naive_request_count:,} → deduplicated {plan.unique_request_count:,} "
-              f"({saved:,} shared, {pct:.1f}%){est}")
+    if plan.estimated_stage1:
+        con.print(f"requests (estimated from declared sizes, data not read): ≈ {plan.unique_request_count:,} "
+                  f"(stage 1 ≈ {plan.estimated_stage1_count + len(plan.requests):,}, follow-ups {plan.deferred_count:,}); "
+                  + ("requests shared between cells counted on placeholder items" if PLACEHOLDER_NOTE in plan.notes else
+                     "requests shared between cells are counted once per role (an approximation)"))
+    else:
+        con.print(f"requests: naive {plan.naive_request_count:,} → deduplicated {plan.unique_request_count:,} "
+                  f"({saved:,} shared, {pct:.1f}%){est}; stage 1 {len(plan.requests):,} (exactly what `auditc run` "
+                  f"executes), follow-ups {plan.deferred_count:,}")
     te = plan.token_estimate
-    con.print(f"tokens (estimate, chars/4): prompt ≈ {te.get('prompt_tokens', 0):,}, generated ≤ {te.get('generated_tokens_max', 0):,}")
+    fu = plan.token_estimate_followups
+    if plan.estimated_stage1 and not plan.requests:
+        con.print("tokens: not estimated (prompts are rendered from the data, which was not read)")
+    else:
+        con.print(f"tokens (estimate, chars/4): stage 1 prompt ≈ {te.get('prompt_tokens', 0):,}, generated ≤ "
+                  f"{te.get('generated_tokens_max', 0):,}" + (
+                      f"; follow-ups prompt ≈ {fu.get('prompt_tokens', 0):,}, generated ≤ {fu.get('generated_tokens_max', 0):,} "
+                      "(each ≈ its model's mean stage-1 prompt + answer)" if fu else ""))
     if show_cells:
         con.print("[bold]cells[/bold] (id · items · content hash; * = estimated)")
         for c in plan.cells:

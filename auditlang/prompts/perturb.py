@@ -21,8 +21,10 @@ from __future__ import annotations
 import random
 import re
 import string
+from collections.abc import Mapping
 from typing import Any, Callable
 
+from auditlang.core.registry import REGISTRY, RegistryError
 from auditlang.prompts.render import letters
 from auditlang.prompts.seeds import seed_for
 
@@ -215,18 +217,20 @@ def one_shot(item: dict[str, Any], seed: int, *, bank: str, index: int | None = 
     return new
 
 
-PERTURBATIONS: dict[str, Callable[..., dict[str, Any]]] = {
-    "space": insert_space,
-    "shuffle": shuffle_options,
-    "typo": add_typo,
-    "one_shot": one_shot,
-}
+# constructor name (space_insertion, ...; the short names space/shuffle are aliases) -> function:
+# the component registry's ``perturbation`` entries, registered by resolve/schema.py
+PERTURBATIONS: Mapping[str, Callable[..., dict[str, Any]]] = REGISTRY.view("perturbation")
 
 
 def apply_perturbation(item: dict[str, Any], name: str, base_seed: int, **options: Any) -> dict[str, Any]:
-    """Apply perturbation ``name`` with the per-item seed ``seed_for(base_seed, item['id'], name)``."""
-    if name not in PERTURBATIONS:
-        raise ValueError(f"unknown perturbation {name!r}; choose one of {sorted(PERTURBATIONS)}")
+    """Apply perturbation ``name`` (a constructor name or its short alias) with the per-item seed
+    ``seed_for(base_seed, item['id'], seed_name)``; ``seed_name`` is the short name (space,
+    shuffle, typo, one_shot)."""
+    try:
+        entry = REGISTRY.get("perturbation", name)
+    except RegistryError as e:
+        raise ValueError(f"unknown perturbation {name!r}; {e.hint}") from None
     if "id" not in item:
         raise ValueError(f"perturbation {name!r} needs items with an 'id' (used to derive the seed)")
-    return PERTURBATIONS[name](item, seed_for(base_seed, str(item["id"]), name), **options)
+    seed_name = entry.meta.get("seed_name", entry.name)
+    return entry.load()(item, seed_for(base_seed, str(item["id"]), seed_name), **options)

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.core.requests import Message, Prompt, Request, Result
+from auditlang.resolve.templates import compile_obj
 
+
+
+def invariant(ok: bool, message: str) -> None:
+    """An internal assertion: the resolver (resolve/protocol_checks.py E159, resolve/checks.py)
+    rejects every spec that could break it, so a failure here is a bug, never a user mistake."""
+    if not ok:
+        raise AssertionError(f"internal: {message} (auditc check should have rejected this spec)")
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -92,10 +100,12 @@ class ItemCtx:
         temperature = float(self.extras.get("temperature", 0.0))
         top_p = self.extras.get("top_p")
         top_k = self.extras.get("sample_top_k")  # sampling top-k (request param top_k); none = off
+        first = int(self.extras.get("first_window") or 0) if temperature == 0 else 0
         return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,
                             max_tokens=self.answer_max_tokens, temperature=temperature,
                             top_p=(float(top_p) if temperature > 0 and top_p is not None else None),
-                            top_k=(int(top_k) if temperature > 0 and top_k else None), top_logprobs=0)
+                            top_k=(int(top_k) if temperature > 0 and top_k else None), top_logprobs=0,
+                            first_top_logprobs=first or None)
 
     # ------------------------------------------------------------ protocol helpers
     def prefilled(self, user_text: str, prefill: str) -> Prompt:
@@ -192,6 +202,11 @@ class Program:
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         return {}
 
+    def first_window(self) -> int:
+        """k when this protocol's stage 1 is the first step of the greedy answer generation with a
+        top-k window (the planner folds it into the answer request); 0 otherwise."""
+        return 0
+
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {}
 
@@ -239,9 +254,12 @@ class Program:
     # ------------------------------------------------------------ helpers
     def template(self, template_id: str):
         """Compile the spec's template object ``template_id`` (cached by the compiler)."""
-        from auditlang.prompts.templates import compile_obj
-
         return compile_obj(self.spec, self.spec.get(template_id))
+
+
+# results role of a supplied candidate that is the model's own generation (a self_consistency
+# sample scored in the cross stage): its Result, token logprobs included
+OWN_GENERATION = "own_generation"
 
 
 def supplied_result(text: str) -> Result:

@@ -1,15 +1,18 @@
 """Self-consistency confidence (study 003, App. D.3).
 
-Stage 1 (role ``samples``): k independent responses to the same answer prompt, one
-``generate`` request with ``n=k`` at ``temperature`` / ``top_p`` and the protocol's seed (003:
-k=10, temperature 1.0, top_p 1.0, the answer prompt's own decoding).
+``reference=first_sample`` (003): "we generate 10 independent responses for each question using
+the same answer-generation prompt and decoding setup" and the confidence is
+``c = Σ_{k=1..K} 1[â_k = â_1] / K``, the agreement of the K runs with the FIRST run. Run 1 is the
+cell's scored answer (the answer request, sampled with the variant's decoding; 003's Tables
+10-14 give one accuracy per model for all three methods, so the scored answer is shared): the
+protocol draws the other K-1 runs (role ``samples``: one ``generate`` request with ``n=k-1`` at
+``temperature`` / ``top_p`` and the protocol's seed), K responses per item in all, not K+1. The
+item is skipped (NaN, ``parsed=False``) when run 1 has no extracted answer (003:
+``is_attempted=False``); a missing answer in a later run stays in the denominator.
 
-Readout with ``reference=first_sample`` (003): ``c = Σ_{k=1..K} 1[â_k = â_1] / K`` -- the
-agreement of the K extracted answers with the first sample's answer, the first sample counting
-itself. The item is skipped (NaN, ``parsed=False``) when sample 1 has no extracted answer
-(003: ``is_attempted=False``); a missing answer in a later sample stays in the denominator.
-``reference=answer``: agreement of the K samples with the evaluator's answer of the greedy
-generation, ``c = Σ_k 1[â_k = pred] / K``.
+``reference=answer``: the protocol draws K samples (``n=k``) and the confidence is their agreement
+with the evaluator's answer of the scored generation, ``c = Σ_k 1[â_k = pred] / K`` (the scored
+answer is not one of the K; study 002's sampled answers for A-STB / A-SST use this form).
 
 Extraction and comparison: the runner passes the cell evaluator's extraction as
 ``read(..., extract=fn)`` (``fn(text) -> answer or None``) and optionally an equivalence
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from auditlang.core.requests import Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, usable
+from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 
 Extract = Callable[[str], Any]
 Same = Callable[[Any, Any], bool]
@@ -79,10 +82,15 @@ class SelfConsistencyProgram(Program):
     def stage1_roles(self) -> dict[str, str]:
         return {"samples": "generate"}
 
+    def sample_count(self) -> int:
+        """Samples the protocol draws per item: K-1 when the scored answer is run 1
+        (``reference=first_sample``), else K."""
+        return self.p.k - 1 if self.p.reference == "first_sample" else self.p.k
+
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         p = self.p
         seed = p.seed if p.seed is not None else ctx.seed
-        return {"samples": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=seed, n=p.k,
+        return {"samples": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=seed, n=self.sample_count(),
                                         temperature=p.temperature, top_p=p.top_p, top_k=p.sample_top_k,
                                         max_tokens=p.max_tokens or ctx.answer_max_tokens, top_logprobs=0)}
 
@@ -96,7 +104,9 @@ class SelfConsistencyProgram(Program):
                        extract: Extract | None = None, same: Same | None = None) -> Readout:
         """A supplied candidate's confidence: the fraction of the model's K samples whose answer
         is equivalent to the candidate's (study 003 leaves how self-consistency scores another
-        model's candidate unspecified; this is the natural reading, ``c = Σ_k 1[â_k = s] / K``)."""
+        model's candidate unspecified; this is the natural reading, ``c = Σ_k 1[â_k = s] / K``).
+        With ``reference=first_sample`` the K runs are the model's own scored answer and its K-1
+        samples."""
         ext = extract or default_extract(ctx)
         ref = ext(answer_text) if pred is None else pred
         return self._agreement(ctx, results, ref, "candidate", ext, same, "the candidate has no extracted answer")
@@ -109,13 +119,19 @@ class SelfConsistencyProgram(Program):
 
     def _agreement(self, ctx: ItemCtx, results: dict[str, Result], ref: Any, ref_kind: str, ext: Extract,
                    same: Same | None, why_missing: str) -> Readout:
-        """Agreement of the K extracted sample answers with ``ref`` (the first sample's answer
-        when ``ref_kind`` is ``first_sample``); a missing sample stays in the denominator (003)."""
+        """Agreement of the K extracted runs with ``ref`` (run 1's answer when ``ref_kind`` is
+        ``first_sample``); a missing run stays in the denominator (003)."""
         kind = self.obj.ctor
         res = usable(results, "samples")
-        if res is None or not res.samples:
+        first = self.p.reference == "first_sample"
+        if res is None or (not res.samples and not first):
             return Readout(math.nan, False, kind, extras={"reason": "no samples"})
         answers = [ext(s.text or "") for s in res.samples]
+        if first:  # run 1 is the scored answer, the protocol's samples are runs 2..K
+            own = usable(results, "answer")
+            if own is None:
+                return Readout(math.nan, False, kind, extras={"reason": "no scored answer (run 1)"})
+            answers = [ext(generated_text(own))] + answers
         answers += [None] * (self.p.k - len(answers))
         if ref_kind == "first_sample":
             ref = answers[0]
@@ -123,7 +139,7 @@ class SelfConsistencyProgram(Program):
             ref = ref.strip() if isinstance(ref, str) else ref
             ref = ref if ref not in ("", None) else None
         extras = {"answers": answers, "reference": ref, "reference_kind": ref_kind, "k": len(answers)}
-        if len(res.samples) != self.p.k:
+        if len(res.samples) != self.sample_count():
             extras["samples_returned"] = len(res.samples)
         conf = agreement(answers, ref, same or default_same)
         if math.isnan(conf):

@@ -41,7 +41,7 @@ from auditlang.metrics.platt import PlattScaler, fit_platt
 from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, letters
-from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
+from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import first_token_readout, first_token_window
 from auditlang.protocols.verbal import first_line, render_single, uses_answer, verbal_parser
 
@@ -233,7 +233,10 @@ class _Thresholded:
         t = float(fitted["threshold"])
         c = readout.confidence
         abstain = None if math.isnan(c) else bool(c < t)
-        return Readout(c, readout.parsed, readout.kind, abstain, {**readout.extras, "threshold": t})
+        # the fitted value and whether 004 §5.5's 0.5 correction replaced it, for the checklist
+        fit = {"threshold": t, "threshold_fitted": fitted.get("fitted"), "threshold_corrected": fitted.get("corrected"),
+               "threshold_dev_size": fitted.get("dev_size")}
+        return Readout(c, readout.parsed, readout.kind, abstain, {**readout.extras, **fit})
 
 
 def _label(z: Any) -> int | None:
@@ -426,13 +429,10 @@ class PlattProgram(Program):
     def __init__(self, obj, spec, base: Program) -> None:
         super().__init__(obj, spec)
         base_obj = spec.get(self.p.base)
-        if base_obj.ctor == "platt":
-            raise ValueError(f"protocol '{obj.id}': platt over another platt protocol ('{base_obj.id}') is not allowed")
+        invariant(base_obj.ctor != "platt", f"protocol '{obj.id}': platt over another platt protocol")
         self.base = base
         self.accepts_extract = self.base.accepts_extract
-        if self.base.needs_dev:
-            raise ValueError(f"protocol '{obj.id}': base protocol '{base_obj.id}' ({base_obj.ctor}) is itself fitted "
-                             "on the dev split; Platt scaling needs a protocol with a raw confidence")
+        invariant(not self.base.needs_dev, f"protocol '{obj.id}': base protocol '{base_obj.id}' is itself fitted")
 
     def stage1_roles(self) -> dict[str, str]:
         return self.base.stage1_roles()
@@ -470,7 +470,8 @@ class PlattProgram(Program):
                         int(fitted["n_train"]), bool(fitted["converged"]))
         c = readout.confidence
         new = float(s.apply([c])[0]) if not math.isnan(c) else math.nan
-        return Readout(new, readout.parsed, readout.kind, readout.abstain, {**readout.extras, "base_confidence": c})
+        return Readout(new, readout.parsed, readout.kind, readout.abstain,
+                       {**readout.extras, "base_confidence": c, "n_train": int(fitted["n_train"])})
 
 
 def _expit(x: Any) -> Any:

@@ -1,23 +1,14 @@
-"""Protocol constructor name -> program class, and :func:`program_for`."""
+"""Protocol programs by constructor name (the component registry's ``protocol`` entries), and
+:func:`program_for`."""
 
 from __future__ import annotations
 
-from auditlang.protocols import consistency, probes, token, verbal
+from collections.abc import Mapping
+
+from auditlang.core.registry import REGISTRY
 from auditlang.protocols.base import Program
 
-PROGRAMS: dict[str, type[Program]] = {
-    "token_prob": token.TokenProgram,
-    "verbalized": verbal.VerbalProgram,
-    "p_true": verbal.PTrueProgram,
-    "self_consistency": consistency.SelfConsistencyProgram,
-    "nota": probes.NotaProgram,
-    "more_info": probes.MoreInfoProgram,
-    "self_ref": probes.SelfRefProgram,
-    "ask_cal": probes.AskCalProgram,
-    "tok_prob_probe": probes.TokProbProbeProgram,
-    "embedding_probe": probes.EmbeddingProgram,
-    "platt": probes.PlattProgram,
-}
+PROGRAMS: Mapping[str, type[Program]] = REGISTRY.view("protocol")
 
 
 def program_for(obj, spec) -> Program:

@@ -29,6 +29,13 @@ after the answer prompt itself; ``context=verbal_prefix`` after the verbalized p
 (``prefix`` template, default the variant prompt) with the answer in its ``Guess:`` slot
 (``prefill`` template, default the literal ``Guess:``; 001 §3.2 configuration B, App. C).
 Leading whitespace-only tokens of the continuation are not answer tokens and are skipped.
+
+``source=generation`` (T1 / T2 with ``scored=generated, context=bare`` only): no request; the
+readout uses the token logprobs the answer generation itself returned, over the whole generated
+text (study 002 App. A.3: GPT-4o serves no input logprobs, so its Prob. is "based on the generated
+output sequences"). It scores a supplied answer only when it is the model's own sampled
+generation (002's A-STB / A-SST samples), whose token logprobs the cross stage passes along;
+another model's or another prompt's answer gets NaN.
 """
 
 from __future__ import annotations
@@ -38,17 +45,19 @@ from typing import Any
 
 from auditlang.metrics.token import label_probs, span_confidence, token_confidence
 from auditlang.core.requests import Prompt, Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, lead_space, usable
+from auditlang.protocols.base import OWN_GENERATION, ItemCtx, Program, Readout, invariant, lead_space, usable
 
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
 
 
-def first_token_window(res: Result | None) -> tuple[dict[str, float], str | None, float | None]:
-    """(top-k window, greedy token, its logprob) of the first generated position of ``res``."""
+def first_token_window(res: Result | None, k: int | None = None) -> tuple[dict[str, float], str | None, float | None]:
+    """(top-k window, greedy token, its logprob) of the first generated position of ``res``;
+    ``k``: keep only the k most probable entries (a folded request may carry a wider window)."""
     if res is None or not res.samples or not res.samples[0].tokens:
         return {}, None, None
     tok = res.samples[0].tokens[0]
-    window = dict(tok.top)
+    top = tok.top if k is None or len(tok.top) <= k else dict(sorted(tok.top.items(), key=lambda kv: -kv[1])[:k])
+    window = dict(top)
     if tok.token not in window:
         window[tok.token] = tok.logprob
     return window, tok.token, tok.logprob
@@ -98,12 +107,14 @@ class TokenProgram(Program):
         super().__init__(obj, spec)
         p = self.p
         if p.readout == "first_token":
-            if p.scored != "generated" or p.context != "bare":
-                raise ValueError(f"protocol '{obj.id}': scored={p.scored} / context={p.context} apply to "
-                                 "readout=T1 or T2 (teacher forcing); readout=first_token reads the first "
-                                 "generated token of the variant prompt")
-        elif p.context == "bare" and (p.prefix or p.prefill):
-            raise ValueError(f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
+            invariant(p.scored == "generated" and p.context == "bare",
+                      f"protocol '{obj.id}': scored/context apply to readout=T1 or T2")
+        else:
+            invariant(p.context != "bare" or not (p.prefix or p.prefill),
+                      f"protocol '{obj.id}': prefix/prefill are used only with context=verbal_prefix")
+        invariant(p.source != "generation" or (p.readout != "first_token" and p.scored == "generated"
+                                                and p.context == "bare"),
+                  f"protocol '{obj.id}': source=generation needs readout=T1/T2, scored=generated, context=bare")
 
     # ------------------------------------------------------------------ roles
     def _score_role(self) -> dict[str, str]:
@@ -117,10 +128,23 @@ class TokenProgram(Program):
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         p = self.p
-        return self._score_role() if p.readout != "first_token" and p.scored == "generated" else {}
+        teacher_forced = p.readout != "first_token" and p.scored == "generated" and p.source == "teacher_forced"
+        return self._score_role() if teacher_forced else {}
 
     def answer_conditioned(self) -> bool:
+        # source=generation scores a supplied answer only when it is the model's own sampled
+        # generation (its token logprobs travel with it, role OWN_GENERATION); others get NaN
         return self.p.readout != "first_token" and self.p.scored == "generated"
+
+    def read_candidate(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
+        if self.p.source != "generation":
+            return super().read_candidate(ctx, results, pred, answer_text, **kw)
+        own = usable(results, OWN_GENERATION)
+        if own is None:
+            return Readout(math.nan, False, self.obj.ctor, extras={
+                "reason": "source=generation reads the generation's own token logprobs: it scores only the model's "
+                          "own sampled answers, not another model's or another prompt's"})
+        return self.read(ctx, {**results, "answer": own}, pred, answer_text)
 
     # ------------------------------------------------------------------ requests
     def _context_prompt(self, ctx: ItemCtx) -> Prompt:
@@ -138,10 +162,19 @@ class TokenProgram(Program):
         return Request.make(ctx.model.id, "continuation_logprobs", prompt, seed=ctx.seed,
                             continuation=lead_space(prompt) + answer.strip())
 
+    def first_window(self) -> int:
+        """A one-token greedy call with a top-k window is the first decoding step of the greedy
+        answer generation of the same prompt: the planner folds it into that request (which then
+        carries ``first_top_logprobs``), so the engine runs one pass. Returns k, or 0."""
+        p = self.p
+        return p.top_k if p.readout == "first_token" and p.window == "top_k" and p.max_tokens == 1 else 0
+
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         p = self.p
         if p.readout == "first_token":
             if p.window == "top_k":
+                if self.first_window() and ctx.extras.get("first_window", 0) >= p.top_k:
+                    return {"first": ctx.answer_request()}  # folded (see first_window)
                 return {"first": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=ctx.seed,
                                               max_tokens=p.max_tokens, temperature=0.0, top_logprobs=p.top_k)}
             labels = ctx.valid_labels()
@@ -162,7 +195,7 @@ class TokenProgram(Program):
 
     def stage2(self, ctx: ItemCtx, results: dict[str, Result], pred: Any) -> dict[str, Request]:
         p = self.p
-        if p.readout == "first_token" or p.scored == "gold":
+        if p.readout == "first_token" or p.scored == "gold" or p.source == "generation":
             return {}
         if not isinstance(pred, str) or not pred.strip():
             return {}  # nothing extracted: no answer tokens to score (read() gives NaN)
@@ -178,7 +211,7 @@ class TokenProgram(Program):
                 res = usable(results, "first")
                 if res is None:
                     return Readout(math.nan, False, kind, extras={"reason": "no first-token result"})
-                window, tok, lp = first_token_window(res)
+                window, tok, lp = first_token_window(res, p.top_k)
                 out = first_token_readout(labels, window, pred, (tok, lp), p.normalise, kind)
                 out.extras["window_size"] = len(window)
                 return out
@@ -187,10 +220,16 @@ class TokenProgram(Program):
                 return Readout(math.nan, False, kind, extras={"reason": "no label logprobs"})
             window = {k.strip(): v for k, v in res.choice_logprobs.items()}
             return first_token_readout(labels, window, pred, (None, None), p.normalise, kind)
-        res = usable(results, "score")
-        if res is None or not res.continuation:
-            return Readout(math.nan, False, kind, extras={"reason": "no scored answer"})
-        toks = list(res.continuation)
+        if p.source == "generation":
+            res = usable(results, "answer")
+            if res is None or not res.samples or not res.samples[0].tokens:
+                return Readout(math.nan, False, kind, extras={"reason": "the answer generation returned no token logprobs"})
+            toks = list(res.samples[0].tokens)
+        else:
+            res = usable(results, "score")
+            if res is None or not res.continuation:
+                return Readout(math.nan, False, kind, extras={"reason": "no scored answer"})
+            toks = list(res.continuation)
         while toks and not toks[0].token.strip():
             toks = toks[1:]
         if not toks:
@@ -199,5 +238,5 @@ class TokenProgram(Program):
         conf = span_confidence(lps, p.readout)
         return Readout(conf, True, kind, extras={
             "readout": p.readout, "n_tokens": len(lps), "token_logprobs": lps,
-            "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context,
+            "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context, "source": p.source,
         })

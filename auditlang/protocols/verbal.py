@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from auditlang.core.requests import Prompt, Request, Result
-from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
+from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import label_choices
 
 ANSWER_VARS = ("generation", "proposed_answer")
@@ -56,8 +56,7 @@ def verbal_parser(scale: str):
     """The score package's verbal parser for ``scale`` (``VERBAL_PARSERS`` registry)."""
     from auditlang.evaluators import VERBAL_PARSERS
 
-    if scale not in VERBAL_PARSERS:
-        raise ValueError(f"no verbal parser for scale {scale!r}; available: {', '.join(sorted(VERBAL_PARSERS))}")
+    invariant(scale in VERBAL_PARSERS, f"no verbal parser for scale {scale!r}")  # tests: schema scales = parsers
     factory = VERBAL_PARSERS[scale]
     return factory() if isinstance(factory, type) else factory
 
@@ -128,8 +127,8 @@ class SuppliedAnswers:
     obj: Any
 
     def _check_provenance(self) -> None:
-        if self.p.wrong_from and self.p.provenance != "plausible_wrong":
-            raise ValueError(f"protocol '{self.obj.id}': wrong_from applies to provenance=plausible_wrong")
+        invariant(not self.p.wrong_from or self.p.provenance == "plausible_wrong",  # E158
+                  f"protocol '{self.obj.id}': wrong_from applies to provenance=plausible_wrong")
 
     def cross_supplied(self) -> bool:
         """True when the supplied answer is another model's wrong answer (``wrong_from``): the
@@ -210,16 +209,13 @@ class VerbalProgram(SuppliedAnswers, Program):
         self.phrasing = self.template(p.phrasing) if p.phrasing else None
         self.prefill_tpl = self.template(p.prefill) if p.prefill else None
         if p.mode == "joint":
-            if p.provenance != "self" or self.prefill_tpl is not None:
-                raise ValueError(f"protocol '{obj.id}': mode=joint reads the model's own Guess/Probability "
-                                 "(study 001 self condition); supplied answers use mode=followup with prefill=...")
+            invariant(p.provenance == "self" and self.prefill_tpl is None,
+                      f"protocol '{obj.id}': mode=joint takes no supplied answer and no prefill")
             self.layout = "joint_call" if self.phrasing is not None else "joint_answer"
         elif self.prefill_tpl is not None:
             self.layout = "prefill"
-        elif self.phrasing is None:
-            raise ValueError(f"protocol '{obj.id}': mode=followup needs phrasing= (the elicitation template), "
-                             "e.g. stdlib:s000/confidence/decimal_01")
         else:
+            invariant(self.phrasing is not None, f"protocol '{obj.id}': mode=followup needs phrasing=")
             self.layout = "single" if uses_answer(self.phrasing) else "followup"
         self.parser = verbal_parser(p.scale)
 
@@ -333,11 +329,9 @@ class PTrueProgram(SuppliedAnswers, Program):
         super().__init__(obj, spec)
         p = self.p
         self._check_provenance()
-        if not p.template:
-            raise ValueError(f"protocol '{obj.id}': p_true needs template= (e.g. stdlib:s003/confidence/"
-                             "binary_verification or stdlib:s002/p_true)")
-        if len(p.labels) < 2 or len(set(p.labels)) != len(p.labels):
-            raise ValueError(f"protocol '{obj.id}': labels must be at least two distinct strings, true label first")
+        invariant(bool(p.template), f"protocol '{obj.id}': p_true needs template=")
+        invariant(len(p.labels) >= 2 and len(set(p.labels)) == len(p.labels),
+                  f"protocol '{obj.id}': labels must be at least two distinct strings")
         self.tpl = self.template(p.template)
         self.layout = "single" if uses_answer(self.tpl) else "followup"
 

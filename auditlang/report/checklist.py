@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from auditlang import __version__
+from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
@@ -47,6 +49,8 @@ ITEMS: dict[str, str] = {
     "chat": "Chat-template options",
     "sampling": "Decoding and sampling settings (temperature, top_p, sampling top-k)",
     "cross": "Answers scored by another unit (cross stage)",
+    "plugins": "Components from installed plugins",
+    "fit": "Fitted on the dev split (thresholds and their correction, scalers, classifiers)",
 }
 
 
@@ -148,16 +152,17 @@ def _fold(text: str, width: int = 110) -> str:
 
 def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
     cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
-    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _chat(rd), _seeds(rd)]))
+    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _chat(rd), _seeds(rd), _plugins(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
             _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
-            _vpr(rd, aid), _accgap(rd, aid, comparisons), _cross(rd, aid), _templates(rd, aid)]))
+            _vpr(rd, aid), _accgap(rd, aid, comparisons), _cross(rd, aid, comparisons), _templates(rd, aid)]))
         for pid in rd.audit(aid).protocols:
             n_cells = sum(1 for c in rd.plan.cells if c.audit == aid and c.protocol == pid)
             ctor = rd.protocol_ctor(pid)
             cl.groups.append(Group(f"Audit {aid}, cells of protocol {pid} ({ctor}, {n_cells} cells)",
-                                   _protocol_entries(rd, aid, pid) + [_protocol_sampling(rd, aid, pid)]))
+                                   _protocol_entries(rd, aid, pid) + [_protocol_sampling(rd, aid, pid),
+                                                                      _dev_fit(rd, aid, pid)]))
     return cl
 
 
@@ -194,6 +199,24 @@ def _executor_line(ex: dict) -> str:
     gpus = ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items())
     return (f"Executor: ray (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in "
             f"{ex.get('shards')} shards; workers per model {workers}; GPUs per worker {gpus})")
+def _plugins(rd: RunData) -> Entry:
+    """Every component the spec uses that an installed plugin registered (docs/plugins.md),
+    with the plugin's distribution and version."""
+    e = Entry("plugins")
+    kinds = {"protocol": "protocol", "evaluator": "evaluator", "perturbation": "perturbation", "compare": "comparison"}
+    used = {(kinds[o.kind], o.ctor) for o in rd.spec.objects.values() if o.kind in kinds}
+    used |= {("metric", m.name) for m in rd.spec.metrics.values()}
+    for kind, name in sorted(used):
+        entry = REGISTRY.find(kind, name)
+        if entry is not None and entry.meta.get("plugin"):
+            e.lines.append(f"{kind} `{name}`: from plugin {entry.meta['plugin']}")
+    if not e.lines:
+        e.lines.append("none: every component this spec uses is built into auditlang "
+                       + (f"{__version__}" if __version__ else ""))
+    loaded = ", ".join(f"{d} {v}" for d, v in sorted(REGISTRY.plugins.items()))
+    if loaded:
+        e.lines.append(f"Plugins installed when the report was written: {loaded}")
+    return e
 
 
 def _engines(rd: RunData) -> Entry:
@@ -207,6 +230,10 @@ def _engines(rd: RunData) -> Entry:
         path = v.name if o.ctor == "embedded" else v.path
         fp = rd.fingerprints.get(mid)
         declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        swap = getattr(rd.spec, "model_swaps", {}).get(mid)
+        if swap:
+            declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
+                        f"another model): {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}")
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
@@ -215,6 +242,7 @@ def _engines(rd: RunData) -> Entry:
             e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
+                           + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
                            + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
@@ -299,9 +327,14 @@ def _seeds(rd: RunData) -> Entry:
             continue
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        e.lines.append(f"dataset {dsid}: {'source' if o.ctor == 'hub' else 'file'} {info.get('path')}, {info.get('n_items')} rows, sample {len(idx)} drawn with "
-                       f"random.Random({info.get('seed')}).sample over row indices; dev items {info.get('n_dev', 0)}; "
+        e.lines.append(f"dataset {dsid}: {'source' if o.ctor == 'hub' else 'file'} {info.get('path')}, "
+                       f"{info.get('n_items')} rows, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
+        if info.get("limit") is not None:
+            e.lines.append(f"dataset {dsid}: run with --limit {info['limit']}: only the first {len(idx)} of the "
+                           f"{info.get('n_drawn')} sampled items were planned and scored")
+            e.flag(f"{D.WARNING}: the run used --limit {info['limit']}: dataset '{dsid}' is cut to {len(idx)} of its "
+                   f"{info.get('n_drawn')} sampled items; the numbers do not describe the declared sample")
         e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")
         if o.value.sample is not None and "seed" not in D.explicit(o):
             e.flag(D.unspecified(o, "seed", "sampling seed"))
@@ -330,6 +363,22 @@ def _seeds(rd: RunData) -> Entry:
         if not rd.audit(aid).bootstrap:
             e.flag(f"{D.UNSPECIFIED}: audit '{aid}' declares no bootstrap; B=1000, seed=42, level=0.95 were used")
     return e
+
+
+def _draw_text(o, info: dict, idx: list[int]) -> str:
+    """How the sample was drawn: all rows in file order, a stratified draw or a random draw."""
+    v = o.value
+    n_items = info.get("n_items")
+    drawn = info.get("n_drawn") or len(idx)
+    if getattr(v, "sample_per", None):
+        per = ", ".join(f"{val} {n}" for val, n in zip(v.filter_in, v.sample_per))
+        return (f"stratified sample of {drawn}: per {v.filter_field} value ({per}), random.Random({info.get('seed')})"
+                ".sample within each value, all rows of a value that has no more than its size")
+    if n_items is not None and drawn >= n_items:
+        why = ("no sample size declared" if v.sample is None else
+               f"the declared sample of {v.sample} covers every row")
+        return f"all {n_items} rows in file order ({why}: no random draw)"
+    return f"sample {drawn} drawn with random.Random({info.get('seed')}).sample over row indices"
 
 
 # -------------------------------------------------------------- audit-level items
@@ -405,15 +454,28 @@ def _variants(rd: RunData, aid: str) -> Entry:
     if df.empty or "accuracy" not in df.columns:
         e.lines.append("not computable: spread needs per-cell accuracy (metrics/cells.csv has no accuracy column)")
         return e
+    # the spread is over the variant set a spread comparison names (study 000 §3: the four
+    # non-format_change variants), else over every variant of the audit
+    spread_sets = [(cid, list(o.value.variants)) for cid, o in rd.spec.of_kind("compare").items()
+                   if o.value.audit == aid and o.ctor in ("spread", "size_spread") and o.value.variants]
+    if spread_sets:
+        cid, spread_vars = spread_sets[0]
+        left = [v for v in a.variants if v not in spread_vars]
+        e.lines.append(f"spread = max - min accuracy over the {len(spread_vars)} variants of comparison {cid} "
+                       f"({', '.join(spread_vars)})" + (f"; not in the spread: {', '.join(left)}" if left else ""))
+    else:
+        spread_vars = list(a.variants)
+        e.lines.append(f"spread = max - min accuracy over all {len(spread_vars)} variants of the audit "
+                       "(no spread comparison names a variant set)")
     p0 = a.protocols[0]
     sub = df[(df["audit"] == aid) & (df["protocol"] == p0)]
     for (m, d, ev), g in sub.groupby(["model", "dataset", "evaluator"], sort=False):
         acc = dict(zip(g["variant"], g["accuracy"]))
-        vals = [acc[v] for v in a.variants if v in acc and not math.isnan(acc[v])]
+        vals = [acc[v] for v in spread_vars if v in acc and not math.isnan(acc[v])]
         if len(vals) < 2:
             e.lines.append(f"{m} / {d} / {ev}: not computable: fewer than two variants with an accuracy")
             continue
-        e.lines.append(f"{m} / {d} / {ev}: accuracy spread (max - min over all {len(vals)} variants) "
+        e.lines.append(f"{m} / {d} / {ev}: accuracy spread (max - min over {len(vals)} variants) "
                        f"{max(vals) - min(vals):.3f}; " + ", ".join(f"{v} {acc[v]:.3f}" for v in a.variants if v in acc))
     return e
 
@@ -437,8 +499,9 @@ def _answer_sampling(rd: RunData, aid: str) -> Entry:
     return e
 
 
-def _cross(rd: RunData, aid: str) -> Entry:
-    """Answers a unit scored without generating them (CA, fixed-answer P-RB, A-STB / A-SST samples)."""
+def _cross(rd: RunData, aid: str, comparisons: list[Comparison] | None = None) -> Entry:
+    """Answers a unit scored without generating them (CA, fixed-answer P-RB, A-STB / A-SST samples),
+    and for study 002's sampled answers the share of items that qualify for A-STB / A-SST."""
     from auditlang.report.cross_scoring import cross_uses
 
     e = Entry("cross")
@@ -449,6 +512,9 @@ def _cross(rd: RunData, aid: str) -> Entry:
         e.lines += u.lines
         for fl in u.flags:
             e.flag(fl)
+    for c in comparisons or []:
+        if c.ctor == "robustness" and c.audit == aid and rd.spec.get(c.name).value.samples:
+            e.lines += [f"comparison {c.name}: {s}" for s in c.summary if s.startswith(("A-STB", "A-SST"))]
     return e
 
 
@@ -484,17 +550,22 @@ def _vpr(rd: RunData, aid: str) -> Entry:
     e = Entry("vpr")
     s = vpr_summary(rd, aid)
     a = rd.audit(aid)
-    source = "audit vpr_threshold" if a.vpr_threshold is not None else "settings vpr_threshold"
-    e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({source}; study 000 appendix D.1)")
+    declared = rd.vpr_declared(aid)
+    if declared:
+        source = "audit vpr_threshold" if a.vpr_threshold is not None else "settings vpr_threshold"
+        e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({source}; study 000 appendix D.1)")
+    else:
+        e.lines.append("Inclusion threshold: none (neither the audit nor the settings set vpr_threshold): every cell "
+                       "enters ECE_verbal on its parsed rows; the VPR >= 0.80 rule is study 000's (appendix D.1) and is "
+                       "applied only where a spec declares it")
     if not s.cells:
         e.lines.append("not applicable: no verbal-confidence cells in this audit")
         return e
-    settings = rd.spec.of_kind("settings")
-    if a.vpr_threshold is None and (not settings or "vpr_threshold" not in D.explicit(next(iter(settings.values())))):
-        e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; the default "
-               f"{s.threshold:.2f} was used")
+    if not declared:
+        e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; no cell is excluded for its "
+               "verbal parse rate")
     for (m, d, v, p, ev), vpr in s.cells.items():
-        mark = "excluded" if vpr < s.threshold else "included"
+        mark = ("excluded" if vpr < s.threshold else "included") if declared else "no threshold"
         e.lines.append(f"VPR {m} / {d} / {v} / {p} / {ev}: {vpr:.3f} ({mark})")
     if s.excluded:
         e.lines.append(f"{len(s.excluded)} of {len(s.cells)} cells excluded: " +
@@ -533,14 +604,22 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
         e.lines += [f"comparison {c.name}: {s}" for s in c.summary]
         for metric, cnt in c.data.get("patterns", {}).items():
             total = sum(cnt.values())
+            complete = sum(n for k, n in cnt.items() if "not computed" not in k)
             e.lines.append(f"comparison {c.name}, {metric}: accuracy-controlled views agree with raw in "
-                           f"{cnt.get('none', 0)} of {total} cases; reversal patterns: "
+                           f"{cnt.get('none', 0)} of {complete} cases with every view computed ({total} cases in all); "
+                           "reversal patterns: "
                            + (", ".join(f"{k} {n}" for k, n in sorted(cnt.items()) if k != "none") or "none"))
+            if complete < total:
+                e.flag(f"{D.WARNING}: comparison '{c.name}', {metric}: {total - complete} of {total} cases miss an "
+                       "accuracy-controlled view that could not be computed; they are not counted as agreeing with raw")
+        if "DA" not in c.data.get("views", ["DA"]):
+            e.flag(f"{D.WARNING}: comparison '{c.name}' does not compute the Distribution-Aligned view, study 003's "
+                   "recommended default (§6)")
     return e
 
 
 def _templates(rd: RunData, aid: str) -> Entry:
-    from auditlang.prompts.templates import compile_obj
+    from auditlang.resolve.templates import compile_obj
     from auditlang.prompts.render import TemplateError
 
     e = Entry("templates")
@@ -600,7 +679,17 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     if o.ctor == "self_consistency":
         seed = o.value.seed if o.value.seed is not None else "the model seed"
         text, agrees = planned_text(planned_decoding(rd, aid, protocol=pid, roles=("samples",)), dec)
-        e.lines.append(f"k={o.value.k} samples per item, seed {seed}; {text}")
+        if o.value.reference == "first_sample":
+            e.lines.append(f"k={o.value.k} runs per item: the scored answer (run 1) and k-1={o.value.k - 1} samples, "
+                           f"seed {seed}; {text}")
+            for vid in rd.audit(aid).variants:  # 003 App. D.3: all runs share the answer decoding
+                vd = decoding_of(rd.spec.get(vid))
+                if vd is None or vd.greedy or (vd.temperature, vd.top_p, vd.top_k) != (dec.temperature, dec.top_p, dec.top_k):
+                    e.flag(f"{D.WARNING}: protocol '{pid}' scores the answer of variant '{vid}' as run 1, but that "
+                           f"answer decodes as {vd.text() if vd else 'unknown'} while runs 2..k sample at "
+                           f"{dec.text()}; study 003 App. D.3 draws all runs with the same decoding")
+        else:
+            e.lines.append(f"k={o.value.k} samples per item besides the scored answer, seed {seed}; {text}")
         if not agrees:
             e.flag(f"{D.WARNING}: the plan's sample requests of protocol '{pid}' do not all decode as the spec says")
     for fl in decoding_flags(o, what):
@@ -622,8 +711,12 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
                             f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
             c4.lines.append("bare query: the variant prompt itself")
         else:
-            c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
-                            "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
+            if v.source == "generation":
+                c2.lines.append("scored=generated, source=generation: the whole generated answer, read from the token "
+                                "logprobs the answer generation returned (no teacher forcing; study 002 App. A.3)")
+            else:
+                c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
+                                "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
             c2.flag(D.unspecified(o, "scored"))
             c3.lines.append({"T1": "T1 = exp(mean log p(a_i | h, a_<i)), the answer-span geometric mean",
                              "T2": "T2 = p(a_1 | h), the first answer token"}[v.readout])
@@ -668,11 +761,30 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
         nm.lines.append(f"{na}")
     elif ctor == "self_consistency":
         c1.lines.append(f"{na}: no confidence prompt")
-        c2.lines.append(f"agreement with the {'first sample' if v.reference == 'first_sample' else 'scored answer'} "
-                        f"(reference={v.reference})")
+        c2.lines.append("the scored answer is run 1 of the k runs; confidence = agreement with it (reference=first_sample, "
+                        "003 App. D.3)" if v.reference == "first_sample" else
+                        "agreement of k further samples with the scored answer (reference=answer)")
         c2.flag(D.unspecified(o, "reference"))
-        c3.lines.append(f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
+        c3.lines.append(f"{na}: share of k={v.k} runs (temperature {v.temperature}, top_p {v.top_p}) that agree"
+                        if v.reference == "first_sample" else
+                        f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
         c4.lines.append("the variant prompt, sampled")
+        nm.lines.append(na)
+    elif ctor == "random_baseline":
+        seed = v.seed if v.seed is not None else rd.spec.settings.seed
+        c1.lines.append(f"{na}: no model call")
+        c2.lines.append("the model's own answer (the confidence ignores it)")
+        c3.lines.append(f"{na}: uniform random confidence U(0,1) per scored answer and prompt, seed {seed} (study 002 BL)")
+        c4.lines.append(f"{na}: no model call")
+        nm.lines.append(na)
+    elif ctor == "aux_classifier":
+        c1.lines.append(f"{na}: an auxiliary classifier, no elicitation")
+        c2.lines.append("the model's own answer to the variant prompt, read with the rendered prompt")
+        c3.lines.append(f"{na}: logistic classifier on hashed word uni/bigrams of prompt [SEP] answer (dims={v.dims}), "
+                        f"focal loss gamma={v.gamma}, l2={v.l2}, fitted on the dev split (study 002 Calib1; 002 names "
+                        "no classifier, this one is auditlang's choice)")
+        c3.flag(D.unspecified(o, "gamma", "focal-loss gamma"))
+        c4.lines.append(f"{na}: no model call")
         nm.lines.append(na)
     else:
         c1.lines.append(f"{ctor} probes the model's own answer (provenance self)")
@@ -691,6 +803,52 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
             c4.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no template; the built-in default prompt was used")
         nm.lines.append(na)
     return [c1, c2, c3, c4, nm]
+
+
+def _needs_dev(rd: RunData, pid: str) -> bool:
+    from auditlang.protocols import program_for  # lazy: the programs pull in evaluators and metrics
+
+    try:
+        return bool(program_for(rd.spec.get(pid), rd.spec).needs_dev)
+    except (KeyError, ValueError):
+        return False
+
+
+def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
+    """What each cell fitted on its dev split, read back from the records: study 004's thresholds
+    (the fitted value, the one used and whether the §5.5 0.5 correction fired), Platt scalers'
+    training size, Calib1's training size, and fit failures."""
+    e = Entry("fit")
+    if not _needs_dev(rd, pid):
+        e.lines.append(f"not applicable to {rd.protocol_ctor(pid)}: the protocol fits nothing on the dev split")
+        return e
+    cells = [c for c in rd.plan.cells if c.audit == aid and c.protocol == pid]
+    n_fired = n_thr = 0
+    for c in cells:
+        df = rd.rows(aid, model=c.model, dataset=c.dataset, variant=c.variant, protocol=pid, evaluator=c.evaluator)
+        where = f"{c.model} / {c.dataset} / {c.variant} / {c.evaluator}"
+        if df.empty:
+            e.lines.append(f"{where}: not computable: no records")
+            continue
+        x = rd.extras(int(df.index[0]))
+        if x.get("fit_error"):
+            e.lines.append(f"{where}: nothing fitted ({x['fit_error']}); the cell has no confidences")
+        elif "threshold" in x:
+            n_thr += 1
+            fired = bool(x.get("threshold_corrected"))
+            n_fired += fired
+            fitted = x.get("threshold_fitted")
+            fitted_text = "not recorded" if fitted is None else f"{float(fitted):.4f}"
+            e.lines.append(f"{where}: threshold {float(x['threshold']):.4f} (fitted {fitted_text} on "
+                           f"{x.get('threshold_dev_size', '?')} dev items; 0.5 correction "
+                           f"{'fired' if fired else 'not fired'})")
+        elif "base_confidence" in x or "n_train" in x:
+            e.lines.append(f"{where}: fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else ""))
+        else:
+            e.lines.append(f"{where}: not computable: the records carry no fitted parameters")
+    if n_thr:
+        e.lines.append(f"0.5 threshold correction (study 004 §5.5) fired in {n_fired} of {n_thr} cells")
+    return e
 
 
 __all__ = ["ITEMS", "Checklist", "Entry", "Group", "build_checklist"]

@@ -49,7 +49,9 @@ def decoding_of(obj: Resolved) -> Decoding | None:
     if not hasattr(v, "temperature"):
         return None
     if obj.kind == "protocol" and obj.ctor == "self_consistency":
-        return Decoding(float(v.temperature), float(v.top_p), v.sample_top_k, int(v.k))
+        # reference=first_sample: the scored answer is run 1, the protocol samples the other k-1
+        n = int(v.k) - 1 if getattr(v, "reference", None) == "first_sample" else int(v.k)
+        return Decoding(float(v.temperature), float(v.top_p), v.sample_top_k, n)
     t = float(v.temperature)
     return Decoding(t, float(v.top_p) if t > 0 else None, v.sample_top_k if t > 0 else None)
 

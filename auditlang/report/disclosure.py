@@ -20,7 +20,10 @@ AXES: dict[str, list[tuple[str, str]]] = {
     "token_prob": [("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
                    ("context", "Conditioning context (C4)"), ("normalise", "Token normalisation"),
                    ("window", "Logprob window"), ("top_k", "Window size (top-k)"), ("prefix", "Verbal-prefix template"),
-                   ("prefill", "Answer slot")],
+                   ("prefill", "Answer slot"), ("source", "Token logprobs from")],
+    "aux_classifier": [("features", "Classifier features"), ("dims", "Feature dimensions"), ("gamma", "Focal-loss gamma"),
+                       ("l2", "L2 penalty")],
+    "random_baseline": [("seed", "Random-baseline seed")],
     "verbalized": [("provenance", "Verb. answer provenance (C1)"), ("scale", "Verbal scale"),
                    ("phrasing", "Elicitation phrasing"), ("mode", "Elicitation mode"),
                    ("answer_form", "Answer shown to the follow-up"), ("wrong_from", "Source of wrong answers"),
@@ -42,6 +45,39 @@ CONTRASTS: dict[tuple[str, str], str] = {
 
 def _val(v: Any) -> str:
     return "none" if v is None else str(v)
+
+
+# token_prob axes that only mean something for some settings: the label-set normalisation and the
+# logprob window belong to readout=first_token (T1/T2 score the answer span over the full
+# vocabulary by teacher forcing); the verbal-prefix template and answer slot belong to
+# context=verbal_prefix (and are disclosed as part of the conditioning-context axis); where the
+# logprobs come from belongs to the generated answer's T1/T2.
+_SUBORDINATE = {"prefix": "context", "prefill": "context"}
+
+
+def applicable(ctor: str, v: Any, axis: str) -> bool:
+    """Whether ``axis`` is a setting protocol value ``v`` (of constructor ``ctor``) actually uses."""
+    if ctor != "token_prob":
+        return True
+    if axis in ("normalise", "window"):
+        return v.readout == "first_token"
+    if axis == "top_k":
+        return v.readout == "first_token" and v.window == "top_k"
+    if axis in ("prefix", "prefill"):
+        return v.context == "verbal_prefix"
+    if axis == "source":
+        return v.readout != "first_token" and v.scored == "generated"
+    if axis in ("scored", "context"):
+        return v.readout != "first_token"
+    return True
+
+
+def _shown(ctor: str, v: Any, axis: str) -> str:
+    """``axis=value``; the conditioning context carries its prefix template and answer slot."""
+    text = f"{axis}={_val(getattr(v, axis, None))}"
+    if ctor == "token_prob" and axis == "context" and v.context == "verbal_prefix" and (v.prefix or v.prefill):
+        text += f" (prefix={_val(v.prefix) if v.prefix else 'the variant prompt'}, slot={_val(v.prefill) if v.prefill else 'Guess:'})"
+    return text
 
 
 def _main_protocol(rd: RunData, aid: str, ctor: str, pids: list[str]) -> str:
@@ -68,7 +104,8 @@ def _orient(rd: RunData, aid: str, p: str, q: str, axes: list[str]) -> tuple[str
             main, alt = sorted((p, q), key=v.configs.index)
             label = CONTRASTS.get(("protocol_grid", axes[0])) if len(axes) == 1 else None
             return main, alt, f"{label or 'gap shift'} ({cid})"
-        named = {x for f in ("verbal", "token", "raw", "norm") if (x := getattr(v, f, None))}
+        named = {x for f in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type")
+                 if (x := getattr(v, f, None))}
         named |= set(getattr(v, "configs", []) or []) | set(getattr(v, "probes", []) or [])
         if {p, q} <= named:
             main, alt = sorted((p, q), key=order.index)
@@ -91,9 +128,12 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         main = _main_protocol(rd, aid, ctor, pids)
         mains.append(f"{main} ({ctor})")
 
-        def diff(p: str, q: str, axes: list[tuple[str, str]] = axes) -> list[str]:
+        def diff(p: str, q: str, axes: list[tuple[str, str]] = axes, ctor: str = ctor) -> list[str]:
             pv, qv = rd.spec.get(p).value, rd.spec.get(q).value
-            return [ax for ax, _ in axes if getattr(pv, ax, None) != getattr(qv, ax, None)]
+            out = [ax for ax, _ in axes if (applicable(ctor, pv, ax) or applicable(ctor, qv, ax))
+                   and getattr(pv, ax, None) != getattr(qv, ax, None)]
+            # a prefix / answer slot that changes with the context is part of the context axis
+            return [ax for ax in out if _SUBORDINATE.get(ax) not in out]
 
         pairs = [(p, q) for i, p in enumerate(pids) for q in pids[i + 1:] if diff(p, q)]
         single = [(p, q) for p, q in pairs if len(diff(p, q)) == 1]
@@ -113,10 +153,11 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
                 continue
             m_id, alt_id, contrast = _orient(rd, aid, p, q, dax)
             mv, av = rd.spec.get(m_id).value, rd.spec.get(alt_id).value
-            fixed = [f"{ax}={_val(getattr(mv, ax, None))}" for ax, _ in axes if ax not in dax]
+            fixed = [f"{ax}={_val(getattr(mv, ax, None))}" for ax, _ in axes
+                     if ax not in dax and _SUBORDINATE.get(ax) not in dax and applicable(ctor, mv, ax)]
             t.add(" + ".join(labels[ax] for ax in dax),
-                  ", ".join(f"{ax}={_val(getattr(mv, ax, None))}" for ax in dax) + f" ({m_id})",
-                  ", ".join(f"{ax}={_val(getattr(av, ax, None))}" for ax in dax) + f" ({alt_id})",
+                  ", ".join(_shown(ctor, mv, ax) for ax in dax) + f" ({m_id})",
+                  ", ".join(_shown(ctor, av, ax) for ax in dax) + f" ({alt_id})",
                   ", ".join(fixed) + ("; " if fixed else "") + "models, data",
                   contrast or f"{m_id} vs {alt_id}")
     if "token_prob" in by_ctor and any(c in by_ctor for c in ("verbalized",)):

@@ -82,9 +82,20 @@ class RunData:
         return list(self.audit(aid).evaluators) or [DEFAULT_EVALUATOR]
 
     def vpr_threshold(self, aid: str) -> float:
-        """audit.vpr_threshold, else settings.vpr_threshold (000 appendix D.1: 0.80)."""
+        """audit.vpr_threshold, else settings.vpr_threshold when the spec sets it (000 appendix D.1:
+        0.80); 0.0 (no cell excluded) when neither does: the VPR >= 0.80 inclusion rule is study
+        000's, and a study without it (001) must not inherit it."""
         t = self.audit(aid).vpr_threshold
-        return float(t) if t is not None else float(self.spec.settings.vpr_threshold)
+        if t is not None:
+            return float(t)
+        return float(self.spec.settings.vpr_threshold) if self.vpr_declared(aid) else 0.0
+
+    def vpr_declared(self, aid: str) -> bool:
+        """Whether the audit or the settings set vpr_threshold."""
+        if self.audit(aid).vpr_threshold is not None:
+            return True
+        settings = self.spec.of_kind("settings")
+        return bool(settings) and any("vpr_threshold" in {n for n, _ in o.param_spans} for o in settings.values())
 
     def task(self, dsid: str) -> str:
         return self.spec.get(dsid).value.task

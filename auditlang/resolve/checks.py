@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.core.registry import REGISTRY
+from auditlang.prompts.render import TemplateError
+from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.spec import Spec
+from auditlang.resolve.templates import compile_obj
 
-LABEL_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
-TEXT_EVALUATORS = ("exact_match", "lenient_match", "alias_match", "llm_judge")
 
 
 def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+    check_templates(spec, bag)
+    check_protocols(spec, bag)
+    for ds in spec.of_kind("dataset").values():
+        v = ds.value
+        if (v.filter_field is None) != (v.filter_in is None):
+            given, other = ("filter_field", "filter_in") if v.filter_in is None else ("filter_in", "filter_field")
+            bag.error("E159", f"dataset '{ds.id}': {given}= without {other}= (rows are kept whose filter_field "
+                      "value is in filter_in)", ds.param_span(given), hint=f"add {other}=..., or drop {given}=")
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
         bag.error("E150", "settings declared more than once", second.span, hint="merge them into one `settings` block")
+    for ds in spec.of_kind("dataset").values():
+        _check_sample_per(ds, bag)
     for audit in spec.of_kind("audit").values():
         a = audit.value
         for fld in ("models", "datasets", "variants", "protocols"):
@@ -33,16 +45,23 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             if e not in spec.objects:
                 continue
             ctor = spec.get(e).ctor
-            if ctor in LABEL_EVALUATORS and "open_qa" in tasks:
+            if REGISTRY.get("evaluator", ctor).meta.get("reads") == "labels" and "open_qa" in tasks:
+                text = [x.name for x in REGISTRY.entries("evaluator") if x.meta.get("reads") == "text"]
                 bag.error("E153", f"evaluator '{e}' ({ctor}) reads option labels but audit '{audit.id}' has an open-QA dataset",
-                          audit.param_span("evaluators"), hint="use exact_match, lenient_match, alias_match or llm_judge for open QA")
+                          audit.param_span("evaluators"), hint=f"use {', '.join(text[:-1])} or {text[-1]} for open QA")
         for p in a.protocols:
             if p not in spec.objects:
                 continue
             po = spec.get(p)
-            if po.ctor == "token_prob" and po.value.readout == "first_token" and po.value.normalise == "label_set" and "open_qa" in tasks:
-                bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an open-QA dataset",
-                          po.span, hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+            if po.ctor == "token_prob" and po.value.readout == "first_token" and "open_qa" in tasks:
+                if po.value.normalise == "label_set":
+                    bag.error("E154", f"protocol '{p}' normalises over a label set, but audit '{audit.id}' has an "
+                              "open-QA dataset", po.span,
+                              hint="use readout=T1 or T2 (answer span) for open QA, or normalise=raw")
+                elif po.value.window == "full":
+                    bag.error("E154", f"protocol '{p}': window=full scores the option labels, but audit '{audit.id}' "
+                              "has an open-QA dataset", po.param_span("window"),
+                              hint="use readout=T1 or T2 (answer span) for open QA, or window=top_k")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
                 bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
             wrong_from = getattr(po.value, "wrong_from", None) or []
@@ -60,18 +79,60 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             continue
         a = spec.get(audit_id).value
         for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols),
-                          ("protocols", a.protocols)):
+                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", a.variants)):
             for x in getattr(comp.value, fld, []) or []:
                 if x not in pool:
-                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {fld if fld == 'variants' else 'protocols'}",
+                    what = "protocols" if fld in ("probes", "configs", "protocols") else fld.replace("reference_", "")
+                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {what}",
                               comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}")
-        for fld in ("verbal", "token", "raw", "norm"):
+        if comp.ctor == "evaluator_repair":
+            _check_repair_reference(comp, a, audit_id, bag)
+        for fld in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type"):
             x = getattr(comp.value, fld, None)
             if x and x not in a.protocols:
                 bag.error("E156", f"compare '{comp.id}': protocol '{x}' is not in audit '{audit_id}'", comp.param_span(fld),
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
         if comp.ctor == "robustness":
             _check_robustness(spec, comp, a, bag)
+
+
+def _check_sample_per(ds, bag: DiagnosticBag) -> None:
+    """``sample_per=[...]``: one positive count per ``filter_in`` value; ``sample`` is their sum."""
+    v = ds.value
+    if v.sample_per is None:
+        return
+    where = ds.param_span("sample_per")
+    if not v.filter_field or v.filter_in is None:
+        bag.error("E123", f"dataset '{ds.id}': sample_per= gives one sample size per filter_in value, but the dataset "
+                  "has no filter_field / filter_in", where, hint='add filter_field="subject", filter_in=[...]')
+        return
+    if len(v.sample_per) != len(v.filter_in):
+        bag.error("E123", f"dataset '{ds.id}': sample_per= has {len(v.sample_per)} sizes for {len(v.filter_in)} "
+                  "filter_in values", where, hint="give one sample size per filter_in value, in the same order")
+    if any(n < 1 for n in v.sample_per):
+        bag.error("E123", f"dataset '{ds.id}': every sample_per= size must be at least 1", where)
+    if v.sample is not None and v.sample != sum(v.sample_per):
+        bag.error("E123", f"dataset '{ds.id}': sample={v.sample} but sample_per= sums to {sum(v.sample_per)}",
+                  ds.param_span("sample"), hint=f"drop sample= or set it to {sum(v.sample_per)}")
+
+
+def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
+    """evaluator_repair: exactly one of reference_variant= / reference_variants=, variants of the audit."""
+    c = comp.value
+    if bool(c.reference_variant) == bool(c.reference_variants):
+        bag.error("E159", f"compare '{comp.id}': give either reference_variant= (one variant) or reference_variants= "
+                  f"(the mean over several), {'not both' if c.reference_variant else 'one is required'}",
+                  comp.param_span("reference_variants" if c.reference_variants else "reference_variant") or comp.span,
+                  hint="study 000 Table 1 uses the mean of the four non-format_change variants: reference_variants=[...]")
+    for fld in ("reference_variant", "variant"):
+        x = getattr(c, fld, None)
+        if x and x not in audit.variants:
+            bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' variants", comp.param_span(fld),
+                      hint=f"audit '{audit_id}' has: {', '.join(audit.variants)}")
+    if c.variant in c.references():
+        bag.error("E159", f"compare '{comp.id}': the repaired variant '{c.variant}' is also a reference variant",
+                  comp.param_span("reference_variants" if c.reference_variants else "reference_variant"),
+                  hint="the reference is the base evaluator's accuracy on the other variants")
 
 
 def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
@@ -98,3 +159,14 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
             bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 
+
+
+def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
+    """Every template object compiles (Jinja syntax, a readable file, text or file= but not both)."""
+    for t in spec.of_kind("template").values():
+        try:
+            compile_obj(spec, t)
+        except TemplateError as e:
+            where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span,
+                      hint=e.hint or "templates are Jinja2 (docs/prompts.md): close every {{ ... }} and {% ... %}")

@@ -6,6 +6,7 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from auditlang.core.engine import ModelConfig
@@ -13,6 +14,7 @@ from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
 CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params passed to the chat template
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"  # honoured by openai(...) models that name no base_url
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 # Spec parameter -> the engine's own option name, per engine. Only parameters the spec writes are
@@ -29,7 +31,8 @@ ENGINE_OPTIONS: dict[str, dict[str, str]] = {
 
 def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> ModelConfig:
     """The engine configuration of spec model ``mid``. ``engine_override`` (``auditc run --engine``)
-    replaces the declared engine; the declared engine's options are then not sent."""
+    replaces the declared engine; the declared engine's options are then not sent. ``openai(...)``
+    without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint)."""
     o = spec.get(mid)
     v = o.value
     if o.ctor == "embedded":
@@ -46,6 +49,8 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
         for param, option in ENGINE_OPTIONS.get(engine, {}).items():
             if param in written and getattr(v, param, None) is not None:
                 options[option] = getattr(v, param)
+        if o.ctor == "openai" and "base_url" not in written and os.environ.get(OPENAI_BASE_URL_ENV):
+            options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]  # the spec names no server: the environment's
     template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
     if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
         options["chat_template_kwargs"] = template_kwargs

@@ -406,11 +406,32 @@ class _Resolver:
                 self.spec.report.append((name, params))
 
 
-def compile_spec(path: str | Path, text: str | None = None) -> Spec:
+def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None:
+    """``--swap-model NAME=EXPR``: the declaration of model NAME (a name of the entry spec, or
+    ``ns.name`` of an import) is replaced by ``model NAME = EXPR`` before resolution, so every
+    use of NAME (audits, judges) gets the swapped model. Unknown names are usage errors."""
+    from auditlang.core.diagnostics import did_you_mean
+    from auditlang.core.errors import UsageError
+    from auditlang.syntax.parse import parse_text
+
+    models = r.names_of_kind(top, "model")
+    for name, expr in swaps.items():
+        oid = r.lookup(top, A.Ref(tuple(name.split(".")), None)) if name else None
+        if oid is None or r._kind_of(oid) != "model":
+            raise UsageError(f"--swap-model: the spec declares no model '{name}'",
+                             hint=did_you_mean(name, models, "models") or f"models: {', '.join(models) or 'none'}")
+        mod, _ = r.decls[oid]
+        parsed = parse_text(f"model {name.split('.')[-1]} = {expr}\n", f"--swap-model {name}")
+        decl = next(st for st in parsed.statements if isinstance(st, A.Decl))
+        r.decls[oid] = (mod, decl)
+
+
+def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
     string); ``path`` still names it in diagnostics and anchors relative imports and data paths.
+    ``swaps``: model name -> model expression in spec syntax (``auditc run --swap-model``).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -422,6 +443,9 @@ def compile_spec(path: str | Path, text: str | None = None) -> Spec:
     top, hashes = load_modules(entry, bag, text)
     spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes, entry_text=text)
     r = _Resolver(top, bag, spec)
+    if swaps and top is not None:
+        _apply_swaps(r, top, swaps)
+        spec.model_swaps = dict(swaps)
     r.resolve_all()
     r.report(top)
     from auditlang.resolve.checks import check_spec

@@ -5,13 +5,20 @@
 so a misspelt parameter is a diagnostic with a "did you mean" hint. ``REFS`` on a class names
 the parameters that refer to other declared objects (and the kind they must be).
 ``POSITIONAL`` names the parameters that may be given positionally, in order.
+
+Protocol, evaluator, perturbation and comparison constructors are entries of the component
+registry (auditlang/core/registry.py, registered at the end of this module); ``CONSTRUCTORS``
+reads them from there, so a component registered from outside the package is a constructor too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from auditlang.core.registry import REGISTRY, RegistryError, register
 
 TaskType = Literal["multiple_choice", "classification", "open_qa"]
 TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
@@ -48,6 +55,10 @@ class _DatasetBase(Obj):
     labels: list[str] | str | None = None
     filter_field: str | None = None  # keep only rows whose field value is in filter_in (before sampling)
     filter_in: list[str | int] | None = None
+    # per-value sample sizes aligned with filter_in (a stratified draw, e.g. 001's MMLU subjects
+    # 151/311/193/500): each value's rows are drawn with random.Random(seed).sample, capped by
+    # what is available; `sample`, if given, must equal their sum
+    sample_per: list[int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
 
 
@@ -210,6 +221,11 @@ class TokenProb(Obj):
     prefix: str | None = None  # template of the verbalized prefix (context=verbal_prefix)
     prefill: str | None = None  # assistant prefill before the answer slot (context=verbal_prefix; default "Guess:")
     max_tokens: int = Field(default=1, ge=1)
+    # T1/T2 of the generated answer: teacher-forced re-scoring of the evaluator's answer
+    # (continuation_logprobs), or the logprobs the answer generation itself returned
+    # (source=generation: the whole generated text; 002 App. A.3 for GPT-4o, which serves no
+    # input logprobs)
+    source: Literal["teacher_forced", "generation"] = "teacher_forced"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
@@ -257,7 +273,9 @@ class SelfConsistency(Obj):
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; 003: top_k=-1, off)
     seed: int | None = None
     max_tokens: int | None = Field(default=None, ge=1)
-    reference: Literal["first_sample", "answer"] = "first_sample"  # 003: agreement with sample 1
+    # 003 App. D.3: first_sample = the scored answer is run 1 of k (k-1 more samples), c = agreement
+    # with run 1; answer = k samples compared with the scored answer (not one of them)
+    reference: Literal["first_sample", "answer"] = "first_sample"
 
 
 class AbstainProbe(Obj):
@@ -301,6 +319,20 @@ class EmbeddingProbe(Obj):
     C: float = Field(default=1.0, gt=0)
     seed: int | None = None
     with_answer: bool = True  # read the hidden state after prompt + the model's answer (004 section 2.1)
+
+
+class RandomBaseline(Obj):
+    DOC: ClassVar[str] = "Study 002 BL: a uniform random confidence per scored answer (seeded), no model call."
+    seed: int | None = None  # default: the settings seed
+
+
+class AuxClassifier(Obj):
+    DOC: ClassVar[str] = ("Study 002 Calib1: an auxiliary classifier on the prompt and the answer, fitted on the dev "
+                          "split with focal loss.")
+    features: Literal["hashed_ngrams"] = "hashed_ngrams"  # 002 names no architecture: auditlang's choice
+    dims: int = Field(default=4096, ge=16, le=1 << 20)
+    gamma: float = Field(default=2.0, ge=0)  # focal-loss gamma (002 gives none; Mukhoti et al. 2020 use 2-3)
+    l2: float = Field(default=1e-3, ge=0)
 
 
 class Platt(Obj):
@@ -383,23 +415,13 @@ class Settings(Obj):
     executor: Literal["local", "ray"] = "local"  # where `auditc run` executes (docs/scale-out.md)
 
 
-CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
+_STATIC_CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
     "dataset": {"jsonl": JsonlDataset, "csv": CsvDataset, "hub": HubDataset},
     "model": {"hf": HFModel, "vllm": VLLMModel, "openai": OpenAIModel, "embedded": EmbeddedModel},
     "template": {"template": Template},
     "variant": {"variant": Variant},
-    "perturbation": {"space_insertion": SpaceInsertion, "option_shuffle": OptionShuffle, "typo": Typo, "one_shot": OneShot},
-    "protocol": {
-        "token_prob": TokenProb, "verbalized": Verbalized, "p_true": PTrue, "self_consistency": SelfConsistency,
-        "nota": Nota, "more_info": MoreInfo, "self_ref": SelfRef, "ask_cal": AskCal, "tok_prob_probe": TokProbProbe,
-        "embedding_probe": EmbeddingProbe, "platt": Platt,
-    },
-    "evaluator": {
-        "first_char": FirstChar, "regex_reparse": RegexReparse, "constrained": Constrained, "exact_match": ExactMatch,
-        "lenient_match": LenientMatch, "alias_match": AliasMatch, "llm_judge": LLMJudge,
-        "boxed_letter": BoxedLetter,
-    },
 }
+
 
 # Kinds whose declarations are plain values handled by the resolver itself.
 SPECIAL_KINDS = ("metric", "audit", "compare", "settings")
@@ -458,7 +480,8 @@ class EceGap(_Compare):
     DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
     verbal: str
     token: str
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol"}
+    datasets: list[str] = []  # restrict to these datasets of the audit (000 Table 2: MMLU-Pro only); empty = all
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset"}
 
 
 class NormShift(_Compare):
@@ -472,11 +495,19 @@ class EvaluatorRepair(_Compare):
     DOC: ClassVar[str] = "Study 000 C.1: accuracy lost by an evaluator and recovered by repairs."
     base: str
     repairs: list[str]
-    reference_variant: str
+    # the reference accuracy: the base evaluator on one variant, or the mean of its accuracies over
+    # several (000 Table 1: the mean of the four non-format_change variants); exactly one is given
+    reference_variant: str | None = None
+    reference_variants: list[str] = []
     variant: str
     REFS: ClassVar[dict[str, str]] = {
-        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant", "variant": "variant",
+        **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
+        "reference_variants": "variant", "variant": "variant",
     }
+
+    def references(self) -> list[str]:
+        """The reference variants (one or several)."""
+        return list(self.reference_variants) or ([self.reference_variant] if self.reference_variant else [])
 
 
 class ProtocolGrid(_Compare):
@@ -520,13 +551,120 @@ class Consistency(_Compare):
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
 
 
-CONSTRUCTORS["compare"] = {
-    "spread": Spread, "size_spread": SizeSpread, "ece_gap": EceGap, "norm_shift": NormShift,
-    "evaluator_repair": EvaluatorRepair, "protocol_grid": ProtocolGrid, "robustness": Robustness,
-    "aligned": Aligned, "consistency": Consistency,
-}
-CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
-CONSTRUCTORS["settings"] = {"settings": Settings}
-CONSTRUCTORS["audit"] = {"audit": Audit}
+class ProvenanceContrast(_Compare):
+    DOC: ClassVar[str] = ("Study 001 §3.3 / App. H: mean verbal confidence under supplied answers (gold, plausible "
+                          "wrong, off-type) and the paired self/gold/plausible contrasts (Tables 6, 13-15).")
+    own: str
+    gold: str
+    plausible: str | None = None
+    off_type: str | None = None
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "own": "protocol", "gold": "protocol", "plausible": "protocol",
+                                      "off_type": "protocol"}
+
+
+_STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
+_STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
+_STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
+
+# ----------------------------------------------------------------------------- built-in components
+# One registry entry per component constructor (auditlang/core/registry.py): the name the language
+# accepts, its constructor model above, and its implementation as "module:attr". The implementation
+# is referenced lazily because protocol programs, evaluators and comparisons belong to later stages
+# (protocols/, evaluators/, report/) that import this module; importing them here would invert
+# the layer order (and `auditc check` would load the report stack).
+
+_P = "auditlang.protocols."
+for _name, _schema, _impl, _meta in (
+    ("token_prob", TokenProb, "token:TokenProgram", {}),
+    ("verbalized", Verbalized, "verbal:VerbalProgram", {}),
+    ("p_true", PTrue, "verbal:PTrueProgram", {}),
+    ("self_consistency", SelfConsistency, "consistency:SelfConsistencyProgram", {}),
+    ("nota", Nota, "probes:NotaProgram", {}),
+    ("more_info", MoreInfo, "probes:MoreInfoProgram", {}),
+    ("self_ref", SelfRef, "probes:SelfRefProgram", {}),
+    ("ask_cal", AskCal, "probes:AskCalProgram", {"fitted": True}),
+    ("tok_prob_probe", TokProbProbe, "probes:TokProbProbeProgram", {"fitted": True}),
+    ("embedding_probe", EmbeddingProbe, "probes:EmbeddingProgram", {"fitted": True}),
+    ("platt", Platt, "probes:PlattProgram", {"fitted": True}),
+    ("random_baseline", RandomBaseline, "calibrators:RandomBaselineProgram", {}),
+    ("aux_classifier", AuxClassifier, "calibrators:AuxClassifierProgram", {"fitted": True}),
+):
+    # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
+    register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
+
+# meta reads: "labels" (option letters: multiple choice and classification only) or "text";
+# followup: (role, request kind) of the evaluator's own model request, planned per item;
+# request_params: parameters that shape that request, not the scorer's text rule.
+_E = "auditlang.evaluators."
+for _name, _schema, _impl, _meta in (
+    ("first_char", FirstChar, "letters:FirstCharEvaluator", {"reads": "labels"}),
+    ("regex_reparse", RegexReparse, "regex_reparse:RegexReparseEvaluator", {"reads": "labels"}),
+    ("constrained", Constrained, "constrained:ConstrainedEvaluator",
+     {"reads": "labels", "followup": ("constrained", "constrained_choice"), "request_params": ("max_tokens",)}),
+    ("exact_match", ExactMatch, "string_match:ExactMatchEvaluator", {"reads": "text"}),
+    ("lenient_match", LenientMatch, "string_match:LenientMatchEvaluator", {"reads": "text"}),
+    ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator", {"reads": "text"}),
+    ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
+    ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
+):
+    register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
+
+# seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
+# release so plans and perturbed prompts stay identical. The alias is the prompts-level name.
+for _name, _schema, _impl, _seed in (
+    ("space_insertion", SpaceInsertion, "insert_space", "space"),
+    ("option_shuffle", OptionShuffle, "shuffle_options", "shuffle"),
+    ("typo", Typo, "add_typo", "typo"),
+    ("one_shot", OneShot, "one_shot", "one_shot"),
+):
+    register("perturbation", _name, schema=_schema, impl=f"auditlang.prompts.perturb:{_impl}", doc=_schema.DOC,
+             aliases=(_seed,) if _seed != _name else (), seed_name=_seed)
+
+_C = "auditlang.report.comparisons."
+for _name, _schema, _impl in (
+    ("spread", Spread, "spread:spread"),
+    ("size_spread", SizeSpread, "spread:size_spread"),
+    ("ece_gap", EceGap, "verbal:ece_gap"),
+    ("norm_shift", NormShift, "normshift:norm_shift"),
+    ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
+    ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
+    ("robustness", Robustness, "robustness:robustness"),
+    ("aligned", Aligned, "aligned:aligned"),
+    ("consistency", Consistency, "consistency:consistency"),
+    ("provenance", ProvenanceContrast, "provenance:provenance"),
+):
+    register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
+
+# language kind -> registry kind, for the kinds whose constructors are registered components
+REGISTRY_KINDS = {"protocol": "protocol", "evaluator": "evaluator", "perturbation": "perturbation",
+                  "compare": "comparison"}
+
+
+class _Constructors(Mapping):
+    """Language kind -> {constructor name -> constructor model}: the static kinds above plus,
+    live, every registered protocol, evaluator, perturbation and comparison (plugins included)."""
+
+    def __getitem__(self, kind: str) -> dict[str, type[Obj]]:
+        if kind in _STATIC_CONSTRUCTORS:
+            return _STATIC_CONSTRUCTORS[kind]
+        if kind not in REGISTRY_KINDS:
+            raise KeyError(kind)
+        out = {}
+        for e in REGISTRY.entries(REGISTRY_KINDS[kind]):
+            if not (isinstance(e.schema, type) and issubclass(e.schema, Obj)):
+                raise RegistryError(f"{REGISTRY_KINDS[kind]} {e.name!r} is registered without a constructor model",
+                                    hint="pass schema=<a subclass of auditlang.resolve.schema.Obj>")
+            out[e.name] = e.schema
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("dataset", "model", "template", "variant", "perturbation", "protocol", "evaluator", "compare",
+                     "bootstrap", "settings", "audit"))
+
+    def __len__(self) -> int:
+        return len(_STATIC_CONSTRUCTORS) + len(REGISTRY_KINDS)
+
+
+CONSTRUCTORS: Mapping[str, dict[str, type[Obj]]] = _Constructors()
 
 REPORT_OUTPUTS = ("cells", "checklist", "disclosure", "figures", "html", "comparisons")

@@ -52,6 +52,7 @@ class Spec:
     files: dict[str, str] = field(default_factory=dict)  # path -> sha256 of the source text
     warnings: list[Any] = field(default_factory=list)
     entry_text: str | None = None  # the entry's source when it was compiled from text, not read from disk
+    model_swaps: dict[str, str] = field(default_factory=dict)  # --swap-model NAME -> model expression
 
     def of_kind(self, kind: str) -> dict[str, Resolved]:
         return {k: v for k, v in self.objects.items() if v.kind == kind}

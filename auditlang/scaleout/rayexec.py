@@ -115,10 +115,11 @@ def _record_fingerprints(run_dir: Path, fps: dict[str, str]) -> None:
 
 def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None, address: str | None = None,
                    shards: int | None = None, retry_errors: bool = False, log=print, beat=None,
-                   interval: float = 10.0, progress: bool = False, shard=None) -> dict[str, str]:
+                   interval: float = 10.0, progress: bool | str = False, shard=None, cache_dir=None) -> dict[str, str]:
     """Execute the plan on a Ray cluster into ``run_dir`` (inputs already saved). Returns model
     id -> fingerprint hash, like ``execute_plan`` (whose keyword arguments it takes: ``progress``
-    is the driver's plain lines either way; ``shard`` must be None, the units are the shards)."""
+    is the driver's plain lines either way; ``shard`` must be None, the units are the shards;
+    ``cache_dir``, the response cache, is not used: workers on other nodes cannot share it)."""
     if shard is not None:
         raise RuntimeFailure("--shard and --executor ray do not combine: the Ray executor shards the run itself",
                              hint="use --ray-shards K to choose how many item shards per model")
@@ -126,6 +127,8 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
     beat = beat or (lambda **_: None)
     run_dir = Path(run_dir).resolve()
     started = _connect(ray, address, log)
+    if cache_dir:
+        log(f"note: the Ray executor does not use the response cache {cache_dir}")
     actors: list = []
     try:
         cluster_gpus = float(ray.cluster_resources().get("GPU", 0))

@@ -14,7 +14,7 @@ from typing import Any
 
 from auditlang.plan.model import Plan
 from auditlang.core.requests import Result
-from auditlang.protocols.base import generated_text
+from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
 from auditlang.evaluators.build import evaluator_ctor
 from auditlang.plan.stage2 import Programs, item_stage2, label_answer
@@ -151,7 +151,9 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
         elif any(v is None for v in mine.values()) or any(v is None for v in r1.values()):
             conf, parsed, reason = math.nan, False, "missing"
         else:
-            ro = _read(progs, prog, eid, ctx, {**r1, **mine}, cand.pred, cand.text, candidate=True)
+            own = cand.extras.get("sample")  # the unit's own sampled generation, with its token logprobs
+            gen = {OWN_GENERATION: Result(request_id=cand.request_id, kind="generate", samples=[own])} if own else {}
+            ro = _read(progs, prog, eid, ctx, {**r1, **mine, **gen}, cand.pred, cand.text, candidate=True)
             if fitted is not None and FIT_ERROR in fitted:
                 ro.confidence, ro.parsed = math.nan, False
             elif fitted is not None:

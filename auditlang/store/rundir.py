@@ -2,7 +2,8 @@
 
 ```
 RUN_DIR/
-  run.json              run metadata: format, spec entry (relative), limit, fingerprints per model
+  run.json              run metadata: format, spec entry (relative), limit, fingerprints per model,
+                        model swaps, static keys (docs/outputs.md)
   plan.json             the plan that was executed (versioned, hashed; cells, datasets, sample indices)
   plan.requests.tsv.gz  stage-1 request ids of the plan, one "model<TAB>kind<TAB>id" per line
   spec/project/...      the project's spec files that were compiled (imports, template files), same layout

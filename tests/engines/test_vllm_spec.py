@@ -60,7 +60,7 @@ def test_spec_declared_vllm_model_runs_end_to_end(cache_dir: Path, tmp_path: Pat
     spec = tmp_path / "gpu_user.audit"
     spec.write_text(f'''import "stdlib/s000"
 dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=3, seed=42)
-model smol = vllm("{ckpt}", dtype=float32, max_tokens=6, max_logprobs=64)
+model smol = vllm("{ckpt}", dtype=float32, max_tokens=6, enforce_eager=true)
 audit a {{
   models = [smol]
   datasets = [arc]

@@ -42,7 +42,7 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_sample_top_k_reaches_generate_requests(tmp_path: Path, shared_data: Path) -> None:
     plan = build_plan(compile_spec(_write(tmp_path, SPEC)), data_root=str(shared_data))
     gens = [r for r in plan.requests if r.kind == "generate"]
-    sc = [r for r in gens if r.p.get("n") == 3]
+    sc = [r for r in gens if r.p.get("n") == 2]  # k=3 runs: the scored answer + 2 samples (003 App. D.3)
     assert sc and all(r.p["top_k"] == 5 and r.p["temperature"] == 1.0 for r in sc)
     answers = [r for r in gens if r.p.get("n") is None and r.p.get("top_logprobs") == 0]
     sampled = [r for r in answers if r.p["temperature"] == 0.1]

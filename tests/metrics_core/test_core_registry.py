@@ -55,7 +55,7 @@ def test_register_adds_and_refuses_duplicates():
 
     try:
         spec = register("test_mean_conf", mean_conf, {"shift": ParamSpec(float, 0.0)}, "conf+correct")
-        assert METRICS["test_mean_conf"] is spec and spec.doc == "Mean confidence plus shift."
+        assert METRICS["test_mean_conf"] == spec and spec.doc == "Mean confidence plus shift."
         assert validate_params("test_mean_conf", {"shift": 2}) == {"shift": 2.0}
         with pytest.raises(ValueError, match="already registered"):
             register("test_mean_conf", mean_conf)
@@ -63,4 +63,4 @@ def test_register_adds_and_refuses_duplicates():
         with pytest.raises(ValueError, match="must be an identifier"):
             register("bad name", mean_conf)
     finally:
-        reg.METRICS.pop("test_mean_conf", None)
+        reg.REGISTRY.unregister("metric", "test_mean_conf")

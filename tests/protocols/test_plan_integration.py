@@ -74,6 +74,7 @@ def test_all_protocols_plan(tmp_path: Path):
         ("pt", "p_true", "choice_logprobs"): 4, ("t1", "score", "continuation_logprobs"): 4,
     }
     gens = [r for r in plan.requests if r.kind == "generate"]
-    assert sum(1 for r in gens if r.p.get("n") == 3) == 4  # self-consistency samples
+    # self-consistency k=3, reference=first_sample: the scored answer is run 1, 2 more samples (003 App. D.3)
+    assert sum(1 for r in gens if r.p.get("n") == 2) == 4
     offtype = [r for r in gens if r.prompt.messages and r.prompt.messages[-1].role == "assistant"]
     assert len(offtype) == 4 and all(m.prompt.messages[-1].content.startswith("Guess: ") for m in offtype)

@@ -133,6 +133,11 @@ def test_threshold_correction_rule(sb):
     off = sb.program("b", "ask_cal", correction=False).fit(rows)
     assert on["threshold"] == 0.5 and on["corrected"] and on["fitted"] == pytest.approx(0.99)
     assert off["threshold"] == pytest.approx(0.99)
+    # every test readout records the threshold used, the fitted one and whether the 0.5
+    # correction fired (004 §5.5), for the checklist
+    x = sb.program("a2", "ask_cal").apply(on, Readout(0.7, True, "ask_cal")).extras
+    assert x["threshold"] == 0.5 and x["threshold_fitted"] == pytest.approx(0.99) and x["threshold_corrected"] is True
+    assert x["threshold_dev_size"] == 3
     with pytest.raises(ValueError, match="nothing to fit"):
         sb.program("c", "ask_cal").fit(dev_rows([math.nan], [True]))
 
@@ -214,6 +219,7 @@ def test_platt_wraps_the_base_protocol(sb):
 
 
 def test_platt_rejects_fitted_bases(sb):
+    """Program-side invariants (the resolver reports these as E159: tests/language/test_check_finds_plan_errors.py)."""
     sb.add("emb", "protocol", "embedding_probe")
-    with pytest.raises(ValueError, match="itself fitted"):
+    with pytest.raises(AssertionError, match="itself fitted"):
         sb.program("ps", "platt", base="emb")

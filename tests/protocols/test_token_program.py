@@ -147,10 +147,11 @@ def test_verbal_prefix_context_puts_the_answer_in_the_guess_slot(sb):
 
 
 def test_inconsistent_axes_are_rejected(sb):
-    with pytest.raises(ValueError, match="apply to readout=T1 or T2"):
+    """Program-side invariants (the resolver reports these as E159: tests/language/test_check_finds_plan_errors.py)."""
+    with pytest.raises(AssertionError, match="apply to readout=T1 or T2"):
         sb.program("x", "token_prob", scored="gold")
     sb.template("verb", file="stdlib:s001/verbalized")
-    with pytest.raises(ValueError, match="context=verbal_prefix"):
+    with pytest.raises(AssertionError, match="context=verbal_prefix"):
         sb.program("y", "token_prob", readout="T1", prefix="verb")
 
 

@@ -143,14 +143,17 @@ def test_off_type_and_plausible_wrong_answers(sb):
 
 
 def test_construction_errors(sb):
+    """Program-side invariants (the resolver reports these as E159: tests/language/test_check_finds_plan_errors.py)."""
     sb.template("dec", file="stdlib:s000/confidence/decimal_01")
-    with pytest.raises(ValueError, match="wrong_from"):
+    with pytest.raises(ValueError, match="wrong_from"):  # pydantic: a list is expected
         sb.program("w", "verbalized", phrasing="dec", provenance="plausible_wrong", wrong_from="other")
-    with pytest.raises(ValueError, match="needs phrasing"):
+    with pytest.raises(AssertionError, match="wrong_from"):
+        sb.program("w2", "verbalized", phrasing="dec", wrong_from=["other"])
+    with pytest.raises(AssertionError, match="needs phrasing"):
         sb.program("f", "verbalized")
-    with pytest.raises(ValueError, match="mode=joint"):
+    with pytest.raises(AssertionError, match="mode=joint"):
         sb.program("j", "verbalized", mode="joint", provenance="gold")
-    with pytest.raises(ValueError, match="needs template"):
+    with pytest.raises(AssertionError, match="needs template"):
         sb.program("p", "p_true")
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.report.checklist import ITEMS
 from auditlang.report.latex import escape
 
@@ -81,7 +81,19 @@ def test_evaluator_rules_and_protocol_axes(md):
 
 def test_accuracy_gap_uses_aligned_comparison(md):
     assert re.search(r"arc: accuracy \(mean over variants, evaluator fc\) small 0\.\d+, mid 0\.\d+, big 0\.\d+; largest gap", md)
-    assert re.search(r"comparison al, ECE: accuracy-controlled views agree with raw in \d+ of 160 cases", md)
+    m = re.search(r"comparison al, ECE: accuracy-controlled views agree with raw in (\d+) of (\d+) cases with every "
+                  r"view computed \(160 cases in all\)", md)
+    assert m and int(m.group(1)) <= int(m.group(2)) <= 160
+
+
+def test_aligned_names_da_default_and_never_counts_a_missing_view_as_agreeing(md):
+    # 003 §6 "Practical Recommendations": "We recommend using DA as the default reporting metric"
+    assert "default view: DA (study 003 §6 recommends Distribution-Aligned as the default reporting view" in md
+    # the fixture's records carry no cross-stage candidates: CA is not computable in any case, so
+    # no case may be reported as "every view agrees with raw"
+    assert "0 of 0 cases with every requested view computed: every accuracy-controlled ECE view agrees with raw" in md
+    assert re.search(r"160 of 160 cases miss a view that could not be computed \(not counted as agreeing\)", md)
+    assert "cases miss an accuracy-controlled view that could not be computed" in md
 
 
 def test_evaluator_rule_reflects_spec_parameters(md):

@@ -30,7 +30,7 @@ variant v1 = variant(t1)
 variant v2 = variant(t2, temperature=0.7, top_p=0.9, sample_top_k=50)
 protocol tb = token_prob(readout=T1, scored=generated, context=bare)
 protocol vb = verbalized(scale=decimal_01, phrasing=conf, temperature=1.0)
-protocol sc = self_consistency(k=3, temperature=0.7, sample_top_k=20)
+protocol sc = self_consistency(k=3, temperature=0.7, sample_top_k=20, reference=answer)
 evaluator fc = first_char()
 evaluator judge = llm_judge(j)
 audit main { models = [a, b]  datasets = [arc]  variants = [v1, v2]  protocols = [tb, vb]  evaluators = [fc] }
@@ -163,3 +163,18 @@ def test_disclosure_notes(rd):
     assert ("Cross-scored answers: rob: P-RB scores the answer generated under v1 under every prompt; A-STB/A-SST over "
             "K=3 samples of sc under v1 (sampled n=3: temperature 0.7, top_p 1, sampling top-k 20), grouped by judge, "
             "18 of 24 samples grouped by the judge.") in notes
+
+
+def test_share_of_items_qualifying_for_stability_and_sensitivity(rd):
+    # 002 eq. 4: A-STB averages over items whose largest group holds more than one answer; eqs. 5-7:
+    # A-SST over items with two or more groups. Every item's samples here are A, A, B: all qualify.
+    from auditlang.report.comparisons import compute_all
+
+    comps = compute_all(rd)
+    rob = next(c for c in comps if c.name == "rob")
+    rows = rob.tables[0].records()
+    assert rows and all(r["A-STB share of items qualifying"] == 1.0 for r in rows)
+    assert all(r["A-SST share of items qualifying"] == 1.0 for r in rows)
+    text = "\n".join(_entry(build_checklist(rd, comps), "Audit main: shared", "cross").lines)
+    assert "comparison rob: A-STB: on average 100.0% of the items qualify" in text
+    assert "comparison rob: A-SST: on average 100.0% of the items qualify" in text

@@ -119,6 +119,54 @@ def test_evaluator_repair_recovery(run, rec):
         assert r["gap recovery %"] == pytest.approx(100 * (rep - base) / (ref - base), abs=1e-9)
 
 
+def test_evaluator_repair_reference_is_the_mean_of_variants(run, rec):
+    # 000 Table 1: "Non-fc mean" = the mean first-character accuracy of the four non-format_change
+    # variants, the reference of the gap recovery
+    t = table(run, "rep3")
+    assert len(t) == 3 * 2
+    for _, r in t.iterrows():
+        def acc(v, e, r=r):
+            return cell(rec, audit="main", model=r["model"], dataset=r["dataset"], variant=v, protocol="tok_norm",
+                        evaluator=e)["correct"].mean()
+
+        ref = np.mean([acc(v, "fc") for v in ("plain", "reorder", "framing")])
+        base, rep = acc("cot", "fc"), acc("cot", "rx")
+        assert r["acc fc @ mean of 3 variants"] == pytest.approx(ref, abs=1e-12)
+        assert r["gap recovery %"] == pytest.approx(100 * (rep - base) / (ref - base), abs=1e-9)
+
+
+def test_gap_recovery_paper_case_and_no_gap():
+    from auditlang.report.comparisons.repair import gap_recovery
+
+    # 000 §4.1 Table 1, Llama-3.2-3B: (0.712 - 0.098) / (0.751 - 0.098) = 94.0 %
+    assert round(gap_recovery(0.751, 0.098, 0.712), 1) == 94.0
+    # Phi-4-mini's path 2 above the reference: 103.0 % (more than the gap is fine)
+    assert round(gap_recovery(0.842, 0.180, 0.862), 1) == 103.0
+    # no gap to recover: a repair from 0.50 to 0.00 against a reference of 0.25 is not "+200 %"
+    assert math.isnan(gap_recovery(0.25, 0.50, 0.00))
+    assert math.isnan(gap_recovery(0.50, 0.50, 0.70))
+
+
+def test_ece_gap_restricted_to_a_dataset(run, rec):
+    # 000 Table 2 is MMLU-Pro only: datasets= keeps the comparison to the named datasets, and the
+    # by-model means are over the VPR-passing cells (Table 2's four columns)
+    t = table(run, "gap_mmlu")
+    assert set(t["dataset"]) == {"mmlu"} and len(t) == 3 * 4 * 2
+    full = table(run, "gap")
+    same = full[full["dataset"] == "mmlu"].reset_index(drop=True)
+    assert np.allclose(t["ece_gap"].to_numpy(float), same["ece_gap"].to_numpy(float), equal_nan=True)
+    by_model = table(run, "gap_mmlu_by_model")
+    mid = t[(t["model"] == "mid") & (t["evaluator"] == "fc") & t["included"]]
+    got = by_model[(by_model["model"] == "mid") & (by_model["evaluator"] == "fc")].iloc[0]
+    assert got["n_included"] == 3 and got["n_excluded"] == 1  # mid / mmlu / reorder is below VPR 0.80
+    assert got["mean ece_gap"] == pytest.approx(mid["ece_gap"].mean(), abs=1e-12)
+    assert got["mean ece_verbal"] == pytest.approx(mid["ece_verbal"].mean(), abs=1e-12)
+    assert got["mean ece_token"] == pytest.approx(mid["ece_token"].mean(), abs=1e-12)
+    accs = [cell(rec, audit="main", model="mid", dataset="mmlu", variant=v, protocol="verbal", evaluator="fc")["correct"].mean()
+            for v in mid["variant"]]
+    assert got["mean accuracy"] == pytest.approx(np.mean(accs), abs=1e-12)
+
+
 def test_protocol_grid_gaps(run, rec):
     t = table(run, "grid")
     r = t.iloc[3]

@@ -2,8 +2,8 @@
 (no committed request is executed again), and the records equal a local run's.
 
 The dry-run engine sleeps ``AUDITLANG_DRYRUN_DELAY`` seconds per request in the workers, so the
-unit (80 requests, commit batches of 32) is still running when its first batch is committed;
-the test then kills the worker process named in the unit's ``attempts.jsonl``.
+unit (80 items, one stage-1 request each, commit batches of 32) is still running when its first
+batch is committed; the test then kills the worker process named in the unit's ``attempts.jsonl``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from scaleout_helpers import make_project, records, start_ray
 
 SPEC = """import "stdlib/s000"
 
-dataset arc = jsonl("arc.jsonl", task=multiple_choice, sample=40, seed=7)
+dataset arc = jsonl("arc.jsonl", task=multiple_choice, sample=80, seed=7)
 model smol = embedded("smollm2-135m-instruct", dtype=float32, batch_size=4, max_tokens=4)
 audit a {
   models = [smol]
@@ -74,10 +74,12 @@ def _attempts(unit: Path) -> list[dict]:
 
 def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray, tmp_path: Path, monkeypatch,
                                                                         capsys) -> None:
-    proj = make_project(tmp_path, SPEC)
+    proj = make_project(tmp_path, SPEC, rows=120)
     monkeypatch.chdir(proj)
     args = ["audit.audit", "--data-root", "data", "--engine", "dryrun", "--no-progress"]
     assert main(["run", *args, "--out", "runs/local"]) == 0
+    n = len(_results(proj / "runs/local/journal.sqlite"))
+    assert n >= 64  # at least two commit batches of 32
     unit = proj / "runs/ray/units/smol.0of1"
     killed: dict = {}
 
@@ -86,7 +88,7 @@ def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray,
         while time.monotonic() < deadline:
             done = len(_results(unit / "journal.sqlite"))
             starts = [a for a in _attempts(unit) if a["event"] == "start"]
-            if starts and 32 <= done < 80:  # the first commit batch is in, the unit is still running
+            if starts and 32 <= done < n:  # the first commit batch is in, the unit is still running
                 os.kill(starts[0]["pid"], signal.SIGKILL)
                 killed.update(pid=starts[0]["pid"], seen=done)
                 return
@@ -106,24 +108,26 @@ def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray,
     assert "unit smol.0of1 merged" in out and "(attempt 2)" in out
     # results committed before the retry started were not executed again
     rows = _results(unit / "journal.sqlite")
-    assert len(rows) == len({r for r, _ in rows}) == 80
+    assert len(rows) == len({r for r, _ in rows}) == n
     retry_start = starts[1]["time"]
     before = [r for r, at in rows if datetime.fromisoformat(at).timestamp() < retry_start]
     assert len(before) >= killed["seen"] >= 32
-    assert finishes[0]["cached"] == len(before) and finishes[0]["executed"] == 80 - len(before)
+    assert finishes[0]["cached"] == len(before) and finishes[0]["executed"] == n - len(before)
     # the merged run is the local run
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
-    assert len(_results(proj / "runs/ray/journal.sqlite")) == 80
+    assert len(_results(proj / "runs/ray/journal.sqlite")) == n
 
 
 def test_driver_killed_then_rerun_resumes(slow_ray, tmp_path: Path, monkeypatch, capsys) -> None:
     """`kill -9` of the driver (a separate `auditc run --executor ray --address` process on the
     same cluster) after its first unit is merged; rerunning the command skips that unit and
     resumes the other; records equal a local run's."""
-    proj = make_project(tmp_path, SPEC)
+    proj = make_project(tmp_path, SPEC, rows=120)
     monkeypatch.chdir(proj)
     args = ["audit.audit", "--data-root", "data", "--engine", "dryrun", "--no-progress"]
     assert main(["run", *args, "--out", "runs/local"]) == 0
+    n = len(_results(proj / "runs/local/journal.sqlite"))
+    assert n >= 64  # at least two commit batches of 32
     address = slow_ray.get_runtime_context().gcs_address
     ray_args = ["--out", "runs/ray", "--executor", "ray", "--address", address, "--ray-shards", "2"]
     driver = subprocess.Popen([sys.executable, "-m", "auditlang.cli", "run", *args, *ray_args],
@@ -144,4 +148,4 @@ def test_driver_killed_then_rerun_resumes(slow_ray, tmp_path: Path, monkeypatch,
     starts = [a for a in _attempts(units / merged[0]) if a["event"] == "start"]
     assert len(starts) == 1  # the merged unit did not run again
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
-    assert len(_results(proj / "runs/ray/journal.sqlite")) == 80
+    assert len(_results(proj / "runs/ray/journal.sqlite")) == n

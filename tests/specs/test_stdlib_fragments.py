@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from spec_helpers import REPO, compiled
 
-from auditlang.prompts.templates import compile_obj
+from auditlang.resolve.templates import compile_obj
 from auditlang.protocols.registry import program_for
 
 FRAGMENTS = ["protocols", "evaluators", "perturbations", "metrics", "s001", "s002", "s003", "s004"]

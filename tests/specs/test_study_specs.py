@@ -97,6 +97,44 @@ def test_s000_repair_audit_with_data(plan_with_data) -> None:
     assert sum(d["count"] for d in constrained) == 5 * 5 * 500
 
 
+def test_s000_comparisons_follow_tables_1_and_2() -> None:
+    spec = compiled(SPECS["s000"])
+    four = ["s000.surface_paraphrase", "s000.instruction_reorder", "s000.fewshot_3", "s000.implicit_framing"]
+    # Table 1: gap recovery against the mean of the four non-format_change variants
+    # (94.0 % = (0.712 - 0.098) / (0.751 - 0.098) for Llama-3.2-3B)
+    rep = spec.get("arc_repair").value
+    assert rep.references() == four and rep.reference_variant is None and rep.variant == "s000.format_change"
+    # Table 2: MMLU-Pro only, means over variants with VPR >= 0.80 (the audit's threshold)
+    gap = spec.get("verbal_gap").value
+    assert gap.datasets == ["mmlu_pro"] and gap.verbal == "s000.verbal_decimal"
+    assert spec.get("verbal_gap_pct").value.datasets == ["mmlu_pro"]
+    assert spec.get(gap.audit).value.vpr_threshold == 0.8
+    assert sorted(spec.get("verbal_gap_easier").value.datasets) == ["ag_news", "arc", "mnli", "sst2"]
+    # §3 / Table 3: spread over the four non-format_change variants (the primary panel too)
+    assert spec.get("spread4").value.variants == four and spec.get("spread4_primary").value.variants == four
+    assert spec.get("spread4_primary").value.audit == "primary"
+    # C.1 Path 1: the Qwen example ("matches an early repeated letter") implies the first occurrence
+    assert spec.get("s000.regex_reparse").value.occurrence == "first"
+    # App. B.1: classification format_change changes only the output-format instruction (no CoT)
+    fc = spec.get("s000.format_change").value
+    assert fc.classification != fc.multiple_choice
+
+
+def test_s000_classification_format_change_changes_only_the_format_instruction() -> None:
+    # App. B.1: "For classification and QA the format_change variant modifies the output-format
+    # instruction; for reasoning it appends a chain-of-thought instruction."
+    from auditlang.prompts import build_context, compile_stdlib_template
+
+    item = {"id": "x", "question": "a gorgeous film", "choices": ["negative", "positive"], "answer_index": 1}
+    ctx = build_context(item)
+    base = compile_stdlib_template("s000/classification/surface_paraphrase").render(ctx)
+    fc = compile_stdlib_template("s000/classification/format_change").render(ctx)
+    instruction = "Answer with only the letter of the correct option."
+    assert instruction in base and instruction not in fc
+    assert fc.replace("Give the letter of the correct option in parentheses, for example (A).", instruction) == base
+    assert "step by step" not in fc.lower()
+
+
 # ----------------------------------------------------------------------------- study 001
 
 
@@ -118,9 +156,21 @@ def test_s001_main_grid_is_24_settings() -> None:
 def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     # §3.3, Table 6: "(3 Instruct models x 4 datasets, n=11,916)" = 3 x (1000 + 1000 + 817 + 1155)
     plan = declared_plan(SPECS["s001"])
-    cells = [c for c in plan.cells if c.audit == "supplied" and c.protocol == "s001.verbal_gold"]
+    seven = {"llama3_8b_it", "mistral_7b_it", "qwen25_7b_it"}
+    cells = [c for c in plan.cells if c.audit == "supplied" and c.protocol == "s001.verbal_gold" and c.model in seven]
     assert len(cells) == 12
     assert sum(c.n_items for c in cells) == 11916
+    # App. H Table 15: Qwen2.5-14B-Instruct's supplied-answer results on the same four datasets
+    q14 = [c for c in plan.cells if c.audit == "supplied" and c.model == "qwen25_14b_it"]
+    assert {c.dataset for c in q14} == {"triviaqa", "sciq", "truthfulqa", "mmlu4"}
+    assert {c.protocol for c in q14} == {"s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong",
+                                         "s001.verbal_off_type"}
+    # Tables 6, 13-15: the supplied-answer means and paired contrasts (incl. Table 15's "diff. pref.")
+    spec = compiled(SPECS["s001"])
+    prov = spec.get("supplied_contrasts")
+    assert prov.ctor == "provenance" and prov.value.audit == "supplied"
+    assert (prov.value.own, prov.value.gold, prov.value.plausible, prov.value.off_type) == (
+        "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type")
     assert {c.protocol for c in plan.cells if c.audit == "supplied"} == {
         "s001.verbal_self", "s001.verbal_gold", "verbal_plausible_wrong", "s001.verbal_off_type"}
     # §3.3: plausible-wrong answers are another model's wrong guesses: built in the cross stage,
@@ -128,18 +178,41 @@ def test_s001_supplied_answer_diagnostic_is_12_cells_n_11916() -> None:
     spec = compiled(SPECS["s001"])
     assert spec.get("verbal_plausible_wrong").value.wrong_from == ["llama3_8b_it", "mistral_7b_it", "qwen25_7b_it"]
     cross = [d for d in plan.deferred if d["source"] == "cross:verbal_plausible_wrong"]
-    assert sum(d["count"] for d in cross) == 11916
+    assert sum(d["count"] for d in cross) == 11916 + 3972  # + Qwen2.5-14B (Table 15)
     # App. I, Table 16: the integer-scale check has n = 12 Instruct cells
     assert len({(c.model, c.dataset) for c in plan.cells if c.audit == "int_scale"}) == 12
 
 
 def test_s001_larger_model_checks() -> None:
     # App. J, K, N: 14B, 32B and 72B Instruct on the same four datasets; the 72B check uses
-    # 250-item subsets of TriviaQA, SciQ, TruthfulQA and the full MMLU set.
+    # 250-item subsets of TriviaQA, SciQ, TruthfulQA and the full MMLU set (Table 23: n = 1,155).
+    spec = compiled(SPECS["s001"])
     plan = declared_plan(SPECS["s001"])
     assert {c.model for c in plan.cells if c.audit == "larger"} == {"qwen25_14b_it", "qwen25_32b_it"}
     q72 = {c.dataset: c.n_items for c in plan.cells if c.audit == "q72"}
     assert q72 == {"triviaqa_250": 250, "sciq_250": 250, "truthfulqa_250": 250, "mmlu4": 1155}
+    # App. J / K: the token-readout axis g(T1) - g(T2) for 14B and 32B
+    ro = spec.get("readout_larger").value
+    assert ro.audit == "larger" and ro.configs == ["s001.tok_bare", "s001.tok_bare_t2"]
+    assert spec.get("s001.tok_bare_t2").value.readout == "T2" and spec.get("s001.tok_bare").value.readout == "T1"
+    # Table 23: g_A, g_B and g_C (bin-free estimator) for 72B
+    g72 = spec.get("grid_72b").value
+    assert g72.configs == ["s001.tok_bare", "s001.tok_prefix"]
+    assert [spec.metrics[m].name for m in g72.estimators] == ["ece", "binfree_ece"]
+    # Table 20: generated vs gold for 14B, 32B and 72B
+    assert spec.get("scored_larger").value.configs == spec.get("scored_72b").value.configs == [
+        "s001.tok_bare", "s001.tok_bare_gold"]
+
+
+def test_s001_mmlu_subjects_are_per_subject_counts() -> None:
+    # App. M: "high-school physics 151, philosophy 311, high-school government and politics 193,
+    # miscellaneous 500; 1,155 total), not a uniform 500 per subject"
+    spec = compiled(SPECS["s001"])
+    v = spec.get("mmlu4").value
+    counts = dict(zip(v.filter_in, v.sample_per))
+    assert counts == {"high_school_physics": 151, "philosophy": 311, "high_school_government_and_politics": 193,
+                      "miscellaneous": 500}
+    assert sum(counts.values()) == 1155
 
 
 def test_s001_q72_with_data_uses_local_subsets(plan_with_data) -> None:
@@ -149,17 +222,21 @@ def test_s001_q72_with_data_uses_local_subsets(plan_with_data) -> None:
     # MMLU's four subjects have 18 + 46 + 27 + 119 = 210 rows locally (App. M Table 21: 1,155)
     assert n == {"triviaqa_250": 250, "sciq_250": 250, "truthfulqa_250": 250, "mmlu4": 210}
     assert plan.datasets["mmlu4"]["n_items"] == 210
+    # the stratified draw takes each subject's rows (all of them here, fewer than the caps)
+    subjects = Counter(ctx.item["subject"] for k, u in plan.units.items() if k[2] == "mmlu4" for ctx in u.contexts)
+    assert subjects == {"high_school_physics": 18, "philosophy": 46, "high_school_government_and_politics": 27,
+                        "miscellaneous": 119}
 
 
 # ----------------------------------------------------------------------------- study 002
 
-S002_FAMILY = {"s002.prob": "Prob", "s002.ps": "PS", "s002.p_true": "P(True)"}
+S002_FAMILY = {"s002.prob": "Prob", "s002.prob_gen": "Prob", "s002.ps": "PS", "s002.ps_gen": "PS",
+               "s002.p_true": "P(True)", "s002.calib1": "Calib1", "s002.random_bl": "BL"}
 
 
 def test_s002_method_cells() -> None:
-    # §1 / §5: nine LLMs x four datasets x five CE methods = 180 method-cells. Calib1 (36 cells)
-    # has no constructor, and GPT-4o's Prob./PS (8 cells) need generated-output logprobs that the
-    # openai engine does not serve: 180 - 36 - 8 = 136 are expressed (see the spec's comments).
+    # §1 / §5: nine LLMs x four datasets x five CE methods (Prob., PS, VC, P(True), Calib1) = 180
+    # method-cells, plus the random baseline BL (36 more; Table 6 reports BL for all nine models)
     plan = declared_plan(SPECS["s002"])
     method_cells = set()
     for c in plan.cells:
@@ -167,8 +244,22 @@ def test_s002_method_cells() -> None:
             method_cells.add((c.model, c.dataset, S002_FAMILY.get(c.protocol, "VC")))
     assert len({m for m, _, _ in method_cells}) == 9
     assert len({d for _, d, _ in method_cells}) == 4
-    assert len(method_cells) == 180 - 36 - 8
-    assert {(m, f) for m, _, f in method_cells if m == "gpt4o"} == {("gpt4o", "P(True)"), ("gpt4o", "VC")}
+    assert len({x for x in method_cells if x[2] != "BL"}) == 9 * 4 * 5 == 180
+    assert len({x for x in method_cells if x[2] == "BL"}) == 36
+    # GPT-4o: all five methods; Prob./PS from the generated output (App. A.3: no input logits)
+    assert {f for m, _, f in method_cells if m == "gpt4o"} == {"Prob", "PS", "VC", "P(True)", "Calib1", "BL"}
+    spec = compiled(SPECS["s002"])
+    assert spec.get("s002.prob_gen").value.source == "generation"
+    assert spec.get("s002.ps_gen").value.base == "s002.prob_gen"
+    assert spec.get("s002.calib1").ctor == "aux_classifier" and spec.get("s002.random_bl").ctor == "random_baseline"
+
+
+def test_s002_train_split_is_2000_items() -> None:
+    # §5 "Datasets": "2,000 randomly sampled training examples each" train PS and Calib1
+    spec = compiled(SPECS["s002"])
+    for d in ("nq", "sciq", "triviaqa"):
+        assert spec.get(d).value.dev_sample == 2000
+    assert spec.get("popqa").value.dev == "popqa_dev" and spec.get("popqa_dev").value.sample == 2000
 
 
 def test_s002_prompt_sets_for_robustness() -> None:
@@ -215,7 +306,8 @@ def test_s002_one_model_with_data_and_dev_splits(plan_with_data) -> None:
     info = plan.datasets
     assert {d: info[d]["n_sample"] for d in ("nq", "sciq", "triviaqa", "popqa")} == {
         "nq": 1000, "sciq": 500, "triviaqa": 1000, "popqa": 1000}
-    # PS is fit on a disjoint dev split (002: 2,000 train items; locally what is left)
+    # PS and Calib1 are fit on a disjoint dev split asking for 002's 2,000 train items (§5); the
+    # local copies hold fewer beyond the test sample, so each gets all that is left
     assert info["nq"]["n_dev"] == 1000 and info["sciq"]["n_dev"] == 384 and info["popqa"]["n_dev"] == 1000
     test_ids = {ctx.item["id"] for k, u in plan.units.items() if k[2] == "popqa" and k[4] == "test" for ctx in u.contexts}
     dev_ids = {ctx.item["id"] for k, u in plan.units.items() if k[2] == "popqa" and k[4] == "dev" for ctx in u.contexts}
@@ -272,9 +364,14 @@ def test_s003_local_audit_with_data(plan_with_data) -> None:
     plan = plan_with_data(only_audit(compiled(SPECS["s003"]), "trivia", models=["qwen25_7b", "qwen25_72b"]))
     assert not plan.estimated
     assert {c.n_items for c in plan.cells} == {1500}
-    # self-consistency: one n=10 sampling request per item at temperature 1.0 (App. D.3)
-    sc = [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 10]
+    # App. D.3 self-consistency: 10 responses per question, the first of which is the scored
+    # answer: one n=9 sampling request per item at temperature 1.0 next to the answer request
+    sc = [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 9]
     assert len(sc) == 2 * 1500 and {r.p["temperature"] for r in sc} == {1.0}
+    assert not [r for r in plan.requests if r.kind == "generate" and r.p.get("n") == 10]
+    answers = [r for r in plan.requests if r.kind == "generate" and r.p.get("n", 1) == 1 and r.model == sc[0].model
+               and r.prompt == sc[0].prompt]
+    assert len(answers) == 1 and answers[0].p["temperature"] == 1.0  # run 1: same prompt and decoding
 
 
 def test_s003_full_plan_with_data_is_an_estimate(shared_data: Path) -> None:
@@ -343,3 +440,24 @@ def test_s004_one_model_with_data_and_disjoint_dev(plan_with_data) -> None:
                 o = orig[ctx.index]
                 assert ctx.item["answer_index"] != o["answer_index"]
                 assert ctx.item["choices"][ctx.item["answer_index"]] == o["choices"][o["answer_index"]]
+
+
+def test_s004_models_per_dataset_follow_the_tables() -> None:
+    # MMLU: Table 1 / Table 7 (Mistral-7B, LLaMA-3.1-8B, OLMo-2-7B) and Table 6 (LLaMA 1B, 3B,
+    # 8B, 70B). HellaSwag: Table 8 and Tables 11-12 (Mistral-7B, LLaMA-3.1-8B), Table 9 (LLaMA
+    # 1B, 3B), Table 10 (LLaMA-3.1-70B, OLMo-2-7B): all six models on both datasets.
+    plan = declared_plan(SPECS["s004"])
+    per = defaultdict(set)
+    for c in plan.cells:
+        per[c.dataset].add(c.model)
+    six = {"mistral_7b", "llama32_1b", "llama32_3b", "llama31_8b", "llama31_70b", "olmo2_7b"}
+    assert per == {"mmlu": six, "hellaswag": six}
+    by_audit = defaultdict(set)
+    for c in plan.cells:
+        by_audit[c.audit].add(c.model)
+    assert by_audit["mmlu_main"] == {"mistral_7b", "llama31_8b", "olmo2_7b"}  # Table 1
+    assert by_audit["mmlu_scaling"] == {"llama32_1b", "llama32_3b", "llama31_8b", "llama31_70b"}  # Table 6
+    assert by_audit["hellaswag_all"] == six  # Tables 8-12
+    # Tables 12 and 14: LLaMA-3.1-8B's abstain performance on HellaSwag and MMLU, every condition
+    hs8 = {c.variant for c in plan.cells if c.model == "llama31_8b" and c.dataset == "hellaswag"}
+    assert len(hs8) == 14

@@ -152,15 +152,19 @@ def test_shards_run_their_part_and_label_rows(tmp_path: Path, requests_100: list
     assert sum(labels.values()) == 100 and set(labels) == {"0/3", "1/3", "2/3"}
 
 
-def test_progress_bar_on_a_terminal_and_silent_otherwise(journal: Journal, requests_100: list[Request]) -> None:
+def test_progress_bar_on_a_terminal_plain_lines_otherwise(journal: Journal, requests_100: list[Request]) -> None:
     tty = io.StringIO()
     execute(HashEngine(), requests_100[:50], journal, progress=True, description="smol stage 1",
             console=Console(file=tty, force_terminal=True, width=120))
     out = tty.getvalue()
     assert "smol stage 1" in out and "req/s" in out and "50/50" in out
     pipe = io.StringIO()
-    execute(HashEngine(), requests_100[50:], journal, progress=True, console=Console(file=pipe, force_terminal=False))
-    assert pipe.getvalue() == ""
+    execute(HashEngine(), requests_100[50:75], journal, progress=True, console=Console(file=pipe, force_terminal=False))
+    lines = pipe.getvalue().splitlines()  # no terminal: plain lines for logs (issue 14)
+    assert lines[0] == "[fake] 25 requests to run" and lines[-1].startswith("[fake] done: 25/25 requests in ")
+    quiet = io.StringIO()
+    execute(HashEngine(), requests_100[75:], journal, progress=False, console=Console(file=quiet, force_terminal=True))
+    assert quiet.getvalue() == ""
 
 
 def _count_results(db_path: Path) -> int:

@@ -1,33 +1,25 @@
 """The comparisons a spec declares (``compare NAME = ctor(audit, ...)``), computed from the records.
 
-One module per family; every function takes (RunData, compare name, compare value) and returns a
+One module per family, each function registered as a ``comparison`` component by
+``resolve/schema.py``; every function takes (RunData, compare name, compare value) and returns a
 :class:`Comparison`. A comparison that fails as a whole (e.g. a metric of the wrong kind) becomes a
 table holding one "not computable: <reason>" note, never a number.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from auditlang.report.comparisons.aligned import aligned
+from auditlang.core.registry import REGISTRY
 from auditlang.report.comparisons.common import Comparison
-from auditlang.report.comparisons.consistency import consistency
-from auditlang.report.comparisons.grid import protocol_grid
-from auditlang.report.comparisons.normshift import norm_shift
-from auditlang.report.comparisons.repair import evaluator_repair
-from auditlang.report.comparisons.robustness import robustness
-from auditlang.report.comparisons.spread import size_spread, spread
-from auditlang.report.comparisons.verbal import ece_gap, vpr_summary, vpr_tables
+from auditlang.report.comparisons.verbal import vpr_summary, vpr_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
 __all__ = ["COMPARISONS", "Comparison", "compute_all", "compute_one", "vpr_summary", "vpr_tables"]
 
-COMPARISONS: dict[str, Callable[[RunData, str, object], Comparison]] = {
-    "spread": spread, "size_spread": size_spread, "ece_gap": ece_gap, "norm_shift": norm_shift,
-    "evaluator_repair": evaluator_repair, "protocol_grid": protocol_grid, "robustness": robustness,
-    "aligned": aligned, "consistency": consistency,
-}
+# compare constructor name -> function (the component registry's ``comparison`` entries)
+COMPARISONS: Mapping[str, Callable[[RunData, str, object], Comparison]] = REGISTRY.view("comparison")
 
 
 def compute_one(rd: RunData, cid: str) -> Comparison:

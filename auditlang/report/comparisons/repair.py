@@ -6,8 +6,12 @@ set against the base evaluator's:
     gap recovery % = 100 (acc_repair - acc_base) / (acc_reference - acc_base)
 
 where acc_base is the base evaluator's accuracy on ``variant`` and acc_reference its accuracy on
-``reference_variant``. (000 Table 1 uses the mean of the four non-format_change variants as the
-reference; a spec names one reference variant.) Also reported: previously-correct predictions
+``reference_variant``, or the mean of its per-variant accuracies over ``reference_variants``
+(000 Table 1: the mean of the four non-format_change variants, e.g. Llama-3.2-3B
+(0.712 - 0.098) / (0.751 - 0.098) = 94.0 %). The recovery is defined only when the base evaluator
+loses accuracy on ``variant`` (acc_reference > acc_base): with no gap, or a negative one, a ratio
+would read as a recovery it is not (a repair from 0.50 to 0.00 against a reference of 0.25 would
+show +200 %), so it is reported as not computable. Also reported: previously-correct predictions
 that the repair turns wrong ("stability of recoveries", appendix C.1).
 """
 
@@ -25,22 +29,29 @@ from auditlang.report.tables import Table, not_computable
 def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     protocol = a.protocols[0]
+    refs = c.references()
+    ref_label = refs[0] if len(refs) == 1 else f"mean of {len(refs)} variants"
     out = Comparison(name, "evaluator_repair", c.audit)
     t = Table(name, f"Evaluator repair ({name}): {c.base} vs {', '.join(c.repairs)} on variant {c.variant}",
-              ["model", "dataset", "repair", "n_items", f"acc {c.base} @ {c.reference_variant}", f"acc {c.base} @ {c.variant}",
+              ["model", "dataset", "repair", "n_items", f"acc {c.base} @ {ref_label}", f"acc {c.base} @ {c.variant}",
                "acc repair", "gap recovery %", "correct -> wrong"])
     per_repair: dict[str, list[float]] = {r: [] for r in c.repairs}
     for model in a.models:
         for ds in a.datasets:
-            ref = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.reference_variant, protocol=protocol,
-                                evaluator=c.base), False)
+            ref_accs, missing = [], []
+            for rv in refs:
+                ref = known(rd.rows(c.audit, model=model, dataset=ds, variant=rv, protocol=protocol, evaluator=c.base), False)
+                if ref.empty:
+                    missing.append(rv)
+                else:
+                    ref_accs.append(float(ref["correct"].mean()))
             base = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.variant, protocol=protocol,
                                  evaluator=c.base), False)
-            if ref.empty or base.empty:
-                t.notes.append(not_computable(f"{model} / {ds}: no records of evaluator '{c.base}' on "
-                                              f"{'variant ' + c.reference_variant if ref.empty else 'variant ' + c.variant}"))
+            if missing or base.empty:
+                what = f"variant {', '.join(missing)}" if missing else f"variant {c.variant}"
+                t.notes.append(not_computable(f"{model} / {ds}: no records of evaluator '{c.base}' on {what}"))
                 continue
-            acc_ref = float(ref["correct"].mean())
+            acc_ref = float(np.mean(ref_accs))
             b = by_item(base)
             for rep in c.repairs:
                 r = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.variant, protocol=protocol, evaluator=rep), False)
@@ -52,18 +63,21 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
                 zb = b.loc[items, "correct"].to_numpy(dtype=float)
                 zr = r.loc[items, "correct"].to_numpy(dtype=float)
                 acc_b, acc_r = float(zb.mean()), float(zr.mean())
-                denom = acc_ref - acc_b
-                if denom == 0:
-                    rec = math.nan
-                    t.notes.append(not_computable(f"gap recovery for {model} / {ds} / {rep}: the base evaluator loses no "
-                                                  f"accuracy on {c.variant} (acc_reference = acc_base = {acc_b:.3f})"))
+                rec = gap_recovery(acc_ref, acc_b, acc_r)
+                if math.isnan(rec):
+                    t.notes.append(not_computable(
+                        f"gap recovery for {model} / {ds} / {rep}: the base evaluator loses no accuracy on {c.variant} "
+                        f"(reference {acc_ref:.3f}, base {acc_b:.3f}), so there is no gap to recover"))
                 else:
-                    rec = 100.0 * (acc_r - acc_b) / denom
                     per_repair[rep].append(rec)
                 broken = int(np.sum((zb == 1) & (zr == 0)))
                 t.add(model, ds, rep, len(items), acc_ref, acc_b, acc_r, rec, broken)
-    t.notes.append(f"Accuracy on the generations of protocol '{protocol}'; reference = base evaluator on "
-                   f"'{c.reference_variant}' (study 000 Table 1 averages four variants instead).")
+    if len(refs) == 1:
+        t.notes.append(f"Accuracy on the generations of protocol '{protocol}'; reference = base evaluator on "
+                       f"'{refs[0]}' (study 000 Table 1 averages the four non-format_change variants instead).")
+    else:
+        t.notes.append(f"Accuracy on the generations of protocol '{protocol}'; reference = mean of the base evaluator's "
+                       f"accuracies on {', '.join(refs)} (study 000 Table 1, 'Non-fc mean').")
     out.tables.append(t)
     s = Table(f"{name}_mean", f"Mean gap recovery per repair ({name})", ["repair", "n", "mean gap recovery %"])
     for rep, vals in per_repair.items():
@@ -73,3 +87,12 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     out.tables.append(s)
     out.summary += [f"{rep}: mean recovery {np.mean(v):.1f}%" for rep, v in per_repair.items() if v]
     return out
+
+
+def gap_recovery(acc_reference: float, acc_base: float, acc_repair: float) -> float:
+    """100 (acc_repair - acc_base) / (acc_reference - acc_base); NaN when the base evaluator
+    loses no accuracy (acc_reference <= acc_base: no gap, nothing to recover)."""
+    gap = acc_reference - acc_base
+    if not gap > 0:
+        return math.nan
+    return 100.0 * (acc_repair - acc_base) / gap

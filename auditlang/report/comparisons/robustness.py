@@ -54,9 +54,13 @@ def _fixed(rd: RunData, df, key: str) -> dict[str, float]:
     return out
 
 
-def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, float]:
-    """(A-STB, A-SST) of one protocol's scored samples under the first variant (NaN when not computable)."""
+def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, float, float, float]:
+    """(A-STB, A-SST, share of items qualifying for A-STB, share qualifying for A-SST) of one
+    protocol's scored samples under the first variant (NaN when not computable). An item
+    qualifies for A-STB when its largest semantic group holds more than one answer (002 eq. 4),
+    for A-SST when its answers fall into two or more groups (eqs. 5-7)."""
     vals = {"A-STB": math.nan, "A-SST": math.nan}
+    shares = {"A-STB": math.nan, "A-SST": math.nan}
     got = _samples(rd, first, samples_key(c.samples, c.grouping)) if c.samples and not first.empty else None
     if not c.samples:
         t.nc("A-STB / A-SST: the comparison names no samples= protocol (K sampled answers per item, "
@@ -69,10 +73,12 @@ def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, floa
             t.nc(f"A-STB / A-SST: {got[2]} sampled answer(s) without a confidence left out", where)
         for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST")):
             try:
-                vals[label] = fn(got[0], got[1]).value
+                res = fn(got[0], got[1])
+                vals[label], shares[label] = res.value, res.coverage
             except ValueError as err:
+                shares[label] = 0.0  # no item qualifies
                 t.nc(f"{label}: {err}", where)
-    return vals["A-STB"], vals["A-SST"]
+    return vals["A-STB"], vals["A-SST"], shares["A-STB"], shares["A-SST"]
 
 
 def _brier_auroc(frames: dict, t: Table, where: str) -> tuple[float, float]:
@@ -141,16 +147,19 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
                         prb, prb_ex = r.value, r.n_excluded
                     except ValueError as err:
                         t.nc(f"P-RB: {err}", where)
-                stbs, ssts = [], []
+                stbs, ssts, stb_sh, sst_sh = [], [], [], []
                 for p in frames if c.samples else []:
                     first = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
-                    stb, sst = _stability(rd, c, first, t, f"{where} / {p}")
+                    stb, sst, q1, q2 = _stability(rd, c, first, t, f"{where} / {p}")
                     stbs.append(stb)
                     ssts.append(sst)
+                    stb_sh.append(q1)
+                    sst_sh.append(q2)
                 if not c.samples:
                     _stability(rd, c, frames[next(iter(frames))], t, where)  # the "no samples=" note, once
                 br, au = _brier_auroc(frames, t, where)
-                t.add(m, d, label, e, len(items), prb, prb_ex, _mean_finite(stbs), _mean_finite(ssts), br, au)
+                t.add(m, d, label, e, len(items), prb, prb_ex, _mean_finite(stbs), _mean_finite(ssts),
+                      _mean_finite(stb_sh), _mean_finite(sst_sh), br, au)
     t.notes.append(f"Prompts: the confidence protocols {', '.join(protocols)} under the one answer prompt {v}; "
                    "P-RB over each item's confidences in the model's own answer, which every protocol of the cell "
                    "shares (002 section 5: only the confidence-elicitation prompt is perturbed for VC). Std is the "
@@ -162,11 +171,13 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
                                                             else "the evaluator's normalised answer (no grouping= judge given)") + ".")
     t.notes.append("Brier and AUROC: per protocol, averaged over the protocols (macro over prompts, 002 Table 6).")
     out.tables.append(t)
+    out.summary += share_summary(t)
     return out
 
 
 COLUMNS = ("model", "dataset", "protocol", "evaluator", "n_items", "P-RB", "P-RB items excluded", "A-STB", "A-SST",
-           "Brier (mean over prompts)", "AUROC (mean over prompts)")
+           "A-STB share of items qualifying", "A-SST share of items qualifying", "Brier (mean over prompts)",
+           "AUROC (mean over prompts)")
 
 
 def robustness(rd: RunData, name: str, c) -> Comparison:
@@ -217,10 +228,13 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
                     elif len(variants) >= 2:
                         t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", where)
                     first = rd.rows(c.audit, model=m, dataset=d, variant=variants[0], protocol=p, evaluator=e)
-                    stb, sst = _stability(rd, c, first, t, where)
+                    stb, sst, q1, q2 = _stability(rd, c, first, t, where)
                     br, au = _brier_auroc(frames, t, where)
-                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, br, au)
+                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, q1, q2, br, au)
     if c.samples:
+        t.notes.append("Share of items qualifying: A-STB averages over the items whose largest semantic group holds "
+                       "more than one of the K answers (002 eq. 4), A-SST over the items with two or more groups "
+                       "(eqs. 5-7); the other items do not enter the metric.")
         t.notes.append(f"A-STB / A-SST: the K answers of protocol '{c.samples}' under prompt {variants[0]}, each scored "
                        "by the row's protocol; semantic groups from "
                        + (f"judge evaluator '{c.grouping}' (002 App. A.1)" if c.grouping else
@@ -231,4 +245,20 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
         t.notes.append("P-RB: each prompt scores its own generated answer (answer=own).")
     t.notes.append(f"Prompts: {', '.join(variants)}. Std is the population standard deviation (002 eqs. 3-4).")
     out.tables.append(t)
+    out.summary += share_summary(t)
     return out
+
+
+def share_summary(t: Table) -> list[str]:
+    """How many of the items enter A-STB and A-SST (002 eqs. 4-7 average over qualifying items only)."""
+    out = []
+    for metric in ("A-STB", "A-SST"):
+        col = f"{metric} share of items qualifying"
+        vals = [float(r[col]) for r in t.records() if r.get(col) is not None and not math.isnan(float(r[col]))]
+        if vals:
+            out.append(f"{metric}: on average {100 * float(np.mean(vals)):.1f}% of the items qualify "
+                       f"(min {100 * min(vals):.1f}%, max {100 * max(vals):.1f}% over {len(vals)} rows)")
+        else:
+            out.append(f"{metric}: not computable: no row has scored samples, so no item qualifies")
+    return out
+

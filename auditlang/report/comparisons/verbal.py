@@ -3,7 +3,10 @@
 VPR = parsed / total per cell; cells below the inclusion threshold (audit.vpr_threshold, else
 settings.vpr_threshold; 000 appendix D.1: 0.80) are marked and excluded from ECE_verbal means.
 ECE_gap = ECE_verbal - ECE_token (000 section 4.2, appendix E.2): verbal on its parsed rows,
-token on every row of the paired token cell; over-confidence on the parsed rows.
+token on every row of the paired token cell; over-confidence on the parsed rows. ``datasets=``
+restricts the comparison to some of the audit's datasets (000 Table 2 is MMLU-Pro only); the
+by-model table gives, per model, the means over the VPR-passing cells of accuracy, ECE_token,
+ECE_verbal and ECE_gap (Table 2's columns).
 """
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
     tables = []
     for p in verbal_protocols(rd, aid):
         for e in rd.evaluators(aid):
-            t = Table(f"vpr_{aid}_{p}_{e}",
-                      f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({BELOW} = below {s.threshold:.2f})",
+            mark = f"{BELOW} = below {s.threshold:.2f}" if rd.vpr_declared(aid) else "no inclusion threshold declared"
+            t = Table(f"vpr_{aid}_{p}_{e}", f"Verbal parse rate, audit {aid}, protocol {p}, evaluator {e} ({mark})",
                       ["model", "dataset", *a.variants])
             for m in a.models:
                 for d in a.datasets:
@@ -72,9 +75,12 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
                         vals.append("–" if vpr is None else f"{vpr:.3f}" + (f" {BELOW}" if vpr < s.threshold else ""))
                     t.add(m, d, *vals)
             excl = [(k, vpr) for k, vpr, _ in s.excluded if k[3] == p and k[4] == e]
-            t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
-                           f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
-                           "ECE_verbal means.")
+            if rd.vpr_declared(aid):
+                t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
+                               f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
+                               "ECE_verbal means.")
+            else:
+                t.notes.append("No inclusion threshold declared (vpr_threshold): no cell is excluded for its VPR.")
             t.notes += [f"excluded: {k[0]} / {k[1]} / {k[2]} (VPR {vpr:.3f})" for k, vpr in excl]
             tables.append(t)
     return tables
@@ -89,10 +95,11 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     t = Table(name, f"ECE_gap = ECE({c.verbal}) - ECE({c.token}) and signed over-confidence ({name}, {label})",
               ["model", "dataset", "variant", "evaluator", "n", "vpr", "included", "ece_verbal", "ece_token", "ece_gap",
                "ece_gap lo", "ece_gap hi", "overconf_vs_acc", "overconf_vs_token", "n_token_missing"])
-    per_model: dict[tuple[str, str], list[float]] = {}
+    per_model: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     vprs: dict[Any, float] = {}
+    datasets = [d for d in a.datasets if not c.datasets or d in c.datasets]
     for m in a.models:
-        for d in a.datasets:
+        for d in datasets:
             for v in a.variants:
                 for e in rd.evaluators(c.audit):
                     vr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
@@ -132,22 +139,33 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                     t.add(m, d, v, e, len(z), vpr, included, e_v, e_t, gap, ci.low if ci else math.nan,
                           ci.high if ci else math.nan, oc.vs_accuracy, oc.vs_token, n_missing)
                     if included:
-                        per_model.setdefault((m, e), []).append(gap)
+                        acc = float(np.mean(z)) if len(z) else math.nan
+                        per_model.setdefault((m, e), []).append((acc, e_t, e_v, gap))
     sel = vpr_filter(vprs, thr)
     t.notes.append(f"Token rows with a missing token confidence are dropped (n_token_missing); unparsed verbal rows are "
                    f"dropped from ECE_verbal only. Bootstrap: items within the cell, B={B}, seed={seed}.")
     t.notes += [f"excluded (VPR < {thr:.2f}): {' / '.join(k)} (VPR {vpr:.3f})" for k, vpr, _ in sel.excluded]
+    if not rd.vpr_declared(c.audit):
+        t.notes.append("No inclusion threshold declared (vpr_threshold): every cell with a parsed verbal confidence "
+                       "enters the means (study 000's VPR >= 0.80 applies only where declared).")
     out.tables.append(t)
-    s = Table(f"{name}_by_model", f"Mean ECE_gap over VPR-passing cells ({name})",
-              ["model", "evaluator", "n_included", "n_excluded", "mean ece_gap"])
+    scope = f" on {', '.join(datasets)}" if c.datasets else ""
+    s = Table(f"{name}_by_model", f"Means over VPR-passing cells{scope} ({name})",
+              ["model", "evaluator", "n_included", "n_excluded", "mean accuracy", "mean ece_token", "mean ece_verbal",
+               "mean ece_gap"])
     for m in a.models:
         for e in rd.evaluators(c.audit):
-            gaps = per_model.get((m, e), [])
+            rows = per_model.get((m, e), [])
             n_ex = sum(1 for k, _, _ in sel.excluded if k[0] == m and k[3] == e)
-            s.add(m, e, len(gaps), n_ex, float(np.mean(gaps)) if gaps else math.nan)
-            if not gaps:
+            means = [float(np.mean([r[i] for r in rows])) if rows else math.nan for i in range(4)]
+            s.add(m, e, len(rows), n_ex, *means)
+            if not rows:
                 s.notes.append(not_computable(f"mean ECE_gap for {m} / {e}: no cell passes VPR >= {thr:.2f}"))
+    if c.datasets:
+        s.notes.append(f"Datasets: {', '.join(datasets)} only (datasets=); study 000 Table 2 reports MMLU-Pro, means over "
+                       "the variants with VPR >= 0.80.")
     out.tables.append(s)
     out.data = {"excluded": sel.excluded, "threshold": thr}
-    out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}")
+    out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}"
+                       if rd.vpr_declared(c.audit) else f"{len(sel.included)} cells included (no VPR threshold declared)")
     return out

@@ -1,0 +1,125 @@
+"""Study 001 supplied-answer analysis (§3.3, App. H, Tables 6 and 13-15).
+
+Per (model, dataset, evaluator) of one audit, on the verbalized confidences of four protocols
+that differ only in the answer in the ``Guess:`` slot -- the model's own answer (``own``), the
+gold answer (``gold``), another model's wrong answer (``plausible``) and an off-type wrong
+answer (``off_type``) -- paired by item over the rows whose confidence parsed:
+
+* mean confidence under gold, plausible wrong and off-type (Table 15's first three columns);
+* gold - plaus.: conf(gold) - conf(plausible) over every item (Table 14 row 1);
+* self - gold, diff. strings: conf(own) - conf(gold) over the items the model answered correctly
+  with a string that differs from the gold after normalisation (Table 14 row 2; Table 15's
+  "diff. pref.");
+* self - gold, exact match: the same over correct answers equal to the gold string (row 3);
+* gold - self, initially wrong: conf(gold) - conf(own) over the items the model got wrong (row 4).
+
+Correctness is the evaluator's label of the model's own answer (the shared answer generation);
+strings are compared after study 001's normalisation (``normalize_answer``). Each contrast has a
+percentile bootstrap interval over its items (the audit's bootstrap settings); the pooled rows
+pool every cell's items (Table 14: "Pooled"), the macro row averages the per-dataset means.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from auditlang.metrics.bootstrap import bootstrap_ci
+from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item
+from auditlang.report.rundata import RunData
+from auditlang.report.tables import Table, not_computable
+
+CONTRASTS = ("gold - plaus.", "self - gold, diff. strings", "self - gold, exact match", "gold - self, initially wrong")
+
+
+def _conf(rd: RunData, aid: str, m: str, d: str, e: str, pid: str | None):
+    if not pid:
+        return None
+    df = by_item(rd.rows(aid, model=m, dataset=d, protocol=pid, evaluator=e))
+    if df.empty:
+        return None
+    return df[df["confidence_parsed"].astype(bool)]
+
+
+def _mean(x: list[float]) -> float:
+    return float(np.mean(x)) if x else math.nan
+
+
+def contrasts_of(own, gold, plaus) -> dict[str, list[float]]:
+    """Per-item differences of the four paired contrasts (see the module docstring)."""
+    from auditlang.evaluators.string_match import normalize_answer  # lazy: the evaluator library is large
+
+    out: dict[str, list[float]] = {k: [] for k in CONTRASTS}
+    if plaus is not None:
+        for i in gold.index.intersection(plaus.index):
+            out["gold - plaus."].append(float(gold.at[i, "confidence"]) - float(plaus.at[i, "confidence"]))
+    for i in own.index.intersection(gold.index):
+        z = own.at[i, "correct"]
+        if z is None or (isinstance(z, float) and math.isnan(z)):
+            continue
+        c_own, c_gold = float(own.at[i, "confidence"]), float(gold.at[i, "confidence"])
+        if z:
+            same = normalize_answer(str(own.at[i, "pred"] or "")) == normalize_answer(str(own.at[i, "gold"] or ""))
+            out["self - gold, exact match" if same else "self - gold, diff. strings"].append(c_own - c_gold)
+        else:
+            out["gold - self, initially wrong"].append(c_gold - c_own)
+    return out
+
+
+def provenance(rd: RunData, name: str, c) -> Comparison:
+    a = rd.audit(c.audit)
+    B, seed, level = bootstrap_settings(rd, c.audit)
+    out = Comparison(name, "provenance", c.audit)
+    t = Table(name, f"Supplied-answer confidence and paired contrasts ({name}; 001 §3.3, App. H)",
+              ["model", "dataset", "evaluator", "n", "self", "gold", "plaus.", "off-type", *CONTRASTS])
+    pooled: dict[tuple[str, str], dict[str, list[float]]] = {}
+    per_ds: dict[tuple[str, str, str], list[float]] = {}
+    for m in a.models:
+        for d in a.datasets:
+            for e in rd.evaluators(c.audit):
+                where = f"{m} / {d} / {e}"
+                own, gold = _conf(rd, c.audit, m, d, e, c.own), _conf(rd, c.audit, m, d, e, c.gold)
+                plaus, off = _conf(rd, c.audit, m, d, e, c.plausible), _conf(rd, c.audit, m, d, e, c.off_type)
+                if own is None or gold is None:
+                    t.nc(f"no records of protocol '{c.own if own is None else c.gold}'", where)
+                    continue
+                diffs = contrasts_of(own, gold, plaus)
+                means = {
+                    "self": float(own["confidence"].mean()) if len(own) else math.nan,
+                    "gold": float(gold["confidence"].mean()) if len(gold) else math.nan,
+                    "plaus.": float(plaus["confidence"].mean()) if plaus is not None and len(plaus) else math.nan,
+                    "off-type": float(off["confidence"].mean()) if off is not None and len(off) else math.nan,
+                }
+                for k, v in means.items():
+                    per_ds.setdefault((m, e, k), []).append(v)
+                t.add(m, d, e, len(own), *means.values(), *(_mean(diffs[k]) for k in CONTRASTS))
+                for k in CONTRASTS:
+                    pooled.setdefault((k, e), []).extend(diffs[k])
+    t.notes.append("Means over the rows whose verbal confidence parsed; contrasts paired by item (see the "
+                   "comparison's definitions in docs/report.md). Correctness: the evaluator's label of the model's "
+                   "own answer; strings compared after study 001's normalisation.")
+    out.tables.append(t)
+    s = Table(f"{name}_pooled", f"Paired contrasts pooled over cells, with {int(100 * level)}% bootstrap intervals "
+              f"({name}; 001 Table 14)", ["contrast", "evaluator", "n", "mean", "lo", "hi"])
+    for (k, e), vals in pooled.items():
+        if len(vals) < 2:
+            s.add(k, e, len(vals), _mean(vals), math.nan, math.nan)
+            s.notes.append(not_computable(f"{k} / {e}: fewer than two paired items, no interval"))
+            continue
+        ci = bootstrap_ci(np.mean, np.asarray(vals, dtype=float), B=B, seed=seed, level=level)
+        s.add(k, e, len(vals), float(np.mean(vals)), ci.low, ci.high)
+    s.notes.append(f"Percentile bootstrap over the pooled items, B={B}, seed={seed}.")
+    out.tables.append(s)
+    macro = Table(f"{name}_macro", f"Macro mean over datasets per model ({name}; 001 Table 15 'Macro')",
+                  ["model", "evaluator", "self", "gold", "plaus.", "off-type"])
+    for m in a.models:
+        for e in rd.evaluators(c.audit):
+            vals = [per_ds.get((m, e, k), []) for k in ("self", "gold", "plaus.", "off-type")]
+            if any(vals):
+                macro.add(m, e, *(float(np.nanmean(v)) if v and not all(math.isnan(x) for x in v) else math.nan
+                                  for v in vals))
+    out.tables.append(macro)
+    out.summary += [f"{r['contrast']} ({r['evaluator']}): {r['mean']:+.3f} over {r['n']} items" for r in s.records()
+                    if not math.isnan(r["mean"])]
+    return out

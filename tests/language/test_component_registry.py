@@ -1,0 +1,204 @@
+"""The one component registry (issue 13): every constructor the language accepts has an
+implementation and every implementation a constructor; schemas agree with implementations;
+a component registered from outside the package is a constructor for `auditc check`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import typing
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+from auditlang.core.registry import KINDS, REGISTRY, Registry, RegistryError, register
+from auditlang.evaluators.base import Evaluator, VerbalParser
+from auditlang.metrics.registry import ParamSpec
+from auditlang.protocols.base import Program
+from auditlang.resolve import schema as S
+
+
+def _subclasses(cls: type) -> set[type]:
+    out: set[type] = set()
+    for sub in cls.__subclasses__():
+        out |= {sub} | _subclasses(sub)
+    return out
+
+
+def _public_classes(base: type, package: str, modules: list[str]) -> set[type]:
+    for m in modules:
+        importlib.import_module(f"{package}.{m}")
+    return {c for c in _subclasses(base) if c.__module__.startswith(package + ".") and not c.__name__.startswith("_")
+            and not inspect.isabstract(c) and ("name" in vars(c) or base is Program)}
+
+
+def _impls(kind: str) -> set:
+    return {e.load() for e in REGISTRY.entries(kind)}
+
+
+def test_every_kind_is_populated_and_every_implementation_loads() -> None:
+    import auditlang.evaluators  # noqa: F401  (verbal parsers)
+    import auditlang.metrics  # noqa: F401  (metrics)
+
+    for kind in KINDS:
+        entries = REGISTRY.entries(kind)
+        assert entries, kind
+        for e in entries:
+            if kind == "engine":  # engine modules import torch / vLLM: check they exist, do not import them
+                module = e.impl_path.partition(":")[0]
+                assert importlib.util.find_spec(module) is not None, e
+            else:
+                assert callable(e.load()), e
+
+
+def test_language_constructors_are_the_registry_entries() -> None:
+    for lang, kind in S.REGISTRY_KINDS.items():
+        ctors = S.CONSTRUCTORS[lang]
+        assert list(ctors) == REGISTRY.names(kind)
+        for name, cls in ctors.items():
+            assert issubclass(cls, S.Obj) and REGISTRY.get(kind, name).schema is cls
+
+
+def test_every_protocol_program_has_a_constructor_and_vice_versa() -> None:
+    programs = _public_classes(Program, "auditlang.protocols", ["token", "verbal", "consistency", "probes"])
+    assert _impls("protocol") == programs
+    for e in REGISTRY.entries("protocol"):
+        # the resolver knows which protocols are fitted on the dev split without importing them
+        assert bool(e.meta.get("fitted")) == e.load().needs_dev, e.name
+
+
+def test_every_evaluator_and_verbal_parser_has_an_entry_and_vice_versa() -> None:
+    mods = ["letters", "regex_reparse", "constrained", "string_match", "judge", "boxed", "verbal", "linguistic"]
+    assert _impls("evaluator") == _public_classes(Evaluator, "auditlang.evaluators", mods)
+    assert _impls("verbal_parser") == _public_classes(VerbalParser, "auditlang.evaluators", mods)
+    for e in REGISTRY.entries("evaluator") + REGISTRY.entries("verbal_parser"):
+        assert e.load().name == e.name
+    for e in REGISTRY.entries("evaluator"):  # what the resolver (E153) and the planner read
+        assert e.meta["reads"] in ("labels", "text"), e.name
+        assert ("followup" in e.meta) == (e.name in ("constrained", "llm_judge")), e.name
+
+
+def test_verbal_scales_are_the_registered_parsers() -> None:
+    import auditlang.evaluators  # noqa: F401
+
+    assert set(typing.get_args(S.VerbalScale)) == set(REGISTRY.names("verbal_parser"))
+
+
+def test_evaluator_schemas_agree_with_the_scorers() -> None:
+    """Every value the language accepts for an evaluator parameter builds the scorer (through
+    the same mapping the scoring stage uses)."""
+    from auditlang.evaluators.build import make_evaluator
+
+    for e in REGISTRY.entries("evaluator"):
+        if e.name == "llm_judge":  # needs a judge model of a spec; its parameters are max_tokens and judge
+            continue
+        defaults = {k: v for k, v in e.schema().model_dump(by_alias=True).items()}
+        make_evaluator(None, "x", "multiple_choice", ctor=e.name, params=defaults)
+        for fname, field in e.schema.model_fields.items():
+            for choice in typing.get_args(field.annotation) if typing.get_origin(field.annotation) is typing.Literal else ():
+                make_evaluator(None, "x", "multiple_choice", ctor=e.name, params={**defaults, fname: choice})
+
+
+def test_every_comparison_function_has_a_constructor_and_vice_versa() -> None:
+    import auditlang.report.comparisons as C
+
+    found = set()
+    for f in Path(C.__file__).parent.glob("*.py"):
+        mod = importlib.import_module(f"auditlang.report.comparisons.{f.stem}")
+        for name, fn in vars(mod).items():
+            if (inspect.isfunction(fn) and fn.__module__ == mod.__name__ and not name.startswith("_")
+                    and list(inspect.signature(fn).parameters) == ["rd", "name", "c"]):
+                found.add(fn)
+    assert _impls("comparison") == found
+
+
+def test_every_perturbation_function_has_a_constructor_and_vice_versa() -> None:
+    import auditlang.prompts.perturb as P
+
+    found = {fn for name, fn in vars(P).items() if inspect.isfunction(fn) and fn.__module__ == P.__name__
+             and not name.startswith("_") and list(inspect.signature(fn).parameters)[:2] == ["item", "seed"]}
+    assert _impls("perturbation") == found
+    # one_shot's schema admits exactly the banks and indices the implementation has
+    assert set(typing.get_args(typing.get_args(S.OneShot.model_fields["bank"].annotation)[0])) == set(P.ONESHOT_EXAMPLES)
+    le = next(m.le for m in S.OneShot.model_fields["index"].metadata if hasattr(m, "le"))
+    assert all(len(bank) == le + 1 for bank in P.ONESHOT_EXAMPLES.values())
+
+
+def test_every_model_constructor_runs_on_a_registered_engine() -> None:
+    engines = set(REGISTRY.names("engine"))
+    assert {"hf", "vllm", "openai"} <= engines
+    embedded = typing.get_args(S.EmbeddedModel.model_fields["engine"].annotation)
+    assert set(embedded) <= engines
+    assert {c for c in S.CONSTRUCTORS["model"] if c != "embedded"} <= engines
+
+
+def test_metric_schemas_name_real_keyword_parameters() -> None:
+    import auditlang.metrics  # noqa: F401  (study modules register their metrics)
+
+    for e in REGISTRY.entries("metric"):
+        params = inspect.signature(e.impl).parameters
+        for pname, ps in e.schema.items():
+            assert isinstance(ps, ParamSpec) and pname in params, (e.name, pname)
+
+
+# ----------------------------------------------------------------------------- the Registry itself
+
+
+def test_registry_lookup_suggestions_aliases_and_lazy_loading() -> None:
+    r = Registry()
+    r.register("perturbation", "space_insertion", impl="auditlang.prompts.perturb:insert_space", aliases=("space",))
+    with pytest.raises(RegistryError, match="already registered"):
+        r.register("perturbation", "space_insertion", impl=len)
+    with pytest.raises(RegistryError, match="already registered"):
+        r.register("perturbation", "space", impl=len)
+    with pytest.raises(RegistryError, match="identifier"):
+        r.register("metric", "bad name", impl=len)
+    with pytest.raises(RegistryError, match="module:attr"):
+        r.register("metric", "lazy", impl="auditlang.metrics.calibration.ece")
+    with pytest.raises(RegistryError, match="unknown component kind"):
+        r.register("widget", "w", impl=len)
+    assert r.get("perturbation", "space").name == "space_insertion"
+    assert r.get("perturbation", "space").load().__name__ == "insert_space"
+    with pytest.raises(RegistryError) as err:
+        r.get("perturbation", "space_insert")
+    assert err.value.hint.startswith("did you mean 'space_insertion'?")
+    view = r.view("perturbation")
+    assert list(view) == ["space_insertion"] and "space" in view
+    r.register("perturbation", "typo", impl=len)
+    assert list(view) == ["space_insertion", "typo"]  # views are live
+    r.register("perturbation", "typo", impl=min, replace=True)
+    assert view["typo"] is min
+    r.unregister("perturbation", "space_insertion")
+    assert "space" not in view
+
+
+class MyMatch(S.Obj):
+    DOC: typing.ClassVar[str] = "A plugin evaluator (test)."
+    extract: S.Extract = "first_line"
+
+
+def test_a_component_registered_from_outside_is_a_language_constructor(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "s.audit"
+    spec.write_text(
+        'dataset tqa = jsonl("triviaqa.jsonl", task=open_qa, sample=5)\nmodel smol = embedded("gemma3-270m")\n'
+        'variant v = variant("Q: {{ question }}\\nA:")\nprotocol p = token_prob(readout=T1)\n'
+        "evaluator e = my_mach(extract=full)\n"
+        "audit a {\n  models = [smol]\n  datasets = [tqa]\n  variants = [v]\n  protocols = [p]\n  evaluators = [e]\n}\n",
+        encoding="utf-8")
+    register("evaluator", "my_match", schema=MyMatch, impl="auditlang.evaluators.string_match:ExactMatchEvaluator")
+    try:
+        assert main(["check", str(spec)]) == 1
+        err = capsys.readouterr().err
+        assert "unknown evaluator constructor 'my_mach'" in err and "did you mean 'my_match'" in err
+        spec.write_text(spec.read_text(encoding="utf-8").replace("my_mach", "my_match"), encoding="utf-8")
+        assert main(["check", str(spec)]) == 0, capsys.readouterr().err
+        spec.write_text(spec.read_text(encoding="utf-8").replace("extract=full", "extrct=full"), encoding="utf-8")
+        assert main(["check", str(spec)]) == 1
+        assert "unknown parameter 'extrct' for my_match()" in capsys.readouterr().err
+    finally:
+        REGISTRY.unregister("evaluator", "my_match")
+    spec.write_text(spec.read_text(encoding="utf-8").replace("extrct=full", "extract=full"), encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    assert "unknown evaluator constructor 'my_match'" in capsys.readouterr().err
