@@ -24,9 +24,12 @@ def compile(source: str | Path, *, path: str | Path | None = None):  # noqa: A00
     """A validated ``Spec`` from a spec file or a spec's text. Text is compiled as if it were the
     file ``path`` (default ``./<spec>.audit``: relative imports and data paths resolve from there).
     Raises ``CompileError`` (its ``.diagnostics`` carry file:line:col and hints)."""
+    from auditlang.plan.planner import check_capabilities  # lazy: `import auditlang` stays instant
     from auditlang.resolve import compile_source  # lazy: `import auditlang` stays instant
 
-    return compile_source(source, path)
+    spec = compile_source(source, path)
+    check_capabilities(spec).raise_if_errors()  # what `auditc check` adds to the resolver (E172)
+    return spec
 
 
 def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = None):

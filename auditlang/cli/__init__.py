@@ -32,13 +32,22 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
 
+def _access_args(p: argparse.ArgumentParser) -> None:
+    """What a run may contact and read (docs/security.md)."""
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="let models of this spec send requests to HOST (loopback needs no permission); repeatable")
+    p.add_argument("--allow-secret", action="append", default=[], metavar="NAME",
+                   help="let api_key_env read the environment variable NAME (names ending _API_KEY are allowed); repeatable")
+
+
 EXIT_CODES = """exit codes:
   0    success
   1    user-facing problems: spec diagnostics (file:line:col, caret, hint), data errors,
-       a bad run directory or evaluator name; `fmt --check` when a file would change
+       a bad run directory or evaluator name; `fmt --check` when a file would change;
+       --out into a folder that is not a run directory; a host or secret not allowed
   2    command-line usage error (unknown flag, bad --shard, bad --swap-model)
   3    runtime failure outside the spec: missing engine package, model load failure,
-       unreachable server (the run directory stays consistent; rerun to resume)
+       unreachable server, a full disk (the run directory stays consistent; rerun to resume)
   70   internal error (a bug in auditlang; please report it with the traceback shown)
   130  interrupted (Ctrl-C); committed work is kept
 
@@ -83,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cells", action="store_true", help="list every cell with its item count and content hash")
     p.add_argument("--output", "-o", metavar="FILE", help="write the JSON plan to this file (with --format json)")
     p.add_argument("--no-data", action="store_true", help="do not read data files: estimate from declared sizes")
+    _access_args(p)
     p.add_argument("--no-requests", action="store_true", help="JSON: omit the request bodies")
     p.add_argument("--compact", action="store_true", help="JSON: no indentation")
     p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
@@ -126,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "recorded in run.json and the checklist")
     p.add_argument("--cache", metavar="DIR", help="response cache shared across run directories (else $AUDITLANG_CACHE_DIR): "
                                                   "results found there under the same request id and engine fingerprint are reused")
+    _access_args(p)
     p.add_argument("--executor", choices=["local", "ray"],
                    help="where to execute (default: the spec's settings executor, else local); ray: see docs/scale-out.md")
     p.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join (or auto); "

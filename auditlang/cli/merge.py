@@ -13,7 +13,8 @@ from pathlib import Path
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.errors import UserError
 from auditlang.store.rundir import (
-    DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, read_plan_file, read_run_file, write_run_file)
+    DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, check_out_dir, read_plan_file, read_run_file,
+    write_run_file)
 from auditlang.store.shards import merge_journals
 
 
@@ -30,7 +31,7 @@ def cmd_merge(args) -> int:
         listing = ", ".join(f"{k}: {v}" for k, v in hashes.items())
         raise UserError(f"the shards ran different plans ({listing})",
                         hint="merge only shards of one `auditc run SPEC --shard I/N` command line")
-    target.mkdir(parents=True, exist_ok=True)
+    check_out_dir(target)  # never into a user's folder (docs/security.md)
     rep = merge_journals(target, sources)
     first = sources[0]
     for name in (SPEC_DIR, DATA_DIR):

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
 
 
 def cmd_plan(args) -> int:
@@ -19,12 +19,35 @@ def cmd_plan(args) -> int:
     step = StepLog()
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step)
     step(None)
+    if plan.warnings:
+        print_diags(plan.warnings)
+    from auditlang.execute.access import access_record, load_allowances, run_access  # lazy: as the planner above
+
+    allow = load_allowances(args.allow_host, args.allow_secret)
+    access = access_record(run_access(spec), allow)
     if args.format == "json":
-        text = json.dumps(plan.to_dict(include_requests=not args.no_requests), indent=None if args.compact else 1, ensure_ascii=False)
+        body = plan.to_dict(include_requests=not args.no_requests)
+        body["access"] = access  # not part of the plan hash: who may be contacted is the user's choice
+        text = json.dumps(body, indent=None if args.compact else 1, ensure_ascii=False)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
         else:
             sys.stdout.write(text + "\n")
         return EXIT_OK
     print_summary(spec, plan, show_cells=args.cells)
+    print_access(access)
     return EXIT_OK
+
+
+def print_access(access: list[dict]) -> None:
+    """Every host a run would contact and every secret it would read, and whether it may."""
+    if not access:
+        print("network: none (no model calls a server); secrets: none")
+        return
+    print("network and secrets (docs/security.md):")
+    for a in access:
+        host = a["host_allowed_by"] or "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST")
+        print(f"  model {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
+        if a["secret"]:
+            sec = a["secret_allowed_by"] or f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}"
+            print(f"    reads ${a['secret']} as its API key: {sec}")

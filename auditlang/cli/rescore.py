@@ -24,7 +24,7 @@ def cmd_rescore(args) -> int:
         if name not in RESCORABLE:
             raise UserError(f"cannot re-score offline with evaluator '{name}'",
                             hint=did_you_mean(name, RESCORABLE, "offline evaluators") or
-                            "constrained and llm_judge need a model; add them to the spec and run again")
+                            "constrained, loglik_argmax and llm_judge need a model; add them to the spec and run again")
     run = load_run(Path(args.run_dir))
     with run.stdlib(), Journal(run.run_dir) as journal:
         for name in dict.fromkeys(args.evaluator):

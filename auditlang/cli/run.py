@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import sqlite3
 import sys
 from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps
-from auditlang.core.errors import UsageError
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
+from auditlang.core.diagnostics import CompileError
+from auditlang.core.errors import RuntimeFailure, UsageError
+from auditlang.core.trust import enforce
+from auditlang.execute.access import access_record, check_access, load_allowances, run_access
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
+from auditlang.store.rundir import JOURNAL, check_out_dir
 from auditlang.store.shards import Shard
 
 
@@ -70,6 +77,13 @@ def cmd_run(args) -> int:
     plan = plan_spec(spec, args.data_root, args.limit, step=step)
     if step is not None:
         step(None)
+    if plan.warnings:
+        print_diags(plan.warnings)
+    allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
+    access = run_access(spec, args.engine)
+    bag = check_access(spec, access, allow)
+    if bag.errors:
+        raise CompileError(bag)
     for note in plan.notes:
         if "data root" in note:
             print(f"note: {note}", file=sys.stderr)
@@ -79,6 +93,39 @@ def cmd_run(args) -> int:
     for mid, url in from_env.items():
         print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
+    check_out_dir(run_dir)
+    enforce(allow)
+    try:
+        return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
+                        access_record(access, allow), executor)
+    except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
+        errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
+        what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
+        raise _write_failure(args, run_dir, what) from None
+    except OSError as e:
+        if e.errno in WRITE_FAILURES:
+            raise _write_failure(args, run_dir, f"{e.strerror}: {e.filename or run_dir}") from None
+        raise
+    except sqlite3.OperationalError as e:
+        if any(w in str(e).lower() for w in ("disk is full", "disk i/o", "readonly", "unable to open")):
+            raise _write_failure(args, run_dir, f"{e} (the journal {run_dir / JOURNAL})") from None
+        raise
+    finally:
+        enforce(None)
+
+
+WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
+    """A full disk (or a read-only one): a runtime failure naming the path and the resume command."""
+    resume = f"auditc run {args.spec} --out {run_dir}" + (f" --data-root {args.data_root}" if args.data_root else "")
+    return RuntimeFailure(f"cannot write the run directory: {what}",
+                          hint=f"free space (or fix permissions), then resume with `{resume}`: results already "
+                               "committed are kept")
+
+
+def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swaps, from_env, access, executor) -> int:
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
@@ -87,7 +134,8 @@ def cmd_run(args) -> int:
                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                    run_fields={"model_swaps": swaps,
                                "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
-                               "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
+                               "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None,
+                               "access": access})
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")

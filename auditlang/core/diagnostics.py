@@ -72,20 +72,32 @@ class SourceCache:
         return None
 
 
+MAX_EXCERPT = 160  # characters of a source line shown under a diagnostic
+MAX_MESSAGE = 1000  # characters of a message (a message can quote user text)
+
+
 def render(d: Diagnostic, color: bool = False) -> str:
     """``file:line:col: error[E101]: message`` + source line + caret + hint."""
     red, yellow, cyan, bold, reset = ("\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[1m", "\x1b[0m") if color else ("",) * 5
     sev_color = red if d.severity == "error" else yellow if d.severity == "warning" else cyan
     where = f"{d.span}: " if d.span else ""
-    out = [f"{bold}{where}{sev_color}{d.severity}[{d.code}]{reset}{bold}: {d.message}{reset}"]
+    msg = d.message if len(d.message) <= MAX_MESSAGE else d.message[:MAX_MESSAGE] + f"... ({len(d.message)} characters)"
+    out = [f"{bold}{where}{sev_color}{d.severity}[{d.code}]{reset}{bold}: {msg}{reset}"]
     if d.span:
         src = SourceCache.line(d.span.file, d.span.line)
         if src is not None:
             gutter = f"{d.span.line:>4} | "
-            out.append(gutter + src.expandtabs(1))
+            src = src.expandtabs(1)
+            col = d.span.col
             width = (d.span.end_col - d.span.col) if d.span.end_line == d.span.line else max(1, len(src) - d.span.col + 1)
-            width = max(1, min(width, max(1, len(src) - d.span.col + 1)))
-            out.append(" " * (len(gutter) + d.span.col - 1) + sev_color + "^" * width + reset)
+            if len(src) > MAX_EXCERPT:  # a window around the column, so a huge line prints small
+                start = max(0, col - 1 - MAX_EXCERPT // 3)
+                src = ("..." if start else "") + src[start:start + MAX_EXCERPT] + "..."
+                col = col - start + (3 if start else 0)
+                width = min(width, MAX_EXCERPT)
+            width = max(1, min(width, max(1, len(src) - col + 1)))
+            out.append(gutter + src)
+            out.append(" " * (len(gutter) + col - 1) + sev_color + "^" * width + reset)
     for n in d.notes:
         out.append(f"  note: {n}")
     if d.hint:

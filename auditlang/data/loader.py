@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.confine import ENV_DATA_ROOT, inside, outside_hint, user_data_roots
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
-ENV_DATA_ROOT = "AUDITLANG_DATA_ROOT"
+MAX_WARNED = 5  # example lines shown per data warning
 
 
 class DataError(Exception):
@@ -32,6 +33,15 @@ class DataError(Exception):
     def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None) -> None:
         super().__init__(message)
         self.file, self.line, self.hint = file, line, hint
+
+
+class ConfinementError(DataError):
+    """A data path that leaves the project root and the user's data roots (docs/security.md).
+    ``param``: the spec parameter that named it (``path`` of a dataset, ``data_root`` of settings)."""
+
+    def __init__(self, message: str, param: str, hint: str | None = None) -> None:
+        super().__init__(message, None, None, hint)
+        self.param = param
 
 
 @dataclass
@@ -45,6 +55,7 @@ class DatasetItems:
     dev_indices: list[int] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)  # what identifies the data (hub: revision, commit, hashes)
     raw_rows: list[dict[str, Any]] | None = field(default=None, repr=False)  # hub rows as read (stored in run dirs)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (code, message): see data_warnings()
     n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
 
     @property
@@ -53,6 +64,8 @@ class DatasetItems:
 
 
 def data_root_for(spec: Spec, cli_root: str | None = None) -> Path:
+    """The data root: ``--data-root``, else ``$AUDITLANG_DATA_ROOT``, else ``settings { data_root }``
+    (which must lie inside the project root: :class:`ConfinementError`), else the spec's folder."""
     if cli_root:
         return Path(cli_root).expanduser().resolve()
     env = os.environ.get(ENV_DATA_ROOT)
@@ -60,24 +73,41 @@ def data_root_for(spec: Spec, cli_root: str | None = None) -> Path:
         return Path(env).expanduser().resolve()
     s = spec.settings
     if s.data_root:
-        p = Path(s.data_root).expanduser()
-        return (p if p.is_absolute() else spec.entry.parent / p).resolve()
+        p = Path(s.data_root)
+        got = p if p.is_absolute() else spec.entry.parent / p
+        real = inside(got, [spec.root])
+        if real is None:
+            raise ConfinementError(f"settings data_root '{s.data_root}' resolves to {os.path.realpath(got)}, outside "
+                                   f"the project root {spec.root}", "data_root", hint=outside_hint([spec.root]))
+        return real
     return spec.entry.parent
 
 
+def allowed_roots(spec: Spec, root: Path) -> list[Path]:
+    """Folders data files may come from: the project root, the data root in force (given by the
+    user, or checked by :func:`data_root_for`) and ``$AUDITLANG_DATA_ROOT``."""
+    return [spec.root, root, *user_data_roots(None)]
+
+
 def locate(ds: Resolved, root: Path, spec: Spec) -> Path | None:
-    p = Path(ds.value.path).expanduser()
-    if p.is_absolute():
-        return p if p.exists() else None
-    for base in (root, spec.entry.parent):
-        if (base / p).exists():
-            return (base / p).resolve()
+    """The dataset's file (symlinks resolved), None when absent; :class:`ConfinementError` when it
+    lies outside :func:`allowed_roots`."""
+    p = Path(ds.value.path)
+    cands = [p] if p.is_absolute() else [root / p, spec.entry.parent / p]
+    for cand in cands:
+        if cand.exists():
+            roots = allowed_roots(spec, root)
+            real = inside(cand, roots)
+            if real is None:
+                raise ConfinementError(f"data file '{ds.value.path}' resolves to {os.path.realpath(cand)}, outside the "
+                                       "project root and the data root", "path", hint=outside_hint(roots))
+            return real
     return None
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open("r", encoding="utf-8", errors="strict") as fh:
+    with path.open("r", encoding="utf-8-sig", errors="strict") as fh:  # a byte-order mark is accepted
         try:
             for n, line in enumerate(fh, 1):
                 if not line.strip():
@@ -87,32 +117,59 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
                 except json.JSONDecodeError as e:
                     raise DataError(f"malformed JSON: {e.msg} (column {e.colno})", str(path), n,
                                     hint="each line must be one JSON object") from None
+                except RecursionError:
+                    raise DataError("JSON nested too deeply to read", str(path), n,
+                                    hint="each line must be one flat JSON object (question, choices, answer, ...)") from None
+                except ValueError as e:  # e.g. an integer beyond Python's digit limit
+                    raise DataError(f"unreadable JSON value: {e}", str(path), n) from None
                 if not isinstance(obj, dict):
-                    raise DataError(f"expected a JSON object, got {type(obj).__name__}", str(path), n)
+                    raise DataError(f"expected a JSON object, got {type(obj).__name__}", str(path), n,
+                                    hint="each line must be one JSON object")
                 obj["__line__"] = n
                 rows.append(obj)
         except UnicodeDecodeError as e:
-            raise DataError(f"file is not valid UTF-8 ({e.reason})", str(path)) from None
+            raise DataError(f"file is not valid UTF-8 ({e.reason})", str(path), _bad_utf8_line(path),
+                            hint="save the file as UTF-8") from None
     return rows
+
+
+def _bad_utf8_line(path: Path) -> int | None:
+    """1-based line of the first byte sequence that is not UTF-8."""
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return data.count(b"\n", 0, e.start) + 1
+    except OSError:
+        pass
+    return None
 
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     rows = []
-    with path.open("r", encoding="utf-8", newline="") as fh:
+    with path.open("r", encoding="utf-8-sig", newline="") as fh:  # a byte-order mark is accepted
         reader = csv.DictReader(fh)
-        for n, row in enumerate(reader, 2):
-            out: dict[str, Any] = {}
-            for k, v in row.items():
-                if k is None:
-                    raise DataError("row has more cells than the header", str(path), n)
-                if isinstance(v, str) and v[:1] in "[{":
-                    try:
-                        v = json.loads(v)
-                    except json.JSONDecodeError:
-                        pass
-                out[k] = v
-            out["__line__"] = n
-            rows.append(out)
+        try:
+            for row in reader:
+                out: dict[str, Any] = {}
+                for k, v in row.items():
+                    if k is None:
+                        raise DataError("row has more cells than the header", str(path), reader.line_num,
+                                        hint="quote cells that contain commas")
+                    if isinstance(v, str) and v[:1] in "[{":
+                        try:
+                            v = json.loads(v)
+                        except (ValueError, RecursionError):
+                            pass
+                    out[k] = v
+                out["__line__"] = reader.line_num
+                rows.append(out)
+        except UnicodeDecodeError as e:
+            raise DataError(f"file is not valid UTF-8 ({e.reason})", str(path), _bad_utf8_line(path),
+                            hint="save the file as UTF-8") from None
+        except csv.Error as e:
+            raise DataError(f"malformed CSV: {e}", str(path), reader.line_num,
+                            hint="the first line is the header; quote cells holding commas, quotes or newlines") from None
     return rows
 
 
@@ -151,7 +208,8 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     item["question"] = need(v.question, True)
     choices = need(v.choices, v.task != "open_qa")
     if choices is not None and not isinstance(choices, list):
-        raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line)
+        raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line,
+                        hint="write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
     item["choices"] = choices
     gold_index = need(v.gold_index, False)
     gold = need(v.gold, gold_index is None)
@@ -164,8 +222,12 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                 raise DataError(f"labels {labels!r} must be a list with one label per choice ({len(choices)})", path, line)
             if str(gold) in [str(lab) for lab in labels]:
                 gold_index, gold = [str(lab) for lab in labels].index(str(gold)), None
-        if not isinstance(gold_index, int) or not 0 <= gold_index < len(choices):
-            raise DataError(f"gold index {gold_index!r} is not a valid index into {len(choices)} choices", path, line)
+        if gold_index is None:
+            raise DataError(f"gold answer {_short(gold)} is not one of the {len(choices)} choices", path, line,
+                            hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index= or labels=)")
+        if isinstance(gold_index, bool) or not isinstance(gold_index, int) or not 0 <= gold_index < len(choices):
+            raise DataError(f"gold index {_short(gold_index)} is not a valid index into {len(choices)} choices", path,
+                            line, hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
     item["answer"] = gold
@@ -239,16 +301,92 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
         try:
             rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
         except OSError as e:
-            raise DataError(f"cannot read data file: {e.strerror}", str(path)) from None
+            raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
     if not rows:
-        raise DataError("the dataset has no rows" if ds.ctor == "hub" else "data file has no rows", where)
+        raise DataError("the dataset has no rows" if ds.ctor == "hub" else "data file has no rows", where,
+                        hint="point the dataset at a file with one row per item")
     rows = _filter(rows, ds, where)
-    items = [normalise(r, ds, where, i) for i, r in enumerate(rows)]
+    items = _normalise_all(rows, ds, where)
     if ds.value.sample_per:
         indices = stratified_indices(rows, ds)
     else:
         indices = sample_indices(len(items), ds.value.sample or len(items), ds.value.seed)
-    return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw)
+    return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
+                        warnings=data_warnings(rows, items, where))
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _normalise_all(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[dict[str, Any]]:
+    """Normalise every row; a row problem is raised once, at its first row, with the count of rows
+    that have a problem."""
+    items, bad = [], []
+    for i, r in enumerate(rows):
+        try:
+            items.append(normalise(r, ds, path, i))
+        except DataError as e:
+            bad.append(e)
+    if bad:
+        first = bad[0]
+        more = f" ({len(bad)} rows have problems; the first is shown)" if len(bad) > 1 else ""
+        raise DataError(f"{first}{more}", first.file, first.line, first.hint)
+    return items
+
+
+def _lines(rows: list[dict[str, Any]]) -> str:
+    if any("__line__" not in r for r in rows):  # hub rows: no file lines
+        return f"{len(rows)} row(s)"
+    shown = [str(r.get("__line__")) for r in rows[:MAX_WARNED]]
+    return "line" + ("s " if len(rows) > 1 else " ") + ", ".join(shown) + (", ..." if len(rows) > MAX_WARNED else "")
+
+
+def _odd(value: Any) -> bool:
+    """A value that renders badly in a prompt: NaN/inf, a dict, or a list holding one."""
+    if isinstance(value, float):
+        return value != value or value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return True
+    if isinstance(value, list):
+        return any(_odd(x) or isinstance(x, list) for x in value)
+    return False
+
+
+def data_warnings(rows: list[dict[str, Any]], items: list[dict[str, Any]], path: str) -> list[tuple[str, str]]:
+    """(code, message) of each kind of suspicious data, with counts and example lines:
+    W170 empty questions, W171 duplicate ids, W172 duplicate rows, W173 NaN or structured values
+    in the fields a prompt shows."""
+    out: list[tuple[str, str]] = []
+    empty = [r for r, it in zip(rows, items) if it["question"] is None or not str(it["question"]).strip()]
+    if empty:
+        out.append(("W170", f"{path}: {len(empty)} of {len(items)} row(s) have an empty question ({_lines(empty)})"))
+    seen: dict[str, int] = {}
+    dup_ids = []
+    for r, it in zip(rows, items):
+        if it["id"] in seen:
+            dup_ids.append(r)
+        seen[it["id"]] = 1
+    if dup_ids:
+        out.append(("W171", f"{path}: {len(dup_ids)} row(s) repeat an id already used ({_lines(dup_ids)}); "
+                            "records and per-item results are keyed by id"))
+    keys: set[str] = set()
+    dup_rows = []
+    for r in rows:
+        k = json.dumps({a: b for a, b in r.items() if a not in ("__line__", "id")}, sort_keys=True, default=str)
+        if k in keys:
+            dup_rows.append(r)
+        keys.add(k)
+    if dup_rows:
+        out.append(("W172", f"{path}: {len(dup_rows)} row(s) duplicate an earlier row ({_lines(dup_rows)})"))
+    odd = [r for r, it in zip(rows, items) if any(_odd(it[f]) for f in ("question", "choices", "answer"))
+           or isinstance(it["question"], (dict, list))]
+    if odd:
+        out.append(("W173", f"{path}: {len(odd)} row(s) hold NaN, infinity or a structured value (dict or nested "
+                            f"list) in the question, choices or answer ({_lines(odd)}); it would be rendered "
+                            "into the prompt as Python text"))
+    return out
 
 
 def stratified_indices(rows: list[dict[str, Any]], ds: Resolved) -> list[int]:

@@ -133,6 +133,12 @@ class OpenAIEngine:
         except ValueError as e:
             raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self.model = config.path
+        from auditlang.core.trust import permitted  # what the user allowed (`auditc run`; docs/security.md)
+
+        refused = permitted(self._opts.base_url, self._opts.api_key_env or None)
+        if refused:
+            raise EngineError(f"model {config.name!r}: not contacting {self._opts.base_url}: {refused}",
+                              hint="see docs/security.md")
         key = os.environ.get(self._opts.api_key_env) if self._opts.api_key_env else None
         self._headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
         self._label_cache: dict[str, tuple[int, str] | None] = {}

@@ -9,6 +9,13 @@ The paper does not list its "similar surface forms" nor say which occurrence of 
 auditlang adds the forms in ``MARKERS`` after the paper's three (tagged ``added``) and takes the
 last valid occurrence by default (``occurrence="last"``: a chain of thought states its final
 answer last); both are disclosed through ``params`` and ``describe()``.
+
+Letter case is the explicit ``case_sensitive`` option. The paper's valid choice letters are
+"A-D ... A-J" (A.3), upper case, so the default (and the stdlib) reads only upper-case letters:
+``Answer: c`` matches no marker and falls through to the first-character rule, which reads the
+"A" of "Answer". ``case_sensitive=False`` lets a marker take a lower-case letter (``Answer: c``
+-> C) and the fallback accept one, at the cost of reading the article in "the answer is a
+tree" as A. The tail scan stays upper-case either way (a standalone "a" is a word).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ _COLON = r"[\s*_]{0,4}[:：][\s*_]{0,4}"
 # The letter: one upper-case ASCII letter that is not part of a word (case-sensitive even
 # though markers are matched case-insensitively), e.g. "B", "(B)", "**B**", "B." but not "But".
 _LETTER = r"(?-i:(?P<letter>[A-Z]))(?![A-Za-z0-9'’])"
+_LETTER_ANY_CASE = r"(?-i:(?P<letter>[A-Za-z]))(?![A-Za-z0-9'’])"
 _START = r"(?<![A-Za-z])"
 
 # (rule name, origin, marker regex) in search order.
@@ -45,9 +53,9 @@ MARKERS: tuple[tuple[str, str, str], ...] = (
 # overlaps it starts inside it and reads the same letter with a lower priority, so one pass gives
 # the same per-marker matches that matter as one search per marker.
 _MARKER_FIRST_LETTERS = "abcfrt"  # every marker starts with one of these (fast rejection of other positions)
-_COMBINED = re.compile(
-    f"(?=[{_MARKER_FIRST_LETTERS}])(?:" + "|".join(f"(?P<m_{name}>{rx})" for name, _, rx in MARKERS) + ")" + _GAP + _OPT + _LETTER, re.IGNORECASE
-)
+_MARKERS_RX = f"(?=[{_MARKER_FIRST_LETTERS}])(?:" + "|".join(f"(?P<m_{name}>{rx})" for name, _, rx in MARKERS) + ")"
+_COMBINED = re.compile(_MARKERS_RX + _GAP + _OPT + _LETTER, re.IGNORECASE)
+_COMBINED_ANY_CASE = re.compile(_MARKERS_RX + _GAP + _OPT + _LETTER_ANY_CASE, re.IGNORECASE)
 _MARKER_NAMES = tuple(name for name, _, _ in MARKERS)
 _STANDALONE_LETTER = re.compile(r"(?<![A-Za-z0-9'’])([A-Z])(?![A-Za-z0-9'’])")
 
@@ -66,14 +74,17 @@ def regex_reparse(
 ) -> ParseOutcome:
     """Study 000 C.1 path 1. ``rule`` is ``marker:<name>`` (a marker matched),
     ``tail_scan`` (standalone letter in the last ``window`` characters; the last one wins), or
-    ``fallback:<first-char rule>``. A marker or tail letter counts only if it is a valid label."""
+    ``fallback:<first-char rule>``. A marker or tail letter counts only if it is a valid label.
+    ``case_sensitive=False``: a marker's letter and the fallback's may be lower case (returned
+    upper-cased); the tail scan reads upper-case letters only."""
     s = coerce_text(text)
     if s is None:
         return failure(NOT_TEXT)
     valid = frozenset(labels)
     chosen: dict[str, re.Match[str]] = {}
-    for m in _COMBINED.finditer(s):
-        if m.group("letter") not in valid:
+    pattern = _COMBINED if case_sensitive else _COMBINED_ANY_CASE
+    for m in pattern.finditer(s):
+        if (m.group("letter") if case_sensitive else m.group("letter").upper()) not in valid:
             continue
         name = next(n for n in _MARKER_NAMES if m.group(f"m_{n}") is not None)
         if occurrence == "last" or name not in chosen:
@@ -81,7 +92,7 @@ def regex_reparse(
     for name in _MARKER_NAMES:
         if name in chosen:
             m = chosen[name]
-            return ParseOutcome(m.group("letter"), True, f"marker:{name}", m.span("letter"))
+            return ParseOutcome(m.group("letter").upper(), True, f"marker:{name}", m.span("letter"))
     offset = max(0, len(s) - window)
     last: re.Match[str] | None = None
     for m in _STANDALONE_LETTER.finditer(s, offset):
@@ -101,7 +112,8 @@ class RegexReparseEvaluator(Evaluator):
     PARAMS = (
         Param("window", "int", 150, min=1, doc="characters reverse-scanned for a standalone letter"),
         Param("occurrence", "choice", "last", choices=("last", "first"), doc="which match of a marker wins"),
-        Param("case_sensitive", "bool", True, doc="for the first-character fallback"),
+        Param("case_sensitive", "bool", True,
+              doc="true: only upper-case letters (the paper's A-D/A-J); false: markers and the fallback also read lower case"),
     )
 
     def describe(self) -> str:
@@ -110,9 +122,11 @@ class RegexReparseEvaluator(Evaluator):
         added = ", ".join(f'"{MARKER_FORMS[n]}"' for n, o, _ in MARKERS if o == "added")
         return (
             f"Regex re-parse (study 000, C.1): answer markers are tried in the order {paper}, then {added} "
-            f"(case-insensitive; X an upper-case valid choice letter; the {p['occurrence']} occurrence wins); "
-            f"if none matches, the last standalone valid letter in the final {p['window']} characters; "
-            "otherwise the first-character rule of A.3."
+            f"(markers case-insensitive; X a valid choice letter, "
+            f"{'upper case only' if p['case_sensitive'] else 'either case, read as upper case'}; "
+            f"the {p['occurrence']} occurrence wins); "
+            f"if none matches, the last standalone upper-case valid letter in the final {p['window']} characters; "
+            f"otherwise the first-character rule of A.3{'' if p['case_sensitive'] else ' accepting lower case'}."
         )
 
     def label(self, text: str, item: Mapping[str, Any]) -> ParseOutcome:

@@ -263,3 +263,118 @@ def bootstrap_many(cells: Mapping[Hashable, Sequence[Any]], metrics: Mapping[str
             point = fn(*use, **kw)
             out[(key, label)] = _interval(point, _replicates(fn, use, idx, kw, W), B, seed, level)
     return out
+
+
+# ---------------------------------------------------------------- resampling units (bootstrap(unit=...))
+
+
+def has_batch(metric: str | Callable[..., Any]) -> bool:
+    """True when ``metric`` has a weighted batch form (all B replicates at once)."""
+    return _resolve(metric) in _BATCH
+
+
+def percentile_ci(point: float, reps: np.ndarray, B: int, seed: int, level: float = 0.95) -> CI:
+    """The percentile interval of replicates ``reps`` (NaN replicates excluded and counted)."""
+    _check_common(B, seed, level)
+    return _interval(point, np.asarray(reps, dtype=float), B, seed, level)
+
+
+def masked_replicates(metric: str | Callable[..., Any], arrays: Sequence[Any], idx: np.ndarray,
+                      **kwargs: Any) -> np.ndarray:
+    """Replicates of ``metric`` over the resamples ``idx`` ``(B, n)`` of aligned ``arrays``, with the
+    rows that hold a NaN in any array dropped *inside* each resample.
+
+    This is how a paired resample of items treats a row a cell lacks (an unparsed verbal
+    confidence, an item the cell did not score): the item is drawn, then left out of that cell's
+    statistic (000 App. E.2: "Unparseable rows are dropped ... during ECE computation"). With no
+    NaN it equals the replicates :func:`bootstrap_ci` computes from the same ``idx``.
+    """
+    fn = _resolve(metric)
+    arrs = _arrays("masked_replicates", arrays)
+    nan = np.zeros(arrs[0].size, dtype=bool)
+    for a in arrs:
+        if np.issubdtype(a.dtype, np.floating):
+            nan |= np.isnan(a)
+    if fn in _BATCH:
+        W = _weights(idx)
+        W[:, nan] = 0.0
+        clean = [np.where(nan, 0.0, a.astype(float)) for a in arrs]
+        kw = {k: v for k, v in kwargs.items() if k != "missing"}
+        step = max(1, _CHUNK_ELEMENTS // W.shape[1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts = []
+            for i in range(0, W.shape[0], step):
+                Wi = W[i : i + step]
+                vals = np.asarray(_BATCH[fn](Wi, *clean, **kw), dtype=float)
+                parts.append(np.where(Wi.sum(axis=1) > 0, vals, np.nan))  # a resample with no usable row
+        return np.concatenate(parts)
+    out = np.empty(idx.shape[0])
+    for b, row in enumerate(idx):
+        keep = row[~nan[row]]
+        try:
+            out[b] = fn(*(a[keep] for a in arrs), **kwargs) if keep.size else np.nan
+        except ValueError:
+            out[b] = np.nan
+    return out
+
+
+def masked_point(metric: str | Callable[..., Any], arrays: Sequence[Any], **kwargs: Any) -> float:
+    """``metric`` on the rows of ``arrays`` without a NaN (NaN when none is left)."""
+    fn = _resolve(metric)
+    arrs = _arrays("masked_point", arrays)
+    nan = np.zeros(arrs[0].size, dtype=bool)
+    for a in arrs:
+        if np.issubdtype(a.dtype, np.floating):
+            nan |= np.isnan(a)
+    if nan.all():
+        return float("nan")
+    try:
+        return float(fn(*(a[~nan] for a in arrs), **kwargs))
+    except ValueError:
+        return float("nan")
+
+
+def paired_cells_bootstrap(cells: Mapping[Hashable, Sequence[Any]], metric: str | Callable[..., Any], B: int = 1000,
+                           seed: int = 42, level: float = 0.95, **kwargs: Any) -> dict[Hashable, CI]:
+    """``bootstrap(unit=paired)`` for per-cell intervals: cells over the same items share one
+    resample of the items (000 App. E.2 "paired example-level resampling ... within a (model,
+    dataset) cell").
+
+    Every cell's arrays are aligned on the same item order (NaN where the cell has no usable
+    value for an item); the items are resampled once with ``resample_indices(n, B, seed)`` and each
+    cell's rows with a NaN are dropped inside every resample (:func:`masked_replicates`). The
+    replicate ``b`` of two cells then comes from the same items, so their difference is the
+    paired bootstrap of the difference.
+    """
+    _check_common(B, seed, level)
+    if not cells:
+        raise ValueError("paired_cells_bootstrap: no cells given")
+    sizes = {len(_arrays(f"paired_cells_bootstrap (cell {k!r})", a)[0]) for k, a in cells.items()}
+    if len(sizes) != 1:
+        raise ValueError(f"paired_cells_bootstrap: cells are not aligned on the same items (sizes {sorted(sizes)})")
+    idx = resample_indices(sizes.pop(), B, seed)
+    return {k: _interval(masked_point(metric, a, **kwargs), masked_replicates(metric, a, idx, **kwargs), B, seed, level)
+            for k, a in cells.items()}
+
+
+def setting_indices(sizes: Sequence[int], B: int = 1000, seed: int = 42) -> list[np.ndarray]:
+    """The item resamples of :func:`macro_bootstrap`: one generator seeded with ``seed``, one
+    ``(B, n_s)`` matrix per setting, drawn in order (settings are resampled independently)."""
+    _check_common(B, seed, 0.95)
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, n, size=(B, n)) for n in sizes]
+
+
+def macro_ci(points: Sequence[float], replicates: Sequence[np.ndarray], B: int, seed: int,
+             level: float = 0.95) -> CI:
+    """Macro mean over settings with its macro-bootstrap interval (001 §3.2, Table 2).
+
+    ``replicates[s]`` are setting ``s``'s B replicates from its own (independent) item resample
+    (:func:`setting_indices`); replicate ``b`` of the macro mean is their equal-weight mean. ``point``
+    is the mean of the per-setting points, ``boot_mean`` the mean of the macro replicates (001
+    reports the latter in Table 2). Equals :func:`macro_bootstrap` for a metric of each setting.
+    """
+    if not points or len(points) != len(replicates):
+        raise ValueError("macro_ci: need one replicate vector per setting point")
+    reps = np.mean(np.vstack([np.asarray(r, dtype=float) for r in replicates]), axis=0)
+    return percentile_ci(float(np.mean(points)), reps, B, seed, level)

@@ -111,6 +111,9 @@ def _fixed_point(f: Callable[[float], float]) -> float:
 # ---------------------------------------------------------------- KDE-ECE (Zhang, Kailkhura & Han 2020)
 
 _KDE_GRID = np.linspace(-0.6, 1.6, num=2**14)
+# below a third of the grid step every bandwidth gives the same one-point kernel (up to scale);
+# the floor only keeps 1/bw finite for confidences that differ by a few ulps near 0
+_KDE_BW_FLOOR = 1e-9
 
 
 def _mirror(d: np.ndarray) -> np.ndarray:
@@ -150,10 +153,20 @@ def kde_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> floa
     on ``linspace(-0.6, 1.6, 2^14)`` by linear binning and convolution (KDEpy ``FFTKDE``); grid points
     where both densities are <= 1e-6 repeat the previous integrand value; trapezoidal integrals.
 
-    Our additions for degenerate inputs (the reference code fails on them): with no correct
-    answers ``acc(c) = 0``; when that bandwidth is 0 or undefined (fewer than two distinct correct
-    confidences) ``h = std(all confidences) * (2N)^(-1/5)``; with constant confidence ``q`` the
-    estimator's limit ``|a - q|`` is returned (study 003 §2).
+    Our additions for degenerate inputs (the reference code fails or diverges on them; KDEpy
+    accepts only a positive bandwidth): with no correct answers ``acc(c) = 0``; when that
+    bandwidth is 0 or undefined (fewer than two distinct correct confidences)
+    ``h = std(all confidences) * (2N)^(-1/5)``; with constant confidence ``q`` (all values equal;
+    the float ``std`` of such an array is ~1e-16, not 0) the estimator's limit ``|a - q|`` is
+    returned (study 003 §2). A grid point where both densities are <= 1e-6 contributes 0 instead
+    of repeating the previous integrand value: where the density has a gap (tied or clustered
+    confidences with a bandwidth below the gap, e.g. near-constant inputs whose kernel is
+    narrower than one grid step) the reference's repetition carries a spike of the density across
+    the gap and gives values far above 1 (578.7 for 50 tied confidences). Where the density has no
+    gap inside (0, 1) both rules give the same value. With it the value is an average of
+    ``|c - acc(c)|`` under the density, so it always lies in [0, 1]; a bandwidth below the grid
+    step (1.3e-4) gives the ``h -> 0`` limit, ``sum_k (n_k/N) |q_k - acc_k|`` over the distinct
+    confidences ``q_k``, to within the grid step.
     """
     c, y = prepare("kde_ece", conf, correct, missing)
     n = c.size
@@ -162,8 +175,9 @@ def kde_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> floa
     bw = float(np.std(c1)) * (2 * n) ** -0.2 if c1.size else 0.0
     if not bw > 0:
         bw = float(np.std(c)) * (2 * n) ** -0.2
-    if not bw > 0:
+    if not np.ptp(c) > 0:
         return abs(perc - float(c[0]))
+    bw = max(bw, _KDE_BW_FLOOR)
     x = _KDE_GRID
     inside = (x > 0.0) & (x < 1.0)
     pp2 = np.where(inside, _triweight_kde(_mirror(c), bw), 0.0) * 2
@@ -171,9 +185,6 @@ def kde_ece(conf: ArrayLike, correct: ArrayLike, missing: str = "error") -> floa
     active = np.maximum(pp1, pp2) > 1e-6
     with np.errstate(divide="ignore", invalid="ignore"):
         accu = np.minimum(perc * pp1 / pp2, 1.0)
-        vals = np.where(active & ~np.isnan(accu), np.abs(x - accu) * pp2, 0.0)  # masked: no warning
-    # reference loop: a low-density point (i > 1) repeats integral[i-1]; earlier points stay 0
-    last = np.maximum.accumulate(np.where(active, np.arange(x.size), -1))
-    integral = np.where(last >= 0, vals[np.maximum(last, 0)], 0.0)
+        integral = np.where(active & ~np.isnan(accu), np.abs(x - accu) * pp2, 0.0)  # masked: no warning
     ind = (x >= 0.0) & (x <= 1.0)
     return float(np.trapezoid(integral[ind], x[ind]) / np.trapezoid(pp2[ind], x[ind]))

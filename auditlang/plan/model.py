@@ -53,6 +53,7 @@ class Plan:
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
     sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
+    warnings: list = field(default_factory=list, repr=False)  # warning Diagnostics of planning (data warnings)
 
     @property
     def hash(self) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from auditlang.data.loader import DataError, DatasetItems, data_root_for, estimated_size, load_dataset
-from auditlang.core.diagnostics import CompileError, DiagnosticBag
+from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
@@ -28,6 +28,24 @@ from auditlang.protocols.base import ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
+
+def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
+    """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit: its own
+    model request (registry meta ``followup``: constrained, llm_judge on its judge model), or for
+    loglik_argmax one choice_logprobs per item (target=letter) or one continuation per option."""
+    ector = spec.get(eid).ctor if eid in spec.objects else None
+    if ector == "loglik_argmax":
+        if spec.get(eid).value.target == "letter":
+            return [(mid, "loglik", "choice_logprobs", n_items)]
+        n = sum(len(c.labels or ()) for c in ctxs) if ctxs else 4 * n_items  # estimate: 4 options
+        return [(mid, "loglik", "continuation_logprobs", n)]
+    f = _followup(ector)
+    if f:
+        role, kind = f
+        target = spec.get(eid).value.judge if ector == "llm_judge" else mid
+        return [(target, role, kind, n_items)]
+    return []
+
 
 # Variables supplied by protocols or perturbations rather than by the dataset row.
 PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels", "gold_label", "oneshot", "samples",
@@ -72,6 +90,22 @@ def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
     return sorted(random.Random(v.seed + 1).sample(rest, n))
 
 
+STRICT_CODES = {"W170": "E174", "W171": "E175", "W172": "E176", "W173": "E177"}  # data_warnings = error
+
+
+def _template_span(e: Exception, default):
+    """The template file's own line when the error is in a template file, else ``default``."""
+    name, line = getattr(e, "name", None), getattr(e, "line", None)
+    if name and line and Path(name).is_absolute() and Path(name).is_file():
+        return Span.point(name, line, getattr(e, "col", None) or 1)
+    return default
+
+
+def _settings_span(spec: Spec, param: str):
+    objs = list(spec.of_kind("settings").values())
+    return objs[0].param_span(param) if objs else None
+
+
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
                  data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
@@ -86,9 +120,14 @@ class Planner:
         self.data_files = dict(data_files or {})
         self.data_meta = dict(data_meta or {})
         self.limit = limit
-        self.root = data_root_for(spec, data_root)
         self.load_data = load_data
         self.bag = DiagnosticBag()
+        try:
+            self.root = data_root_for(spec, data_root)
+        except ConfinementError as e:
+            self.root = spec.entry.parent
+            if not self.data_files and load_data:  # a run directory's own copies need no data root
+                self.bag.error("E118", str(e), _settings_span(spec, "data_root"), hint=e.hint)
         self.data: dict[str, DatasetItems | None] = {}
         self.notes: list[str] = []
         self.hints: dict[str, str | None] = {}  # dataset id -> the hint of why it could not load
@@ -134,6 +173,10 @@ class Planner:
                         got.extras_dev = dev  # type: ignore[attr-defined]
                 else:
                     got.dev_indices = _dev_indices(got, self.spec)
+            except ConfinementError as e:
+                self.bag.error("E118", f"dataset '{dsid}': {e}", self.spec.get(dsid).param_span(e.param), hint=e.hint)
+                self.failed.add(dsid)
+                got = None
             except DataError as e:
                 obj = self.spec.get(dsid)
                 where = f"{e.file}:{e.line}: " if e.file and e.line else (f"{e.file}: " if e.file else "")
@@ -144,6 +187,16 @@ class Planner:
                     self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
                     self.failed.add(dsid)
                 got = None
+        if got is not None:
+            strict = self.spec.settings.data_warnings == "error"
+            for code, msg in got.warnings:
+                span = self.spec.get(dsid).span
+                if strict:
+                    self.bag.error(STRICT_CODES[code], f"dataset '{dsid}': {msg}", span,
+                                   hint="fix the data, or set settings { data_warnings = warn } to run anyway")
+                else:
+                    self.bag.warning(code, f"dataset '{dsid}': {msg}", span,
+                                     hint="settings { data_warnings = error } makes data warnings errors")
         self.data[dsid] = got
         return got
 
@@ -186,8 +239,9 @@ class Planner:
             tpl = compile_obj(spec, spec.get(tid))
             sys_tpl = compile_obj(spec, spec.get(var.system)) if var.system else None
         except TemplateError as e:
-            self.bag.error("E160", f"template of variant '{vid}': {getattr(e, 'message', e)}", spec.get(tid).span,
-                           hint=getattr(e, "hint", None))
+            code = "E118" if "outside the project root" in e.message else "E160"
+            self.bag.error(code, f"template of variant '{vid}': {e.message}", _template_span(e, spec.get(tid).span),
+                           hint=e.hint)
             return None
         pairs = [(i, ds.items[i]) for i in ds.indices] if split == "test" else self._dev_items(dsid, ds)
         if pairs:
@@ -216,7 +270,8 @@ class Planner:
                 try:
                     item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
-                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span)
+                    self.bag.error("E162", f"perturbation '{pid}' on item {raw.get('id')}: {e}", pobj.span,
+                                   hint="check the perturbation's parameters and the item's fields (docs/prompts.md)")
                     return None
             examples = None
             try:
@@ -227,8 +282,10 @@ class Planner:
                 text = tpl.render(ctx)
                 system = sys_tpl.render(ctx) if sys_tpl else None
             except (TemplateError, ValueError) as e:
+                where = f" (template line {e.line})" if getattr(e, "line", None) else ""
                 self.bag.error("E163", f"rendering variant '{vid}' for item {item.get('id')} of '{dsid}': "
-                               f"{getattr(e, 'message', e)}", spec.get(tid).span, hint=getattr(e, "hint", None))
+                               f"{getattr(e, 'message', e)}{where}", _template_span(e, spec.get(tid).span),
+                               hint=getattr(e, "hint", None))
                 return None
             out.append((idx, ctx, text, system))
         return out
@@ -314,20 +371,16 @@ class Planner:
                                 n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
                                 roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
                                 for eid in evaluators:
-                                    ector = spec.get(eid).ctor if eid in spec.objects else None
-                                    extra2 = 1 if _followup(ector) else 0
-                                    naive += n_items * (n1 + len(roles2) + extra2)
+                                    extra2 = sum(f[3] for f in _evaluator_followups(spec, eid, mid, ctxs, n_items))
+                                    naive += n_items * (n1 + len(roles2)) + extra2
                                     if split == "test":
                                         cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
                                 # stage-2 requests are per item and protocol; the evaluator ones per evaluator
                                 for role, kind in roles2.items():
                                     deferred[(mid, pid, role, kind)] += n_items
                             for eid in evaluators:
-                                ector = spec.get(eid).ctor if eid in spec.objects else None
-                                if _followup(ector):
-                                    role, kind = _followup(ector)
-                                    target = spec.get(eid).value.judge if ector == "llm_judge" else mid
-                                    deferred[(target, eid, role, kind)] += n_items
+                                for target, role, kind, count in _evaluator_followups(spec, eid, mid, ctxs, n_items):
+                                    deferred[(target, eid, role, kind)] += count
         self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
         check_capabilities(spec, programs, self.bag)
@@ -358,6 +411,7 @@ class Planner:
         plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
         plan.token_estimate_followups = _followup_tokens(plan)
         plan.units = units
+        plan.warnings = self.bag.warnings
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
         return plan
 
@@ -491,9 +545,7 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
                 # roles2 reads no item today; None stands for "any item" (the kinds are static)
                 kinds = {"generate"} | set(prog.stage1_roles().values()) | set(prog.roles2(None).values())
                 for eid in a.evaluators or ["<default>"]:
-                    missing = set(kinds)
-                    if eid in spec.objects and spec.get(eid).ctor == "constrained":
-                        missing.add("constrained_choice")
+                    missing = set(kinds) | {k for m, _, k, _ in _evaluator_followups(spec, eid, mid, [], 0) if m == mid}
                     for k in sorted(missing - set(caps)):
                         for dsid in a.datasets:
                             for vid in a.variants:

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from auditlang.core.requests import Request, Result
-from auditlang.protocols.base import ItemCtx, generated_text
+from auditlang.protocols.base import ItemCtx, generated_text, lead_space
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.spec import Spec
 from auditlang.evaluators.build import DEFAULT_EVALUATOR, evaluator_ctor, make_evaluator
@@ -63,6 +63,11 @@ def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemC
             from auditlang.evaluators.constrained import constrained_request
 
             reqs[f"constrained:{eid}"] = constrained_request(ctx.model.id, ctx.prompt(), text, ctx.labels, seed=ctx.seed)
+        elif ctor == "loglik_argmax" and ctx.labels:
+            ev = progs.evaluator(eid, ctx.task)
+            prompt = ctx.prompt()
+            for role, req in ev.requests(ctx.model.id, prompt, ctx.item, seed=ctx.seed, auto_sep=lead_space(prompt)).items():
+                reqs[f"loglik:{eid}:{role}"] = req
         elif ctor == "llm_judge":
             from auditlang.resolve.models import model_config
             from auditlang.evaluators.judge import judge_request
@@ -110,6 +115,15 @@ def label_answer(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict
         ok = bool(ctx.labels) and pred in ctx.labels
         corr = ev.correct(pred, ctx.item) if ok else False
         return pred, ok, "constrained", float(bool(corr))
+    if ctor == "loglik_argmax":
+        if not ctx.labels:
+            return None, False, "loglik_needs_choices", 0.0
+        prefix = f"loglik:{eid}:"
+        out = ev.label_results({k[len(prefix):]: v for k, v in r2.items() if k.startswith(prefix)}, ctx.item)
+        if not out.ok:
+            return None, False, out.rule, 0.0
+        corr = ev.correct(out.value, ctx.item)
+        return out.value, True, out.rule, (math.nan if corr is None else float(bool(corr)))
     if ctor == "llm_judge":
         from auditlang.evaluators.judge import parse_judge_reply
 

@@ -138,8 +138,28 @@ def _stdlib_path(name: str) -> Path | None:
     return path
 
 
+MAX_REPEAT = 1_000_000  # longest string or list a template may build with * (a prompt, not a memory bomb)
+MAX_EXPONENT = 1_000  # largest exponent of ** in a template
+
+
+class _BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, with ``*`` and ``**`` bounded so a hostile template cannot exhaust memory or CPU."""
+
+    intercepted_binops = frozenset(["*", "**"])
+
+    def call_binop(self, context, operator, left, right):  # noqa: ANN001 (jinja2 signature)
+        if operator == "**":
+            if isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+                raise SecurityError(f"exponent {right} is larger than {MAX_EXPONENT}")
+            return left ** right
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
+                raise SecurityError(f"repeating a sequence {n} times builds more than {MAX_REPEAT} items")
+        return left * right
+
+
 def _make_env() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+    env = _BoundedSandbox(
         loader=_StdlibLoader(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -190,8 +210,14 @@ class CompiledTemplate:
                                 hint=f"context variables: {have}") from None
         except jinja2.TemplateError as exc:
             raise TemplateError(str(exc), name=self.name, line=_render_line(exc, self.name)) from None
-        except (ValueError, TypeError) as exc:
-            raise TemplateError(str(exc), name=self.name, line=_render_line(exc, self.name)) from None
+        except (ValueError, TypeError, ArithmeticError) as exc:  # 1/0, float overflow, sandbox range limit
+            raise TemplateError(f"{exc} ({type(exc).__name__})", name=self.name,
+                                line=_render_line(exc, self.name),
+                                hint="a template should format item fields; this computation fails for this item") from None
+        except RecursionError as exc:
+            raise TemplateError("recursion too deep (a macro or include that calls itself?)", name=self.name,
+                                line=_render_line(exc, self.name),
+                                hint="give recursive macros a stopping condition") from None
 
 
 def template_hash(source: str) -> str:

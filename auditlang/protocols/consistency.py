@@ -126,7 +126,7 @@ class SelfConsistencyProgram(Program):
         first = self.p.reference == "first_sample"
         if res is None or (not res.samples and not first):
             return Readout(math.nan, False, kind, extras={"reason": "no samples"})
-        answers = [ext(s.text or "") for s in res.samples]
+        answers = [ext(s.text or "") for s in res.samples or ()]
         if first:  # run 1 is the scored answer, the protocol's samples are runs 2..K
             own = usable(results, "answer")
             if own is None:
@@ -139,8 +139,8 @@ class SelfConsistencyProgram(Program):
             ref = ref.strip() if isinstance(ref, str) else ref
             ref = ref if ref not in ("", None) else None
         extras = {"answers": answers, "reference": ref, "reference_kind": ref_kind, "k": len(answers)}
-        if len(res.samples) != self.sample_count():
-            extras["samples_returned"] = len(res.samples)
+        if len(res.samples or ()) != self.sample_count():
+            extras["samples_returned"] = len(res.samples or ())
         conf = agreement(answers, ref, same or default_same)
         if math.isnan(conf):
             extras.setdefault("reason", why_missing)

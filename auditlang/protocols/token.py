@@ -74,10 +74,23 @@ def pick_label(pred: Any, labels: list[str], window: dict[str, float]) -> tuple[
     return best[0], "window_argmax"
 
 
-def label_choices(prompt: Prompt, labels: list[str]) -> list[str]:
-    """Label strings as the engine scores them after ``prompt`` (see ``lead_space``)."""
-    sp = lead_space(prompt)
+def label_choices(prompt: Prompt, labels: list[str], label_form: str = "auto") -> list[str]:
+    """Label strings as the engine scores them after ``prompt``: ``auto`` follows ``lead_space``,
+    ``space`` is always ``" A"``, ``bare`` always ``"A"``."""
+    sp = {"space": " ", "bare": ""}.get(label_form, None)
+    if sp is None:
+        sp = lead_space(prompt)
     return [sp + lab for lab in labels]
+
+
+def form_window(window: dict[str, float], label_form: str) -> dict[str, float]:
+    """The top-k window restricted to one token form of the labels (``auto``: every form, which
+    ``label_probs`` then sums): ``space`` keeps tokens ``" X"``, ``bare`` tokens ``"X"``."""
+    if label_form == "space":
+        return {k: v for k, v in window.items() if k[:1] == " " and k[1:] == k.strip()}
+    if label_form == "bare":
+        return {k: v for k, v in window.items() if k == k.strip()}
+    return window
 
 
 def first_token_readout(labels: list[str] | None, window: dict[str, float], pred: Any,
@@ -184,7 +197,7 @@ class TokenProgram(Program):
                                  "(hint: use readout=T1 or T2 for free-form QA)")
             prompt = ctx.prompt()
             return {"choice": Request.make(ctx.model.id, "choice_logprobs", prompt, seed=ctx.seed,
-                                           choices=label_choices(prompt, labels), top_logprobs=p.top_k)}
+                                           choices=label_choices(prompt, labels, p.label_form), top_logprobs=p.top_k)}
         if p.scored == "gold":
             gold = ctx.gold_answer()
             if not gold or not gold.strip():
@@ -212,6 +225,7 @@ class TokenProgram(Program):
                 if res is None:
                     return Readout(math.nan, False, kind, extras={"reason": "no first-token result"})
                 window, tok, lp = first_token_window(res, p.top_k)
+                window = form_window(window, p.label_form)
                 out = first_token_readout(labels, window, pred, (tok, lp), p.normalise, kind)
                 out.extras["window_size"] = len(window)
                 return out

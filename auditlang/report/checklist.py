@@ -39,6 +39,7 @@ ITEMS: dict[str, str] = {
     "norm": "Token-confidence normalisation and top-k label coverage",
     "evaluator": "Evaluator rule",
     "storage": "Raw generations storage",
+    "access": "Network endpoints contacted and secrets read",
     "vpr": "Verbal parse rate, inclusion threshold and excluded cells",
     "phrasings": "Elicitation phrasings",
     "variants": "Variant set and spread",
@@ -152,7 +153,7 @@ def _fold(text: str, width: int = 110) -> str:
 
 def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
     cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
-    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _chat(rd), _seeds(rd), _plugins(rd)]))
+    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _access(rd), _chat(rd), _seeds(rd), _plugins(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
             _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
@@ -199,6 +200,22 @@ def _executor_line(ex: dict) -> str:
     gpus = ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items())
     return (f"Executor: ray (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in "
             f"{ex.get('shards')} shards; workers per model {workers}; GPUs per worker {gpus})")
+
+
+def _access(rd: RunData) -> Entry:
+    """Hosts contacted and secrets read, and who allowed each (run.json ``access``; docs/security.md)."""
+    e = Entry("access")
+    access = rd.run_info.get("access")
+    if access is None:
+        e.lines.append("not recorded (run written before access was recorded)")
+    for a in access or []:
+        e.lines.append(f"model {a['model']}: {a['url']} (host {a['host']}, allowed by {a['host_allowed_by']})"
+                       + (f"; API key read from ${a['secret']} (allowed by {a['secret_allowed_by']})" if a["secret"] else ""))
+    if access == []:
+        e.lines.append("no network endpoint contacted and no secret read (local engines only)")
+    return e
+
+
 def _plugins(rd: RunData) -> Entry:
     """Every component the spec uses that an installed plugin registered (docs/plugins.md),
     with the plugin's distribution and version."""

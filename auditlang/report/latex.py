@@ -6,6 +6,7 @@ _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"$\{$", "}": r"$\}$", "~": r"\~{}", "^": r"\^{}",
     "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': "''",
+    "\n": " ", "\t": " ", "\r": " ",  # a blank line would end a paragraph inside a command argument
 }
 _UNICODE = {
     "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$", "±": r"$\pm$",
@@ -27,13 +28,20 @@ def escape(text: object) -> str:
             out.append(f"[U+{ord(ch):04X}]")
         else:
             out.append(ch)
-    return "".join(out)
+    text = "".join(out)
+    return "{[}" + text[1:] if text.startswith("[") else text  # never an optional argument (\\item [x], \\\\ [x])
+
+
+VERBATIM_END = "\\end{Verbatim}"
 
 
 def verbatim_safe(text: str) -> str:
-    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded."""
-    return "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
+    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded,
+    and ``\\end{Verbatim}`` (which fancyvrb obeys anywhere on a line, letting the rest of the text
+    run as LaTeX) written ``\\end {Verbatim}``."""
+    text = "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
                    for ch in text)
+    return text.replace(VERBATIM_END, "\\end {Verbatim}")
 
 
 PREAMBLE = r"""\documentclass[10pt]{article}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from auditlang.core.diagnostics import DiagnosticBag
+import os
+from pathlib import Path
+
+from auditlang.core.confine import inside, outside_hint
+from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.protocol_checks import check_protocols
+from auditlang.resolve.bootstrap_units import check_units
 from auditlang.resolve.spec import Spec
 from auditlang.resolve.templates import compile_obj
 
@@ -20,6 +25,18 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
             given, other = ("filter_field", "filter_in") if v.filter_in is None else ("filter_in", "filter_field")
             bag.error("E159", f"dataset '{ds.id}': {given}= without {other}= (rows are kept whose filter_field "
                       "value is in filter_in)", ds.param_span(given), hint=f"add {other}=..., or drop {given}=")
+    for ev in spec.of_kind("evaluator").values():
+        if ev.ctor == "loglik_argmax" and ev.value.target == "letter" and ev.value.normalise != "none":
+            bag.error("E159", f"evaluator '{ev.id}': normalise={ev.value.normalise} divides an option text's "
+                      "log-likelihood by its length, but target=letter scores one label token",
+                      ev.param_span("normalise"), hint="add target=option (lm-eval acc_norm: normalise=chars), "
+                      "or drop normalise")
+    for po in spec.of_kind("protocol").values():
+        if po.ctor == "token_prob" and po.value.readout != "first_token" and po.value.label_form != "auto":
+            bag.error("E159", f"protocol '{po.id}': label_form={po.value.label_form} chooses the label token of "
+                      f"readout=first_token, but readout={po.value.readout} scores the answer text",
+                      po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
+    check_units(spec, bag)
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
@@ -63,7 +80,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                               "has an open-QA dataset", po.param_span("window"),
                               hint="use readout=T1 or T2 (answer span) for open QA, or window=top_k")
             if po.ctor in ("nota",) and tasks - {"multiple_choice"}:
-                bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span)
+                bag.error("E155", f"protocol '{p}' (nota) needs multiple-choice datasets", po.span,
+                          hint="use nota only in audits whose datasets are task=multiple_choice")
             wrong_from = getattr(po.value, "wrong_from", None) or []
             if wrong_from and po.value.provenance != "plausible_wrong":
                 bag.error("E158", f"protocol '{p}': wrong_from= supplies plausible-wrong answers, but provenance is "
@@ -162,11 +180,20 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
 
 
 def check_templates(spec: Spec, bag: DiagnosticBag) -> None:
-    """Every template object compiles (Jinja syntax, a readable file, text or file= but not both)."""
+    """Every template object compiles (Jinja syntax, a readable UTF-8 file, text or file= but not
+    both); a template file must resolve inside the project root (E118, docs/security.md)."""
     for t in spec.of_kind("template").values():
+        file = t.value.file
+        if isinstance(file, str) and not file.startswith("stdlib:"):
+            path = spec.entry.parent / file  # as resolve/templates.py reads it
+            if inside(path, [spec.root]) is None:
+                bag.error("E118", f"template file '{file}' resolves to {os.path.realpath(path)}, outside the project "
+                          f"root {spec.root}", t.param_span("file"), hint=outside_hint([spec.root]))
+                continue
         try:
             compile_obj(spec, t)
         except TemplateError as e:
             where = f", line {e.line}" + (f", col {e.col}" if e.col is not None else "") if e.line is not None else ""
-            bag.error("E160", f"template '{t.id}'{where}: {e.message}", t.span,
+            span = Span.point(e.name, e.line, e.col or 1) if e.line and Path(e.name).is_file() else t.span
+            bag.error("E160", f"template '{t.id}'{where}: {e.message}", span,
                       hint=e.hint or "templates are Jinja2 (docs/prompts.md): close every {{ ... }} and {% ... %}")

@@ -89,9 +89,20 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
         if p in loaded:
             return loaded[p]
         try:
-            src = entry_text if (p == entry and entry_text is not None) else p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            bag.error("E111", f"cannot read '{p}': {e}", via.span if via else None)
+            if p == entry and entry_text is not None:
+                src = entry_text[1:] if entry_text.startswith("\ufeff") else entry_text
+            else:
+                raw = p.read_bytes()
+                src = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
+        except OSError as e:
+            bag.error("E111", f"cannot read '{p}': {e.strerror}", via.span if via else None,
+                      hint="check that the file exists and is readable")
+            return None
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            bag.error("E111", f"'{p.name}' is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
+                      Span.point(str(p), line, col), hint="save the spec as UTF-8")
             return None
         hashes[str(p)] = hashlib.sha256(src.encode()).hexdigest()
         try:

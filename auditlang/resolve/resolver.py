@@ -7,6 +7,8 @@ for existence and kind. All problems are collected as diagnostics and reported t
 
 from __future__ import annotations
 
+import typing
+
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,9 @@ def _metric_registry() -> dict[str, Any]:
     return METRICS
 
 
+MAX_CHAIN = 100  # objects defined in terms of each other (`a = b with (...)`), deepest allowed
+
+
 class _Resolver:
     def __init__(self, top: LoadedModule, bag: DiagnosticBag, spec: Spec) -> None:
         self.bag = bag
@@ -36,6 +41,8 @@ class _Resolver:
         self.modules: dict[Path, LoadedModule] = {}
         self.raw: dict[str, tuple[str, dict[str, Any], dict[str, Span]]] = {}  # id -> (ctor, raw params, spans)
         self.active: list[str] = []
+        self.failed: set[str] = set()  # objects whose resolution failed (diagnostics already given)
+        self.chain_reported = False
         self._collect(top)
 
     # -------------------------------------------------------------- symbol table
@@ -53,7 +60,8 @@ class _Resolver:
                                    hint=f"first declared at {first[st.name]}; every object needs its own name")
                     continue
                 if st.name in mod.imports:
-                    self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span)
+                    self.bag.error("E102", f"'{st.name}' is both a declaration and an imported namespace", st.name_span,
+                                   hint="rename the declaration, or import the module `as` another name")
                     continue
                 first[st.name] = st.name_span
                 oid = f"{mod.key}.{st.name}" if mod.key else st.name
@@ -96,14 +104,23 @@ class _Resolver:
             self.bag.error("E103", f"circular definition: {chain}", st.name_span,
                            hint="an object cannot be defined in terms of itself")
             return False
-        if oid not in self.decls:
+        if oid not in self.decls or oid in self.failed:
             return False
         mod, st = self.decls[oid]
+        if len(self.active) >= MAX_CHAIN:
+            if not self.chain_reported:  # once: every longer chain would repeat it
+                self.bag.error("E103", f"definition chain deeper than {MAX_CHAIN} objects ({self.active[0]} -> "
+                               f"{self.active[1]} -> ... -> {oid})", st.name_span,
+                               hint="define objects from constructors, or from a short chain of `with` overrides")
+                self.chain_reported = True
+            self.failed.add(oid)
+            return False
         self.active.append(oid)
         try:
-            if isinstance(st, A.Block):
-                return self._resolve_block(oid, mod, st)
-            return self._resolve_decl(oid, mod, st)
+            ok = self._resolve_block(oid, mod, st) if isinstance(st, A.Block) else self._resolve_decl(oid, mod, st)
+            if not ok:
+                self.failed.add(oid)  # resolved once: its diagnostics are in the bag
+            return ok
         finally:
             self.active.pop()
 
@@ -175,7 +192,8 @@ class _Resolver:
         elif kind == "template" and isinstance(node, A.Literal) and isinstance(node.value, str):
             base_ctor, args = "template", [node]
         else:
-            self.bag.error("E106", f"expected a {kind} constructor call, e.g. {self._example(kind)}", expr.span)
+            self.bag.error("E106", f"expected a {kind} constructor call, e.g. {self._example(kind)}", expr.span,
+                           hint=f"{kind} constructors: {', '.join(S.constructor_names(kind)) or 'none'}")
             return False
         return self._build(oid, mod, kind, base_ctor, dict(base_raw), dict(base_spans), kwargs, args, span)
 
@@ -216,8 +234,9 @@ class _Resolver:
         named += [(k.name, k.value, k.span) for k in kwargs]
         seen: set[str] = set()
         for name, expr, nspan in named:
-            if name in seen and name not in raw:
-                self.bag.error("E115", f"parameter '{name}' given twice", nspan)
+            if name in seen:
+                self.bag.error("E115", f"parameter '{name}' given twice", nspan,
+                               hint=f"keep one '{name}' (a repeated value would silently replace the first)")
                 ok = False
                 continue
             seen.add(name)
@@ -231,6 +250,12 @@ class _Resolver:
                 continue
             val = self._param_value(oid, mod, cls, field_name, expr)
             if val is _FAIL:
+                ok = False
+                continue
+            if isinstance(val, bool) and not _accepts_bool(cls.model_fields[field_name].annotation):
+                self.bag.error("E123", f"invalid value for '{name}' of {ctor}(): expected "
+                               f"{_type_name(cls.model_fields[field_name].annotation)}, got {str(val).lower()}", nspan,
+                               hint="true/false are only accepted by on/off parameters")
                 ok = False
                 continue
             raw[name] = val
@@ -334,6 +359,8 @@ class _Resolver:
                     got = err.get("input")
                     shown_got = got if isinstance(got, str) else repr(got)
                     hint = f"'{shown}' takes a list; write {shown}=[{shown_got}]"
+                if hint is None and pname in cls.model_fields:
+                    hint = f"'{shown}' takes {_type_name(cls.model_fields[pname].annotation)}"
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
 
     # -------------------------------------------------------------- metrics
@@ -349,7 +376,8 @@ class _Resolver:
                 self.bag.error("E114", "metric parameters must be named", expr.args[0].span, hint=f"e.g. {name}(bins=10)")
                 return None
         else:
-            self.bag.error("E116", "expected a metric, e.g. ece(bins=10)", expr.span)
+            self.bag.error("E116", "expected a metric, e.g. ece(bins=10)", expr.span,
+                           hint="a metric is a name (accuracy, brier) or a call with named parameters (docs/metrics.md)")
             return None
         reg = _metric_registry()
         if name not in reg:
@@ -454,3 +482,26 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     bag.raise_if_errors()
     spec.warnings = bag.warnings
     return spec
+
+
+def _accepts_bool(annotation: Any) -> bool:
+    """Whether a field's type admits true/false (pydantic would turn ``true`` into 1 for an int)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_accepts_bool(a) for a in typing.get_args(annotation))
+
+
+def _type_name(annotation: Any) -> str:
+    """A field type as a user reads it: 'an integer', 'a number', 'a list', ..."""
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    if annotation in names:
+        return names[annotation]
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(str(a) for a in args)
+    if origin in (list, tuple):
+        return "a list"
+    if args:
+        return " or ".join(dict.fromkeys(_type_name(a) for a in args))
+    return getattr(annotation, "__name__", str(annotation))

@@ -226,6 +226,10 @@ class TokenProb(Obj):
     # (source=generation: the whole generated text; 002 App. A.3 for GPT-4o, which serves no
     # input logprobs)
     source: Literal["teacher_forced", "generation"] = "teacher_forced"
+    # readout=first_token: which token form of a label counts. auto: window=full scores " A" after
+    # text ending in a non-space character ("Answer:") and "A" after a chat generation prompt,
+    # window=top_k sums both forms; space: " A" only; bare: "A" only (e.g. "A" right after "Answer:")
+    label_form: Literal["auto", "space", "bare"] = "auto"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
 
 
@@ -355,6 +359,7 @@ class RegexReparse(Obj):
     DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
     tail: int = Field(default=150, ge=1)
     occurrence: Literal["last", "first"] = "last"
+    case_sensitive: bool = True  # true: upper-case letters only (000 A.3's A-D/A-J); false: also "Answer: c"
 
 
 class Constrained(Obj):
@@ -388,6 +393,14 @@ class BoxedLetter(Obj):
     DOC: ClassVar[str] = "Study 003: the letter inside the last \\boxed{...} of the answer."
 
 
+class LoglikArgmax(Obj):
+    DOC: ClassVar[str] = ("Multiple-choice accuracy as lm-evaluation-harness computes it: argmax over the option "
+                          "labels' (or option texts') log-likelihoods; no generation is read.")
+    target: Literal["letter", "option"] = "letter"
+    normalise: Literal["none", "chars", "bytes", "tokens"] = "none"  # target=option: acc_norm = chars
+    label_form: Literal["auto", "space", "bare"] = "auto"
+
+
 class LLMJudge(Obj):
     DOC: ClassVar[str] = "An LLM judge (study 002 A.1 semantic-equivalence prompt) with a named judge model."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("judge",)
@@ -404,13 +417,17 @@ class Bootstrap(Obj):
     resamples: int = Field(default=1000, ge=10)
     seed: int = 42
     level: float = Field(default=0.95, gt=0, lt=1)
-    unit: Literal["cell", "paired", "macro"] = "cell"
+    # auto: every interval uses the unit its study defines (docs/metrics.md); cell: examples within
+    # each cell; paired: the items of a (model, dataset) shared by its cells; macro: settings
+    # resampled independently and averaged (001 §3.2). E159 where a comparison cannot use it.
+    unit: Literal["auto", "cell", "paired", "macro"] = "auto"
 
 
 class Settings(Obj):
     DOC: ClassVar[str] = "Global settings."
     seed: int = 42
     data_root: str | None = None
+    data_warnings: Literal["warn", "error"] = "warn"  # suspicious data (W170-W173): print, or refuse to plan
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
     executor: Literal["local", "ray"] = "local"  # where `auditc run` executes (docs/scale-out.md)
 
@@ -515,6 +532,10 @@ class ProtocolGrid(_Compare):
     verbal: str
     configs: list[str]
     estimators: list[str] = []
+    # resamples of this comparison's intervals (default: the audit's bootstrap); 001's appendix
+    # diagnostics use 200. Estimators without a batch form (the kernel ECEs) get intervals only
+    # when this is set, since each replicate is a separate call.
+    resamples: int | None = Field(default=None, ge=10)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric"}
 
 
@@ -606,6 +627,8 @@ for _name, _schema, _impl, _meta in (
     ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator", {"reads": "text"}),
     ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
     ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
+    # followup: planned per item by plan/planner.py (_evaluator_followups: its kind depends on target=)
+    ("loglik_argmax", LoglikArgmax, "loglik:LoglikArgmaxEvaluator", {"reads": "labels"}),
 ):
     register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
 

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from auditlang.metrics.bootstrap import bootstrap_ci
+from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
 from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.plan.model import Plan
+from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.resolve.spec import MetricRef, Spec
 
 DEFAULT_METRICS = (MetricRef("accuracy"), MetricRef("ece", (("bins", 10), ("binning", "equal_width"))),
@@ -37,6 +38,31 @@ def audit_bootstrap(spec: Spec, audit_id: str) -> tuple[int, int, float]:
     return 1000, 42, 0.95
 
 
+def _paired_groups(spec: Spec, records: pd.DataFrame) -> dict[str, tuple[str, pd.Index]]:
+    """cell_id -> (group key, the group's item order) for audits with ``bootstrap(unit=paired)``:
+    the cells of one (audit, model, dataset) are resampled on the same items."""
+    out: dict[str, tuple[str, pd.Index]] = {}
+    cells = records.drop_duplicates("cell_id")[["cell_id", "model", "dataset"]].copy()
+    cells["aid"] = cells["cell_id"].str.split("/").str[0]
+    for (aid, mid, dsid), g in cells.groupby(["aid", "model", "dataset"], sort=False):
+        if aid not in spec.objects or audit_unit(spec, aid) != "paired":
+            continue
+        rows = records[records["cell_id"].isin(g["cell_id"])]
+        items = pd.Index(rows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
+        for cid in g["cell_id"]:
+            out[cid] = (f"{aid}/{mid}/{dsid}", items)
+    return out
+
+
+def _aligned(df: pd.DataFrame, items: pd.Index, arrays: str) -> tuple[np.ndarray, ...]:
+    """The cell's (conf, correct) or (correct,) on ``items`` (NaN where the cell has no usable value)."""
+    d = df.drop_duplicates("item_id").set_index("item_id").reindex(items)
+    correct = d["correct"].to_numpy(dtype=float)
+    if arrays == "correct":
+        return (correct,)
+    return (d["confidence"].to_numpy(dtype=float), correct)
+
+
 def _safe(fn, *a, **k) -> float:
     try:
         v = fn(*a, **k)
@@ -48,6 +74,7 @@ def _safe(fn, *a, **k) -> float:
 def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = True) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     cell_meta = {c.id: c for c in plan.cells}
+    paired = _paired_groups(spec, records) if bootstrap and len(records) else {}
     for cell_id, df in records.groupby("cell_id", sort=False):
         c = cell_meta.get(cell_id)
         audit = c.audit if c else cell_id.split("/")[0]
@@ -81,7 +108,16 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
                 continue
             point = _safe(spec_m.fn, *arrays, **kwargs)
             row[m.label] = point
-            if bootstrap and arrays[0].size > 1 and not math.isnan(point):
+            if bootstrap and cell_id in paired and not math.isnan(point):
+                # unit=paired: the items of (audit, model, dataset) resampled once for all its cells
+                items = paired[cell_id][1]
+                try:
+                    ci = paired_cells_bootstrap({cell_id: _aligned(df, items, spec_m.inputs)}, m.name, B=B, seed=seed,
+                                                level=level, **kwargs)[cell_id]
+                    row[f"{m.label} lo"], row[f"{m.label} hi"] = float(ci.low), float(ci.high)
+                except (ValueError, FloatingPointError):
+                    row[f"{m.label} lo"] = row[f"{m.label} hi"] = math.nan
+            elif bootstrap and arrays[0].size > 1 and not math.isnan(point):
                 try:
                     ci = bootstrap_ci(m.name, *arrays, B=B, seed=seed, level=level, **kwargs)
                     row[f"{m.label} lo"], row[f"{m.label} hi"] = float(ci.low), float(ci.high)

@@ -51,8 +51,8 @@ def spec_files(spec: Spec) -> list[tuple[Path, Path]]:
         if isinstance(file, str) and not file.startswith("stdlib:"):
             p = (spec.entry.parent / file).resolve()
             rel = _inside(p, spec.root)
-            if p.is_file():
-                out[p] = rel if rel is not None else Path("_outside") / p.name
+            if p.is_file() and rel is not None:  # files outside the root are refused (E118)
+                out[p] = rel
     return sorted(out.items(), key=lambda kv: str(kv[1]))
 
 
@@ -64,17 +64,22 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
         shutil.rmtree(staged)
     project = staged / Path(PROJECT_DIR).name
     entry = spec.entry.resolve()
-    copy_tree_files((src, project / rel) for src, rel in spec_files(spec) if not (src == entry and spec.entry_text is not None))
-    project.mkdir(parents=True, exist_ok=True)
-    rel = _inside(spec.entry, spec.root)
-    entry_rel = rel if rel is not None else Path("_outside") / spec.entry.name
-    if spec.entry_text is not None:  # compiled from text (an editor buffer, a notebook string)
-        (project / entry_rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / entry_rel).write_text(spec.entry_text, encoding="utf-8")
-    (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
-    shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    replace_dir(staged, run_dir / "spec")
+    try:
+        copy_tree_files((src, project / rel) for src, rel in spec_files(spec)
+                        if not (src == entry and spec.entry_text is not None))
+        project.mkdir(parents=True, exist_ok=True)
+        rel = _inside(spec.entry, spec.root)
+        entry_rel = rel if rel is not None else Path("_outside") / spec.entry.name
+        if spec.entry_text is not None:  # compiled from text (an editor buffer, a notebook string)
+            (project / entry_rel).parent.mkdir(parents=True, exist_ok=True)
+            (project / entry_rel).write_text(spec.entry_text, encoding="utf-8")
+        (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
+        shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        replace_dir(staged, run_dir / "spec")
+    finally:  # a failed copy (a full disk) leaves no half-written folder behind
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
     return (Path(PROJECT_DIR) / entry_rel).as_posix()
 
 
@@ -97,8 +102,11 @@ def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
             if src_path.resolve() != dst.resolve():
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dst.with_name(dst.name + ".tmp")
-                shutil.copyfile(src_path, tmp)
-                tmp.replace(dst)
+                try:
+                    shutil.copyfile(src_path, tmp)
+                    tmp.replace(dst)
+                finally:  # no .tmp left when the copy fails (a full disk)
+                    tmp.unlink(missing_ok=True)
         out[dsid] = {"file": rel.as_posix(), "sha256": _sha256(run_dir / rel), "meta": ds.meta}
     return out
 

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from auditlang.store.rundir import file_mode
 from auditlang.store.codec import json_default
 
 __all__ = ["RECORDS_SCHEMA", "RECORDS_SCHEMA_VERSION", "ExampleRecord", "read_records", "write_records"]
@@ -153,6 +154,7 @@ def _atomic_write(path: Path, write: Any) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, file_mode())  # mkstemp makes 0600; outputs get the umask's mode like every other file
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)

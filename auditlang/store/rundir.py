@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.errors import UserError
+
 RUN_FORMAT = "auditlang.run/2"
 RUN_FILE = "run.json"
 PLAN_FILE = "plan.json"
@@ -45,6 +47,58 @@ REPORT_DIR = "report"
 PROJECT_MARKER = "auditlang.toml"  # makes spec/project/ the project root when compiled from the copy
 
 
+# Every name auditlang writes at the top of a run directory: a folder holding only these is a run
+# that stopped before it wrote run.json (e.g. on a full disk), and may be resumed.
+RUN_NAMES = frozenset({
+    "run.json", "plan.json", "plan.requests.tsv.gz", "spec", "spec.new", "spec.old", "data", "journal.sqlite",
+    "journal.sqlite-wal", "journal.sqlite-shm", "run.lock", "heartbeat.json", "records.parquet", "records.jsonl",
+    "metrics", "report", "rescore"})
+
+
+def is_run_dir(path: Path) -> bool:
+    """A folder auditlang wrote: its ``run.json`` is a JSON object with a ``format``, or a run
+    stopped before writing it: the run lock is there and nothing but names auditlang writes
+    (:data:`RUN_NAMES`, and their ``.tmp`` files)."""
+    try:
+        info = json.loads((Path(path) / RUN_FILE).read_text(encoding="utf-8"))
+        if isinstance(info, dict) and "format" in info:
+            return True
+    except (OSError, ValueError):
+        pass
+    try:
+        names = [p.name for p in Path(path).iterdir()]
+    except OSError:
+        return False
+    started = "run.lock" in names or "heartbeat.json" in names  # written first by every run
+    return started and RUN_FILE not in names and all(n in RUN_NAMES or n.endswith(".tmp") for n in names)
+
+
+def check_out_dir(path: Path) -> None:
+    """Refuse an output folder that would overwrite the user's files: a path that exists but is not
+    a folder, or a non-empty folder that is not a run directory. Nothing is written."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path} exists and is not a folder", hint="name a new folder or an existing run directory")
+    if path.is_dir():
+        try:
+            entries = next(iter(path.iterdir()), None)
+        except OSError as e:
+            raise UserError(f"{path}: cannot list the folder ({e.strerror})") from None
+        if entries is not None and not is_run_dir(path):
+            raise UserError(f"{path} is a non-empty folder that is not an auditlang run directory (no {RUN_FILE} "
+                            "with a format); refusing to write into it, nothing was written",
+                            hint="name a new or empty folder (e.g. runs/NAME), or an existing run directory to resume it")
+    else:
+        parent = next((a for a in path.absolute().parents if a.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise UserError(f"{path}: {parent} is not a folder", hint="name a new folder")
+        try:
+            path.mkdir(parents=True)
+        except OSError as e:
+            raise UserError(f"{path}: cannot create the folder ({e.strerror})",
+                            hint="name a folder you can write to") from None
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     p = Path(run_dir) / RUN_FILE
     if p.exists():
@@ -58,13 +112,31 @@ def write_json_atomic(path: Path, data: Any, **dump_kwargs: Any) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` through ``PATH.tmp`` (flushed to disk) and a rename: the file is either the
+    old one or the new one, and no ``.tmp`` is left behind when the write fails (e.g. a full disk)."""
     tmp = path.with_name(path.name + ".tmp")
+    mode = file_mode()
     try:
-        tmp.write_bytes(data)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if e.filename is None:  # name the file (a write on a full disk carries no name)
+            raise OSError(e.errno, e.strerror, str(path)) from e
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def file_mode() -> int:
+    """0666 less the umask: the mode every output file gets (as open() would)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_run_file(run_dir: Path, data: dict[str, Any]) -> None:

@@ -202,6 +202,32 @@ def _blank(text: str, start_line: int, end_line: int) -> str:
     return "\n".join(lines)
 
 
+MAX_NESTING = 64  # brackets deeper than this are refused (no spec needs them; the parser would recurse)
+_SKIP = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"""|$)|"(?:[^"\\\n]|\\.)*"?|#[^\n]*', re.S)
+
+
+def _check_nesting(bag: DiagnosticBag, file: str, text: str) -> None:
+    """E005 at the first bracket nested deeper than :data:`MAX_NESTING` (strings and comments skipped)."""
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in '"#':
+            m = _SKIP.match(text, i)
+            i = m.end() if m and m.end() > i else i + 1
+            continue
+        if ch in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, i) + 1
+                col = i - (text.rfind("\n", 0, i) + 1) + 1
+                bag.error("E005", f"brackets nested more than {MAX_NESTING} deep", Span(file, line, col, line, col + 1),
+                          hint="flatten the value: parameters take values, lists of values or lists of pairs")
+                raise CompileError(bag)
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+
+
 def parse_text(text: str, file: str = "<string>") -> A.Module:
     """Parse spec text. Raises :class:`CompileError` with every syntax error found.
 
@@ -211,6 +237,7 @@ def parse_text(text: str, file: str = "<string>") -> A.Module:
     """
     SourceCache.put(file, text)
     bag = DiagnosticBag()
+    _check_nesting(bag, file, text)
     work = text
     tree = None
     for _ in range(50):

@@ -91,3 +91,33 @@ def test_every_marker_form_in_any_case(text: str, rule: str) -> None:
     for variant in (text, text.upper().replace(" B", " B"), text.title().replace(" b", " B")):
         out = regex_reparse("... " + variant, ABCD)
         assert out.rule == f"marker:{rule}" and out.value == "B", variant
+
+
+@pytest.mark.parametrize(
+    ("text", "strict", "lax"),
+    [
+        ("Answer: c", ("A", "fallback:first_char"), ("C", "marker:answer_colon")),  # "A" of "Answer"
+        ("Reasoning.\nFinal answer: **b**", (None, "fallback:raw_first_char"), ("B", "marker:final_answer")),
+        ("Reasoning.\nAnswer: C", ("C", "marker:answer_colon"), ("C", "marker:answer_colon")),
+        ("so the answer is a tree", (None, "fallback:raw_first_char"), ("A", "marker:answer_is")),  # the cost
+        ("Reasoning, then the letter\nd", (None, "fallback:raw_first_char"), ("D", "fallback:standalone_line")),
+    ],
+)
+def test_letter_case_option(text: str, strict: tuple, lax: tuple) -> None:
+    # issue 10.5: study 000 A.3's valid letters are upper case ("A-D ... A-J"), the paper does not
+    # say what a lower-case letter after a marker means; case_sensitive makes the choice explicit
+    for case_sensitive, (value, rule) in ((True, strict), (False, lax)):
+        out = regex_reparse(text, ABCD, case_sensitive=case_sensitive)
+        assert (out.value if out.ok else None, out.rule) == (value, rule), case_sensitive
+        if out.ok:
+            assert text[out.span[0] : out.span[1]].upper() == value
+
+
+def test_tail_scan_stays_upper_case() -> None:
+    body = "x" * 20 + " pick a or b"
+    assert regex_reparse(body, ABCD, case_sensitive=False).rule == "fallback:raw_first_char"
+
+
+def test_case_option_is_disclosed() -> None:
+    assert "upper case only" in EVALUATORS["regex_reparse"]().describe()
+    assert "either case" in EVALUATORS["regex_reparse"](case_sensitive=False).describe()

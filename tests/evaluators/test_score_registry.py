@@ -18,7 +18,7 @@ def build(name: str) -> Evaluator:
 
 
 def test_names() -> None:
-    assert SPEC_EVALUATORS <= set(EVALUATORS) and set(EVALUATORS) - SPEC_EVALUATORS == {"boxed_letter"}
+    assert SPEC_EVALUATORS <= set(EVALUATORS) and set(EVALUATORS) - SPEC_EVALUATORS == {"boxed_letter", "loglik_argmax"}
     assert set(VERBAL_PARSERS) == SPEC_PARSERS
 
 

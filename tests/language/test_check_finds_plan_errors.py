@@ -207,3 +207,14 @@ def test_protocol_template_undefined_variable_is_a_plan_diagnostic(tmp_path: Pat
     rc, err = _run(["plan", str(path)], capsys)
     assert rc == 1 and "Traceback" not in err
     assert "error[E163]: rendering protocol 'p': variable 'quesion' is undefined" in err and "question" in err
+
+
+def test_python_compile_finds_what_check_finds() -> None:
+    """`auditlang.compile` mirrors `auditc check`: the planner's data-free check included."""
+    import auditlang
+    from auditlang.core.diagnostics import CompileError
+
+    path = Path(__file__).parent / "cases" / "engine_capabilities.audit"
+    with pytest.raises(CompileError) as err:
+        auditlang.compile(path)
+    assert [d.code for d in err.value.diagnostics] == ["E172", "E172"]

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from auditlang.core.diagnostics import CompileError
+from auditlang.resolve import compile_spec
+
 from auditlang.cli import main
 from auditlang.core.registry import KINDS, REGISTRY, Registry, RegistryError, register
 from auditlang.evaluators.base import Evaluator, VerbalParser
@@ -98,7 +101,14 @@ def test_evaluator_schemas_agree_with_the_scorers() -> None:
         make_evaluator(None, "x", "multiple_choice", ctor=e.name, params=defaults)
         for fname, field in e.schema.model_fields.items():
             for choice in typing.get_args(field.annotation) if typing.get_origin(field.annotation) is typing.Literal else ():
-                make_evaluator(None, "x", "multiple_choice", ctor=e.name, params={**defaults, fname: choice})
+                try:
+                    make_evaluator(None, "x", "multiple_choice", ctor=e.name, params={**defaults, fname: choice})
+                except ValueError:
+                    # a combination the scorer refuses must be one `auditc check` refuses (E159)
+                    value = choice if isinstance(choice, str) and choice.isidentifier() else repr(choice)
+                    with pytest.raises(CompileError) as err:
+                        compile_spec("x.audit", text=f"evaluator x = {e.name}({fname}={value})\n")
+                    assert any(d.code == "E159" for d in err.value.diagnostics), (e.name, fname, choice)
 
 
 def test_every_comparison_function_has_a_constructor_and_vice_versa() -> None:

@@ -61,7 +61,7 @@ def test_all_protocols_plan(tmp_path: Path):
         pytest.skip("shared data not available")
     path = tmp_path / "t.audit"
     path.write_text(SPEC.format(data=DATA), encoding="utf-8")
-    plan = build_plan(compile_spec(path))
+    plan = build_plan(compile_spec(path), data_root=str(DATA))  # a data folder outside the project: the user names it
     assert len(plan.cells) == 13
     kinds = Counter(r.kind for r in plan.requests)
     # stage 1: answers (4 test + 6 dev MMLU, 4 TriviaQA), first-token / NOTA / choice / gold / joint / off-type / samples

@@ -17,9 +17,11 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from auditlang.metrics.protocol import GRID, contrast_summary, grid_summary
-from auditlang.report.comparisons.common import ECE10, Comparison, MetricChoice, known, metric_choice
+from auditlang.report.comparisons.common import ECE10, Comparison, MetricChoice, bootstrap_settings, known, metric_choice
+from auditlang.report.comparisons.grid_intervals import Setting, grid_intervals
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -29,6 +31,15 @@ def _side(df, parsed_only: bool) -> tuple[np.ndarray, np.ndarray]:
     if parsed_only:
         df = df[df["confidence_parsed"].astype(bool)]
     return df["confidence"].to_numpy(float), df["correct"].to_numpy(float)
+
+
+def _aligned(df, items: pd.Index, parsed_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``_side`` on ``items``: NaN confidence where the row is not usable (resamples drop it)."""
+    d = known(df, True)
+    if parsed_only:
+        d = d[d["confidence_parsed"].astype(bool)]
+    d = d.drop_duplicates("item_id").set_index("item_id").reindex(items)
+    return d["confidence"].to_numpy(float), d["correct"].to_numpy(float)
 
 
 def _est(est: MetricChoice, side: tuple[np.ndarray, np.ndarray]) -> float:
@@ -47,6 +58,7 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     t = Table(name, f"Signed calibration gaps g = est({c.verbal}) - est(token config) ({name})",
               ["model", "dataset", "variant", "evaluator", "n_verbal_parsed", *gcols, *extra, "rho"])
     groups: dict[tuple[str, str], dict[tuple[str, str], dict[str, float]]] = {}
+    settings_by_group: dict[tuple[str, str], list[Setting]] = {}
     for m in a.models:
         for d in a.datasets:
             for v in a.variants:
@@ -79,10 +91,48 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
                         grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD]
                     t.add(m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
                     groups.setdefault((v, e), {})[(m, d)] = gaps
+                    tdfs = {cf: rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e) for cf in configs}
+                    allrows = pd.concat([vdf, *tdfs.values()])
+                    items = pd.Index(allrows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
+                    setting = Setting((m, d), _aligned(vdf, items, True),
+                                      {cf: _aligned(tdf, items, False) for cf, tdf in tdfs.items()}, dict(gaps))
+                    if items.size and not any(math.isnan(x) for x in gaps.values()):
+                        settings_by_group.setdefault((v, e), []).append(setting)
     out.tables.append(t)
     out.tables.append(_summary(name, groups, configs, ests, is_grid))
+    out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid))
     out.data = {"groups": groups}
     return out
+
+
+def _intervals(rd: RunData, name: str, c, settings_by_group: dict, combos, is_grid: bool) -> list[Table]:
+    """Per-setting paired intervals and macro-bootstrap intervals of every gap and shift."""
+    B, seed, level = bootstrap_settings(rd, c.audit)
+    if c.resamples:
+        B = c.resamples
+    pct = f"{level * 100:g}%"
+    ps = Table(f"{name}_setting_ci", f"Per-setting gaps with {pct} paired bootstrap intervals ({name}; 001 §3.2)",
+               ["model", "dataset", "variant", "evaluator", "quantity", "value", "value lo", "value hi"])
+    mt = Table(f"{name}_macro_ci", f"Macro means over settings with {pct} macro-bootstrap intervals ({name}; "
+               "001 §3.2, Table 2)", ["variant", "evaluator", "n_settings", "quantity", "macro mean", "bootstrap mean",
+                                       "macro lo", "macro hi", "interval"])
+    notes: set[str] = set()
+    for (v, e), settings in settings_by_group.items():
+        per, macro, nt = grid_intervals(settings, combos, is_grid, B, seed, level, bool(c.resamples))
+        notes.update(nt)
+        for key, q, point, ci in per:
+            ps.add(key[0], key[1], v, e, q, point, ci.low if ci else math.nan, ci.high if ci else math.nan)
+        for _, q, point, ci in macro:
+            ns = "" if ci is None or math.isnan(ci.low) else ("excludes 0" if ci.excludes(0.0) else "ns (covers 0)")
+            mt.add(v, e, len(settings), q, point, ci.boot_mean if ci else math.nan, ci.low if ci else math.nan,
+                   ci.high if ci else math.nan, ns)
+    how = (f"B={B}, seed={seed}; items resampled once per setting (verbal side: its parsed rows; token side: all rows), "
+           "settings independently (one generator, settings in model/dataset order); the macro replicate is the "
+           "equal-weight mean over settings. 001 reports the bootstrap mean in Table 2.")
+    for tb in (ps, mt):
+        tb.notes.append(how)
+        tb.notes.extend(sorted(notes))
+    return [ps, mt]
 
 
 def _summary(name: str, groups: dict, configs: list[str], ests: list[MetricChoice], is_grid: bool) -> Table:

@@ -1,0 +1,132 @@
+"""What a run may contact and which secrets it may read (docs/security.md).
+
+A spec may name a remote endpoint (``openai(base_url=...)``) and an environment variable holding
+its key (``api_key_env``). ``auditc run`` contacts a host that is not loopback only when the user
+allows it outside the spec, and reads a variable only when the user allows it or its name follows
+the ``*_API_KEY`` convention:
+
+- ``--allow-host HOST`` / ``--allow-secret NAME`` (repeatable), or
+- the user config file ``$AUDITLANG_CONFIG``, else ``$XDG_CONFIG_HOME/auditlang/config.toml``
+  (default ``~/.config/auditlang/config.toml``)::
+
+      allow_hosts = ["api.openai.com"]
+      allow_secrets = ["MY_TOKEN"]
+
+Each use is recorded in ``run.json`` (``access``) and in the reporting checklist.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from auditlang.core.diagnostics import DiagnosticBag
+from auditlang.core.errors import UserError
+from auditlang.core.trust import Allowances, is_loopback
+from auditlang.resolve.models import model_config
+from auditlang.resolve.spec import Spec
+
+ENV_CONFIG = "AUDITLANG_CONFIG"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+@dataclass(frozen=True)
+class Access:
+    """One model's network use: the URL it calls, its host, and the variable its key comes from."""
+
+    model: str
+    url: str
+    host: str
+    loopback: bool
+    secret: str | None
+    url_from: str  # "spec", "environment" ($OPENAI_BASE_URL) or "default"
+
+
+def config_path() -> Path:
+    env = os.environ.get(ENV_CONFIG)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "auditlang" / "config.toml"
+
+
+def load_allowances(hosts: list[str] | None = None, secrets: list[str] | None = None) -> Allowances:
+    """Command-line allowances plus the user config file's (a missing file allows nothing)."""
+    out = Allowances()
+    path = config_path()
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise UserError(f"cannot read the auditlang config file {path}: {e}",
+                            hint='it is TOML: allow_hosts = ["host"], allow_secrets = ["NAME"]') from None
+        for key, into in (("allow_hosts", out.hosts), ("allow_secrets", out.secrets)):
+            vals = data.get(key, [])
+            if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+                raise UserError(f"{path}: {key} must be a list of strings", hint=f'{key} = ["..."]')
+            into.update({v.lower() if key == "allow_hosts" else v: str(path) for v in vals})
+    out.hosts.update({h.lower(): "--allow-host" for h in hosts or []})
+    out.secrets.update({s: "--allow-secret" for s in secrets or []})
+    return out
+
+
+def used_models(spec: Spec) -> list[str]:
+    """Models a run would call: each audit's models, its judges and its wrong_from models."""
+    out: list[str] = []
+    for audit in spec.of_kind("audit").values():
+        a = audit.value
+        out += list(a.models)
+        for e in a.evaluators:
+            if e in spec.objects and getattr(spec.get(e).value, "judge", None):
+                out.append(spec.get(e).value.judge)
+        for p in a.protocols:
+            if p in spec.objects:
+                out += list(getattr(spec.get(p).value, "wrong_from", None) or [])
+    return [m for m in dict.fromkeys(out) if m in spec.objects]
+
+
+def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
+    """Network endpoints and secrets the run would use (models on the openai engine)."""
+    out = []
+    for mid in used_models(spec):
+        cfg = model_config(spec, mid, engine_override)
+        if cfg.engine != "openai":
+            continue
+        url, url_from = cfg.options.get("base_url"), "spec"
+        if not url:
+            url, url_from = (os.environ["OPENAI_BASE_URL"], "environment") if os.environ.get("OPENAI_BASE_URL") \
+                else (DEFAULT_BASE_URL, "default")
+        host = (urlsplit(str(url)).hostname or "").lower()
+        secret = cfg.options.get("api_key_env", DEFAULT_KEY_ENV) or None
+        out.append(Access(mid, str(url), host, is_loopback(host), secret, url_from))
+    return out
+
+
+def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> DiagnosticBag:
+    """E180 for a host the user did not allow, E181 for a secret the user did not allow."""
+    bag = DiagnosticBag()
+    for a in accesses:
+        o = spec.get(a.model)
+        if allow.host_ok(a.host) is None:
+            where = o.param_span("base_url") if a.url_from == "spec" else o.span
+            bag.error("E180", f"model '{a.model}' would send prompts to {a.host or a.url!r} ({a.url}), a host you have "
+                      "not allowed", where,
+                      hint=f"if you trust it: auditc run ... --allow-host {a.host or 'HOST'} (or add it to "
+                           f"allow_hosts in {config_path()}); loopback servers need no permission")
+        if a.secret and allow.secret_ok(a.secret) is None:
+            bag.error("E181", f"model '{a.model}' would read the environment variable {a.secret} (api_key_env) and "
+                      f"send it to {a.host}", o.param_span("api_key_env"),
+                      hint=f"if you trust it: --allow-secret {a.secret} (or allow_secrets in {config_path()}); "
+                           "names ending in _API_KEY are allowed by convention")
+    return bag
+
+
+def access_record(accesses: list[Access], allow: Allowances) -> list[dict[str, Any]]:
+    """The ``run.json`` entry: every endpoint and secret name, and who allowed it (never the value)."""
+    return [{**asdict(a), "host_allowed_by": allow.host_ok(a.host),
+             "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None} for a in accesses]

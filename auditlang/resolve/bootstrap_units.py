@@ -1,0 +1,69 @@
+"""Which resampling unit each interval uses under ``bootstrap(unit=...)`` (issue 10 item 2).
+
+``auto`` (the default) gives every interval the unit its study defines. An explicit unit must be
+one the comparison can use; otherwise the spec is rejected (E159, at the comparison). Study 000
+App. E.2 and study 001 §3.2 define:
+
+| interval | auto | allowed |
+|---|---|---|
+| per-cell metrics (cells table) | cell: examples within the cell | cell, paired, macro (= cell within each setting) |
+| ``spread`` / ``size_spread`` | paired: items of a (model, dataset), max - min over variants on the resample | paired |
+| ``ece_gap`` | the (verbal, token, correct) rows of one cell, paired | cell, paired (the same here) |
+| ``norm_shift`` | cell: the per-cell shifts themselves are resampled | cell |
+| ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
+
+``evaluator_repair``, ``robustness``, ``aligned`` and ``consistency`` compute no intervals: the unit
+does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
+over settings: a warning (W159), and its per-cell intervals are cell-level.
+"""
+
+from __future__ import annotations
+
+UNITS = ("auto", "cell", "paired", "macro")
+
+SUPPORTED_UNITS: dict[str, tuple[str, ...]] = {
+    "spread": ("paired",),
+    "size_spread": ("paired",),
+    "ece_gap": ("cell", "paired"),
+    "norm_shift": ("cell",),
+    "protocol_grid": ("paired", "macro"),
+}
+
+WHY = {
+    "spread": "a spread compares variant accuracies on the same resampled items (000 App. E.2)",
+    "size_spread": "a spread compares variant accuracies on the same resampled items (000 App. E.2)",
+    "ece_gap": "ECE(verbal) - ECE(token) is resampled as (verbal, token, correct) rows of one cell (000 App. E.2)",
+    "norm_shift": "the per-cell |shift| values themselves are resampled (000 App. E.2, 'cell-level')",
+    "protocol_grid": "g_X pairs verbal and token confidence on a setting's items, and macro means resample settings "
+                     "(001 §3.2)",
+}
+
+
+def audit_unit(spec, audit_id: str) -> str:
+    """The ``unit`` of the audit's ``bootstrap(...)`` (``auto`` when it declares none)."""
+    b = spec.get(audit_id).value.bootstrap
+    if b and b in spec.objects:
+        return spec.get(b).value.unit
+    return "auto"
+
+
+def check_units(spec, bag) -> None:
+    """E159 for an explicit unit a comparison cannot use; W159 for ``macro`` with nothing to aggregate."""
+    for aid, audit in spec.of_kind("audit").items():
+        unit = audit_unit(spec, aid)
+        if unit == "auto":
+            continue
+        b = spec.get(audit.value.bootstrap)
+        comps = [c for c in spec.of_kind("compare").values() if c.value.audit == aid]
+        for c in comps:
+            allowed = SUPPORTED_UNITS.get(c.ctor)
+            if allowed is not None and unit not in allowed:
+                bag.error("E159", f"compare '{c.id}' ({c.ctor}) cannot use bootstrap unit={unit} of audit '{aid}': "
+                          f"{WHY[c.ctor]}", c.span,
+                          hint=f"use unit={' or unit='.join(allowed)} or unit=auto in bootstrap '{b.id}', or a "
+                               "separate audit for this comparison")
+        if unit == "macro" and not any(c.ctor == "protocol_grid" for c in comps):
+            bag.warning("W159", f"bootstrap '{b.id}' asks for unit=macro, but no comparison of audit '{aid}' averages "
+                        "over settings (only protocol_grid does, 001 §3.2); its per-cell intervals are cell-level",
+                        b.param_span("unit"),
+                        hint="use unit=auto or unit=cell (per-cell intervals), or add a protocol_grid comparison")
