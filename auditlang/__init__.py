@@ -12,6 +12,7 @@ The Python API mirrors the command line (docs/python.md)::
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +43,17 @@ def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = 
 
 
 def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,
-        engine: str | None = None, report: bool = True, progress: bool = False,
+        engine: str | None = None, report: bool = True, progress: bool = False, executor: str | None = None,
+        address: str | None = None, ray_shards: int | None = None,
         allow_hosts: list[str] | tuple[str, ...] = (), allow_secrets: list[str] | tuple[str, ...] = ()):
     """Plan, execute (resumable), score and report a spec into the run directory ``out``; returns a
     ``Run`` with ``records``, ``metrics``, ``comparisons`` and ``report_dir``. ``engine`` overrides
-    every model's engine (``"dryrun"`` runs no model). As with ``auditc run``, a model may contact a
-    non-loopback host or read an environment variable only when ``allow_hosts`` / ``allow_secrets``
-    (or the user config file) allow it (docs/security.md); otherwise ``CompileError`` (E180/E181)."""
+    every model's engine (``"dryrun"`` runs no model). ``executor="ray"`` (default: the spec's
+    ``settings executor``) runs on the Ray cluster at ``address`` in ``ray_shards`` item shards per
+    model, reusing a Ray session already open in this process (docs/scale-out.md). As with
+    ``auditc run``, a model may contact a non-loopback host or read an environment variable only
+    when ``allow_hosts`` / ``allow_secrets`` (or the user config file) allow it (docs/security.md);
+    otherwise ``CompileError`` (E180/E181)."""
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
     from auditlang.core.diagnostics import CompileError  # lazy: see above
     from auditlang.core.trust import enforce  # lazy: see above
@@ -56,6 +61,12 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
+    execute = None
+    if (executor or spec.settings.executor) == "ray":
+        from auditlang.scaleout.rayexec import execute_on_ray, require_ray  # lazy: Ray only when asked
+
+        require_ray()
+        execute = partial(execute_on_ray, address=address, shards=ray_shards)
     p = plan_spec(spec, None if data_root is None else str(data_root), limit)
     allow = load_allowances(list(allow_hosts), list(allow_secrets))
     access = run_access(spec, engine)
@@ -65,7 +76,7 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     check_out_dir(Path(out))
     enforce(allow)
     return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
-                    run_fields={"access": access_record(access, allow)})
+                    run_fields={"access": access_record(access, allow)}, executor=execute)
 
 
 def open_run(run_dir: str | Path):

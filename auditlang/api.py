@@ -223,14 +223,15 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
 def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
              report: bool = True, progress: bool | str = False, retry_errors: bool = False, shard=None,
              cache_dir: str | Path | None = None, run_fields: dict[str, Any] | None = None, announce=None,
-             log=print) -> Run | None:
+             log=print, executor=None) -> Run | None:
     """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and
     report it. ``limit`` must be the one the plan was built with (it is recorded for read-back);
     ``run_fields`` are recorded in run.json too (command-line choices such as model swaps);
     ``cache_dir``: a response cache shared across run directories; ``announce(msg)``: progress
     lines for the steps after execution. A shard run (``shard``) stops after execution and
-    returns None: merge, then report."""
-
+    returns None: merge, then report. ``executor``: a function with ``execute_plan``'s signature
+    that executes elsewhere (the Ray driver, ``auditlang.scaleout.rayexec.execute_on_ray``);
+    default: this process."""
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
     from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
@@ -240,9 +241,10 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     run_dir = Path(run_dir)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine, **(run_fields or {}))
-        fps = execute_plan(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
-                           retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
+        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine,
+                           **{"executor": {"name": "local"}, **(run_fields or {})})
+        fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
+                                         retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:
             return None
         lock.beat(doing="scoring")
@@ -253,4 +255,4 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
             lock.beat(doing="writing the report")
             announce(f"scored in {time.perf_counter() - t0:.1f}s; writing the report ...")
             write_report(spec, plan, run_dir)
-    return Run(run_dir, spec, plan, {**info, "fingerprints": fps})
+    return Run(run_dir, spec, plan, {**info, **read_run_file(run_dir), "fingerprints": fps})

@@ -23,7 +23,7 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 # ARCHITECTURE.md's table, top (imports nothing) to bottom.
 LAYERS = ["core", "stdlib_location", "syntax", "metrics", "prompts", "resolve", "data", "evaluators",
-          "protocols", "plan", "store", "engines", "execute", "score", "report", "api", "lsp", "cli", "__init__"]
+          "protocols", "plan", "store", "engines", "execute", "score", "report", "api", "scaleout", "lsp", "cli", "__init__"]
 
 
 def _modules() -> dict[str, Path]:

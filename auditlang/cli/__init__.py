@@ -117,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc run spec.audit --out runs/a --engine dryrun      # whole pipeline, no model\n"
              "  auditc run spec.audit --swap-model smol='embedded(\"gemma3-270m\")' --out runs/gemma\n"
              "  auditc run spec.audit --cache ~/.cache/auditlang/responses --display plain 2> run.log\n"
-             "  auditc run spec.audit --shard 0/4 --out runs/s0          # then `auditc merge`")
+             "  auditc run spec.audit --shard 0/4 --out runs/s0          # then `auditc merge`\n"
+             "  auditc run spec.audit --executor ray --address HEAD:6379 # a Ray cluster (docs/scale-out.md)")
     p.add_argument("spec", help="the .audit file to run")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<spec name>)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
@@ -138,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", metavar="DIR", help="response cache shared across run directories (else $AUDITLANG_CACHE_DIR): "
                                                   "results found there under the same request id and engine fingerprint are reused")
     _access_args(p)
+    p.add_argument("--executor", choices=["local", "ray"],
+                   help="where to execute (default: the spec's settings executor, else local); ray: see docs/scale-out.md")
+    p.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join (or auto); "
+                                                          "default $RAY_ADDRESS or a new local cluster")
+    p.add_argument("--ray-shards", type=int, metavar="K", help="--executor ray: item shards per model (default 4)")
     p.set_defaults(fn=cmd_run)
 
     p = _sub(sub, "rescore", "re-score stored generations under another evaluator (no model loaded)",

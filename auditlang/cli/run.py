@@ -7,6 +7,7 @@ import os
 import shutil
 import sqlite3
 import sys
+from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
@@ -45,12 +46,33 @@ def env_settings(spec) -> dict[str, str]:
             if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
 
 
+def ray_executor(args, spec):
+    """The Ray driver as ``run_spec``'s executor when ``--executor ray`` (or the spec's settings
+    say ``executor = ray`` and no ``--executor`` is given); else None (this process)."""
+    name = args.executor or spec.settings.executor
+    if name != "ray":
+        if args.address or args.ray_shards is not None:
+            raise UsageError("--address and --ray-shards apply only to the Ray executor",
+                             hint="add --executor ray (or `executor = ray` in the spec's settings)")
+        return None
+    if args.shard:
+        raise UsageError("--shard does not combine with the Ray executor: it shards the run itself",
+                         hint="use --ray-shards K for K item shards per model, or --executor local with --shard")
+    if args.ray_shards is not None and args.ray_shards < 1:
+        raise UsageError(f"--ray-shards must be >= 1, got {args.ray_shards}", hint="--ray-shards 4")
+    from auditlang.scaleout.rayexec import execute_on_ray, require_ray  # lazy: Ray only for --executor ray
+
+    require_ray()
+    return partial(execute_on_ray, address=args.address, shards=args.ray_shards)
+
+
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
     swaps = parse_swaps(args.swap_model)
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     spec = compile_spec(args.spec, swaps=swaps)
+    executor = ray_executor(args, spec)
     step = StepLog() if display != "none" else None
     plan = plan_spec(spec, args.data_root, args.limit, step=step)
     if step is not None:
@@ -75,7 +97,7 @@ def cmd_run(args) -> int:
     enforce(allow)
     try:
         return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
-                        access_record(access, allow))
+                        access_record(access, allow), executor)
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
         errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
         what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
@@ -103,12 +125,12 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
                                "committed are kept")
 
 
-def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swaps, from_env, access) -> int:
+def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swaps, from_env, access, executor) -> int:
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir,
+                   progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir, executor=executor,
                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                    run_fields={"model_swaps": swaps,
                                "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},

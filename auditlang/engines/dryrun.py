@@ -8,11 +8,16 @@ Token counts are ESTIMATES, not tokenizer counts: ``ceil(characters / 4)`` per t
 rule of thumb for English with BPE vocabularies), plus ``MESSAGE_OVERHEAD_TOKENS`` per chat
 message for role markers and separators, plus ``GENERATION_PROMPT_TOKENS`` for the
 assistant header a chat template appends.
+
+``AUDITLANG_DRYRUN_DELAY`` (seconds per request, default 0) makes it sleep as a slow engine
+would, to rehearse scheduling, progress and fault handling (docs/scale-out.md) without a model.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -79,6 +84,7 @@ class DryRunEngine:
         self.counts: Counter[str] = Counter()
         self.prompt_tokens = 0
         self.max_generated_tokens = 0
+        self.delay = float(os.environ.get("AUDITLANG_DRYRUN_DELAY", "0") or 0)  # simulated seconds per request
 
     def capabilities(self) -> frozenset[str]:
         return frozenset(REQUEST_KINDS)
@@ -88,6 +94,8 @@ class DryRunEngine:
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         for r in requests:
+            if self.delay > 0:
+                time.sleep(self.delay)
             try:
                 prompt, generated = estimate_tokens(r)
             except ValueError as e:

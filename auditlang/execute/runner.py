@@ -40,7 +40,8 @@ def _load(cfg: ModelConfig):
 
 def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool | str = True,
                  shard=None, retry_errors: bool = False, log=print, beat=None,
-                 cache_dir: str | Path | None = None) -> dict[str, str]:
+                 cache_dir: str | Path | None = None, phases=("models", "cross", "judge"), only_models=None,
+                 engines: dict | None = None) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
 
     Three phases: (1) each audited model's stage 1, stage 2 and the cross requests whose answers
@@ -50,6 +51,12 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     (auditlang/execute/static_key.py) is unchanged and all its work is stored. ``beat(doing=...)``
     is told each step (the run lock's heartbeat, read by ``auditc status``). ``cache_dir``: a
     response cache shared across run directories (see ``execute(cache=...)``).
+
+    ``phases`` picks phases by name ("models", "cross", "judge"; a "models" phase without
+    "cross" runs no cross requests) and ``only_models`` the audited models of phase 1: the Ray
+    executor runs ("models",) per (model, item shard) unit, then ("cross", "judge") once.
+    ``engines``: loaded engines by model id, taken from and left in it (the caller closes them),
+    so a Ray worker running several units of one model loads it once.
     """
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +64,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
     totals = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0}
     audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
+    phase1 = [m for m in audited if "models" in phases and (only_models is None or m in only_models)]
     beat = beat or (lambda **_: None)
     statics: dict[str, dict[str, str]] = dict(info.get("static_keys", {}))
     cache = Journal(Path(cache_dir)) if cache_dir else None
@@ -82,7 +90,9 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             beat(doing=f"{mid}: loading the {cfg.engine} engine")
             log(f"[{mid}] loading the {cfg.engine} engine: {cfg.path}")
             t0 = time.perf_counter()
-            engine = _load(cfg)
+            engine = engines[mid] if engines is not None and mid in engines else _load(cfg)
+            if engines is not None:
+                engines[mid] = engine
             log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
             try:
                 fps[mid] = journal.register_engine(engine.fingerprint(), mid)
@@ -97,9 +107,10 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             except EngineError as e:
                 raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
             finally:
-                engine.close()
+                if engines is None:
+                    engine.close()
 
-        for mid in audited:
+        for mid in phase1:
             def stages12(engine, mid=mid) -> None:
                 stage1 = [r for r in plan.requests if r.model == mid]
                 _acc(totals, execute(engine, stage1, journal, shard=shard, description=f"{mid} stage 1", **opts))
@@ -109,7 +120,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                     _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
                 # Cross requests whose answers already exist (another prompt's or a sampled answer of
                 # this model, models run before it) run now, in the same engine load.
-                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
+                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid
+                         ] if "cross" in phases else []
                 if early:
                     _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
             def needed(mid=mid) -> list[Request]:
@@ -124,13 +136,14 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
         # Cross stage: built from committed answers of every model (a shard builds what its journal
         # allows). Requests of audited models run now (candidate scoring, and sample grouping when
         # an audited model is also a judge); those of other models join the judge phase.
-        cross = cross_requests(spec, plan, journal, fps)
+        cross = cross_requests(spec, plan, journal, fps) if "cross" in phases else []
         for mid in audited:
             mine = [r for r in cross if r.model == mid]
             if mine and _missing(journal, fps, mid, mine, retry_errors):
                 run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
                     totals, execute(engine, mine, journal, shard=None, description=f"{mid} cross", **opts)))
-        judge_work = stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+        judge_work = (stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
+                      if "judge" in phases else [])
         for mid in sorted({r.model for r in judge_work}):
             mine = [r for r in judge_work if r.model == mid]
             if unchanged(mid, lambda mine=mine: mine):

@@ -198,6 +198,16 @@ def _storage(rd: RunData) -> Entry:
     return e
 
 
+def _executor_line(ex: dict) -> str:
+    """Where the run executed (run.json ``executor``, written by the Ray driver)."""
+    if ex.get("name") != "ray":
+        return f"Executor: {ex.get('name')} (one process)"
+    workers = ", ".join(f"{m} {n}" for m, n in (ex.get("workers") or {}).items())
+    gpus = ", ".join(f"{m} {g:g}" for m, g in (ex.get("gpus") or {}).items())
+    return (f"Executor: ray (Ray {ex.get('ray_version')}; {ex.get('units')} units: each model's items in "
+            f"{ex.get('shards')} shards; workers per model {workers}; GPUs per worker {gpus})")
+
+
 def _access(rd: RunData) -> Entry:
     """Hosts contacted and secrets read, and who allowed each (run.json ``access``; docs/security.md)."""
     e = Entry("access")
@@ -234,6 +244,7 @@ def _plugins(rd: RunData) -> Entry:
 
 def _engines(rd: RunData) -> Entry:
     e = Entry("engines")
+    e.lines.append(_executor_line(rd.run_info.get("executor") or {"name": "local"}))
     models = list(dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models))
     for mid in models:
         o = rd.spec.get(mid)

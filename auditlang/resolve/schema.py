@@ -464,6 +464,7 @@ class Settings(Obj):
     data_root: str | None = None
     data_warnings: Literal["warn", "error"] = "warn"  # suspicious data (W170-W173): print, or refuse to plan
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
+    executor: Literal["local", "ray"] = "local"  # where `auditc run` executes (docs/scale-out.md)
 
 
 _STATIC_CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {

@@ -11,6 +11,7 @@ RUN_DIR/
   data/<dataset>/FILE   each dataset's data file as it was read (byte copy; hub data as JSONL rows)
   journal.sqlite        every request and result (store/journal.py)
   run.lock, heartbeat.json   who is running (store/runlock.py)
+  units/<model>.<i>of<K>/    --executor ray: one unit's journal, run.json, attempts.jsonl, merged.json
   records.parquet       one row per cell x item (score stage); metrics/ per-cell tables; report/
 ```
 
