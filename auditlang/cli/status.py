@@ -77,7 +77,9 @@ def cmd_status(args) -> int:
     print(_table(rows))
     rec = run_dir / RECORDS
     print(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
-    if left:
+    if is_live(run_dir):
+        print(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
+    elif left:
         print(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
     elif not rec.exists():
         print("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")

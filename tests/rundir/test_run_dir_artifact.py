@@ -161,7 +161,7 @@ def test_status_is_fast_and_tells_live_from_interrupted(project: Path, capsys) -
         assert main(["status", str(run_dir)]) == 0
         assert time.perf_counter() - t0 < 5  # reads no spec and no data (benchmarks measure the real figure)
         out = capsys.readouterr().out
-        assert "LIVE" in out and "smol stage 1" in out and str(holder.pid) in out
+        assert "LIVE" in out and "smol stage 1" in out and str(holder.pid) in out and "in progress" in out
         # a second run into a live directory is refused
         assert _run() == 1
         assert "in use by another" in capsys.readouterr().err
