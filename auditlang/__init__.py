@@ -67,12 +67,12 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
 
         require_ray()
         execute = partial(execute_on_ray, address=address, shards=ray_shards)
-    p = plan_spec(spec, None if data_root is None else str(data_root), limit)
     allow = load_allowances(list(allow_hosts), list(allow_secrets))
     access = run_access(spec, engine)
-    bag = check_access(spec, access, allow)
+    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
     if bag.errors:
         raise CompileError(bag)
+    p = plan_spec(spec, None if data_root is None else str(data_root), limit)
     check_out_dir(Path(out))
     enforce(allow)
     return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,

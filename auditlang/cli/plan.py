@@ -42,12 +42,12 @@ def cmd_plan(args) -> int:
 def print_access(access: list[dict]) -> None:
     """Every host a run would contact and every secret it would read, and whether it may."""
     if not access:
-        print("network: none (no model calls a server); secrets: none")
+        print("network: none (no model calls a server, no dataset is downloaded); secrets: none")
         return
     print("network and secrets (docs/security.md):")
     for a in access:
         host = a["host_allowed_by"] or "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST")
-        print(f"  model {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
+        print(f"  {a.get('kind', 'model')} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
         if a["secret"]:
             sec = a["secret_allowed_by"] or f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}"
             print(f"    reads ${a['secret']} as its API key: {sec}")

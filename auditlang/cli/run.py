@@ -73,17 +73,17 @@ def cmd_run(args) -> int:
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
+    allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
+    access = run_access(spec, args.engine)
+    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
+    if bag.errors:
+        raise CompileError(bag)
     step = StepLog() if display != "none" else None
     plan = plan_spec(spec, args.data_root, args.limit, step=step)
     if step is not None:
         step(None)
     if plan.warnings:
         print_diags(plan.warnings)
-    allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
-    access = run_access(spec, args.engine)
-    bag = check_access(spec, access, allow)
-    if bag.errors:
-        raise CompileError(bag)
     for note in plan.notes:
         if "data root" in note:
             print(f"note: {note}", file=sys.stderr)

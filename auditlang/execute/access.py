@@ -44,7 +44,8 @@ class Access:
     host: str
     loopback: bool
     secret: str | None
-    url_from: str  # "spec", "environment" ($OPENAI_BASE_URL) or "default"
+    url_from: str  # "spec", "environment" ($OPENAI_BASE_URL / $HF_ENDPOINT) or "default"
+    kind: str = "model"  # "model" (prompts sent) or "dataset" (a Hugging Face Hub download)
 
 
 def config_path() -> Path:
@@ -104,7 +105,26 @@ def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
         host = (urlsplit(str(url)).hostname or "").lower()
         secret = cfg.options.get("api_key_env", DEFAULT_KEY_ENV) or None
         out.append(Access(mid, str(url), host, is_loopback(host), secret, url_from))
-    return out
+    return out + hub_access(spec)
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def hub_access(spec: Spec) -> list[Access]:
+    """``hub(...)`` datasets of the audits contact the Hub endpoint ($HF_ENDPOINT, else
+    huggingface.co) unless the Hub libraries run offline (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)."""
+    if _hub_offline():
+        return []
+    used = {d for a in spec.of_kind("audit").values() for d in a.value.datasets}
+    url, url_from = (os.environ["HF_ENDPOINT"], "environment") if os.environ.get("HF_ENDPOINT") \
+        else ("https://huggingface.co", "default")
+    host = (urlsplit(url).hostname or "").lower()
+    return [Access(d, f"{url.rstrip('/')}/datasets/{spec.get(d).value.id_}", host, is_loopback(host), None, url_from,
+                   kind="dataset")
+            for d in sorted(used) if d in spec.objects and spec.get(d).ctor == "hub"]
 
 
 def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> DiagnosticBag:
@@ -112,6 +132,12 @@ def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> Diagn
     bag = DiagnosticBag()
     for a in accesses:
         o = spec.get(a.model)
+        if a.kind == "dataset" and allow.host_ok(a.host) is None:
+            bag.error("E180", f"dataset '{a.model}' would be downloaded from {a.host} ({a.url}), a host you have not "
+                      "allowed", o.span,
+                      hint=f"if you trust it: --allow-host {a.host} (or allow_hosts in {config_path()}); with the "
+                           "dataset already in the local cache, HF_DATASETS_OFFLINE=1 reads it without the network")
+            continue
         if allow.host_ok(a.host) is None:
             where = o.param_span("base_url") if a.url_from == "spec" else o.span
             bag.error("E180", f"model '{a.model}' would send prompts to {a.host or a.url!r} ({a.url}), a host you have "

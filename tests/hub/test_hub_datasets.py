@@ -154,6 +154,7 @@ def test_missing_datasets_package_names_the_extra(tmp_path, capsys, monkeypatch)
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", fake)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")  # the local cache only: no Hub permission needed (docs/security.md)
     spec = _spec(tmp_path, _hub())
     capsys.readouterr()
     rc = main(["run", str(spec), "--out", str(tmp_path / "run")])
