@@ -24,7 +24,7 @@ def _audit_metrics(spec, audit: str) -> list:
     ids = spec.get(audit).value.metrics
     if not ids:
         return [(m.label, m) for m in DEFAULT_METRICS]
-    return [(mid, spec.metrics[mid]) for mid in ids]
+    return [(spec.metrics[mid].label if "[" in mid else mid, spec.metrics[mid]) for mid in ids]
 
 
 def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str, list]:

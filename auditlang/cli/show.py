@@ -64,6 +64,11 @@ def no_match_hint(pattern: str, cells) -> str:
             values = sorted({getattr(c, axis) for c in cells})
             if not any(fnmatch.fnmatchcase(v, part) for v in values):
                 return f"no {axis} matches {part!r}: " + (did_you_mean(part, values, axis + "s") or "")
+    every = sorted({getattr(c, a) for c in cells for a in AXES})
+    for part in pattern.split("/"):  # a literal part that is no audit, model, dataset, ... of the spec
+        if part and not any(ch in part for ch in "*?[") and part not in every:
+            return f"{part!r} is no audit, model, dataset, variant, protocol or evaluator of these cells: " + (
+                did_you_mean(part, every) or "")
     return (did_you_mean(pattern, ids, "cells") or "") + " (cell ids are AUDIT/MODEL/DATASET/VARIANT/PROTOCOL/EVALUATOR; " \
         "`auditc plan SPEC --cells` lists them)"
 

@@ -88,7 +88,9 @@ def paired_cell_diff(cell_id: str, a: pd.DataFrame, b: pd.DataFrame, metric: Dif
     nan = math.nan
     row = CellDiff(cell_id, metric.label, n_a, n_b, n, nan, nan, nan, nan, nan, B, seed, level)
     if n == 0:
-        row.note = "no item scored by both runs"
+        missing = [side for side, k in (("A", n_a), ("B", n_b)) if k == 0]
+        row.note = (f"no usable item in {' and '.join(missing)} ({'correctness' if spec.inputs == 'correct' else 'confidence'} "
+                    "unknown)" if missing else "no item scored by both runs")
         return row
     fn = spec.fn
     try:
