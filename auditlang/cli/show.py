@@ -17,7 +17,6 @@ from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
-NO_TOKENIZER = "messages shown as role-tagged text (no chat template applied)"
 
 
 def cmd_show(args) -> int:
@@ -152,18 +151,19 @@ def render_prompt(prompt, tokenizer, template_kwargs: dict[str, Any]) -> tuple[s
     """(a heading saying how it was rendered, the text)."""
     if prompt.text is not None:
         if tokenizer is None:
-            return "raw text", prompt.text
+            return "raw text; without a tokenizer the special tokens it adds and the token count are not shown", prompt.text
         ids = tokenizer(prompt.text, add_special_tokens=True)["input_ids"]
         plain = tokenizer(prompt.text, add_special_tokens=False)["input_ids"]
-        added = [t for t in tokenizer.convert_ids_to_tokens(ids[:len(ids) - len(plain)])] if ids[-len(plain):] == plain else []
+        added = list(tokenizer.convert_ids_to_tokens(ids[:len(ids) - len(plain)])) if ids[len(ids) - len(plain):] == plain else []
         extra = f"; the tokenizer adds {' '.join(added)} in front" if added else ""
         return f"raw text, {len(ids)} tokens{extra}", prompt.text
     msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
     template = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
     if tokenizer is None or not template:
-        why = NO_TOKENIZER if tokenizer is None else "its tokenizer has no chat template; " + NO_TOKENIZER
+        why = "no tokenizer" if tokenizer is None else "its tokenizer has no chat template"
         cont = "; the last assistant message is continued" if prompt.continue_final else ""
-        return why + cont, "\n".join(f"[{m['role']}] {m['content']}" for m in msgs)
+        return (f"chat messages as role-tagged text: {why}, so no chat template applied{cont}",
+                "\n".join(f"[{m['role']}] {m['content']}" for m in msgs))
     cf = prompt.continue_final
     text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=not cf,
                                          continue_final_message=cf, **template_kwargs)
@@ -185,16 +185,16 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
     except ValueError:
         kwargs = {}
     if config.engine == "openai":
-        return None, f"served by an OpenAI-compatible server that applies its own chat template; {NO_TOKENIZER}", kwargs
+        return None, "no tokenizer: an OpenAI-compatible server applies its own chat template to these messages", kwargs
     extra: dict[str, Any] = {}
     if embedded.is_embedded(config.path):
         try:
             d = embedded.checkpoint_dir(config.path)
         except Exception as e:  # noqa: BLE001  (the embedded package is missing: no tokenizer, said so)
-            return None, f"no tokenizer available locally ({e}); {NO_TOKENIZER}", kwargs
+            return None, f"no tokenizer available locally ({e})", kwargs
         if embedded.read_provenance(d) is None or not (d / "config.json").is_file():
             return None, (f"no tokenizer available locally (embedded {config.path!r} is not converted yet; "
-                          f"`auditc run` converts it once); {NO_TOKENIZER}"), kwargs
+                          "`auditc run` converts it once)"), kwargs
         where, what = str(d), f"tokenizer of the converted embedded checkpoint {config.path!r}"
     else:
         p = Path(config.path).expanduser()
@@ -211,7 +211,7 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
         tok = AutoTokenizer.from_pretrained(where, trust_remote_code=bool(config.options.get("trust_remote_code")),
                                             **{k: v for k, v in extra.items() if v is not None})
     except ImportError:
-        return None, f"no tokenizer available locally (transformers is not installed); {NO_TOKENIZER}", kwargs
+        return None, "no tokenizer available locally (transformers is not installed)", kwargs
     except Exception as e:  # noqa: BLE001  (not in the cache, unreadable files: shown as messages, said so)
-        return None, f"no tokenizer available locally ({type(e).__name__}); {NO_TOKENIZER}", kwargs
+        return None, f"no tokenizer available locally ({type(e).__name__})", kwargs
     return tok, what + " (no weights loaded)", kwargs
