@@ -3,7 +3,7 @@
 Cells are matched by cell id. For one cell and metric the items both runs scored are paired by
 item id (an item counts when the metric's inputs are known on both sides: correctness for
 accuracy-type metrics, confidence and correctness for the others); both runs' statistic is
-computed on those items, and :func:`~auditlang.metrics.bootstrap.paired_bootstrap_diff`
+computed on those items (ordered by item index, then id), and :func:`~auditlang.metrics.bootstrap.paired_bootstrap_diff`
 resamples the same items on both sides (``default_rng(seed).integers(0, n, (B, n))``) for the
 percentile interval of B - A. A difference is called significant when that interval excludes 0.
 """
@@ -61,7 +61,7 @@ class RunDiff:
 
 
 def _paired_arrays(a: pd.DataFrame, b: pd.DataFrame, inputs: str):
-    """(A arrays, B arrays, n_a, n_b) on the items both cells scored, in A's item order."""
+    """(A arrays, B arrays, n_a, n_b) on the items both cells scored, ordered by (item_index, item_id)."""
     cols = ["correct"] if inputs == "correct" else ["confidence", "correct"]
 
     def known(df: pd.DataFrame) -> pd.DataFrame:
