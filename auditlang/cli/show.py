@@ -121,6 +121,11 @@ def show_cell(plan, cell, item: int, sharing: dict[str, list[str]], tok: tuple[A
         head, text = render_prompt(r.prompt, tokenizer, template_kwargs)
         lines.append(f"    prompt ({head}):")
         lines += [f"    │{ln}" for ln in text.split("\n")]
+    dev = plan.units.get((cell.audit, cell.model, cell.dataset, cell.variant, "dev"))
+    if dev is not None and dev.stage1.get(cell.protocol):
+        n_dev = len({r.id for reqs in dev.stage1[cell.protocol] for r in reqs.values()})
+        lines += ["", f"  dev split: {n_dev} more request(s) on {len(dev.stage1[cell.protocol])} dev item(s) "
+                      "(the protocol fits or prompts with them), not shown"]
     follow = followups(plan, cell)
     if follow:
         lines += ["", "  follow-ups (built at run time from the answer):"]
