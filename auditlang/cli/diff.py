@@ -10,7 +10,7 @@ import sys
 
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.diagnostics import did_you_mean
-from auditlang.core.errors import UsageError
+from auditlang.core.errors import UsageError, UserError
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 
@@ -71,7 +71,7 @@ def cmd_diff(args) -> int:
     if args.level is not None and not 0 < args.level < 1:
         raise UsageError(f"--level {args.level}: expected a number between 0 and 1, e.g. 0.95")
     run_a, run_b = load_run(args.run_a), load_run(args.run_b)
-    rec_a, rec_b = run_a.records, run_b.records
+    rec_a, rec_b = _records(run_a), _records(run_b)
     shared = [c for c in dict.fromkeys(rec_a["cell_id"]) if c in set(rec_b["cell_id"])]
     metrics = _metrics_for(run_a, run_b, shared, list(args.metric))
     settings = {}
@@ -102,6 +102,14 @@ def cmd_diff(args) -> int:
     return EXIT_OK
 
 
+def _records(run):
+    try:
+        return run.records
+    except FileNotFoundError:
+        raise UserError(f"{run.run_dir} holds no scored records (records.parquet): its run did not get to scoring",
+                        hint=f"rerun the same `auditc run` (stored results are reused), or `auditc status {run.run_dir}`") from None
+
+
 def _jsonable(d: dict) -> dict:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
@@ -120,7 +128,7 @@ def render_table(a: str, b: str, result, shared: list[str]) -> str:
         lines.append(f"paired bootstrap over the items both runs scored: B={B} resamples, seed={seed}, "
                      f"level={level * 100:g} %")
     if result.rows:
-        head = ["cell", "metric", "n", "A", "B", "B - A", "interval", "statement"]
+        head = ["cell", "metric", "n paired", "A", "B", "B - A", "interval", "statement"]
         body = [[r.cell_id, r.metric, str(r.n_paired), _f(r.a), _f(r.b),
                  "–" if math.isnan(r.diff) else f"{r.diff:+.3f}",
                  "–" if math.isnan(r.low) else f"[{r.low:+.3f}, {r.high:+.3f}]", significance(r)] for r in result.rows]

@@ -126,3 +126,11 @@ def test_diff_reports_unmatched_cells_and_bad_metrics(tmp_path: Path, monkeypatc
     assert "did you mean 'accuracy'" in capsys.readouterr().err
     assert main(["diff", str(a), str(tmp_path / "nope")]) == 1
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_diff_of_a_run_without_records_is_a_user_error(tmp_path: Path, monkeypatch, capsys) -> None:
+    use_scripted_engine(monkeypatch, _answers(lambda t: "B"))
+    a = _run(tmp_path, "a", SPEC, capsys)
+    (a / "records.parquet").unlink()
+    assert main(["diff", str(a), str(a)]) == 1
+    assert "holds no scored records" in capsys.readouterr().err
