@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cell", metavar="CELL_OR_PATTERN", help="a cell id or an fnmatch glob over cell ids (quote it in the shell)")
     p.add_argument("--item", type=int, default=0, metavar="N",
                    help="position of the item among the dataset's sampled items (default 0: the first)")
-    p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
     p.set_defaults(fn=cmd_show)
 

@@ -9,6 +9,7 @@ roles that are built at run time from the answer (``plan.deferred``).
 from __future__ import annotations
 
 import fnmatch
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ def cmd_show(args) -> int:
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
+    for note in plan.notes:
+        if note.startswith("data root:"):  # the CLI (or environment) replaced the spec's data_root
+            print(f"note: {note}", file=sys.stderr)
     cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
     if not cells:
         raise UsageError(f"no cell of {args.spec} matches {args.cell!r}", hint=no_match_hint(args.cell, plan.cells))
