@@ -24,7 +24,9 @@ def _audit_metrics(spec, audit: str) -> list:
     ids = spec.get(audit).value.metrics
     if not ids:
         return [(m.label, m) for m in DEFAULT_METRICS]
-    return [(spec.metrics[mid].label if "[" in mid else mid, spec.metrics[mid]) for mid in ids]
+    named = {ref.label: k for k, ref in spec.metrics.items() if "[" not in k}  # e.g. s000.ece10 = ece(bins=10, ...)
+    return [(named.get(spec.metrics[mid].label, spec.metrics[mid].label) if "[" in mid else mid, spec.metrics[mid])
+            for mid in ids]
 
 
 def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str, list]:

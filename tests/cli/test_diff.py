@@ -59,6 +59,9 @@ def test_diff_of_two_dry_runs_is_zero(tmp_path: Path, capsys) -> None:
     assert "48 cell(s) in both runs, 0 only in A, 0 only in B" in out and "seed=42" in out
     assert "no usable item in A and B (confidence unknown)" in out
     assert "0 of 192 difference(s) significant" in out
+    assert "s000.ece10" in out  # a named metric of the spec is shown (and selected) by its name
+    assert main(["diff", str(a), str(b), "--metric", "s000.ece10", "--format", "json"]) == 0
+    assert {r["metric"] for r in json.loads(capsys.readouterr().out)["rows"]} == {"s000.ece10"}
 
 
 def _answers(letter_of):
