@@ -1,4 +1,4 @@
-"""``auditc``: check, plan, fmt, run, rescore, report and status.
+"""``auditc``: check, plan, show, fmt, run, rescore, report, diff, merge and status.
 
 Exit codes (docs/cli.md):
   0  success
@@ -18,6 +18,7 @@ import traceback
 
 from auditlang import __version__
 from auditlang.cli.check import cmd_check
+from auditlang.cli.diff import cmd_diff
 from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags  # noqa: F401
 from auditlang.cli.fmt import cmd_fmt
 from auditlang.cli.lsp import add_lsp_command
@@ -26,6 +27,7 @@ from auditlang.cli.plan import cmd_plan
 from auditlang.cli.report import cmd_report
 from auditlang.cli.rescore import cmd_rescore
 from auditlang.cli.run import cmd_run
+from auditlang.cli.show import cmd_show
 from auditlang.cli.status import cmd_status
 from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
@@ -101,6 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="plan with the spec's model NAME replaced by MODEL, as `auditc run --swap-model`")
     p.set_defaults(fn=cmd_plan)
 
+    p = _sub(sub, "show", "the exact prompts a cell sends for one item (tokenizer only, no weights)",
+             "For every cell matching CELL_OR_PATTERN (a cell id or an fnmatch glob over cell ids, as `auditc plan\n"
+             "--cells` lists them): each stage-1 request of one item with its kind, parameters, seed and request id,\n"
+             "the other cells that share it, and its prompt as the model receives it: the chat template applied with\n"
+             "the model's tokenizer (no weights loaded; for embedded models the converted checkpoint's tokenizer).\n"
+             "Without a local tokenizer the messages are printed role-tagged, and the output says so. Follow-ups\n"
+             "(stage 2) depend on the answer and are listed as built at run time.",
+             "  auditc show examples/quickstart.audit 'quickstart/smollm2/capitals/*/s000.token_norm/s000.first_char'\n"
+             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --item 3")
+    p.add_argument("spec", help="the .audit file")
+    p.add_argument("cell", metavar="CELL_OR_PATTERN", help="a cell id or an fnmatch glob over cell ids (quote it in the shell)")
+    p.add_argument("--item", type=int, default=0, metavar="N",
+                   help="position of the item among the dataset's sampled items (default 0: the first)")
+    p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
+    p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    p.set_defaults(fn=cmd_show)
+
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
              "Rewrite spec files in canonical layout; comments are kept and formatting twice changes nothing.",
              "  auditc fmt spec.audit\n  auditc fmt --check specs/*.audit      # exit 1 when a file would change")
@@ -163,6 +182,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", help="report under an edited spec: accepted when it needs no work the run did not do "
                                   "(new compare/report/metric statements); it then becomes the run's spec")
     p.set_defaults(fn=cmd_report)
+
+    p = _sub(sub, "diff", "compare two run directories cell by cell with paired bootstrap intervals",
+             "Match the cells of RUN_A and RUN_B by cell id (unmatched cells are listed) and, for each shared cell\n"
+             "and metric, report B - A with a paired percentile bootstrap interval over the items both runs scored\n"
+             "(the same resampled items on both sides) and whether the interval excludes 0 at the level. The runs\n"
+             "may come from the same spec (e.g. two models swapped in with --swap-model) or from two specs.",
+             "  auditc diff runs/a runs/b\n"
+             "  auditc diff runs/a runs/b --metric accuracy --metric brier --format csv > diff.csv\n"
+             "  auditc diff runs/a runs/b --resamples 2000 --seed 7 --level 0.99")
+    p.add_argument("run_a", metavar="RUN_A", help="the reference run directory (A)")
+    p.add_argument("run_b", metavar="RUN_B", help="the run directory compared with it (B); differences are B - A")
+    p.add_argument("--metric", action="append", default=[], metavar="M",
+                   help="a metric label of the audits (e.g. accuracy, s000.ece10) or a registered metric name; "
+                        "repeatable (default: every metric of the cell's audit in both runs)")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table", help="table (default), csv or json on stdout")
+    p.add_argument("--resamples", type=int, metavar="B", help="bootstrap resamples (default: the audit's bootstrap, else 1000)")
+    p.add_argument("--seed", type=int, metavar="S", help="bootstrap seed (default: the audit's bootstrap seed, else 42)")
+    p.add_argument("--level", type=float, metavar="L", help="interval level (default: the audit's, else 0.95)")
+    p.set_defaults(fn=cmd_diff)
 
     p = _sub(sub, "merge", "merge shard run directories into one (then `auditc report`)",
              "Merge the run directories of `auditc run --shard I/N` into TARGET: every shard must have run the\n"

@@ -1,0 +1,146 @@
+"""`auditc diff RUN_A RUN_B`: cell-by-cell B - A with paired bootstrap intervals (auditlang/score/rundiff.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+
+from auditlang.cli.common import EXIT_OK
+from auditlang.core.diagnostics import did_you_mean
+from auditlang.core.errors import UsageError, UserError
+
+SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
+
+
+def _audit_metrics(spec, audit: str) -> list:
+    """(shown label, MetricRef) of an audit's metrics: the spec's metric ids (e.g. s000.ece10) by name."""
+    from auditlang.score.cellmetrics import DEFAULT_METRICS  # lazy: pandas only for the commands that score
+
+    if audit not in spec.objects:
+        return []
+    ids = spec.get(audit).value.metrics
+    if not ids:
+        return [(m.label, m) for m in DEFAULT_METRICS]
+    named = {ref.label: k for k, ref in spec.metrics.items() if "[" not in k}  # e.g. s000.ece10 = ece(bins=10, ...)
+    return [(named.get(spec.metrics[mid].label, spec.metrics[mid].label) if "[" in mid else mid, spec.metrics[mid])
+            for mid in ids]
+
+
+def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str, list]:
+    from auditlang.metrics.registry import METRICS  # lazy: as above
+    from auditlang.resolve.spec import MetricRef  # lazy: as above
+    from auditlang.score.rundiff import DiffMetric  # lazy: as above
+
+    out: dict[str, list] = {}
+    known: set[str] = set()
+    for cid in cells:
+        audit = cid.split("/")[0]
+        in_a = _audit_metrics(run_a.spec, audit)
+        in_b_labels = {ref.label for _, ref in _audit_metrics(run_b.spec, audit)}
+        common = [(shown, ref) for shown, ref in in_a
+                  if ref.label in in_b_labels and METRICS.get(ref.name) and METRICS[ref.name].inputs in SUPPORTED_INPUTS]
+        known |= {shown for shown, _ in common} | {ref.label for _, ref in common}
+        chosen = []
+        if not wanted:
+            chosen = [(shown, ref) for shown, ref in common]
+        for w in wanted:
+            hit = next(((s, r) for s, r in common if w in (s, r.label)), None)
+            if hit is None and w in METRICS and METRICS[w].inputs in SUPPORTED_INPUTS:
+                hit = (w, MetricRef(w))
+            if hit is not None:
+                chosen.append(hit)
+        out[cid] = [DiffMetric(shown, ref.name, ref.params) for shown, ref in chosen]
+    registered = {n for n, m in METRICS.items() if m.inputs in SUPPORTED_INPUTS}
+    for w in wanted:
+        if w not in known and w not in registered:
+            raise UsageError(f"--metric {w!r}: not a metric of the compared audits nor a registered metric",
+                             hint=did_you_mean(w, known | registered, "metrics"))
+    return out
+
+
+def cmd_diff(args) -> int:
+    from auditlang.api import load_run  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.score.cellmetrics import audit_bootstrap  # lazy: as above
+    from auditlang.score.rundiff import diff_runs  # lazy: as above
+
+    if args.resamples is not None and args.resamples < 1:
+        raise UsageError(f"--resamples {args.resamples}: expected a positive integer")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: expected an integer >= 0")
+    if args.level is not None and not 0 < args.level < 1:
+        raise UsageError(f"--level {args.level}: expected a number between 0 and 1, e.g. 0.95")
+    run_a, run_b = load_run(args.run_a), load_run(args.run_b)
+    rec_a, rec_b = _records(run_a), _records(run_b)
+    shared = [c for c in dict.fromkeys(rec_a["cell_id"]) if c in set(rec_b["cell_id"])]
+    metrics = _metrics_for(run_a, run_b, shared, list(args.metric))
+    settings = {}
+    for cid in shared:
+        audit = cid.split("/")[0]
+        B, seed, level = audit_bootstrap(run_a.spec, audit) if audit in run_a.spec.objects else (1000, 42, 0.95)
+        settings[cid] = (args.resamples or B, seed if args.seed is None else args.seed,
+                         level if args.level is None else args.level)
+    result = diff_runs(rec_a, rec_b, metrics, settings)
+    if args.format == "json":
+        body = {"run_a": str(args.run_a), "run_b": str(args.run_b), "difference": "B - A",
+                "bootstrap": "paired percentile bootstrap over the items both runs scored",
+                "rows": [_jsonable(r.to_dict()) for r in result.rows], "only_a": result.only_a, "only_b": result.only_b}
+        sys.stdout.write(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    if args.format == "csv":
+        buf = io.StringIO()
+        fields = list(result.rows[0].to_dict()) if result.rows else ["cell_id", "metric"]
+        w = csv.DictWriter(buf, fieldnames=fields + ["statement"], lineterminator="\n")
+        w.writeheader()
+        from auditlang.score.rundiff import significance  # lazy: as above
+
+        for r in result.rows:
+            w.writerow({**r.to_dict(), "statement": significance(r)})
+        sys.stdout.write(buf.getvalue())
+        return EXIT_OK
+    print(render_table(args.run_a, args.run_b, result, shared))
+    return EXIT_OK
+
+
+def _records(run):
+    try:
+        return run.records
+    except FileNotFoundError:
+        raise UserError(f"{run.run_dir} holds no scored records (records.parquet): its run did not get to scoring",
+                        hint=f"rerun the same `auditc run` (stored results are reused), or `auditc status {run.run_dir}`") from None
+
+
+def _jsonable(d: dict) -> dict:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def _f(v: float) -> str:
+    return "–" if math.isnan(v) else f"{v:.3f}"
+
+
+def render_table(a: str, b: str, result, shared: list[str]) -> str:
+    from auditlang.score.rundiff import significance  # lazy: as above
+
+    lines = [f"A = {a}", f"B = {b}",
+             f"{len(shared)} cell(s) in both runs, {len(result.only_a)} only in A, {len(result.only_b)} only in B"]
+    settings = sorted({(r.B, r.seed, r.level) for r in result.rows})
+    for B, seed, level in settings:
+        lines.append(f"paired bootstrap over the items both runs scored: B={B} resamples, seed={seed}, "
+                     f"level={level * 100:g} %")
+    if result.rows:
+        head = ["cell", "metric", "n paired", "A", "B", "B - A", "interval", "statement"]
+        body = [[r.cell_id, r.metric, str(r.n_paired), _f(r.a), _f(r.b),
+                 "–" if math.isnan(r.diff) else f"{r.diff:+.3f}",
+                 "–" if math.isnan(r.low) else f"[{r.low:+.3f}, {r.high:+.3f}]", significance(r)] for r in result.rows]
+        widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+        lines.append("")
+        for row in [head] + body:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        n_sig = sum(1 for r in result.rows if r.significant)
+        lines += ["", f"{n_sig} of {len(result.rows)} difference(s) significant (interval excludes 0)"]
+    for title, cells in (("only in A", result.only_a), ("only in B", result.only_b)):
+        if cells:
+            lines += ["", f"{title} ({len(cells)}):"] + [f"  {c}" for c in cells]
+    return "\n".join(lines)
