@@ -179,8 +179,11 @@ def reversal_summary(cnt: Counter, views: list[str], metric: str) -> list[str]:
                      "IA corroborates, CA is a diagnostic)")
     else:
         lines.append(f"default view: DA (study 003 §6) is not among the requested views ({', '.join(views) or 'none'})")
-    lines.append(f"{complete.get('none', 0)} of {n_complete} cases with every requested view computed: every "
-                 f"accuracy-controlled {metric} view agrees with raw")
+    if n_complete:
+        lines.append(f"{complete.get('none', 0)} of {n_complete} cases with every requested view computed: every "
+                     f"accuracy-controlled {metric} view agrees with raw")
+    else:
+        lines.append(f"no case has every requested view computed, so agreement with raw ({metric}) is not assessed")
     if total > n_complete:
         lines.append(f"{total - n_complete} of {total} cases miss a view that could not be computed (not counted as "
                      "agreeing): " + ", ".join(f"{k} {n}" for k, n in sorted(cnt.items()) if "not computed" in k))
