@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditlang.engines.gen import sample_seed
+from auditlang.engines.gen import _GenSpec, sample_seed
 from auditlang.core.engine import EngineError, ModelConfig
-from auditlang.engines.params import error_result as _error, float_param as _float, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
-from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
+from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
+from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
@@ -687,6 +687,8 @@ class VLLMEngine:
         for i in idx:
             try:
                 spec = _GenSpec.parse(reqs[i])
+                if spec.temperature > 2.0:
+                    raise ValueError(f"generate: temperature must be in [0, 2] for vLLM (got {spec.temperature})")
                 self._check_k(spec.logprobs, "top_logprobs")
             except ValueError as e:
                 yield _error(reqs[i], str(e))
@@ -754,55 +756,3 @@ def _raise_if_dead(e: Exception) -> None:
     if type(e).__name__ == "EngineDeadError":
         raise EngineError(f"the vLLM engine died ({type(e).__name__}: {e})",
                           hint="see vLLM's log above (often out of memory); lower kv_cache_gib or max_num_seqs, then resume") from e
-
-
-@dataclass
-class _GenSpec:
-    max_tokens: int
-    temperature: float
-    top_p: float
-    n: int
-    top_logprobs: int
-    stop: tuple[str, ...]
-    seed: int
-    clamped: bool = False
-    top_k: int = 0  # sampling top-k; 0 = off (SamplingParams.top_k: "0 (or -1)" disables it)
-    first_top_logprobs: int = 0  # a wider window at the first generated position only
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
-
-    @property
-    def logprobs(self) -> int:
-        """The window vLLM computes at every position (later positions are cut to top_logprobs)."""
-        return max(self.top_logprobs, self.first_top_logprobs)
-
-    def window_at(self, position: int) -> int:
-        return max(self.top_logprobs, self.first_top_logprobs) if position == 0 else self.top_logprobs
-
-    @staticmethod
-    def parse(req: Request) -> "_GenSpec":
-        p = req.p
-        stop = p.get("stop") or ()
-        if isinstance(stop, str):
-            stop = (stop,)
-        if not all(isinstance(s, str) for s in stop):
-            raise ValueError(f"generate: stop must be a list of strings (got {stop!r})")
-        temperature = _float(p, "temperature", 0.0, lo=0.0)
-        if temperature > 2.0:
-            raise ValueError(f"generate: temperature must be in [0, 2] for vLLM (got {temperature})")
-        top_p = _float(p, "top_p", 1.0, lo=0.0)
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"generate: top_p must be in (0, 1] (got {top_p})")
-        return _GenSpec(
-            max_tokens=_int(p, "max_tokens", None, lo=1),
-            temperature=temperature,
-            top_p=top_p,
-            n=_int(p, "n", 1, lo=1),
-            top_logprobs=_int(p, "top_logprobs", 0, lo=0),
-            stop=tuple(stop),
-            seed=int(req.seed),
-            top_k=sampling_top_k(p),
-            first_top_logprobs=_int(p, "first_top_logprobs", 0, lo=0),
-        )
