@@ -37,7 +37,8 @@ class HubError(Exception):
         self.hint = hint
 
 
-def _offline_env() -> bool:
+def offline_env() -> bool:
+    """Whether the Hub libraries are told to stay offline (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)."""
     return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
                for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
@@ -95,7 +96,7 @@ def read_hub(ds: Resolved) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                        hint=HUB_HINT_INSTALL) from None
     import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
 
-    offline = _offline_env() or bool(datasets.config.HF_HUB_OFFLINE)
+    offline = offline_env() or bool(datasets.config.HF_HUB_OFFLINE)
     forced = not offline and not _reachable(hc.ENDPOINT)
     try:
         if forced:

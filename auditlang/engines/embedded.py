@@ -28,7 +28,6 @@ version, GGUF sha256, recipe) is written to ``auditlang_embedded.json`` in the c
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -44,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.engine import EngineError
+from auditlang.core.hashing import sha256_file  # noqa: F401  (re-exported: engines.hf reads it from here)
 from auditlang.engines.hfstack import import_hf_stack
 
 RECIPE_VERSION = 1  # bump when the conversion changes: old cache entries are then ignored
@@ -153,14 +153,6 @@ def _package_version(info: EmbeddedModel) -> str:
         return importlib.metadata.version(info.distribution)
     except importlib.metadata.PackageNotFoundError as e:
         raise _missing(info) from e
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def checkpoint_dir(name: str) -> Path:

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.errors import UserError
 from auditlang.core.trust import Allowances, is_loopback
+from auditlang.data.hub import offline_env
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 
@@ -108,15 +109,10 @@ def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
     return out + hub_access(spec)
 
 
-def _hub_offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-
-
 def hub_access(spec: Spec) -> list[Access]:
     """``hub(...)`` datasets of the audits contact the Hub endpoint ($HF_ENDPOINT, else
     huggingface.co) unless the Hub libraries run offline (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE)."""
-    if _hub_offline():
+    if offline_env():
         return []
     used = {d for a in spec.of_kind("audit").values() for d in a.value.datasets}
     url, url_from = (os.environ["HF_ENDPOINT"], "environment") if os.environ.get("HF_ENDPOINT") \

@@ -8,9 +8,10 @@ name and sha256 (``run.json`` ``data``, else hashed here): the same bytes can be
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from pathlib import Path
+
+from auditlang.core.hashing import sha256_file
 
 
 def relative(path: str | Path, run_dir: str | Path) -> str:
@@ -24,11 +25,8 @@ def relative(path: str | Path, run_dir: str | Path) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _sha256(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """Cached per (path, mtime, size): a report names the same data file many times."""
+    return sha256_file(path)
 
 
 def file_sha256(path: str | Path | None) -> str | None:

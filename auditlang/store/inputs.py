@@ -6,26 +6,18 @@ See :mod:`auditlang.store.rundir` for the layout. Written once per ``auditc run`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.hashing import sha256_file
 from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
     DATA_DIR, PLAN_FILE, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, STDLIB_DIR, copy_tree_files, read_run_file,
     replace_dir, write_bytes_atomic, write_json_atomic, write_plan_ids, write_run_file)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _inside(path: Path, root: Path) -> Path | None:
@@ -107,7 +99,7 @@ def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
                     tmp.replace(dst)
                 finally:  # no .tmp left when the copy fails (a full disk)
                     tmp.unlink(missing_ok=True)
-        out[dsid] = {"file": rel.as_posix(), "sha256": _sha256(run_dir / rel), "meta": ds.meta}
+        out[dsid] = {"file": rel.as_posix(), "sha256": sha256_file(run_dir / rel), "meta": ds.meta}
     return out
 
 
