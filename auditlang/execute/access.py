@@ -99,10 +99,10 @@ def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
         cfg = model_config(spec, mid, engine_override)
         if cfg.engine != "openai":
             continue
-        url, url_from = cfg.options.get("base_url"), "spec"
-        if not url:
-            url, url_from = (os.environ["OPENAI_BASE_URL"], "environment") if os.environ.get("OPENAI_BASE_URL") \
-                else (DEFAULT_BASE_URL, "default")
+        # model_config already applied $OPENAI_BASE_URL to a model that names no base_url
+        url = cfg.options.get("base_url") or DEFAULT_BASE_URL
+        url_from = ("spec" if "base_url" in dict(spec.get(mid).param_spans)
+                    else "environment" if cfg.options.get("base_url") else "default")
         host = (urlsplit(str(url)).hostname or "").lower()
         secret = cfg.options.get("api_key_env", DEFAULT_KEY_ENV) or None
         out.append(Access(mid, str(url), host, is_loopback(host), secret, url_from))

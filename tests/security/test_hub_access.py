@@ -39,3 +39,19 @@ def test_hub_download_needs_permission_unless_offline(tmp_path: Path, monkeypatc
     from auditlang.resolve import compile_spec
 
     assert hub_access(compile_spec(spec)) == []
+
+
+def test_openai_url_from_the_environment_is_attributed_to_it(tmp_path: Path, monkeypatch) -> None:
+    from auditlang.execute.access import run_access
+    from auditlang.resolve import compile_spec
+
+    spec = tmp_path / "o.audit"
+    spec.write_text('model m = openai("gpt-x")\nmodel n = openai("gpt-x", base_url="http://127.0.0.1:9/v1")\n'
+                    'dataset d = jsonl("d.jsonl", task=open_qa)\n'
+                    'audit a {\n  models = [m, n]\n  datasets = [d]\n  variants = [s001.bare]\n'
+                    '  protocols = [s001.verbal_self]\n}\nimport "stdlib/s001"\n', encoding="utf-8")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8001/v1")
+    got = {a.model: (a.url, a.url_from) for a in run_access(compile_spec(spec))}
+    assert got == {"m": ("http://127.0.0.1:8001/v1", "environment"), "n": ("http://127.0.0.1:9/v1", "spec")}
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert {a.model: a.url_from for a in run_access(compile_spec(spec))}["m"] == "default"
