@@ -221,6 +221,16 @@ class _Row:
     extra: Any = None  # parsed per-kind parameters
 
 
+AUTO_BATCH_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+
+def auto_batch_rows(free_bytes: float, per_row_bytes: float) -> int:
+    """``batch_size=auto``'s rule: the largest grid value (powers of two and 1.5x them, up to
+    1024) whose rows fit in 80 % of ``free_bytes``; at least 1."""
+    rows = int(0.8 * free_bytes / max(per_row_bytes, 1))
+    return max([g for g in AUTO_BATCH_GRID if g <= rows] or [1])
+
+
 class HFEngine:
     """A transformers causal LM serving all five request kinds."""
 
@@ -336,17 +346,21 @@ class HFEngine:
         return device
 
     # largest batch_size=auto may pick, and the tokens per row it must fit (prompt + generation)
-    AUTO_BATCH_MAX = 1024
+    AUTO_BATCH_MAX = AUTO_BATCH_GRID[-1]
     AUTO_BATCH_TOKENS = 1024
 
     def _find_batch_size(self) -> int:
         """``batch_size=auto``: on a CPU 16 (more rows only add padding on a few cores); on CUDA the
-        largest batch (multiple of 8, at most AUTO_BATCH_MAX) whose rows of AUTO_BATCH_TOKENS
+        largest batch (at most AUTO_BATCH_MAX) whose rows of AUTO_BATCH_TOKENS
         tokens fit in 80 % of the free device memory, measured once by a probe forward of 8 rows
-        (KV cache and activations) plus each row's float32 logits."""
+        (KV cache and activations) plus each row's float32 logits, rounded down to the grid
+        ``AUTO_BATCH_GRID`` (:func:`auto_batch_rows`). The grid keeps the batch, and with it float32 rounding, the same when free
+        memory differs a little: a model run after another in one process (whose memory the
+        allocator may not have returned yet) and the same model alone on a Ray worker's GPU."""
         torch = self._torch
         if not self.device.startswith("cuda"):
             return 16
+        gc.collect()  # an engine closed earlier in this process may hold cycles that pin GPU memory
         dev = torch.device(self.device)
         length = min(self.AUTO_BATCH_TOKENS, (self.max_positions or self.AUTO_BATCH_TOKENS) - 1)
         probe = 8
@@ -362,8 +376,7 @@ class HFEngine:
         per_row = (torch.cuda.max_memory_allocated(dev) - base) / probe + 4 * 4 * self._vocab  # + logits, log-softmax
         torch.cuda.empty_cache()
         free, _ = torch.cuda.mem_get_info(dev)
-        rows = int(0.8 * free / max(per_row, 1))
-        return max(1, min(self.AUTO_BATCH_MAX, rows // 8 * 8 or rows))
+        return auto_batch_rows(free, per_row)
 
     def _pick_dtype(self, hf_config: Any) -> Any:
         """``auto`` = the checkpoint's stored dtype (float32 if unknown; float16 -> float32 on CPU)."""

@@ -87,3 +87,19 @@ def test_logits_budget_limits_rows_but_never_below_one() -> None:
 
 def test_empty() -> None:
     assert list(engine(4, 64)._chunks([], lambda r: 1)) == []
+
+
+def test_auto_batch_rows_is_on_a_coarse_grid() -> None:
+    """batch_size=auto rounds down to powers of two and 1.5x them, so two probes whose free memory
+    differs a little (a model run after another in one process vs alone on a Ray worker's GPU,
+    measured 2026-11-26 on two H100s) pick the same batch and give the same float32 rounding."""
+    from auditlang.engines.hf import AUTO_BATCH_GRID, auto_batch_rows
+
+    per_row = 100.0
+    assert auto_batch_rows(432 * per_row / 0.8, per_row) == 384
+    assert auto_batch_rows(424 * per_row / 0.8, per_row) == 384  # a few % less free memory: same batch
+    assert auto_batch_rows(1e12, per_row) == 1024  # capped
+    assert auto_batch_rows(0, per_row) == 1  # nothing fits: one row (the forward then reports the OOM)
+    assert auto_batch_rows(13 * per_row / 0.8, per_row) == 12
+    assert all(b < a <= 2 * b for a, b in zip(AUTO_BATCH_GRID[1:], AUTO_BATCH_GRID))
+    assert all(a <= 1.5 * b for a, b in zip(AUTO_BATCH_GRID[4:], AUTO_BATCH_GRID[3:]))  # from 8 on, steps of at most 1.5x
