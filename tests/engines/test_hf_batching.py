@@ -91,8 +91,8 @@ def test_empty() -> None:
 
 def test_auto_batch_rows_is_on_a_coarse_grid() -> None:
     """batch_size=auto rounds down to powers of two and 1.5x them, so two probes whose free memory
-    differs a little (a model run after another in one process vs alone on a Ray worker's GPU,
-    measured 2026-11-26 on two H100s) pick the same batch and give the same float32 rounding."""
+    differs a little (a model run after another in one process vs alone on a Ray worker's GPU
+    picked different batches on two H100s, 2026-11-26) pick the same batch and give the same float32 rounding."""
     from auditlang.engines.hf import AUTO_BATCH_GRID, auto_batch_rows
 
     per_row = 100.0
