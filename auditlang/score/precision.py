@@ -89,12 +89,20 @@ class PrecisionPlan:
 # ------------------------------------------------------------------------------- which rows
 
 
+def _inline(spec: Spec, metric_id: str) -> bool:
+    """True for a metric written inline (``metrics = [accuracy]``, ``metric=ece(bins=10)``): its id is
+    a slot of the audit or compare that holds it, not a name the user declared."""
+    owner = metric_id.rsplit(".", 1)[0]
+    return "[" in metric_id or (owner in spec.objects and spec.get(owner).kind in ("audit", "compare"))
+
+
 def _name(spec: Spec, metric_id: str) -> str:
-    """A metric id as the user wrote it: ``s000.ece10`` for a named metric, the registry label otherwise."""
+    """A metric as the user wrote it: ``s000.ece10`` for a declared metric (or one equal to it), else
+    the registry label (``accuracy``, ``ece(bins=10, ...)``)."""
     ref = spec.metrics[metric_id]
-    if "[" not in metric_id:
+    if not _inline(spec, metric_id):
         return metric_id
-    named = [k for k, r in spec.metrics.items() if "[" not in k and r.label == ref.label]
+    named = [k for k, r in spec.metrics.items() if not _inline(spec, k) and r.label == ref.label]
     return named[0] if named else ref.label
 
 
