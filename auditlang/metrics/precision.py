@@ -6,7 +6,8 @@ Two sources, both pure numpy:
   accuracy — binomial, ``h = z * sqrt(p(1-p)/n)`` at a planning accuracy ``p`` (0.5: the widest);
   brier and mean confidence — a bound: a per-item value in [0, 1] has variance <= 1/4
   (Popoviciu), so ``h <= z * 0.5 / sqrt(n)``; auroc — Hanley & McNeil (1982), with
-  ``n1 = round(p n)`` correct and ``n0 = n - n1`` wrong items at AUROC 0.5 (where its SE is largest);
+  ``n1 = round(p n)`` correct and ``n0 = n - n1`` wrong items at AUROC 0.5 (its SE's maximum for
+  balanced classes, within 3 % of it down to 10 % wrong items);
   selective_accuracy(coverage=c) — binomial on the ``c n`` answered items (the threshold's own
   randomness ignored). ECE, MCE, the kernel/bin-free ECEs, NLL and AURC get none: binned ECE is
   biased upward at small n and not normal near 0, NLL's per-item loss is unbounded up to
