@@ -93,42 +93,57 @@ def print_precision(pp, console=None) -> None:
     from rich.table import Table  # lazy: as the planner above
 
     con = console or Console()
+    if not con.is_terminal and con.width < 130:  # a log or a pipe: no terminal to fit, keep the rows on one line
+        con = Console(width=130, file=con.file)
     groups = pp.to_dict()["summary"]
     src = f"from pilot run {pp.pilot}" if pp.pilot else f"analytic, planning accuracy p={pp.p:g}"
     levels = sorted({g["level"] for g in groups}) or [0.95]
     lv = "/".join(f"{x * 100:g} %" for x in levels)
     con.print(f"[bold]precision[/bold] ({src}): ±hw = expected {lv} interval half-width at the declared N; "
-              f"MDD = minimum detectable paired difference (power {pp.power * 100:g} %, two-sided α={pp.alpha:g}); "
-              "a/b = median/max over the cells or pairs of a row where they differ", soft_wrap=True, highlight=False)
+              f"MDD = minimum detectable paired difference (power {pp.power * 100:g} %, two-sided α={pp.alpha:g})"
+              + ("; a/b = median/max over the cells or pairs of a row (pilots without variation left out when "
+                 "others have it); usable = pilot items with the metric's inputs known" if pp.pilot else ""),
+              soft_wrap=True, highlight=False)
     notes: dict[str, int] = {}  # long notes as numbered footnotes keep the tables narrow
 
     def note(g) -> str:
-        return " ".join(f"[{notes.setdefault(n, len(notes) + 1)}]" for n in g["notes"])
+        return " ".join(f"[{notes.setdefault(n['note'], len(notes) + 1)}]" + ("" if n["rows"] == g["rows"] else f"×{n['rows']}")
+                        for n in g["notes"])
 
     def n_of(g) -> str:
         n = str(g["n_min"]) if g["n_min"] == g["n_max"] else f"{g['n_min']}–{g['n_max']}"
         return n + ("*" if g["estimated"] else "")
 
+    def usable(g) -> str:
+        u = g["usable"]
+        if u is None:
+            return ""
+        lo, hi = round(100 * u["min"]), round(100 * u["max"])
+        return f"{lo} %" if lo == hi else f"{lo}–{hi} %"
+
     def table(title: str, cols: list[str]) -> Table:
         t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for col in cols:
-            t.add_column(col, justify="right" if col in ("cells", "pairs", "N", "±hw", "MDD") else "left")
+            num = col in ("cells", "pairs", "N", "±hw", "MDD", "usable")
+            t.add_column(col, justify="right" if num else "left", no_wrap=num)
         return t
 
+    extra = ["usable"] if pp.pilot else []
     for audit in dict.fromkeys(g["audit"] for g in groups):
         mine = [g for g in groups if g["audit"] == audit]
-        cells = table(f"audit {audit}: per cell", ["dataset", "metric", "cells", "N", "±hw", "note"])
+        cells = table(f"audit {audit}: per cell", ["dataset", "metric", "cells", "N", *extra, "±hw", "note"])
         for g in (g for g in mine if g["kind"] == "cell"):
-            cells.add_row(g["dataset"], g["metric"], str(g["rows"]), n_of(g), _fmt_stat(g["half_width"]), note(g))
+            cells.add_row(g["dataset"], g["metric"], str(g["rows"]), n_of(g), *([usable(g)] if extra else []),
+                          _fmt_stat(g["half_width"]), note(g))
         con.print(cells)
         pairs = table(f"audit {audit}: paired contrasts, B - A on the same items",
-                      ["contrast", "dataset", "metric", "pairs", "N", "±hw", "MDD", "note"])
+                      ["contrast", "dataset", "metric", "pairs", "N", *extra, "±hw", "MDD", "note"])
         for g in (g for g in mine if g["kind"] != "cell"):
             if g["kind"] == "comparison":
-                pairs.add_row(g["group"], "", g["metric"], "–", "", "n/a", "n/a", note(g))
+                pairs.add_row(g["group"], "", g["metric"], "–", "", *([""] if extra else []), "n/a", "n/a", note(g))
             else:
-                pairs.add_row(g["group"], g["dataset"], g["metric"], str(g["rows"]), n_of(g), _fmt_stat(g["half_width"]),
-                              _fmt_stat(g["mdd"]), note(g))
+                pairs.add_row(g["group"], g["dataset"], g["metric"], str(g["rows"]), n_of(g),
+                              *([usable(g)] if extra else []), _fmt_stat(g["half_width"]), _fmt_stat(g["mdd"]), note(g))
         if pairs.row_count:
             con.print(pairs)
     k = pp.to_dict()["mdd_factor"]
@@ -137,7 +152,7 @@ def print_precision(pp, console=None) -> None:
         lines += ["cells: the audit's percentile bootstrap (its B and seed) on the pilot's items, scaled by √(n_pilot/N);",
                   "contrasts: sd_d = SD of the per-item differences (accuracy, brier, nll, mean confidence), else √n_pilot × "
                   "SD of the paired bootstrap replicates;",
-                  "N is scaled by the pilot's usable fraction where items lack a confidence (see note)"]
+                  "N is scaled by the pilot's usable fraction (column usable) where items lack a confidence"]
     else:
         lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier, mean confidence: bound "
                   "z·0.5/√N (a [0,1] value has variance ≤ 1/4); auroc: Hanley–McNeil SE at AUROC 0.5;",
@@ -146,6 +161,8 @@ def print_precision(pp, console=None) -> None:
     if any(g["estimated"] for g in groups):
         lines.append("* N estimated from the declared sample sizes (data not read)")
     lines += [f"[{i}] {n}" for n, i in notes.items()]
+    if notes:
+        lines.append("[k]×m: note k applies to m of the row's cells or pairs")
     for line in lines:
         con.print(line, highlight=False, soft_wrap=True, markup=False)
 

@@ -233,7 +233,7 @@ def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, se
     arrs = [np.asarray(a, dtype=float) for a in arrays]
     n_p = arrs[0].size if arrs else 0
     if n_p < 2:
-        return Estimate(None, "pilot", note=f"{n_p} usable pilot item(s): need at least 2")
+        return Estimate(None, "pilot", note="fewer than 2 usable pilot items")
     vals = per_item_values(metric, arrs, params)
     if vals is not None and float(np.ptp(vals)) == 0.0:
         return Estimate(0.0, f"pilot bootstrap at n_p={n_p}", sd=0.0,
@@ -248,7 +248,7 @@ def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, se
     if math.isnan(ci.low) or math.isnan(ci.high):
         return Estimate(None, "pilot", note="no bootstrap replicate defined on the pilot (e.g. AUROC with one class)")
     h_p = (ci.high - ci.low) / 2
-    note = f"{ci.n_nan} of {B} replicates undefined" if ci.n_nan else ""
+    note = "some bootstrap replicates undefined (e.g. a resample with one class): the interval is of the rest" if ci.n_nan else ""
     sd = float(np.std(vals, ddof=1)) if vals is not None else None
     return Estimate(scale_half_width(h_p, n_p, n), f"pilot bootstrap at n_p={n_p} (B={B}, seed={seed}), "
                     "scaled by sqrt(n_p/n)", sd=sd, note=note)
@@ -263,7 +263,7 @@ def pilot_contrast(metric: str, a_arrays: Sequence[np.ndarray], b_arrays: Sequen
     b = [np.asarray(x, dtype=float) for x in b_arrays]
     n_p = a[0].size if a else 0
     if n_p < 2 or b[0].size != n_p:
-        return Estimate(None, "pilot", note=f"{n_p} paired pilot item(s): need at least 2")
+        return Estimate(None, "pilot", note="fewer than 2 paired pilot items")
     va, vb = per_item_values(metric, a, params), per_item_values(metric, b, params)
     if va is not None and vb is not None:
         d = vb - va

@@ -59,6 +59,7 @@ class Row:
     mdd: float | None = None
     sd: float | None = None
     n_used: float | None = None  # n after the pilot's usable fraction
+    usable: float | None = None  # the pilot's usable fraction (items with the metric's inputs known)
     n_pilot: int | None = None
     method: str = ""
     note: str = ""
@@ -67,7 +68,7 @@ class Row:
     level: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: (None if isinstance(v, float) and v != v else v) for k, v in asdict(self).items()}  # NaN -> null
 
 
 @dataclass
@@ -263,11 +264,10 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
             if not len(d):
                 row.note = f"no pilot item with {'confidence and ' if inputs != 'correct' else ''}correctness known"
                 continue
-            row.n_used = max(1.0, c.n_items * len(d) / total)
+            row.usable = len(d) / total
+            row.n_used = max(1.0, c.n_items * row.usable)
             est = prec.pilot(ref.name, _arrays(d, inputs), row.n_used, B, seed, level, _params(ref))
             _fill(row, est, "pilot")
-            if len(d) < total:
-                row.note = _join(row.note, f"n x {len(d)}/{total} usable in the pilot")
 
     contrasts = [(audit, axis, _shown(spec, audit), pairs, "") for audit in spec.of_kind("audit")
                  for axis, pairs in axis_pairs([c for c in plan.cells if c.audit == audit]).items()]
@@ -300,47 +300,52 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
                 total = max(da["item_id"].nunique(), db["item_id"].nunique())
                 row.n_pilot = len(items)
                 if len(items) < 2:
-                    row.note = f"{len(items)} pilot item(s) usable in both cells: need at least 2"
+                    row.note = "fewer than 2 pilot items usable in both cells"
                     continue
-                row.n_used = max(1.0, n * len(items) / total)
+                row.usable = len(items) / total
+                row.n_used = max(1.0, n * row.usable)
                 est = prec.pilot_contrast(ref.name, _arrays(ka, inputs, items), _arrays(kb, inputs, items), row.n_used,
                                           B, seed, level, alpha, power, _params(ref))
                 _fill(row, est, "pilot")
-                if len(items) < total:
-                    row.note = _join(row.note, f"n x {len(items)}/{total} usable in both cells of the pilot")
     return PrecisionPlan(rows, p, rho, alpha, power, pilot)
 
 
 def _fill(row: Row, est: prec.Estimate, source: str) -> None:
     row.half_width, row.mdd, row.sd, row.method = est.half_width, est.mdd, est.sd, est.method
     row.source = source if est.half_width is not None else "n/a"
-    row.note = _join(row.note, est.note)
-
-
-def _join(a: str, b: str) -> str:
-    return "; ".join(x for x in (a, b) if x)
+    row.note = "; ".join(x for x in (row.note, est.note) if x)
 
 
 # ------------------------------------------------------------------------------- the summary
 
 
+DEGENERATE = "0 is no planning figure"
+
+
 def summarize(rows: list[Row]) -> list[dict[str, Any]]:
-    """One line per (kind, audit, group, dataset, metric): the rows' count, N range, and the
-    median / min / max of their half-widths and MDDs (equal when analytic and the sizes agree)."""
+    """One line per (kind, audit, group, dataset, metric): the rows' count, N range, the pilot's
+    usable fraction, the median / min / max of their half-widths and MDDs, and each distinct note
+    with the number of rows it applies to. Rows whose pilot showed no variation ("0 is no planning
+    figure") are left out of the statistics when the group has other figures."""
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         groups[(r.kind, r.audit, r.group, r.dataset, r.metric)].append(r)
     out = []
     for (kind, audit, group, dataset, metric), rs in groups.items():
-        hw = [r.half_width for r in rs if r.half_width is not None]
-        md = [r.mdd for r in rs if r.mdd is not None]
-        notes = list(dict.fromkeys(r.note for r in rs if r.note))
+        real = [r for r in rs if r.half_width is not None and DEGENERATE not in r.note]
+        use = real or [r for r in rs if r.half_width is not None]
+        notes: dict[str, int] = defaultdict(int)
+        for r in rs:
+            for n in filter(None, r.note.split("; ")):
+                notes[n] += 1
+        usable = [r.usable for r in rs if r.usable is not None]
         out.append({
             "kind": kind, "audit": audit, "group": group, "dataset": dataset, "metric": metric, "rows": len(rs),
             "n_min": min(r.n for r in rs), "n_max": max(r.n for r in rs), "estimated": any(r.estimated for r in rs),
             "sources": sorted({r.source for r in rs}), "level": rs[0].level,
-            "half_width": _stats(hw), "mdd": _stats(md), "methods": list(dict.fromkeys(r.method for r in rs if r.method)),
-            "notes": notes[:3] + ([f"... {len(notes) - 3} more"] if len(notes) > 3 else []),
+            "half_width": _stats([r.half_width for r in use]), "mdd": _stats([r.mdd for r in use if r.mdd is not None]),
+            "usable": _stats(usable), "methods": list(dict.fromkeys(r.method for r in rs if r.method)),
+            "notes": [{"note": n, "rows": k} for n, k in notes.items()],
             "n_na": sum(1 for r in rs if r.half_width is None),
         })
     return out

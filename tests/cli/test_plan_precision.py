@@ -127,7 +127,7 @@ def _script(req):
     text = prompt_text(req)
     h = sum(map(ord, text))
     if "confidence" in text.lower() and req.prompt.messages and len(req.prompt.messages) > 1:
-        return generation(req, f"{0.2 + (h % 8) / 10:.1f}")  # the verbal follow-up
+        return generation(req, "not sure" if h % 5 == 0 else f"{0.2 + (h % 8) / 10:.1f}")  # the verbal follow-up
     return generation(req, "ABCD"[h % 4])
 
 
@@ -186,10 +186,20 @@ def test_pilot_precision_scales_the_bootstrap_of_the_pilot(tmp_path: Path, monke
     assert p20["mdd"] / pair[0]["mdd"] == pytest.approx(math.sqrt(30 / 20))
     ece = _rows(full, "contrast", "s000.ece10", "variant pairs")[0]
     assert ece["source"] == "pilot" and ece["mdd"] > 0 and "paired bootstrap" in ece["method"]
+    # the summary (the printed lines) takes median / max over the cells of a row
+    acc_rows = _rows(full, "cell", "accuracy")
+    g = next(x for x in full["summary"] if x["kind"] == "cell" and x["metric"] == "accuracy")
+    assert g["rows"] == 2 and g["half_width"]["max"] == pytest.approx(max(r["half_width"] for r in acc_rows))
+    assert g["usable"]["min"] == 1.0
+    gb = next(x for x in full["summary"] if x["kind"] == "cell" and x["metric"] == "brier")
+    usable_b = min(r["usable"] for r in _rows(full, "cell", "brier"))
+    assert gb["usable"]["min"] == pytest.approx(usable_b) and usable_b < 1.0  # an unparsed verbal confidence
     # the table says where the numbers come from
     assert main(["plan", str(spec), "--data-root", str(DATA), "--precision", "--pilot", str(pilot)]) == 0
     out = capsys.readouterr().out
     assert f"precision (from pilot run {pilot})" in out and "percentile bootstrap" in out
+    line = next(x for x in out.splitlines() if x.startswith("capitals") and " accuracy " in x)
+    assert "100 %" in line and f"{g['half_width']['median']:.3f}" in line
 
 
 def test_dryrun_pilot_and_user_errors(tmp_path: Path, capsys) -> None:
