@@ -152,6 +152,7 @@ def print_precision(pp, console=None) -> None:
         lines += ["cells: the audit's percentile bootstrap (its B and seed) on the pilot's items, scaled by √(n_pilot/N);",
                   "contrasts: sd_d = SD of the per-item differences (accuracy, brier, nll, mean confidence), else √n_pilot × "
                   "SD of the paired bootstrap replicates;",
+                  "metrics without a batch form (smooth/kde/binfree ECE): the delete-one jackknife SE instead of the bootstrap;",
                   "N is scaled by the pilot's usable fraction (column usable) where items lack a confidence"]
     else:
         lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier, mean confidence: bound "

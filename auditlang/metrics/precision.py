@@ -26,7 +26,10 @@ same items usually correlate positively, which makes the real MDD smaller); for 
 with Hanley & McNeil's SE (their 1983 paper, correlation ``r = rho``). From a pilot, ``sd_d`` is the
 sample SD of the per-item differences for metrics that are a mean of per-item values (accuracy,
 brier, nll, mean confidence), else ``sqrt(n_p)`` times the SD of the paired bootstrap replicates
-of the difference (same resampled items on both sides).
+of the difference (same resampled items on both sides). Metrics without a weighted batch form
+(the kernel and bin-free ECEs: one call per replicate, up to ~40 ms each) use the delete-one
+jackknife instead of the bootstrap, on both paths: ``n_p`` calls per cell, which a caller can
+cache (:func:`leave_one_out`); they are smooth functions of the data, where the jackknife SE holds.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from auditlang.metrics.bootstrap import bootstrap_ci, masked_replicates, resample_indices
+from auditlang.metrics.bootstrap import bootstrap_ci, has_batch, masked_replicates, resample_indices
+from auditlang.metrics.registry import METRICS
 
 MEAN_CONFIDENCE = "mean_confidence"  # the statistic of study 001's supplied-answer contrasts (a pseudo-metric here)
 
@@ -223,12 +227,45 @@ def per_item_values(metric: str, arrays: Sequence[np.ndarray], params: Mapping[s
     return -(y * np.log(c) + (1 - y) * np.log1p(-c))
 
 
+def jackknifed(metric: str) -> bool:
+    """True for a registered metric without a batch form (the bootstrap would call it B times)."""
+    return metric not in _PER_ITEM and metric in METRICS and not has_batch(metric)
+
+
+def leave_one_out(metric: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any] | None = None) -> np.ndarray:
+    """``metric`` on the pilot's items without item ``i``, for each ``i`` (NaN where undefined)."""
+    fn = METRICS[metric].fn
+    arrs = [np.asarray(a, dtype=float) for a in arrays]
+    kw = _kwargs(params)
+    out = np.full(arrs[0].size, np.nan)
+    keep = np.ones(arrs[0].size, dtype=bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i in range(arrs[0].size):
+            keep[i] = False
+            try:
+                out[i] = float(fn(*(a[keep] for a in arrs), **kw))
+            except (ValueError, FloatingPointError, ZeroDivisionError):
+                pass
+            keep[i] = True
+    return out
+
+
+def jackknife_se(loo: np.ndarray) -> float | None:
+    """The delete-one jackknife SE ``sqrt((n-1)/n * sum (t_i - mean t)^2)`` over the defined values."""
+    t = np.asarray(loo, dtype=float)
+    t = t[~np.isnan(t)]
+    if t.size < 2:
+        return None
+    return math.sqrt((t.size - 1) / t.size * float(np.sum((t - t.mean()) ** 2)))
+
+
 def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, seed: int = 42, level: float = 0.95,
-          params: Mapping[str, Any] | None = None) -> Estimate:
+          params: Mapping[str, Any] | None = None, loo: np.ndarray | None = None) -> Estimate:
     """The half-width at ``n`` items scaled from the percentile bootstrap on a pilot's aligned ``arrays``.
 
     ``metric`` is a registered metric name (or ``mean_confidence``); the bootstrap is
-    :func:`bootstrap_ci` with the audit's ``B`` and ``seed``.
+    :func:`bootstrap_ci` with the audit's ``B`` and ``seed``. A metric without a batch form takes
+    ``z`` times the jackknife SE instead (``loo``: its :func:`leave_one_out` values, if computed).
     """
     arrs = [np.asarray(a, dtype=float) for a in arrays]
     n_p = arrs[0].size if arrs else 0
@@ -238,6 +275,12 @@ def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, se
     if vals is not None and float(np.ptp(vals)) == 0.0:
         return Estimate(0.0, f"pilot bootstrap at n_p={n_p}", sd=0.0,
                         note="no variation in the pilot (every item scored the same): 0 is no planning figure")
+    if jackknifed(metric):
+        se = jackknife_se(leave_one_out(metric, arrs, params) if loo is None else loo)
+        if se is None:
+            return Estimate(None, "pilot", note="undefined on the pilot's leave-one-out subsets")
+        return Estimate(scale_half_width(z_level(level) * se, n_p, n), f"pilot jackknife SE at n_p={n_p} "
+                        "(no batch form), z*SE scaled by sqrt(n_p/n)", sd=se * math.sqrt(n_p))
     fn: Any = (lambda c: float(np.mean(c))) if metric == MEAN_CONFIDENCE else metric
     use = arrs[:1] if metric == MEAN_CONFIDENCE else arrs
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -256,9 +299,11 @@ def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, se
 
 def pilot_contrast(metric: str, a_arrays: Sequence[np.ndarray], b_arrays: Sequence[np.ndarray], n: float,
                    B: int = 1000, seed: int = 42, level: float = 0.95, alpha: float = 0.05, power: float = 0.8,
-                   params: Mapping[str, Any] | None = None) -> Estimate:
+                   params: Mapping[str, Any] | None = None, loo_a: np.ndarray | None = None,
+                   loo_b: np.ndarray | None = None) -> Estimate:
     """Half-width and MDD at ``n`` items of the paired difference B - A, from a pilot's aligned
-    arrays of the two cells (same items in the same order; module docstring for ``sd_d``)."""
+    arrays of the two cells (same items in the same order; module docstring for ``sd_d``).
+    ``loo_a`` / ``loo_b``: the sides' :func:`leave_one_out` values, for a metric without a batch form."""
     a = [np.asarray(x, dtype=float) for x in a_arrays]
     b = [np.asarray(x, dtype=float) for x in b_arrays]
     n_p = a[0].size if a else 0
@@ -269,6 +314,14 @@ def pilot_contrast(metric: str, a_arrays: Sequence[np.ndarray], b_arrays: Sequen
         d = vb - va
         sd_d = float(np.std(d, ddof=1))
         how = f"pilot: SD of {n_p} per-item differences"
+    elif jackknifed(metric):
+        la = leave_one_out(metric, a, params) if loo_a is None else loo_a
+        lb = leave_one_out(metric, b, params) if loo_b is None else loo_b
+        se = jackknife_se(lb - la)
+        if se is None:
+            return Estimate(None, "pilot", note="undefined on the pilot's leave-one-out subsets")
+        sd_d = se * math.sqrt(n_p)
+        how = f"pilot: paired jackknife SE at n_p={n_p} (no batch form) x sqrt(n_p)"
     else:
         idx = resample_indices(n_p, B, seed)
         kw = _kwargs(params)

@@ -242,6 +242,22 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
     def settings(audit: str) -> tuple[int, int, float]:
         return boot.get(audit, (1000, 42, 0.95))
 
+    known: dict[tuple[str, str], pd.DataFrame] = {}
+    loo: dict[tuple[str, str, tuple], np.ndarray] = {}  # leave-one-out values, shared by every pair of a cell
+
+    def known_of(cid: str, inputs: str) -> pd.DataFrame:
+        if (cid, inputs) not in known:
+            known[(cid, inputs)] = _known(by_cell[cid], inputs)
+        return known[(cid, inputs)]
+
+    def loo_of(cid: str, ref: MetricRef, inputs: str, items: list) -> np.ndarray | None:
+        if not prec.jackknifed(ref.name):
+            return None
+        key = (cid, ref.label, tuple(items))
+        if key not in loo:
+            loo[key] = prec.leave_one_out(ref.name, _arrays(known_of(cid, inputs), inputs, items), _params(ref))
+        return loo[key]
+
     for c in plan.cells:
         B, seed, level = settings(c.audit)
         for shown, ref in _shown(spec, c.audit):
@@ -258,7 +274,7 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
             if df is None:
                 row.note = "no pilot records for this cell"
                 continue
-            d = _known(df, inputs)
+            d = known_of(c.id, inputs)
             total = df["item_id"].nunique()
             row.n_pilot = len(d)
             if not len(d):
@@ -266,7 +282,8 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
                 continue
             row.usable = len(d) / total
             row.n_used = max(1.0, c.n_items * row.usable)
-            est = prec.pilot(ref.name, _arrays(d, inputs), row.n_used, B, seed, level, _params(ref))
+            est = prec.pilot(ref.name, _arrays(d, inputs), row.n_used, B, seed, level, _params(ref),
+                             loo=loo_of(c.id, ref, inputs, list(d.index)))
             _fill(row, est, "pilot")
 
     contrasts = [(audit, axis, _shown(spec, audit), pairs, "") for audit in spec.of_kind("audit")
@@ -293,9 +310,9 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
                     continue
                 da, db = by_cell.get(a.id), by_cell.get(b.id)
                 if da is None or db is None:
-                    row.note = "no pilot records for " + " and ".join(x.id for x, d in ((a, da), (b, db)) if d is None)
+                    row.note = "no pilot records for one or both cells"
                     continue
-                ka, kb = _known(da, inputs), _known(db, inputs)
+                ka, kb = known_of(a.id, inputs), known_of(b.id, inputs)
                 items = [i for i in ka.index if i in kb.index]
                 total = max(da["item_id"].nunique(), db["item_id"].nunique())
                 row.n_pilot = len(items)
@@ -305,7 +322,8 @@ def precision_plan(spec: Spec, plan: Plan, records: pd.DataFrame | None = None, 
                 row.usable = len(items) / total
                 row.n_used = max(1.0, n * row.usable)
                 est = prec.pilot_contrast(ref.name, _arrays(ka, inputs, items), _arrays(kb, inputs, items), row.n_used,
-                                          B, seed, level, alpha, power, _params(ref))
+                                          B, seed, level, alpha, power, _params(ref),
+                                          loo_a=loo_of(a.id, ref, inputs, items), loo_b=loo_of(b.id, ref, inputs, items))
                 _fill(row, est, "pilot")
     return PrecisionPlan(rows, p, rho, alpha, power, pilot)
 

@@ -220,3 +220,34 @@ def test_pilot_ece_of_a_calibrated_cell_is_conservative() -> None:
     est = prec.pilot("ece", list(calibrated(150)), 900, params={"bins": 10})
     sims = np.array([ece(*calibrated(900), bins=10) for _ in range(2000)])
     assert 1.0 < est.half_width / _spread(sims) < 1.6
+
+
+def test_metrics_without_a_batch_form_use_the_jackknife() -> None:
+    from auditlang.metrics.kernel_ece import smooth_ece
+
+    rng = np.random.default_rng(29)
+    n_p, n = 120, 480
+    assert prec.jackknifed("smooth_ece") and not prec.jackknifed("ece") and not prec.jackknifed("accuracy")
+    conf, y = _miscalibrated(rng, n_p)
+    est = prec.pilot("smooth_ece", [conf, y], n)
+    assert "jackknife" in est.method
+    loo = prec.leave_one_out("smooth_ece", [conf, y])
+    assert loo[3] == pytest.approx(smooth_ece(np.delete(conf, 3), np.delete(y, 3)))
+    se = math.sqrt((n_p - 1) / n_p * np.sum((loo - loo.mean()) ** 2))
+    assert est.half_width == pytest.approx(prec.z_level() * se * math.sqrt(n_p / n))
+    sims = np.array([smooth_ece(*_miscalibrated(rng, n)) for _ in range(1000)])
+    assert est.half_width == pytest.approx(_spread(sims), rel=0.3)
+    # paired: a second protocol's confidence (conf^2) on the same answers. One pilot's figure for a
+    # kernel-ECE difference scatters widely (the bootstrap's does as much: docs/cli.md); the median
+    # over pilots matches the simulated spread
+    diffs = []
+    for _ in range(800):
+        c, yy = _miscalibrated(rng, n)
+        diffs.append(smooth_ece(c ** 2, yy) - smooth_ece(c, yy))
+    ratios = []
+    for _ in range(9):
+        c, yy = _miscalibrated(rng, n_p)
+        pc = prec.pilot_contrast("smooth_ece", [c, yy], [c ** 2, yy], n)
+        assert "jackknife" in pc.method and pc.mdd == pytest.approx(prec.mdd_factor() / prec.z_level() * pc.half_width)
+        ratios.append(pc.half_width / _spread(np.array(diffs)))
+    assert float(np.median(ratios)) == pytest.approx(1.0, rel=0.25)
