@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc plan examples/quickstart.audit\n"
              "  auditc plan examples/quickstart.audit --limit 10        # the run `auditc run --limit 10` does\n"
              "  auditc plan spec.audit --no-data                         # estimate from declared sizes\n"
-             "  auditc plan spec.audit --format json -o plan.json --no-requests")
+             "  auditc plan spec.audit --format json -o plan.json --no-requests\n"
+             "  auditc plan spec.audit --precision                       # half-widths and MDDs at the declared N\n"
+             "  auditc plan spec.audit --precision --pilot runs/pilot    # the same, from a pilot run's records")
     p.add_argument("spec", help="the .audit file to plan")
     p.add_argument("--data-root", help="folder holding the data files; overrides the spec's settings data_root "
                                        "(a note says so), else $AUDITLANG_DATA_ROOT")
@@ -101,6 +103,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compact", action="store_true", help="JSON: no indentation")
     p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
                    help="plan with the spec's model NAME replaced by MODEL, as `auditc run --swap-model`")
+    p.add_argument("--precision", action="store_true",
+                   help="also plan precision: each cell's and metric's expected interval half-width at the declared N "
+                        "and the minimum detectable difference of paired contrasts (docs/cli.md)")
+    p.add_argument("--pilot", metavar="RUN_DIR",
+                   help="with --precision: estimate from a finished pilot run's records (bootstrap, scaled to N) "
+                        "instead of the analytic approximation")
+    p.add_argument("--precision-p", type=float, default=0.5, metavar="P",
+                   help="planning accuracy for the analytic approximation (default 0.5, the widest)")
+    p.add_argument("--precision-rho", type=float, default=0.0, metavar="RHO",
+                   help="assumed item-level correlation of two paired cells for the analytic MDD (default 0)")
     p.set_defaults(fn=cmd_plan)
 
     p = _sub(sub, "show", "the exact prompts a cell sends for one item (tokenizer only, no weights)",

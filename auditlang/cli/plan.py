@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
+from auditlang.core.errors import UsageError
 
 
 def cmd_plan(args) -> int:
@@ -14,6 +15,7 @@ def cmd_plan(args) -> int:
     from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
+    _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
     step = StepLog()
@@ -25,9 +27,12 @@ def cmd_plan(args) -> int:
 
     allow = load_allowances(args.allow_host, args.allow_secret)
     access = access_record(run_access(spec), allow)
+    precision = _precision(args, spec, plan) if args.precision else None
     if args.format == "json":
         body = plan.to_dict(include_requests=not args.no_requests)
         body["access"] = access  # not part of the plan hash: who may be contacted is the user's choice
+        if precision is not None:
+            body["precision"] = precision.to_dict()
         text = json.dumps(body, indent=None if args.compact else 1, ensure_ascii=False)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -36,7 +41,131 @@ def cmd_plan(args) -> int:
         return EXIT_OK
     print_summary(spec, plan, show_cells=args.cells)
     print_access(access)
+    if precision is not None:
+        print_precision(precision)
     return EXIT_OK
+
+
+def _check_precision_args(args) -> None:
+    if args.pilot and not args.precision:
+        raise UsageError("--pilot RUN_DIR is read only with --precision", hint="add --precision")
+    if not 0 <= args.precision_p <= 1:
+        raise UsageError(f"--precision-p {args.precision_p}: expected a planning accuracy between 0 and 1, e.g. 0.7")
+    if not -1 <= args.precision_rho <= 1:
+        raise UsageError(f"--precision-rho {args.precision_rho}: expected a correlation between -1 and 1, e.g. 0.3")
+
+
+def _precision(args, spec, plan):
+    """The precision plan: analytic from the declared sizes, or from the pilot run's records."""
+    from auditlang.score.precision import precision_plan  # lazy: pandas only when --precision asks for it
+
+    records = None
+    if args.pilot:
+        from auditlang.api import load_run  # lazy: as above
+
+        run = load_run(args.pilot)
+        try:
+            records = run.records
+        except FileNotFoundError:
+            raise UsageError(f"--pilot {args.pilot}: the run holds no scored records (records.parquet): it did not "
+                             "get to scoring", hint=f"finish it first: rerun the same `auditc run`, or `auditc status "
+                             f"{args.pilot}`") from None
+        matched = set(records["cell_id"]) & {c.id for c in plan.cells}
+        if not matched:
+            raise UsageError(f"--pilot {args.pilot}: none of its cells is a cell of {args.spec}",
+                             hint="run the pilot from the same spec, e.g. `auditc run SPEC --limit 20 --out runs/pilot`")
+    return precision_plan(spec, plan, records, pilot=str(args.pilot) if args.pilot else None,
+                          p=args.precision_p, rho=args.precision_rho)
+
+
+def _fmt_stat(st: dict | None) -> str:
+    if st is None:
+        return "n/a"
+    if abs(st["max"] - st["min"]) < 5e-4:
+        return f"{st['median']:.3f}"
+    return f"{st['median']:.3f}/{st['max']:.3f}"
+
+
+def print_precision(pp, console=None) -> None:
+    """The precision plan as two tables per audit (cells, paired contrasts) and the formulas behind them."""
+    from rich import box  # lazy: as the planner above
+    from rich.console import Console  # lazy: as the planner above
+    from rich.table import Table  # lazy: as the planner above
+
+    con = console or Console()
+    if not con.is_terminal and con.width < 130:  # a log or a pipe: no terminal to fit, keep the rows on one line
+        con = Console(width=130, file=con.file)
+    groups = pp.to_dict()["summary"]
+    src = f"from pilot run {pp.pilot}" if pp.pilot else f"analytic, planning accuracy p={pp.p:g}"
+    levels = sorted({g["level"] for g in groups}) or [0.95]
+    lv = "/".join(f"{x * 100:g} %" for x in levels)
+    con.print(f"[bold]precision[/bold] ({src}): ±hw = expected {lv} interval half-width at the declared N; "
+              f"MDD = minimum detectable paired difference (power {pp.power * 100:g} %, two-sided α={pp.alpha:g})"
+              + ("; a/b = median/max over the cells or pairs of a row (pilots without variation left out when "
+                 "others have it); usable = pilot items with the metric's inputs known" if pp.pilot else ""),
+              soft_wrap=True, highlight=False)
+    notes: dict[str, int] = {}  # long notes as numbered footnotes keep the tables narrow
+
+    def note(g) -> str:
+        return " ".join(f"[{notes.setdefault(n['note'], len(notes) + 1)}]" + ("" if n["rows"] == g["rows"] else f"×{n['rows']}")
+                        for n in g["notes"])
+
+    def n_of(g) -> str:
+        n = str(g["n_min"]) if g["n_min"] == g["n_max"] else f"{g['n_min']}–{g['n_max']}"
+        return n + ("*" if g["estimated"] else "")
+
+    def usable(g) -> str:
+        u = g["usable"]
+        if u is None:
+            return ""
+        lo, hi = round(100 * u["min"]), round(100 * u["max"])
+        return f"{lo} %" if lo == hi else f"{lo}–{hi} %"
+
+    def table(title: str, cols: list[str]) -> Table:
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in cols:
+            num = col in ("cells", "pairs", "N", "±hw", "MDD", "usable")
+            t.add_column(col, justify="right" if num else "left", no_wrap=num)
+        return t
+
+    extra = ["usable"] if pp.pilot else []
+    for audit in dict.fromkeys(g["audit"] for g in groups):
+        mine = [g for g in groups if g["audit"] == audit]
+        cells = table(f"audit {audit}: per cell", ["dataset", "metric", "cells", "N", *extra, "±hw", "note"])
+        for g in (g for g in mine if g["kind"] == "cell"):
+            cells.add_row(g["dataset"], g["metric"], str(g["rows"]), n_of(g), *([usable(g)] if extra else []),
+                          _fmt_stat(g["half_width"]), note(g))
+        con.print(cells)
+        pairs = table(f"audit {audit}: paired contrasts, B - A on the same items",
+                      ["contrast", "dataset", "metric", "pairs", "N", *extra, "±hw", "MDD", "note"])
+        for g in (g for g in mine if g["kind"] != "cell"):
+            if g["kind"] == "comparison":
+                pairs.add_row(g["group"], "", g["metric"], "–", "", *([""] if extra else []), "n/a", "n/a", note(g))
+            else:
+                pairs.add_row(g["group"], g["dataset"], g["metric"], str(g["rows"]), n_of(g),
+                              *([usable(g)] if extra else []), _fmt_stat(g["half_width"]), _fmt_stat(g["mdd"]), note(g))
+        if pairs.row_count:
+            con.print(pairs)
+    k = pp.to_dict()["mdd_factor"]
+    lines = [f"MDD = (z_{{1-α/2}} + z_{{power}}) · sd_d / √n = {k:.3f} · sd_d / √n; half-width of a difference = z · sd_d / √n"]
+    if pp.pilot:
+        lines += ["cells: the audit's percentile bootstrap (its B and seed) on the pilot's items, scaled by √(n_pilot/N);",
+                  "contrasts: sd_d = SD of the per-item differences (accuracy, brier, nll, mean confidence), else √n_pilot × "
+                  "SD of the paired bootstrap replicates;",
+                  "metrics without a batch form (smooth/kde/binfree ECE): the delete-one jackknife SE instead of the bootstrap;",
+                  "N is scaled by the pilot's usable fraction (column usable) where items lack a confidence"]
+    else:
+        lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier, mean confidence: bound "
+                  "z·0.5/√N (a [0,1] value has variance ≤ 1/4); auroc: Hanley–McNeil SE at AUROC 0.5;",
+                  f"contrasts: sd_d = √(2 s² (1 - ρ)) at ρ={pp.rho:g} (--precision-rho; items shared by both cells "
+                  "usually correlate, ρ > 0, which lowers the MDD); ECE-type metrics, NLL, AURC: n/a (use --pilot)"]
+    if any(g["estimated"] for g in groups):
+        lines.append("* N estimated from the declared sample sizes (data not read)")
+    lines += [f"[{i}] {n}" for n, i in notes.items()]
+    if notes:
+        lines.append("[k]×m: note k applies to m of the row's cells or pairs")
+    for line in lines:
+        con.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 def print_access(access: list[dict]) -> None:
