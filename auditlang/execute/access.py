@@ -123,11 +123,24 @@ def hub_access(spec: Spec) -> list[Access]:
             for d in sorted(used) if d in spec.objects and spec.get(d).ctor == "hub"]
 
 
+def offline_hubs(spec: Spec, accesses: list[Access], allow: Allowances) -> dict[str, str]:
+    """Hub datasets declaring a ``fallback=`` file whose Hub host the user has not allowed:
+    dataset id -> why their split is read from the local cache only (and, when it is not
+    there, from the fallback file). They need no permission: nothing is downloaded."""
+    return {a.model: f"downloads from {a.host} are not allowed without --allow-host {a.host}"
+            for a in accesses if a.kind == "dataset" and allow.host_ok(a.host) is None
+            and getattr(spec.get(a.model).value, "fallback", None)}
+
+
 def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> DiagnosticBag:
-    """E180 for a host the user did not allow, E181 for a secret the user did not allow."""
+    """E180 for a host the user did not allow, E181 for a secret the user did not allow. A hub
+    dataset with a fallback file is read offline instead (:func:`offline_hubs`)."""
     bag = DiagnosticBag()
+    offline = offline_hubs(spec, accesses, allow)
     for a in accesses:
         o = spec.get(a.model)
+        if a.kind == "dataset" and a.model in offline:
+            continue
         if a.kind == "dataset" and allow.host_ok(a.host) is None:
             bag.error("E180", f"dataset '{a.model}' would be downloaded from {a.host} ({a.url}), a host you have not "
                       "allowed", o.span,

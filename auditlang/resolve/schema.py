@@ -76,13 +76,18 @@ class CsvDataset(_DatasetBase):
 
 
 class HubDataset(_DatasetBase):
-    DOC: ClassVar[str] = "A Hugging Face `datasets` id and split, loaded only at run time."
+    DOC: ClassVar[str] = ("A Hugging Face `datasets` id and split, loaded only at run time; `fallback=jsonl(PATH, ...)` "
+                          "names the local file read instead when the split is not available offline.")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("id_", "split")
     id_: str = Field(alias="hub_id")
     split: str = "validation"
     config: str | None = None
     revision: str | None = None  # a Hub commit sha, tag or branch; recorded with the data's content hash
     size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
+    # the id of the inline jsonl(...)/csv(...) read when the Hub split is not available offline
+    # (resolve/fallback.py): its own file and field mapping, the hub's task and sampling
+    fallback: str | None = None
+    REFS: ClassVar[dict[str, str]] = {"dev": "dataset", "fallback": "dataset"}
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 

@@ -1,0 +1,49 @@
+"""``hub(..., fallback=jsonl(PATH, ...))``: the local file a Hub dataset is read from when its
+split is not available offline.
+
+The fallback is written inline and is a dataset of its own (id ``<hub id>.fallback``): its file
+and its field mapping (the local schema may differ from the Hub's) are its own; the task and the
+sampling (``sample``, ``seed``, ``sample_per``, ``dev``, ``dev_sample``) are the Hub dataset's, so
+both sources are drawn by the same rule. ``filter_field``/``filter_in`` are inherited unless the
+fallback gives its own (a local copy may name the column or its values differently).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from auditlang.core.diagnostics import DiagnosticBag, Span
+from auditlang.syntax import ast as A
+
+FILE_CTORS = ("jsonl", "csv")
+INHERITED = ("task", "sample", "seed", "sample_per", "dev", "dev_sample")  # always the Hub dataset's
+DEFAULTED = ("filter_field", "filter_in")  # the Hub dataset's unless the fallback sets its own
+EXAMPLE = 'fallback=jsonl("arc_challenge.jsonl")'
+
+
+def fallback_id(hub_id: str) -> str:
+    return f"{hub_id}.fallback"
+
+
+def fallback_base(expr: A.Expr, raw: dict[str, Any], spans: dict[str, Span], bag: DiagnosticBag
+                  ) -> tuple[str, dict[str, Any], dict[str, Span]] | None:
+    """(constructor, inherited parameters, their spans) for the fallback ``expr`` of a hub dataset
+    whose own parameters are ``raw``; None (E124 reported) when ``expr`` is not an inline file
+    dataset or sets a parameter that is the Hub dataset's."""
+    if not (isinstance(expr, A.Call) and expr.func.dotted in FILE_CTORS):
+        got = expr.func.dotted + "(...)" if isinstance(expr, A.Call) else "a name" if isinstance(expr, A.Ref) else "a value"
+        bag.error("E124", f"fallback= takes a local file written inline, jsonl(PATH, ...) or csv(PATH, ...); got {got}",
+                  expr.span, hint=f"e.g. {EXAMPLE}: the file under the data root that is read when the Hub split is "
+                                  "not available offline, with its own field mapping")
+        return None
+    ok = True
+    for k in expr.kwargs:
+        if k.name in INHERITED:
+            bag.error("E124", f"'{k.name}' of a fallback comes from its hub dataset", k.span,
+                      hint=f"set {k.name}= on hub(...): both sources are drawn by the same rule; a fallback "
+                           "sets only its file, its field mapping and filter_field/filter_in")
+            ok = False
+    if not ok:
+        return None
+    keys = INHERITED + DEFAULTED
+    return expr.func.dotted, {k: raw[k] for k in keys if k in raw}, {k: spans[k] for k in keys if k in spans}
