@@ -181,14 +181,18 @@ _MISSING = object()
 
 
 def field_value(row: dict[str, Any], name: str) -> Any:
-    """``row[name]``, or for a dotted path the nested value (``choices.text``); _MISSING if absent."""
+    """``row[name]``, or for a dotted path the nested value (``choices.text``; a number indexes a
+    list: ``turns.0``); _MISSING if absent."""
     if name in row:
         return row[name]
     cur: Any = row
     for part in name.split("."):
-        if not isinstance(cur, dict) or part not in cur:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):  # `turns.0`: a list's item
+            cur = cur[int(part)]
+        else:
             return _MISSING
-        cur = cur[part]
     return cur
 
 
@@ -210,7 +214,7 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     item = {k: val for k, val in row.items() if k != "__line__"}
     item["id"] = str(need(v.id, False) if field_value(row, v.id) is not _MISSING else f"{ds.id}_{idx}")
     item["question"] = need(v.question, True)
-    choices = need(v.choices, v.task != "open_qa")
+    choices = list(v.choices) if isinstance(v.choices, list) else need(v.choices, v.task != "open_qa")
     if choices is not None and not isinstance(choices, list):
         raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line,
                         hint="write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
@@ -226,6 +230,9 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                 raise DataError(f"labels {labels!r} must be a list with one label per choice ({len(choices)})", path, line)
             if str(gold) in [str(lab) for lab in labels]:
                 gold_index, gold = [str(lab) for lab in labels].index(str(gold)), None
+        if gold_index is None and v.gold is None:
+            raise DataError(f"row has no gold index (field '{v.gold_index}'), and gold=none names no gold-text field",
+                            path, line, hint=f"fields present: {', '.join(_paths(row))}")
         if gold_index is None:
             raise DataError(f"gold answer {_short(gold)} is not one of the {len(choices)} choices", path, line,
                             hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index= or labels=)")

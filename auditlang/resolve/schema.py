@@ -42,8 +42,10 @@ class FieldMap(Obj):
 class _DatasetBase(Obj):
     task: TaskType
     question: str = "question"
-    choices: str | None = "choices"
-    gold: str = "answer"
+    # the field holding each row's options, or one list for every row (a classification set's
+    # label names, e.g. ["negative", "positive"] when the rows hold only the label index)
+    choices: list[str] | str | None = "choices"
+    gold: str | None = "answer"  # none: no gold-text field; the gold is the choice at gold_index (or labels)
     gold_index: str | None = "answer_index"
     aliases: str | None = "aliases"
     id: str = "id"
