@@ -61,6 +61,7 @@ class DatasetItems:
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (code, message): see data_warnings()
     n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
     note: str | None = None  # which source was read, when a hub dataset has a fallback (plan notes)
+    decl: str | None = None  # the declaration read (the dataset, or its fallback): its dev split applies
 
     @property
     def sample(self) -> list[dict[str, Any]]:
@@ -241,6 +242,9 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                             line, hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
+    elif v.gold is None:
+        raise DataError(f"gold=none takes the gold from the options, but the row has no field '{v.choices}'", path,
+                        line, hint=f"fields present: {', '.join(_paths(row))}")
     item["answer"] = gold
     item["answer_index"] = gold_index
     aliases = need(v.aliases, False)
@@ -386,7 +390,7 @@ def _items(ds_id: str, src: Resolved, rows: list[dict[str, Any]], where: str, me
     else:
         indices = sample_indices(len(items), src.value.sample or len(items), src.value.seed)
     return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
-                        warnings=data_warnings(rows, items, where), note=source_note(meta, fb))
+                        warnings=data_warnings(rows, items, where), note=source_note(meta, fb), decl=src.id)
 
 
 def _short(value: Any, width: int = 60) -> str:

@@ -86,7 +86,7 @@ def _variant_template(spec: Spec, vid: str, task: str) -> str | None:
 
 
 def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
-    v = spec.get(ds.dataset_id).value
+    v = spec.get(ds.decl or ds.dataset_id).value  # a hub dataset's fallback may carve its own dev split
     if not v.dev_sample or v.dev:
         return []
     taken = set(ds.indices)
@@ -176,7 +176,7 @@ class Planner:
                 if self.limit is not None:
                     got.n_drawn = len(got.indices)  # before --limit, for the checklist
                     got.indices = got.indices[: self.limit]
-                dev_ref = self.spec.get(dsid).value.dev
+                dev_ref = self.spec.get(got.decl or dsid).value.dev
                 if dev_ref:
                     dev = self.dataset(dev_ref)
                     got.dev_indices = []

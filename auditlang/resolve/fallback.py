@@ -3,9 +3,10 @@ split is not available offline.
 
 The fallback is written inline and is a dataset of its own (id ``<hub id>.fallback``): its file
 and its field mapping (the local schema may differ from the Hub's) are its own; the task and the
-sampling (``sample``, ``seed``, ``sample_per``, ``dev``, ``dev_sample``) are the Hub dataset's, so
-both sources are drawn by the same rule. ``filter_field``/``filter_in`` are inherited unless the
-fallback gives its own (a local copy may name the column or its values differently).
+sampling (``sample``, ``seed``, ``sample_per``) are the Hub dataset's, so both sources are drawn by
+the same rule. ``filter_field``/``filter_in`` and the dev split (``dev``/``dev_sample``, taken as
+a pair) are inherited unless the fallback gives its own: a local copy may name a column or its
+values differently, or lack the split the Hub's dev items come from.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.syntax import ast as A
 
 FILE_CTORS = ("jsonl", "csv")
-INHERITED = ("task", "sample", "seed", "sample_per", "dev", "dev_sample")  # always the Hub dataset's
+INHERITED = ("task", "sample", "seed", "sample_per")  # always the Hub dataset's
 DEFAULTED = ("filter_field", "filter_in")  # the Hub dataset's unless the fallback sets its own
+DEV = ("dev", "dev_sample")  # the Hub dataset's unless the fallback sets either
 EXAMPLE = 'fallback=jsonl("arc_challenge.jsonl")'
 
 
@@ -41,9 +43,9 @@ def fallback_base(expr: A.Expr, raw: dict[str, Any], spans: dict[str, Span], bag
         if k.name in INHERITED:
             bag.error("E124", f"'{k.name}' of a fallback comes from its hub dataset", k.span,
                       hint=f"set {k.name}= on hub(...): both sources are drawn by the same rule; a fallback "
-                           "sets only its file, its field mapping and filter_field/filter_in")
+                           "sets only its file, its field mapping, filter_field/filter_in and dev/dev_sample")
             ok = False
     if not ok:
         return None
-    keys = INHERITED + DEFAULTED
+    keys = INHERITED + DEFAULTED + (() if any(k.name in DEV for k in expr.kwargs) else DEV)
     return expr.func.dotted, {k: raw[k] for k in keys if k in raw}, {k: spans[k] for k in keys if k in spans}

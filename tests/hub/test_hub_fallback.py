@@ -266,3 +266,13 @@ def test_a_derived_hub_dataset_samples_its_fallback_alike(no_hub_cache, tmp_path
     import random
 
     assert d["indices"] == random.Random(3).sample(range(60), 5)
+
+
+def test_the_dev_split_is_inherited_unless_the_fallback_sets_its_own(no_hub_cache, tmp_path, capsys):
+    """dev/dev_sample come from the hub dataset as a pair, unless the fallback gives either (a
+    local copy may lack the split the Hub's dev items come from)."""
+    spec = _spec(tmp_path, no_hub_cache["rows"], extra=", dev_sample=10")
+    assert _plan(capsys, spec)["datasets"]["arc"]["n_dev"] == 10
+    spec = _spec(tmp_path, no_hub_cache["rows"], extra=", dev_sample=10", fb=", dev_sample=5", name="own.audit")
+    d = _plan(capsys, spec)["datasets"]["arc"]
+    assert d["source"] == "fallback" and d["n_dev"] == 5

@@ -60,12 +60,17 @@ def test_constant_choices_gold_none_and_list_index(tmp_path, capsys):
 
 
 def test_gold_none_needs_options_and_an_index(tmp_path, capsys):
-    spec = _write(tmp_path, SPEC.replace('gold="ground_truth"', "gold=none"))
+    spec = _write(tmp_path, SPEC.replace('gold="ground_truth"', "choices=none, gold=none"))
     capsys.readouterr()
     assert main(["check", str(spec)]) == 1
     err = capsys.readouterr().err
-    assert f"{spec}:6:72: error[E159]: dataset 'turns': gold=none takes the gold from the options by gold_index=, but " \
-           "an open-QA dataset has no options" in err
+    assert f"{spec}:6:86: error[E159]: dataset 'turns': gold=none takes the gold from the options by gold_index=, but " \
+           "choices=none as well" in err
+    spec = _write(tmp_path, SPEC.replace('gold="ground_truth"', "gold=none"))
+    capsys.readouterr()
+    assert main(["plan", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "turns.jsonl:1: gold=none takes the gold from the options, but the row has no field 'choices'" in err
     spec = _write(tmp_path, SPEC.replace('gold_index="label"', 'gold_index="lable"'))
     capsys.readouterr()
     assert main(["plan", str(spec)]) == 1
