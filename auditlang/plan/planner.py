@@ -334,7 +334,8 @@ class Planner:
                     ds_info[dsid] = {"path": getattr(dobj.value, "path", None), "available": False, "n_sample": n}
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
-                                     "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
+                                     "n_sample": len(ds.indices), "seed": spec.get(ds.decl or dsid).value.seed,
+                                     "indices": ds.indices,
                                      "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
                                      **ds.meta}
                     if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist

@@ -357,6 +357,8 @@ def _seeds(rd: RunData) -> Entry:
             e.lines.append(f"dataset {dsid}: not computable: data not available at plan time "
                            f"(estimated n={info.get('n_sample')})")
             continue
+        if info.get("source") == "fallback" and getattr(o.value, "fallback", None) in spec.objects:
+            o = spec.get(o.value.fallback)  # its sampling was used (the hub's unless it set its own)
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
         where = "fallback file" if info.get("source") == "fallback" else "source" if o.ctor == "hub" else "file"

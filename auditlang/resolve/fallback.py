@@ -1,12 +1,14 @@
 """``hub(..., fallback=jsonl(PATH, ...))``: the local file a Hub dataset is read from when its
 split is not available offline.
 
-The fallback is written inline and is a dataset of its own (id ``<hub id>.fallback``): its file
-and its field mapping (the local schema may differ from the Hub's) are its own; the task and the
-sampling (``sample``, ``seed``, ``sample_per``) are the Hub dataset's, so both sources are drawn by
-the same rule. ``filter_field``/``filter_in`` and the dev split (``dev``/``dev_sample``, taken as
-a pair) are inherited unless the fallback gives its own: a local copy may name a column or its
-values differently, or lack the split the Hub's dev items come from.
+The fallback is written inline and is a dataset of its own (id ``<hub id>.fallback``). Its file
+and its field mapping (the local schema may differ from the Hub's; unset fields take the flat
+defaults ``question``, ``choices``, ``answer``, ...) are its own. Every other parameter it does not
+set is the Hub dataset's -- ``sample``, ``seed``, ``sample_per``, ``filter_field``/``filter_in``,
+and the dev split (``dev``/``dev_sample``, taken as a pair) -- so both sources are drawn by the
+same rule unless the fallback says otherwise (a local copy may be a subset, name a column or its
+values differently, or lack the split the Hub's dev items come from). The task is always the
+Hub dataset's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.syntax import ast as A
 
 FILE_CTORS = ("jsonl", "csv")
-INHERITED = ("task", "sample", "seed", "sample_per")  # always the Hub dataset's
-DEFAULTED = ("filter_field", "filter_in")  # the Hub dataset's unless the fallback sets its own
+INHERITED = ("task",)  # always the Hub dataset's
+DEFAULTED = ("sample", "seed", "sample_per", "filter_field", "filter_in")  # the Hub dataset's unless the fallback sets its own
 DEV = ("dev", "dev_sample")  # the Hub dataset's unless the fallback sets either
 EXAMPLE = 'fallback=jsonl("arc_challenge.jsonl")'
 
@@ -42,8 +44,7 @@ def fallback_base(expr: A.Expr, raw: dict[str, Any], spans: dict[str, Span], bag
     for k in expr.kwargs:
         if k.name in INHERITED:
             bag.error("E124", f"'{k.name}' of a fallback comes from its hub dataset", k.span,
-                      hint=f"set {k.name}= on hub(...): both sources are drawn by the same rule; a fallback "
-                           "sets only its file, its field mapping, filter_field/filter_in and dev/dev_sample")
+                      hint=f"set {k.name}= on hub(...): both sources hold the same task")
             ok = False
     if not ok:
         return None

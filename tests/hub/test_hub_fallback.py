@@ -240,7 +240,7 @@ def test_bad_fallback_declarations_are_diagnostics(tmp_path, capsys):
     spec = tmp_path / "bad.audit"
     spec.write_text(
         'dataset a = hub("x/y", "test", task=open_qa, fallback="y.jsonl")\n'
-        'dataset b = hub("x/y", "test", task=open_qa, fallback=jsonl("y.jsonl", sample=3))\n'
+        'dataset b = hub("x/y", "test", task=open_qa, fallback=jsonl("y.jsonl", task=open_qa))\n'
         'dataset c = hub("x/y", "test", task=open_qa, fallback=hub("x/z", "test"))\n'
         'dataset d = jsonl("d.jsonl", task=open_qa, fallback=jsonl("y.jsonl"))\n'
         'dataset e = hub("x/y", "test", task=open_qa, fallback=jsonl("y.jsonl", questoin="q"))\n', encoding="utf-8")
@@ -249,8 +249,8 @@ def test_bad_fallback_declarations_are_diagnostics(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert f"{spec}:1:55: error[E124]: fallback= takes a local file written inline, jsonl(PATH, ...) or csv(PATH, ...); got a value" in err
-    assert f"{spec}:2:72: error[E124]: 'sample' of a fallback comes from its hub dataset" in err
-    assert "hint: set sample= on hub(...)" in err
+    assert f"{spec}:2:72: error[E124]: 'task' of a fallback comes from its hub dataset" in err
+    assert "hint: set task= on hub(...): both sources hold the same task" in err
     assert f"{spec}:3:55: error[E124]" in err and "got hub(...)" in err
     assert f"{spec}:4:44: error[E120]: unknown parameter 'fallback' for jsonl()" in err
     assert f"{spec}:5:72: error[E120]: unknown parameter 'questoin' for jsonl()" in err and "did you mean 'question'" in err
@@ -268,11 +268,22 @@ def test_a_derived_hub_dataset_samples_its_fallback_alike(no_hub_cache, tmp_path
     assert d["indices"] == random.Random(3).sample(range(60), 5)
 
 
-def test_the_dev_split_is_inherited_unless_the_fallback_sets_its_own(no_hub_cache, tmp_path, capsys):
-    """dev/dev_sample come from the hub dataset as a pair, unless the fallback gives either (a
-    local copy may lack the split the Hub's dev items come from)."""
+def test_sampling_and_dev_split_are_inherited_unless_the_fallback_sets_its_own(no_hub_cache, tmp_path, capsys):
+    """sample/seed and dev/dev_sample (a pair) come from the hub dataset unless the fallback gives
+    its own (a local copy may be a subset, or lack the split the Hub's dev items come from)."""
     spec = _spec(tmp_path, no_hub_cache["rows"], extra=", dev_sample=10")
     assert _plan(capsys, spec)["datasets"]["arc"]["n_dev"] == 10
     spec = _spec(tmp_path, no_hub_cache["rows"], extra=", dev_sample=10", fb=", dev_sample=5", name="own.audit")
     d = _plan(capsys, spec)["datasets"]["arc"]
     assert d["source"] == "fallback" and d["n_dev"] == 5
+    spec = _spec(tmp_path, no_hub_cache["rows"], fb=", sample=8, seed=1", name="sample.audit")
+    capsys.readouterr()
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--out", str(out), "--engine", "dryrun", "--display", "none"]) == 0
+    plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+    import random
+
+    assert plan["datasets"]["arc"]["indices"] == random.Random(1).sample(range(60), 8)
+    assert plan["datasets"]["arc"]["seed"] == 1
+    text = (out / "report" / "checklist.md").read_text(encoding="utf-8")
+    assert "dataset arc: fallback file arc_flat.jsonl" in text and "sample 8 drawn with random.Random(1).sample" in text
