@@ -28,6 +28,7 @@ TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
 class Obj(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     REFS: ClassVar[dict[str, str]] = {}
+    INLINE: ClassVar[dict[str, str]] = {}  # REFS that take only an object written inline: what to write
     POSITIONAL: ClassVar[tuple[str, ...]] = ()
     DOC: ClassVar[str] = ""
 
@@ -86,10 +87,11 @@ class HubDataset(_DatasetBase):
     config: str | None = None
     revision: str | None = None  # a Hub commit sha, tag or branch; recorded with the data's content hash
     size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
-    # the id of the inline jsonl(...)/csv(...) read when the Hub split is not available offline
-    # (resolve/fallback.py): its own file and field mapping, the hub's task and sampling
+    # the local file read instead when the Hub split is not available offline, with its own field
+    # mapping; every other parameter it does not set is this dataset's (resolve/fallback.py)
     fallback: str | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset", "fallback": "dataset"}
+    INLINE: ClassVar[dict[str, str]] = {"fallback": 'jsonl(PATH, ...) or csv(PATH, ...), e.g. fallback=jsonl("arc_challenge.jsonl")'}
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
