@@ -287,3 +287,33 @@ def test_sampling_and_dev_split_are_inherited_unless_the_fallback_sets_its_own(n
     assert plan["datasets"]["arc"]["seed"] == 1
     text = (out / "report" / "checklist.md").read_text(encoding="utf-8")
     assert "dataset arc: fallback file arc_flat.jsonl" in text and "sample 8 drawn with random.Random(1).sample" in text
+
+
+def test_a_hub_dev_split_used_only_by_fallback_datasets_needs_no_permission(hub_cache, tmp_path, capsys, monkeypatch):
+    """`dev=` a Hub train split (no local copy) on a Hub dataset whose fallback carves its own dev
+    items: with the Hub host not allowed, neither is downloaded and the fallback's dev is used."""
+    import datasets
+
+    for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")
+    monkeypatch.setenv("AUDITLANG_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "empty" / "datasets")
+    spec = _spec(tmp_path, hub_cache["rows"], extra=", dev=arc_train", fb=", dev_sample=10")
+    spec.write_text(spec.read_text(encoding="utf-8") + 'dataset arc_train = hub("allenai/ai2_arc", "train", '
+                    'config="ARC-Challenge", task=multiple_choice, choices="choices.text", labels="choices.label", '
+                    'gold="answerKey", sample=30, seed=43)\n', encoding="utf-8")
+    from auditlang.execute.access import load_allowances, offline_hubs, run_access
+    from auditlang.resolve import compile_spec
+
+    s = compile_spec(spec)
+    assert set(offline_hubs(s, run_access(s), load_allowances([], []))) == {"arc", "arc_train"}
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert main(["run", str(spec), "--out", str(out), "--engine", "dryrun", "--display", "none"]) == 0, \
+        capsys.readouterr().err
+    plan = json.loads((out / "plan.json").read_text(encoding="utf-8"))
+    assert plan["datasets"]["arc"]["source"] == "fallback" and plan["datasets"]["arc"]["n_dev"] == 10
+    # the same spec with the host allowed would download both: listed for permission, not offline
+    assert offline_hubs(s, run_access(s), load_allowances(["hub.invalid"], [])) == {}
