@@ -202,7 +202,7 @@ class Planner:
         if got is not None:
             strict = self.spec.settings.data_warnings == "error"
             for code, msg in got.warnings:
-                span = self.spec.get(dsid).span
+                span = self.spec.get(got.decl or dsid).span  # the fallback's jsonl(...) when its file was read
                 if strict:
                     self.bag.error(STRICT_CODES[code], f"dataset '{dsid}': {msg}", span,
                                    hint="fix the data, or set settings { data_warnings = warn } to run anyway")
