@@ -317,3 +317,17 @@ def test_a_hub_dev_split_used_only_by_fallback_datasets_needs_no_permission(hub_
     assert plan["datasets"]["arc"]["source"] == "fallback" and plan["datasets"]["arc"]["n_dev"] == 10
     # the same spec with the host allowed would download both: listed for permission, not offline
     assert offline_hubs(s, run_access(s), load_allowances(["hub.invalid"], [])) == {}
+
+
+def test_show_and_the_python_api_read_the_same_source(no_hub_cache, tmp_path, capsys):
+    """`auditc show` prints the prompts of the source `auditc run` reads; `auditlang.run` too."""
+    import auditlang
+
+    spec = _spec(tmp_path, no_hub_cache["rows"])
+    capsys.readouterr()
+    assert main(["show", str(spec), "*", "--item", "0"]) == 0
+    out = capsys.readouterr()
+    assert "note: dataset 'arc': read from its fallback file arc_flat.jsonl" in out.err
+    run = auditlang.run(str(spec), out=tmp_path / "api_run", engine="dryrun")
+    assert run.plan.datasets["arc"]["source"] == "fallback"
+    assert run.plan.hash == json.loads((tmp_path / "api_run" / "plan.json").read_text(encoding="utf-8"))["hash"]
