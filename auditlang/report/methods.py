@@ -15,6 +15,7 @@ from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
 from auditlang.report.disclosure import AXES
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
+from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 
@@ -95,22 +96,10 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
     if ds:
         out.append(Sentence(f"Items are drawn at random with fixed seeds: {_join(ds)}; the global seed is "
                             f"{rd.spec.settings.seed}.", ["seeds"]))
-    sources = [_source(dsid, info) for dsid, info in rd.plan.datasets.items() if info.get("available")]
+    sources = [data_source(dsid, info) for dsid, info in rd.plan.datasets.items() if info.get("available")]
     if any(sources):
         out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"]))
     return out
-
-
-def _source(dsid: str, info: dict) -> str | None:
-    """Where a Hub dataset's items came from: the Hub split (commit), or its local fallback file."""
-    where = f"{info.get('hub_id')}" + (f" ({info['config']})" if info.get("config") else "") + f", split {info.get('split')}"
-    if info.get("source") == "fallback":
-        return (f"{dsid} was read from the local file {info.get('fallback_file')} (sha256 {str(info.get('sha256'))[:12]}) "
-                f"in place of the Hugging Face Hub dataset {where}, which was not available offline")
-    if info.get("source") == "hub":
-        commit = info.get("revision") or info.get("commit")
-        return f"{dsid} is the Hugging Face Hub dataset {where}" + (f" at revision {str(commit)[:12]}" if commit else "")
-    return None
 
 
 def methods_paragraph(sentences: list[Sentence]) -> str:

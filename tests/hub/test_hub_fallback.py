@@ -24,7 +24,7 @@ audit a {
   evaluators = [s000.first_char]
   metrics = [accuracy]
 }
-report checklist
+report checklist, disclosure
 """
 HUB = ('dataset arc = hub("allenai/ai2_arc", "test", config="ARC-Challenge", task=multiple_choice, '
        'choices="choices.text", labels="choices.label", gold="answerKey", sample=20, seed=7{extra},\n'
@@ -129,7 +129,11 @@ def test_dryrun_run_from_the_fallback_records_it_and_reads_back(no_hub_cache, tm
     assert f"the fallback file arc_flat.jsonl (sha256 {meta['sha256']}) was read instead" in text
     assert "WARNING: dataset 'arc' was read from its fallback file arc_flat.jsonl" in text
     assert "dataset arc: fallback file arc_flat.jsonl" in text
-    assert "arc was read from the local file arc_flat.jsonl" in text  # the methods paragraph
+    assert "Data sources: arc was read from the local file arc_flat.jsonl" in text  # the methods paragraph
+    disclosure = (out / "report" / "disclosure.md").read_text(encoding="utf-8")
+    assert "Data: arc was read from the local file arc_flat.jsonl (sha256 " in disclosure
+    assert "in place of the Hugging Face Hub dataset allenai/ai2_arc (ARC-Challenge), split test, which was not " \
+           "available offline" in disclosure
     # the run directory reads back on its own (stored copy, its own mapping): same plan hash
     (tmp_path / "arc_flat.jsonl").unlink()
     assert main(["report", str(out)]) == 0, capsys.readouterr().err
@@ -145,6 +149,9 @@ def test_dryrun_run_from_the_hub_cache(offline_hub, tmp_path, capsys):
     text = (out / "report" / "checklist.md").read_text(encoding="utf-8")
     assert f"commit {offline_hub['commit']}" in text and "its fallback file was not read" in text
     assert "NOT READ" not in text and "UNSPECIFIED: dataset 'arc' does not pin" not in text
+    disclosure = (out / "report" / "disclosure.md").read_text(encoding="utf-8")
+    assert f"Data: arc is the Hugging Face Hub dataset allenai/ai2_arc (ARC-Challenge), split test at revision " \
+           f"{offline_hub['commit'][:12]}" in disclosure
     assert main(["report", str(out)]) == 0, capsys.readouterr().err
 
 
