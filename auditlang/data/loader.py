@@ -8,7 +8,9 @@ Every item is normalised to the keys prompts and evaluators read: ``id``, ``ques
 ``choices`` (list or None), ``answer`` (gold text), ``answer_index`` (or None), ``aliases``
 (list or None), plus every other field of the source row. Field names may be dotted paths into
 nested columns (``choices="choices.text"``). Files and Hub splits share one code path after
-reading: filter, normalise, sample.
+reading: filter, normalise, sample. A Hub dataset declaring ``fallback=jsonl(...)`` is read from
+that file, with the fallback's own mapping, when its split is not available offline; the items
+record which source was read (``meta["source"]``, ``note``).
 """
 
 from __future__ import annotations
