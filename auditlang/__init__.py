@@ -57,7 +57,7 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
     from auditlang.core.diagnostics import CompileError  # lazy: see above
     from auditlang.core.trust import enforce  # lazy: see above
-    from auditlang.execute.access import access_record, check_access, load_allowances, run_access  # lazy: see above
+    from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access  # lazy: see above
     from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
@@ -72,7 +72,9 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
     if bag.errors:
         raise CompileError(bag)
-    p = plan_spec(spec, None if data_root is None else str(data_root), limit)
+    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
+    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
+    p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
     check_out_dir(Path(out))
     enforce(allow)
     return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,

@@ -29,12 +29,13 @@ def default_run_dir(spec_path: str) -> Path:
 
 def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
               data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
-              step=None) -> Plan:
+              step=None, no_download: dict[str, str] | None = None) -> Plan:
     """The plan a run executes: every dataset must be readable (no estimates). ``data_files`` /
-    ``data_meta``: read these copies instead (a run directory's, see ``load_run``). ``step``: see
-    :class:`~auditlang.plan.planner.Planner` (progress of long planning)."""
+    ``data_meta``: read these copies instead (a run directory's, see ``load_run``). ``step``,
+    ``no_download``: see :class:`~auditlang.plan.planner.Planner` (progress of long planning; hub
+    datasets read offline, ``execute.access.offline_hubs``)."""
     planner = Planner(spec, data_root, load_data=True, limit=limit, data_files=data_files, data_meta=data_meta,
-                      step=step)
+                      step=step, no_download=no_download)
     plan = planner.build()
     if plan.estimated:
         missing = [d for d, i in plan.datasets.items() if not i.get("available")]

@@ -20,8 +20,11 @@ def cmd_check(args) -> int:
         raise CompileError(bag)
     if spec.warnings:
         print_diags(spec.warnings)
-    n = {k: len(spec.of_kind(k)) for k in KINDS}
+    fallbacks = {o.value.fallback for o in spec.of_kind("dataset").values() if getattr(o.value, "fallback", None)}
+    n = {k: len([i for i in spec.of_kind(k) if i not in fallbacks]) for k in KINDS}
     n["metric"] = len(spec.metrics)
-    what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in n.items() if v) or "no declarations"
+    what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" + (f" ({len(fallbacks)} from the Hub with a fallback file)"
+                                                          if k == "dataset" and fallbacks else "")
+                     for k, v in n.items() if v) or "no declarations"
     print(f"{args.spec}: ok ({what})")
     return EXIT_OK

@@ -15,18 +15,24 @@ def cmd_plan(args) -> int:
     from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
+    from auditlang.execute.access import access_record, load_allowances, offline_hubs, run_access  # lazy: keeps start-up of the light commands fast
+
     _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
+    allow = load_allowances(args.allow_host, args.allow_secret)
+    accesses = run_access(spec)
+    offline = offline_hubs(spec, accesses, allow)  # as `auditc run` reads them: the local cache, else the fallback
     step = StepLog()
-    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step)
+    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
+                      no_download=offline)
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
-    from auditlang.execute.access import access_record, load_allowances, run_access  # lazy: as the planner above
-
-    allow = load_allowances(args.allow_host, args.allow_secret)
-    access = access_record(run_access(spec), allow)
+    access = access_record(accesses, allow)
+    for a in access:
+        if a["model"] in offline and a.get("kind") == "dataset":
+            a["not_downloaded"] = offline[a["model"]] + "; the local cache is read, else the fallback file"
     precision = _precision(args, spec, plan) if args.precision else None
     if args.format == "json":
         body = plan.to_dict(include_requests=not args.no_requests)
@@ -175,7 +181,9 @@ def print_access(access: list[dict]) -> None:
         return
     print("network and secrets (docs/security.md):")
     for a in access:
-        host = a["host_allowed_by"] or "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST")
+        host = a["host_allowed_by"] or ("not allowed: auditc run reads the local cache, else the fallback file "
+                                        f"(--allow-host {a['host']} downloads it)" if a.get("not_downloaded") else
+                                        "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST"))
         print(f"  {a.get('kind', 'model')} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
         if a["secret"]:
             sec = a["secret_allowed_by"] or f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}"

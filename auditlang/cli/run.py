@@ -15,7 +15,7 @@ from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RuntimeFailure, UsageError
 from auditlang.core.trust import enforce
-from auditlang.execute.access import access_record, check_access, load_allowances, run_access
+from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
 from auditlang.store.rundir import JOURNAL, check_out_dir
@@ -78,14 +78,16 @@ def cmd_run(args) -> int:
     bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
     if bag.errors:
         raise CompileError(bag)
+    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
+    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     step = StepLog() if display != "none" else None
-    plan = plan_spec(spec, args.data_root, args.limit, step=step)
+    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     if step is not None:
         step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     for note in plan.notes:
-        if "data root" in note:
+        if "data root" in note or "fallback file" in note:
             print(f"note: {note}", file=sys.stderr)
     for name, expr in swaps.items():
         print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)

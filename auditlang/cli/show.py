@@ -24,14 +24,18 @@ def cmd_show(args) -> int:
     from auditlang.api import plan_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
+    from auditlang.execute.access import load_allowances, offline_hubs, run_access  # lazy: as above
+
     spec = compile_spec(args.spec)
     step = StepLog()
-    plan = plan_spec(spec, args.data_root, args.limit, step=step)
+    # a Hub dataset with a fallback file is read as `auditc run` (without --allow-host) reads it
+    offline = offline_hubs(spec, run_access(spec), load_allowances([], []))
+    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     for note in plan.notes:
-        if note.startswith("data root:"):  # the CLI (or environment) replaced the spec's data_root
+        if note.startswith("data root:") or "fallback file" in note:  # a replaced data_root; the source read
             print(f"note: {note}", file=sys.stderr)
     cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
     if not cells:

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import socket
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,15 @@ _SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
 class HubError(Exception):
-    """A hub split that cannot be read; ``hint`` says what to do."""
+    """A hub split that cannot be read; ``hint`` says what to do. ``unavailable``: why the split
+    is not available offline (not installed, offline or unreachable and not in the local cache,
+    another commit cached than the one pinned) -- the case a declared ``fallback=`` file covers;
+    None for a failure with network access (a wrong id, config or split), which it does not."""
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, unavailable: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+        self.unavailable = unavailable
 
 
 def offline_env() -> bool:
@@ -85,39 +89,42 @@ def _cached_commit(split) -> str | None:
     return None
 
 
-def read_hub(ds: Resolved) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(rows, identity) of a hub dataset. Raises :class:`HubError` with the real cause."""
+def read_hub(ds: Resolved, no_download: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(rows, identity) of a hub dataset. Raises :class:`HubError` with the real cause.
+    ``no_download``: read the local cache only, for this reason (the Hub host is not allowed)."""
     v = ds.value
     what = f"'{v.id_}'" + (f" (config {v.config!r})" if v.config else "") + f", split {v.split!r}"
     try:
         import datasets  # type: ignore
     except ImportError:
         raise HubError(f"dataset '{ds.id}' reads the Hugging Face Hub, but the `datasets` package is not installed",
-                       hint=HUB_HINT_INSTALL) from None
+                       hint=HUB_HINT_INSTALL, unavailable="the `datasets` package is not installed") from None
     import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
 
     offline = offline_env() or bool(datasets.config.HF_HUB_OFFLINE)
-    forced = not offline and not _reachable(hc.ENDPOINT)
+    forced = not offline and (no_download is not None or not _reachable(hc.ENDPOINT))
+    why = ("offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE)" if offline else no_download if no_download is not None
+           else f"{hc.ENDPOINT} is unreachable")
     try:
-        if forced:
-            with _offline(datasets):
-                split = datasets.load_dataset(v.id_, v.config, split=v.split, revision=v.revision)
-        else:
+        with _offline(datasets) if offline or forced else nullcontext():
             split = datasets.load_dataset(v.id_, v.config, split=v.split, revision=v.revision)
     except Exception as e:  # noqa: BLE001 - every failure of the library is the user's data problem here
         cause = f"{type(e).__name__}: {e}".strip()
         if offline or forced:
-            why = "offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE)" if offline else f"{hc.ENDPOINT} is unreachable"
             hint = (f"{why}: only splits already in the local datasets cache ({datasets.config.HF_DATASETS_CACHE}) "
-                    "load; load it once with network access (same HF_HOME), or declare a local copy with jsonl(...)")
-        else:
-            hint = f"check the id, config and split at {hc.ENDPOINT}/datasets/{v.id_}"
-        raise HubError(f"cannot load hub dataset {what}: {cause}", hint=hint) from None
+                    "load; load it once with network access (same HF_HOME), or declare a local copy with "
+                    "fallback=jsonl(...)")
+            raise HubError(f"cannot load hub dataset {what}: {cause}", hint=hint,
+                           unavailable=f"{why}, and the split is not in the local datasets cache") from None
+        raise HubError(f"cannot load hub dataset {what}: {cause}",
+                       hint=f"check the id, config and split at {hc.ENDPOINT}/datasets/{v.id_}") from None
     commit = _cached_commit(split)
     if v.revision and _SHA.fullmatch(v.revision) and commit and not commit.startswith(v.revision):
         raise HubError(f"hub dataset {what}: the spec pins revision {v.revision!r} but the split loaded is commit "
                        f"{commit}" + (" (the offline cache holds only that one)" if offline or forced else ""),
-                       hint="load the pinned revision once with network access, or pin the cached commit")
+                       hint="load the pinned revision once with network access, or pin the cached commit",
+                       unavailable=(f"{why}, and the local datasets cache holds commit {commit}, not the pinned "
+                                    f"revision {v.revision}") if offline or forced else None)
     rows = split.to_list()
     for i, r in enumerate(rows, 1):
         r["__line__"] = i

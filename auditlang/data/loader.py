@@ -8,7 +8,9 @@ Every item is normalised to the keys prompts and evaluators read: ``id``, ``ques
 ``choices`` (list or None), ``answer`` (gold text), ``answer_index`` (or None), ``aliases``
 (list or None), plus every other field of the source row. Field names may be dotted paths into
 nested columns (``choices="choices.text"``). Files and Hub splits share one code path after
-reading: filter, normalise, sample.
+reading: filter, normalise, sample. A Hub dataset declaring ``fallback=jsonl(...)`` is read from
+that file, with the fallback's own mapping, when its split is not available offline; the items
+record which source was read (``meta["source"]``, ``note``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.confine import ENV_DATA_ROOT, inside, outside_hint, user_data_roots
+from auditlang.core.hashing import sha256_file
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
@@ -28,19 +31,21 @@ MAX_WARNED = 5  # example lines shown per data warning
 
 
 class DataError(Exception):
-    """A user-facing data problem, with the file and (where known) the line."""
+    """A user-facing data problem, with the file and (where known) the line. ``decl``: the
+    declaration it belongs to when that is not the dataset itself (a hub dataset's fallback)."""
 
-    def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None) -> None:
+    def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None,
+                 decl: str | None = None) -> None:
         super().__init__(message)
-        self.file, self.line, self.hint = file, line, hint
+        self.file, self.line, self.hint, self.decl = file, line, hint, decl
 
 
 class ConfinementError(DataError):
     """A data path that leaves the project root and the user's data roots (docs/security.md).
     ``param``: the spec parameter that named it (``path`` of a dataset, ``data_root`` of settings)."""
 
-    def __init__(self, message: str, param: str, hint: str | None = None) -> None:
-        super().__init__(message, None, None, hint)
+    def __init__(self, message: str, param: str, hint: str | None = None, decl: str | None = None) -> None:
+        super().__init__(message, None, None, hint, decl)
         self.param = param
 
 
@@ -57,6 +62,8 @@ class DatasetItems:
     raw_rows: list[dict[str, Any]] | None = field(default=None, repr=False)  # hub rows as read (stored in run dirs)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (code, message): see data_warnings()
     n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
+    note: str | None = None  # which source was read, when a hub dataset has a fallback (plan notes)
+    decl: str | None = None  # the declaration read (the dataset, or its fallback): its dev split applies
 
     @property
     def sample(self) -> list[dict[str, Any]]:
@@ -177,14 +184,18 @@ _MISSING = object()
 
 
 def field_value(row: dict[str, Any], name: str) -> Any:
-    """``row[name]``, or for a dotted path the nested value (``choices.text``); _MISSING if absent."""
+    """``row[name]``, or for a dotted path the nested value (``choices.text``; a number indexes a
+    list: ``turns.0``); _MISSING if absent."""
     if name in row:
         return row[name]
     cur: Any = row
     for part in name.split("."):
-        if not isinstance(cur, dict) or part not in cur:
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):  # `turns.0`: a list's item
+            cur = cur[int(part)]
+        else:
             return _MISSING
-        cur = cur[part]
     return cur
 
 
@@ -206,7 +217,7 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     item = {k: val for k, val in row.items() if k != "__line__"}
     item["id"] = str(need(v.id, False) if field_value(row, v.id) is not _MISSING else f"{ds.id}_{idx}")
     item["question"] = need(v.question, True)
-    choices = need(v.choices, v.task != "open_qa")
+    choices = list(v.choices) if isinstance(v.choices, list) else need(v.choices, v.task != "open_qa")
     if choices is not None and not isinstance(choices, list):
         raise DataError(f"field '{v.choices}' must be a list, got {type(choices).__name__}", path, line,
                         hint="write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
@@ -222,6 +233,9 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                 raise DataError(f"labels {labels!r} must be a list with one label per choice ({len(choices)})", path, line)
             if str(gold) in [str(lab) for lab in labels]:
                 gold_index, gold = [str(lab) for lab in labels].index(str(gold)), None
+        if gold_index is None and v.gold is None:
+            raise DataError(f"row has no gold index (field '{v.gold_index}'), and gold=none names no gold-text field",
+                            path, line, hint=f"fields present: {', '.join(_paths(row))}")
         if gold_index is None:
             raise DataError(f"gold answer {_short(gold)} is not one of the {len(choices)} choices", path, line,
                             hint=f"field '{v.gold}' must equal one choice exactly (or map gold_index= or labels=)")
@@ -230,6 +244,9 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                             line, hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
+    elif v.gold is None:
+        raise DataError(f"gold=none takes the gold from the options, but the row has no field '{v.choices}'", path,
+                        line, hint=f"fields present: {', '.join(_paths(row))}")
     item["answer"] = gold
     item["answer_index"] = gold_index
     aliases = need(v.aliases, False)
@@ -275,44 +292,107 @@ def _hashable(x: Any) -> bool:
 
 
 def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
-                 meta: dict[str, Any] | None = None) -> DatasetItems:
+                 meta: dict[str, Any] | None = None, no_download: str | None = None) -> DatasetItems:
     """Read, normalise and sample one dataset. Raises :class:`DataError` for user problems.
     ``file``: read these rows (JSON lines, or CSV for a csv dataset) instead of locating the
     declared file or hub split -- a run directory's copy; ``meta`` is then the identity recorded
-    when it was first read (hub revision and hashes)."""
+    when it was first read (hub revision and hashes, or the fallback file read instead).
+    ``no_download``: a hub split is read from the local cache only, for this reason; a hub
+    dataset with a ``fallback=`` file reads that file when the split is not available offline."""
     ds = spec.get(ds_id)
     meta = dict(meta or {})
-    raw: list[dict[str, Any]] | None = None
+    fb = fallback_of(spec, ds)
     if ds.ctor == "hub" and file is None:
         from auditlang.data.hub import HubError, read_hub  # lazy: `datasets` is an optional extra
 
-        where = f"hub:{ds.value.id_}/{ds.value.split}"
         try:
-            rows, meta = read_hub(ds)
+            rows, meta = read_hub(ds, no_download)
         except HubError as e:
-            raise DataError(str(e), None, None, hint=e.hint) from None
-        raw = rows
+            if fb is None or e.unavailable is None:
+                hint = e.hint if fb is None else (f"{e.hint}; the fallback file {fb.value.path!r} is read only when "
+                                                  "the split is not available offline (HF_DATASETS_OFFLINE=1)")
+                raise DataError(str(e), None, None, hint=hint) from None
+            return _read_fallback(spec, ds, fb, root, e.unavailable)
+        return _items(ds_id, ds, rows, f"hub:{ds.value.id_}/{ds.value.split}", meta, rows, fb)
+    if fb is not None and meta.get("source") == "fallback":  # a run directory's copy of the fallback file read
+        return _items(ds_id, fb, _read_file(fb, file), str(file), meta, None, fb)
+    path = file if file is not None else locate(ds, root, spec)
+    if path is None:
+        raise DataError(f"data file '{ds.value.path}' not found under the data root {root}", None, None,
+                        hint=f"pass --data-root DIR or set {ENV_DATA_ROOT}")
+    return _items(ds_id, ds, _read_file(ds, path), str(path), meta, None)
+
+
+def fallback_of(spec: Spec, ds: Resolved) -> Resolved | None:
+    """The fallback file declared for a hub dataset (``hub(..., fallback=jsonl(...))``), or None."""
+    fid = getattr(ds.value, "fallback", None)
+    return spec.objects.get(fid) if fid else None
+
+
+def _read_file(ds: Resolved, path: Path) -> list[dict[str, Any]]:
+    try:
+        return _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
+    except OSError as e:
+        raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
+
+
+def _read_fallback(spec: Spec, hub: Resolved, fb: Resolved, root: Path, why: str) -> DatasetItems:
+    """The fallback file of ``hub``, read because the Hub split is not available offline (``why``)."""
+    v = hub.value
+    what = f"{v.id_!r}" + (f" (config {v.config!r})" if v.config else "") + f", split {v.split!r}"
+    try:
+        path = locate(fb, root, spec)
+    except ConfinementError as e:
+        raise ConfinementError(str(e), e.param, e.hint, decl=fb.id) from None
+    if path is None:
+        raise DataError(f"the Hub split {what} is not available ({why}), and its fallback file '{fb.value.path}' is "
+                        f"not found under the data root {root}", None, None, decl=fb.id,
+                        hint=f"pass --data-root DIR (or set {ENV_DATA_ROOT}) to the folder holding {fb.value.path}, "
+                             "or load the Hub split once with network access")
+    try:
+        rows = _read_file(fb, path)
+    except DataError as e:
+        e.decl = fb.id
+        raise
+    meta = {"source": "fallback", "hub_id": v.id_, "config": v.config, "split": v.split, "revision": v.revision,
+            "hub_unavailable": why, "fallback_file": fb.value.path, "sha256": sha256_file(path)}
+    return _items(hub.id, fb, rows, str(path), meta, None, fb)
+
+
+def source_note(meta: dict[str, Any], fb: Resolved | None) -> str | None:
+    """The plan note saying which source a hub dataset with a fallback was read from."""
+    if fb is None:
+        return None
+    if meta.get("source") == "fallback":
+        return (f"read from its fallback file {meta.get('fallback_file')} (sha256 {meta.get('sha256')}), not from the "
+                f"Hub: {meta.get('hub_id')!r} split {meta.get('split')!r} is not available offline "
+                f"({meta.get('hub_unavailable')})")
+    rev = meta.get("revision")
+    return (f"read from the Hub, {meta.get('hub_id')!r} split {meta.get('split')!r} "
+            + (f"at revision {rev}" if rev else "(revision not pinned)") + f", commit {meta.get('commit') or 'unknown'}"
+            + f"; its fallback file {fb.value.path} was not needed")
+
+
+def _items(ds_id: str, src: Resolved, rows: list[dict[str, Any]], where: str, meta: dict[str, Any],
+           raw: list[dict[str, Any]] | None, fb: Resolved | None = None) -> DatasetItems:
+    """Filter, normalise and sample ``rows`` read for dataset ``ds_id`` by the declaration ``src``
+    (the dataset itself, or the fallback whose file was read); one code path for every source."""
+    try:
+        if not rows:
+            raise DataError("the dataset has no rows" if src.ctor == "hub" else "data file has no rows", where,
+                            hint="point the dataset at a file with one row per item")
+        rows = _filter(rows, src, where)
+        items = _normalise_all(rows, src, where)
+    except DataError as e:
+        if src.id != ds_id:
+            e.decl = src.id
+        raise
+    if src.value.sample_per:
+        indices = stratified_indices(rows, src)
     else:
-        path = file if file is not None else locate(ds, root, spec)
-        if path is None:
-            raise DataError(f"data file '{ds.value.path}' not found under the data root {root}", None, None,
-                            hint=f"pass --data-root DIR or set {ENV_DATA_ROOT}")
-        where = str(path)
-        try:
-            rows = _read_csv(path) if ds.ctor == "csv" else _read_jsonl(path)
-        except OSError as e:
-            raise DataError(f"cannot read data file: {e.strerror}", str(path), hint="check the file's permissions") from None
-    if not rows:
-        raise DataError("the dataset has no rows" if ds.ctor == "hub" else "data file has no rows", where,
-                        hint="point the dataset at a file with one row per item")
-    rows = _filter(rows, ds, where)
-    items = _normalise_all(rows, ds, where)
-    if ds.value.sample_per:
-        indices = stratified_indices(rows, ds)
-    else:
-        indices = sample_indices(len(items), ds.value.sample or len(items), ds.value.seed)
+        indices = sample_indices(len(items), src.value.sample or len(items), src.value.seed)
     return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
-                        warnings=data_warnings(rows, items, where))
+                        warnings=data_warnings(rows, items, where), note=source_note(meta, fb), decl=src.id)
 
 
 def _short(value: Any, width: int = 60) -> str:

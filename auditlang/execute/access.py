@@ -115,6 +115,7 @@ def hub_access(spec: Spec) -> list[Access]:
     if offline_env():
         return []
     used = {d for a in spec.of_kind("audit").values() for d in a.value.datasets}
+    used |= {spec.get(d).value.dev for d in used if d in spec.objects and spec.get(d).value.dev}  # dev splits
     url, url_from = (os.environ["HF_ENDPOINT"], "environment") if os.environ.get("HF_ENDPOINT") \
         else ("https://huggingface.co", "default")
     host = (urlsplit(url).hostname or "").lower()
@@ -123,11 +124,30 @@ def hub_access(spec: Spec) -> list[Access]:
             for d in sorted(used) if d in spec.objects and spec.get(d).ctor == "hub"]
 
 
+def offline_hubs(spec: Spec, accesses: list[Access], allow: Allowances) -> dict[str, str]:
+    """Hub datasets declaring a ``fallback=`` file whose Hub host the user has not allowed:
+    dataset id -> why their split is read from the local cache only (and, when it is not
+    there, from the fallback file). They need no permission: nothing is downloaded."""
+    why = {a.model: f"downloads from {a.host} are not allowed without --allow-host {a.host}"
+           for a in accesses if a.kind == "dataset" and allow.host_ok(a.host) is None}
+    audited = {d for a in spec.of_kind("audit").values() for d in a.value.datasets}
+    out = {d: w for d, w in why.items() if getattr(spec.get(d).value, "fallback", None)}
+    for d, w in why.items():  # a dev split only Hub datasets with a fallback use: read offline like them
+        users = [u for u in audited if u in spec.objects and spec.get(u).value.dev == d]
+        if d not in out and d not in audited and users and all(u in out for u in users):
+            out[d] = w
+    return out
+
+
 def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> DiagnosticBag:
-    """E180 for a host the user did not allow, E181 for a secret the user did not allow."""
+    """E180 for a host the user did not allow, E181 for a secret the user did not allow. A hub
+    dataset with a fallback file is read offline instead (:func:`offline_hubs`)."""
     bag = DiagnosticBag()
+    offline = offline_hubs(spec, accesses, allow)
     for a in accesses:
         o = spec.get(a.model)
+        if a.kind == "dataset" and a.model in offline:
+            continue
         if a.kind == "dataset" and allow.host_ok(a.host) is None:
             bag.error("E180", f"dataset '{a.model}' would be downloaded from {a.host} ({a.url}), a host you have not "
                       "allowed", o.span,

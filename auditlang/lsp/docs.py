@@ -137,7 +137,9 @@ def param_doc(cls: type[S.Obj], name: str) -> str | None:
     note = f.description or field_comments(cls).get(name, "")
     ref = cls.REFS.get(name)
     lines = [f"**{name}**: `{type_str(f.annotation)}` ({_default(f)})"]
-    if ref:
+    if name in cls.INLINE:
+        lines.append(f"takes {cls.INLINE[name]}")
+    elif ref:
         lines.append(f"refers to a declared {ref}")
     if note:
         lines.append(note)

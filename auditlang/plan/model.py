@@ -104,7 +104,9 @@ def plan_hash(d: dict[str, Any]) -> str:
     body = {k: v for k, v in d.items()
             if k not in ("hash", "notes", "spec", "datasets", "estimated_stage1", "token_estimate_followups")}
     body["spec"] = d.get("spec", {}).get("hash")
-    body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in d.get("datasets", {}).items()}
+    # where the files lie and why a hub split was not available offline do not change what is run
+    body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk not in ("path", "hub_unavailable")}
+                        for k, v in d.get("datasets", {}).items()}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
 

@@ -86,7 +86,7 @@ def _variant_template(spec: Spec, vid: str, task: str) -> str | None:
 
 
 def _dev_indices(ds: DatasetItems, spec: Spec) -> list[int]:
-    v = spec.get(ds.dataset_id).value
+    v = spec.get(ds.decl or ds.dataset_id).value  # a hub dataset's fallback may carve its own dev split
     if not v.dev_sample or v.dev:
         return []
     taken = set(ds.indices)
@@ -115,12 +115,15 @@ def _settings_span(spec: Spec, param: str):
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
                  data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
-                 step=None, synthetic: frozenset[str] = frozenset()) -> None:
+                 step=None, synthetic: frozenset[str] = frozenset(), no_download: dict[str, str] | None = None) -> None:
         """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
         (a run directory's copies). ``step(text)``: told when each dataset is read and each audit
         planned (progress). ``synthetic``: datasets to stand in for with placeholder items of the
-        declared sizes (used only to estimate the counts of a plan whose data is missing)."""
+        declared sizes (used only to estimate the counts of a plan whose data is missing).
+        ``no_download``: hub dataset id -> why its split is read from the local cache only (its
+        Hub host is not allowed and it declares a fallback file)."""
         self.spec = spec
+        self.no_download = dict(no_download or {})
         self.synthetic = synthetic
         self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
@@ -166,11 +169,14 @@ class Planner:
         elif self.load_data:
             self.step(f"reading dataset {dsid}")
             try:
-                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid))
+                got = load_dataset(self.spec, dsid, self.root, self.data_files.get(dsid), self.data_meta.get(dsid),
+                                   self.no_download.get(dsid))
+                if got.note:
+                    self.notes.append(f"dataset '{dsid}': {got.note}")
                 if self.limit is not None:
                     got.n_drawn = len(got.indices)  # before --limit, for the checklist
                     got.indices = got.indices[: self.limit]
-                dev_ref = self.spec.get(dsid).value.dev
+                dev_ref = self.spec.get(got.decl or dsid).value.dev
                 if dev_ref:
                     dev = self.dataset(dev_ref)
                     got.dev_indices = []
@@ -179,7 +185,8 @@ class Planner:
                 else:
                     got.dev_indices = _dev_indices(got, self.spec)
             except ConfinementError as e:
-                self.bag.error("E118", f"dataset '{dsid}': {e}", self.spec.get(dsid).param_span(e.param), hint=e.hint)
+                self.bag.error("E118", f"dataset '{dsid}': {e}", self.spec.get(e.decl or dsid).param_span(e.param),
+                               hint=e.hint)
                 self.failed.add(dsid)
                 got = None
             except DataError as e:
@@ -189,13 +196,13 @@ class Planner:
                     self.notes.append(f"dataset '{dsid}': {e} — counts are estimates from the declared sample size")
                     self.hints[dsid] = e.hint
                 else:
-                    self.bag.error("E170", f"dataset '{dsid}': {where}{e}", obj.span, hint=e.hint)
+                    self.bag.error("E170", f"dataset '{dsid}': {where}{e}", self.spec.get(e.decl or dsid).span, hint=e.hint)
                     self.failed.add(dsid)
                 got = None
         if got is not None:
             strict = self.spec.settings.data_warnings == "error"
             for code, msg in got.warnings:
-                span = self.spec.get(dsid).span
+                span = self.spec.get(got.decl or dsid).span  # the fallback's jsonl(...) when its file was read
                 if strict:
                     self.bag.error(STRICT_CODES[code], f"dataset '{dsid}': {msg}", span,
                                    hint="fix the data, or set settings { data_warnings = warn } to run anyway")
@@ -327,7 +334,8 @@ class Planner:
                     ds_info[dsid] = {"path": getattr(dobj.value, "path", None), "available": False, "n_sample": n}
                 else:
                     ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
-                                     "n_sample": len(ds.indices), "seed": dobj.value.seed, "indices": ds.indices,
+                                     "n_sample": len(ds.indices), "seed": spec.get(ds.decl or dsid).value.seed,
+                                     "indices": ds.indices,
                                      "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
                                      **ds.meta}
                     if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
@@ -444,9 +452,10 @@ class Planner:
         count beyond this plan's exact requests, deferred list), or None when the spec's
         templates need fields the placeholders lack (the role-count estimate stands)."""
         try:
+            read = {d: ds for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
             synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing,
-                            data_files={d: Path(ds.path) for d, ds in self.data.items()
-                                        if ds is not None and not ds.path.startswith("hub:")}).build()
+                            data_files={d: Path(ds.path) for d, ds in read.items()},
+                            data_meta={d: ds.meta for d, ds in read.items()}).build()
         except Exception:  # noqa: BLE001 - placeholders cannot render: keep the simpler estimate
             return None
         extra = Counter((r.model, r.kind) for r in synth.requests)
@@ -516,6 +525,8 @@ class Planner:
         spec = self.spec
         objs = [spec.get(x).params() if x in spec.objects else x for x in (mid, dsid, vid, pid, eid)]
         h = content_hash(objs, ds.indices if ds is not None else None)
+        if ds is not None and getattr(spec.get(dsid).value, "fallback", None):  # which source was read
+            h = content_hash(h, ds.meta.get("source"), ds.meta.get("content_sha256") or ds.meta.get("sha256"))
         cid = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
         return Cell(cid, aid, mid, dsid, vid, pid, eid, h, n_items, 0, ds is None)
 
@@ -664,6 +675,7 @@ def _path_of(spec: Spec, mid: str) -> str:
 
 
 def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-               step=None) -> Plan:
-    """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics."""
-    return Planner(spec, data_root, load_data, limit=limit, step=step).build()
+               step=None, no_download: dict[str, str] | None = None) -> Plan:
+    """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics.
+    ``no_download``: see :class:`Planner`."""
+    return Planner(spec, data_root, load_data, limit=limit, step=step, no_download=no_download).build()

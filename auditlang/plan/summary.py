@@ -32,7 +32,10 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     for col in ("dataset", "source", "items", "sample", "dev"):
         ds.add_column(col)
     for dsid, info in plan.datasets.items():
-        ds.add_row(dsid, str(info.get("path")), str(info.get("n_items", "?")),
+        src = str(info.get("path"))
+        if info.get("source") == "fallback":
+            src += f" (fallback of hub {info.get('hub_id')}: not available offline)"
+        ds.add_row(dsid, src, str(info.get("n_items", "?")),
                    f"{info.get('n_sample')}{'' if info.get('available') else ' (declared)'}", str(info.get("n_dev", 0)))
     con.print(ds)
 

@@ -318,14 +318,24 @@ def _chat(rd: RunData) -> Entry:
 
 
 def _hub_identity(e: Entry, o, info: dict) -> None:
-    """A Hub split: id, config, split, the revision pinned, the commit and hashes of the rows read."""
+    """A Hub split: id, config, split, the revision pinned, the commit and hashes of the rows read;
+    or, when its ``fallback=`` file was read instead, that file, its sha256 and why."""
     v = o.value
-    e.lines.append(f"dataset {o.id}: Hugging Face Hub {v.id_!r}" + (f", config {v.config!r}" if v.config else "")
-                   + f", split {v.split!r}, revision {v.revision or 'not pinned'}"
-                   + (f"; commit {info.get('commit') or 'unknown'}, fingerprint {info.get('fingerprint')}, "
-                      f"content sha256 {info.get('content_sha256')}" + (" (read offline from the local cache)"
-                                                                        if info.get("offline") else "")
-                      if info.get("available") else "; not loaded at plan time"))
+    head = (f"dataset {o.id}: Hugging Face Hub {v.id_!r}" + (f", config {v.config!r}" if v.config else "")
+            + f", split {v.split!r}, revision {v.revision or 'not pinned'}")
+    if info.get("source") == "fallback":
+        e.lines.append(f"{head}; NOT READ: not available offline ({info.get('hub_unavailable')}); the fallback file "
+                       f"{info.get('fallback_file')} (sha256 {info.get('sha256')}) was read instead, with its own "
+                       "field mapping and the same sampling")
+        e.flag(f"{D.WARNING}: dataset '{o.id}' was read from its fallback file {info.get('fallback_file')}, not from "
+               f"Hub dataset {v.id_!r} split {v.split!r} that the spec names; the items may differ from the Hub's")
+        return
+    e.lines.append(head + (f"; commit {info.get('commit') or 'unknown'}, fingerprint {info.get('fingerprint')}, "
+                           f"content sha256 {info.get('content_sha256')}" + (" (read offline from the local cache)"
+                                                                             if info.get("offline") else "")
+                           if info.get("available") else "; not loaded at plan time")
+                   + ("; its fallback file was not read" if getattr(v, "fallback", None) and info.get("available")
+                      else ""))
     if not v.revision:
         e.flag(f"{D.UNSPECIFIED}: dataset '{o.id}' does not pin revision= of Hub dataset {v.id_!r}; the data is "
                + (f"identified only by commit {info.get('commit') or 'unknown'} and content sha256 "
@@ -347,9 +357,11 @@ def _seeds(rd: RunData) -> Entry:
             e.lines.append(f"dataset {dsid}: not computable: data not available at plan time "
                            f"(estimated n={info.get('n_sample')})")
             continue
+        if info.get("source") == "fallback" and getattr(o.value, "fallback", None) in spec.objects:
+            o = spec.get(o.value.fallback)  # its sampling was used (the hub's unless it set its own)
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        where = "source" if o.ctor == "hub" else "file"
+        where = "fallback file" if info.get("source") == "fallback" else "source" if o.ctor == "hub" else "file"
         e.lines.append(f"dataset {dsid}: {where} {data_file(info.get('path'), (rd.run_info.get('data') or {}).get(dsid))}, "
                        f"{info.get('n_items')} rows, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")

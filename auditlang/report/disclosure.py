@@ -17,6 +17,7 @@ from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.report.cross_scoring import cross_uses
 from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
+from auditlang.report.paths import data_source
 
 AXES: dict[str, list[tuple[str, str]]] = {
     "token_prob": [("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
@@ -183,6 +184,9 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         t.add("Evaluator", evs[0], "; ".join(evs[1:]), "generations, protocols, models, data",
               f"evaluator repair ({rep})" if rep else "same generations re-scored")
     _decoding_rows_and_notes(rd, aid, t)
+    sources = [x for d in rd.audit(aid).datasets if (x := data_source(d, rd.plan.datasets.get(d, {})))]
+    if sources:
+        t.notes.append("Data: " + "; ".join(sources) + ".")
     t.notes.append(f"Main setting: {', '.join(mains)}.")
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")

@@ -15,6 +15,7 @@ from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
 from auditlang.report.disclosure import AXES
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
+from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 
@@ -95,6 +96,9 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
     if ds:
         out.append(Sentence(f"Items are drawn at random with fixed seeds: {_join(ds)}; the global seed is "
                             f"{rd.spec.settings.seed}.", ["seeds"]))
+    sources = [data_source(dsid, info) for dsid, info in rd.plan.datasets.items() if info.get("available")]
+    if any(sources):
+        out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"]))
     return out
 
 

@@ -58,3 +58,18 @@ def data_file(path: str | Path | None, stored: dict | None = None) -> str:
         return "no file"
     digest = file_sha256(path)
     return f"{Path(str(path)).name} (sha256 {digest if digest else 'not computable: file not readable at report time'})"
+
+
+def data_source(dsid: str, info: dict) -> str | None:
+    """Where a Hub dataset's items came from (its plan entry ``info``): the Hub split (revision or
+    commit), or its local fallback file; None for a file dataset or data not read."""
+    if not info.get("available"):
+        return None
+    where = f"{info.get('hub_id')}" + (f" ({info['config']})" if info.get("config") else "") + f", split {info.get('split')}"
+    if info.get("source") == "fallback":
+        return (f"{dsid} was read from the local file {info.get('fallback_file')} (sha256 {str(info.get('sha256'))[:12]}) "
+                f"in place of the Hugging Face Hub dataset {where}, which was not available offline")
+    if info.get("source") == "hub":
+        commit = info.get("revision") or info.get("commit")
+        return f"{dsid} is the Hugging Face Hub dataset {where}" + (f" at revision {str(commit)[:12]}" if commit else "")
+    return None

@@ -43,6 +43,10 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
         bag.error("E150", "settings declared more than once", second.span, hint="merge them into one `settings` block")
     for ds in spec.of_kind("dataset").values():
         _check_sample_per(ds, bag)
+        if ds.value.gold is None and (ds.value.choices is None or ds.value.gold_index is None):
+            why = "choices=none as well" if ds.value.choices is None else "gold_index=none as well"
+            bag.error("E159", f"dataset '{ds.id}': gold=none takes the gold from the options by gold_index=, but {why}",
+                      ds.param_span("gold"), hint="name the field holding the gold answer text, e.g. gold=\"answer\"")
     for audit in spec.of_kind("audit").values():
         a = audit.value
         for fld in ("models", "datasets", "variants", "protocols"):

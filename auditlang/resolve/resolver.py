@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span, did_you_mean
 from auditlang.resolve import schema as S
+from auditlang.resolve.fallback import fallback_base, fallback_id
 from auditlang.resolve.modules import LoadedModule, load_modules, project_root
 from auditlang.resolve.spec import MetricRef, Resolved, Spec
 from auditlang.syntax import ast as A
@@ -47,6 +48,7 @@ class _Resolver:
         self.active: list[str] = []
         self.failed: set[str] = set()  # objects whose resolution failed (diagnostics already given)
         self.chain_reported = False
+        self.fallbacks: dict[str, tuple[LoadedModule, A.Expr]] = {}  # fallback id -> its module and expression
         self._collect(top)
 
     # -------------------------------------------------------------- symbol table
@@ -237,6 +239,7 @@ class _Resolver:
         named: list[tuple[str, A.Expr, Span]] = [(positional[i], a, a.span) for i, a in enumerate(args[: len(positional)])]
         named += [(k.name, k.value, k.span) for k in kwargs]
         seen: set[str] = set()
+        fallback: tuple[LoadedModule, A.Expr, Span] | None = None  # built last: it inherits from the others
         for name, expr, nspan in named:
             if name in seen:
                 self.bag.error("E115", f"parameter '{name}' given twice", nspan,
@@ -252,6 +255,9 @@ class _Resolver:
                 self.bag.error("E120", f"unknown parameter '{name}' for {ctor}()", nspan, hint=hint)
                 ok = False
                 continue
+            if kind == "dataset" and field_name == "fallback":
+                fallback = (mod, expr, nspan)
+                continue
             val = self._param_value(oid, mod, cls, field_name, expr)
             if val is _FAIL:
                 ok = False
@@ -266,6 +272,18 @@ class _Resolver:
             spans[name] = nspan
         if not ok:
             return False
+        if fallback is None and raw.get("fallback") in self.fallbacks:  # derived with `with`: rebuilt for its own sampling
+            fmod, fexpr = self.fallbacks[raw["fallback"]]
+            fallback = (fmod, fexpr, spans["fallback"])
+        if fallback is not None:
+            fmod, fexpr, fspan = fallback
+            base = fallback_base(fexpr, raw, spans, self.bag)
+            fid = fallback_id(oid)
+            if base is None or not self._build(fid, fmod, "dataset", base[0], base[1], base[2], list(fexpr.kwargs),
+                                               list(fexpr.args), fexpr.span):
+                return False
+            self.fallbacks[fid] = (fmod, fexpr)
+            raw["fallback"], spans["fallback"] = fid, fspan
         try:
             value = cls.model_validate(raw)
         except ValidationError as e:

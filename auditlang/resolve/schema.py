@@ -28,6 +28,7 @@ TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
 class Obj(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     REFS: ClassVar[dict[str, str]] = {}
+    INLINE: ClassVar[dict[str, str]] = {}  # REFS that take only an object written inline: what to write
     POSITIONAL: ClassVar[tuple[str, ...]] = ()
     DOC: ClassVar[str] = ""
 
@@ -42,8 +43,10 @@ class FieldMap(Obj):
 class _DatasetBase(Obj):
     task: TaskType
     question: str = "question"
-    choices: str | None = "choices"
-    gold: str = "answer"
+    # the field holding each row's options, or one list for every row (a classification set's
+    # label names, e.g. ["negative", "positive"] when the rows hold only the label index)
+    choices: list[str] | str | None = "choices"
+    gold: str | None = "answer"  # none: no gold-text field; the gold is the choice at gold_index (or labels)
     gold_index: str | None = "answer_index"
     aliases: str | None = "aliases"
     id: str = "id"
@@ -76,13 +79,19 @@ class CsvDataset(_DatasetBase):
 
 
 class HubDataset(_DatasetBase):
-    DOC: ClassVar[str] = "A Hugging Face `datasets` id and split, loaded only at run time."
+    DOC: ClassVar[str] = ("A Hugging Face `datasets` id and split, loaded only at run time; `fallback=jsonl(PATH, ...)` "
+                          "names the local file read instead when the split is not available offline.")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("id_", "split")
     id_: str = Field(alias="hub_id")
     split: str = "validation"
     config: str | None = None
     revision: str | None = None  # a Hub commit sha, tag or branch; recorded with the data's content hash
     size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
+    # the local file read instead when the Hub split is not available offline, with its own field
+    # mapping; every other parameter it does not set is this dataset's (resolve/fallback.py)
+    fallback: str | None = None
+    REFS: ClassVar[dict[str, str]] = {"dev": "dataset", "fallback": "dataset"}
+    INLINE: ClassVar[dict[str, str]] = {"fallback": 'jsonl(PATH, ...) or csv(PATH, ...), e.g. fallback=jsonl("arc_challenge.jsonl")'}
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 

@@ -194,3 +194,26 @@ def test_lsp_without_pygls_is_a_runtime_error(monkeypatch, capsys):
     assert main(["lsp"]) == 3
     err = capsys.readouterr().err
     assert "pip install 'auditlang[lsp]'" in err and "Traceback" not in err
+
+
+HUB = '''dataset arc = hub("allenai/ai2_arc", "test", config="ARC-Challenge", task=multiple_choice, sample=5,
+                  fallback=jsonl("arc.jsonl", task=multiple_choice))
+'''
+
+
+def test_hub_fallback_diagnostic_hover_and_completion(client, tmp_path):
+    """A hub dataset's fallback in the editor: E124 where it sets the task, the parameter's docs on
+    hover, and the file dataset's parameters completed inside the inline jsonl(...)."""
+    uri = (tmp_path / "hub.audit").as_uri()
+    diags = _open(client, uri, HUB)["diagnostics"]
+    assert [d["code"] for d in diags] == ["E124"]
+    assert diags[0]["range"]["start"] == _pos(HUB, "task=multiple_choice))")
+    h = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": _pos(HUB, "fallback=", 2)})
+    text = h["contents"]["value"]
+    assert "**fallback**" in text and "not available offline" in text and "jsonl(PATH, ...)" in text
+    typing = HUB.replace(', task=multiple_choice))', ', ')
+    _change(client, uri, typing, 2)
+    res = client.request("textDocument/completion", {"textDocument": {"uri": uri},
+                                                     "position": _pos(typing, '"arc.jsonl", ', 13)})
+    labels = {i["label"] for i in res["items"]}
+    assert {"question", "choices", "gold", "gold_index", "filter_field"} <= labels and "fallback" not in labels

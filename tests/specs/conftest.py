@@ -21,6 +21,15 @@ def _pool_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(SHARED_DATA))
 
 
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The study specs name Hub splits with the local copies as fallbacks: offline, with the test
+    # machine's cache holding none of them, every dataset is read from its fallback file, on a
+    # machine with network access or without (CI sets HF_HUB_OFFLINE=1 too).
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
 @pytest.fixture
 def plan_with_data(shared_data: Path) -> Callable[[Spec], Plan]:
     def run(spec: Spec) -> Plan:

@@ -48,6 +48,32 @@ def test_spec_models_name_paper_checkpoints(study: str) -> None:
             assert v.chat is False, f"{study}: base model {mid} must have chat=off"
 
 
+# Datasets read from the local copies only, each for a reason its spec states (LANGUAGE GAP).
+LOCAL_ONLY = {"s000": {"mnli"}, "s002": {"popqa", "popqa_dev"}}
+
+
+@pytest.mark.parametrize("study", sorted(SPECS))
+def test_spec_datasets_name_hub_ids_with_local_fallbacks(study: str, shared_data: Path) -> None:
+    """Every dataset with a local copy names the Hub split the paper used, with that copy (a file
+    of ../shared/data) as its fallback; the rest are local only for a stated reason."""
+    spec = compiled(SPECS[study])
+    text = SPECS[study].read_text(encoding="utf-8")
+    fallbacks = set()
+    for did, d in spec.of_kind("dataset").items():
+        if d.ctor == "hub" and d.value.fallback:
+            fb = spec.get(d.value.fallback)
+            fallbacks.add(fb.id)
+            assert fb.ctor == "jsonl" and (shared_data / fb.value.path).is_file(), f"{study}: {did}"
+            assert "/" in d.value.id_ and fb.value.task == d.value.task
+    for did, d in spec.of_kind("dataset").items():
+        if d.ctor == "jsonl" and did not in fallbacks:
+            assert did in LOCAL_ONLY.get(study, set()), f"{study}: dataset {did} names no Hub id"
+    assert fallbacks, f"{study}: no Hub dataset with a fallback"
+    for did in LOCAL_ONLY.get(study, set()):
+        assert spec.get(did).ctor == "jsonl"
+    assert text.count("LANGUAGE GAP") >= (1 if study in LOCAL_ONLY else 0)
+
+
 # ----------------------------------------------------------------------------- study 000
 
 
@@ -255,16 +281,21 @@ def test_s002_method_cells() -> None:
 
 
 def test_s002_train_split_is_2000_items() -> None:
-    # §5 "Datasets": "2,000 randomly sampled training examples each" train PS and Calib1
+    # §5 "Datasets": "2,000 randomly sampled training examples each" train PS and Calib1: from the
+    # Hub's train split, or offline a disjoint carve-out of the local copy (its fallback file)
     spec = compiled(SPECS["s002"])
     for d in ("nq", "sciq", "triviaqa"):
-        assert spec.get(d).value.dev_sample == 2000
+        hub = spec.get(d).value
+        train = spec.get(hub.dev)
+        assert train.ctor == "hub" and train.value.split == "train" and train.value.id_ == hub.id_
+        assert train.value.sample == 2000 and hub.split != "train"
+        assert spec.get(hub.fallback).value.dev_sample == 2000 and spec.get(hub.fallback).value.dev is None
     assert spec.get("popqa").value.dev == "popqa_dev" and spec.get("popqa_dev").value.sample == 2000
 
 
 def test_s002_prompt_sets_for_robustness() -> None:
     # §5 and App. Tables 4-5: P-RB over M = 10 answer prompts (Prob./PS/P(True)) or 7 confidence
-    # prompts (VC); 1,000 test items per dataset (SciQ: 500 locally, see the spec).
+    # prompts (VC); 1,000 test items per dataset (SciQ: 500 from the local copy, see the spec).
     plan = declared_plan(SPECS["s002"])
     per = defaultdict(set)
     for c in plan.cells:
@@ -276,7 +307,7 @@ def test_s002_prompt_sets_for_robustness() -> None:
         if c.audit == "vc":
             vc[(c.model, c.dataset, c.evaluator)].add(c.protocol)
     assert {len(v) for v in vc.values()} == {7}
-    assert {c.dataset: c.n_items for c in plan.cells} == {"nq": 1000, "sciq": 500, "triviaqa": 1000, "popqa": 1000}
+    assert {c.dataset: c.n_items for c in plan.cells} == {"nq": 1000, "sciq": 1000, "triviaqa": 1000, "popqa": 1000}
 
 
 def test_s002_vc_prb_across_confidence_prompts() -> None:
