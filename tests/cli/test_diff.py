@@ -46,7 +46,7 @@ def _run(tmp_path: Path, name: str, spec_text: str, capsys, *extra: str) -> Path
 
 
 def test_diff_of_two_dry_runs_is_zero(tmp_path: Path, capsys) -> None:
-    text = (ROOT / "examples" / "quickstart.audit").read_text(encoding="utf-8").replace('import "stdlib/s000"\n', "")
+    text = (ROOT / "examples" / "quickstart_full.audit").read_text(encoding="utf-8").replace('import "stdlib/s000"\n', "")
     a = _run(tmp_path, "a", text, capsys, "--engine", "dryrun", "--limit", "4")
     b = _run(tmp_path, "b", text, capsys, "--engine", "dryrun", "--limit", "4")
     assert main(["diff", str(a), str(b), "--metric", "accuracy", "--format", "json"]) == 0

@@ -18,7 +18,7 @@ from auditlang.cli import build_parser, main
 from auditlang.execute.progress import ExecProgress
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = ROOT / "examples" / "quickstart.audit"
+QUICK = ROOT / "examples" / "quickstart_full.audit"
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:

@@ -22,7 +22,7 @@ from scripted_engine import generation, prompt_text, use_scripted_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples" / "data"
-QUICKSTART = ROOT / "examples" / "quickstart.audit"
+QUICKSTART = ROOT / "examples" / "quickstart_full.audit"
 Z = 1.959963984540054
 K = Z + 0.8416212335729143  # z_0.975 + z_0.8
 

@@ -10,7 +10,7 @@ import pytest
 from auditlang.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = str(ROOT / "examples" / "quickstart.audit")
+QUICKSTART = str(ROOT / "examples" / "quickstart_full.audit")
 GOLDENS = Path(__file__).parent / "goldens"
 TOKEN_CELL = "quickstart/smollm2/capitals/s000.surface_paraphrase/s000.token_norm/s000.first_char"
 VERBAL_CELL = "quickstart/gemma3/arithmetic/s000.implicit_framing/s000.verbal_decimal/s000.regex_reparse"

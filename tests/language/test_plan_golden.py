@@ -31,7 +31,7 @@ def normalised_plan(spec_path: Path, data_root: Path | None = None) -> str:
 
 
 def test_quickstart_plan_golden(golden) -> None:
-    golden(GOLDEN / "quickstart.json", normalised_plan(REPO / "examples" / "quickstart.audit"))
+    golden(GOLDEN / "quickstart.json", normalised_plan(REPO / "examples" / "quickstart_full.audit"))
 
 
 @pytest.mark.parametrize("name", ["s000_twin"])
