@@ -15,6 +15,8 @@ either run (``--prepare``), so neither timing includes the one-time conversion.
 
 Usage (repository root):
     python benchmarks/bench_ray_gpus.py SPEC --data-root DIR --out DIR [--limit N] [--json-out F]
+        [--phase both|local|ray]
+    python benchmarks/bench_ray_gpus.py --compare LOCAL/records.parquet RAY/records.parquet
 Prints one JSON line: walls, ratio ray/local, per-unit seconds, identical records.
 """
 
@@ -46,9 +48,17 @@ def _auditc(args: list[str], env: dict[str, str], log: Path) -> float:
     return wall
 
 
-def _records(run_dir: Path) -> pd.DataFrame:
-    df = pd.read_parquet(run_dir / "records.parquet")
+def _records(path: Path) -> pd.DataFrame:
+    df = pd.read_parquet(path)
     return df.sort_values(["cell_id", "item_index"]).reset_index(drop=True)
+
+
+def compare(a: Path, b: Path) -> dict:
+    """Two records.parquet files, column by column (after sorting by cell and item)."""
+    a_df, b_df = _records(a), _records(b)
+    differing = [c for c in a_df.columns if c in b_df.columns and not a_df[c].equals(b_df[c])]
+    return {"records": len(a_df), "identical_records": a_df.shape == b_df.shape and not differing,
+            "differing_columns": differing}
 
 
 def _gpus() -> list[str]:
@@ -60,6 +70,12 @@ def _gpus() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--compare"]:  # --compare LOCAL_RECORDS RAY_RECORDS: runs made on two machines
+        result = compare(Path(argv[1]), Path(argv[2]))
+        print(json.dumps(result, sort_keys=True))
+        return 0 if result["identical_records"] else 1
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("spec")
     ap.add_argument("--data-root", required=True)
@@ -94,17 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     ray = _auditc([*common, "--out", str(out / "ray"), "--executor", "ray", "--ray-shards", "1"], env, out / "ray.log")
     units = {m.group(1): float(m.group(2)) for m in re.finditer(r"\[ray\] unit (\S+) merged: .* in ([\d.]+)s",
                                                                  (out / "ray.log").read_text())}
-    a_df, b_df = _records(out / "local"), _records(out / "ray")
-    differing = [c for c in a_df.columns if c in b_df.columns and not a_df[c].equals(b_df[c])]
-    identical = a_df.shape == b_df.shape and not differing
     info = json.loads((out / "ray" / "run.json").read_text())
     result = {
-        "spec": a.spec, "limit": a.limit, "gpus": gpus, "records": len(a_df),
+        "spec": a.spec, "limit": a.limit, "gpus": gpus,
         "local_wall_s": round(local, 1), "ray_wall_s": round(ray, 1), "ratio_ray_over_local": round(ray / local, 3),
-        "ray_unit_seconds": units, "executor": info.get("executor"), "identical_records": identical,
-        "differing_columns": differing,
-        "executed": {"local": json.loads((out / "local" / "run.json").read_text())["last_run"], "ray": info.get("last_run")},
+        "ray_unit_seconds": units, "executor": info.get("executor"), "executed_ray": info.get("last_run"),
     }
+    if (out / "local" / "records.parquet").exists():  # else (local run on another machine): --compare later
+        result.update(compare(out / "local" / "records.parquet", out / "ray" / "records.parquet"))
+        identical = result["identical_records"]
+    else:
+        identical = True
     line = json.dumps(result, sort_keys=True)
     print(line)
     if a.json_out:

@@ -249,12 +249,13 @@ def _convert(info: EmbeddedModel, out: Path) -> None:
     scratch.mkdir()
     gguf = info.stage(scratch)
     digest, nbytes = sha256_file(gguf), gguf.stat().st_size
-    try:
-        tok = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    except ImportError as e:  # the `gguf` package (and accelerate) are needed to read GGUF
-        raise EngineError(f"reading {info.gguf_file} failed: {e}", hint="pip install 'auditlang[hf]'") from e
-    _fix_bos(tok, gguf)
+    with _gguf_parsed_once():
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        except ImportError as e:  # the `gguf` package (and accelerate) are needed to read GGUF
+            raise EngineError(f"reading {info.gguf_file} failed: {e}", hint="pip install 'auditlang[hf]'") from e
+        _fix_bos(tok, gguf)
     if getattr(model, "hf_quantizer", None) is not None:
         model.hf_quantizer.remove_quantization_config(model)
     model = model.to(torch.float32)
@@ -277,6 +278,33 @@ def _convert(info: EmbeddedModel, out: Path) -> None:
         "seconds": round(time.perf_counter() - t0, 1),
     }
     (out / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """Share one ``gguf.GGUFReader`` per file while converting. transformers parses the GGUF
+    header three times (config, tokenizer, weights) and :func:`_fix_bos` once more; parsing
+    Gemma's 262,144-token vocabulary element by element is most of the conversion's time, so
+    the reader (read-only: a memory map and the parsed fields) is built once."""
+    try:
+        import gguf as gguf_pkg  # lazy: gguf only for the one-time conversion
+    except ImportError:
+        yield
+        return
+    original = gguf_pkg.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared(path: Any, mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf_pkg.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf_pkg.GGUFReader = original
 
 
 def _fix_bos(tok: Any, gguf: Path) -> None:

@@ -107,6 +107,17 @@ def _submit(ray, units: list[Unit], replicas: dict[str, int], run_dir: str, retr
     return pending, actors
 
 
+def _has_final_work(spec: Spec, plan: Plan) -> bool:
+    """Whether the spec has a cross stage (candidates from other units) or an LLM judge: only
+    then is the final task (one more Ray worker loading auditlang) started."""
+    from auditlang.plan.cross import cross_sources  # lazy: as the executor it serves
+
+    if cross_sources(spec, plan):
+        return True
+    audits = {key[0] for key in plan.units}
+    return any(getattr(spec.get(e).value, "judge", None) for a in audits for e in spec.get(a).value.evaluators)
+
+
 def _record_fingerprints(run_dir: Path, fps: dict[str, str]) -> None:
     info = read_run_file(run_dir)
     info.setdefault("fingerprints", {}).update(fps)
@@ -186,15 +197,18 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
                     f"in {stats['seconds']:.1f}s" + (f" (attempt {stats['attempt']})" if stats["attempt"] > 1 else ""))
                 log(meter.line(sum(committed_results(p.dir(run_dir)) for p, _ in pending.values())))
                 beat(doing=f"ray: {sum(meter.done.values())}/{len(units)} units merged")
-        # The cross stage and judge models read every unit's answers: one task on the merged journal.
-        beat(doing="ray: cross stage and judge models")
-        final = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_final).options(num_gpus=final_gpus, name="auditlang:final")
-        try:
-            stats = ray.get(final.remote(str(run_dir), retry_errors))
-        except Exception as e:  # noqa: BLE001 - see above
-            raise _unwrap(ray, e, "the cross/judge stage") from None
-        for key in totals:
-            totals[key] += stats[key]
+        # The cross stage and judge models read every unit's answers: one task on the merged journal
+        # (skipped when the spec has neither: a worker process would load auditlang for nothing).
+        stats = {"fingerprints": {}}
+        if _has_final_work(spec, plan):
+            beat(doing="ray: cross stage and judge models")
+            final = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(run_final).options(num_gpus=final_gpus, name="auditlang:final")
+            try:
+                stats = ray.get(final.remote(str(run_dir), retry_errors))
+            except Exception as e:  # noqa: BLE001 - see above
+                raise _unwrap(ray, e, "the cross/judge stage") from None
+            for key in totals:
+                totals[key] += stats[key]
         info = read_run_file(run_dir)
         fps = {**info.get("fingerprints", {}), **stats["fingerprints"]}
         info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash})
