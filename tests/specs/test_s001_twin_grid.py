@@ -138,6 +138,11 @@ def test_twin_grid_is_filled_when_models_only_continue_a_prefilled_probability(t
     assert ("prefill=s001.supplied_prefill: the answer placed in an assistant prefill after "
             "s001.verbalized_prompt; the model writes only the value (001 §3.3)") in checklist
     assert "the confidence refers to the model's extracted answer (answer_form=extracted)" in checklist
+    # the disclosure names everything that separates it from the paper's joint protocol
+    disclosure = (report / "disclosure.md").read_text(encoding="utf-8")
+    assert ("| mode=followup, prefill=s001.supplied_prefill, answer_form=extracted, max_tokens=16 "
+            "(verbal_self_prefilled) | mode=joint, prefill=none, answer_form=full, max_tokens=48 (s001.verbal_self) |"
+            ) in disclosure
 
 
 def test_committed_twin_report_has_a_full_grid() -> None:
