@@ -775,8 +775,12 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
         c2.flag(D.unspecified(o, "answer_form"))
         if ctor == "verbalized":
             c3.lines.append(f"{na}: the confidence is a parsed number (scale {v.scale}, parser {v.parser})")
-            c4.lines.append(f"mode={v.mode}: " + ("a follow-up turn after the answer" if v.mode == "followup"
-                                                   else "answer and confidence in one generation (Guess:/Probability:)"))
+            if v.prefill:
+                c4.lines.append(f"prefill={v.prefill}: the answer placed in an assistant prefill after "
+                                f"{v.phrasing or 'the variant prompt'}; the model writes only the value (001 §3.3)")
+            else:
+                c4.lines.append(f"mode={v.mode}: " + ("a follow-up turn after the answer" if v.mode == "followup"
+                                                       else "answer and confidence in one generation (Guess:/Probability:)"))
             c4.flag(D.unspecified(o, "mode"))
         else:
             c3.lines.append(f"probability of the true label {v.labels[0]!r} at the next token, top_k={v.top_k}, "
