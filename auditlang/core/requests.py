@@ -103,7 +103,7 @@ class Request:
         if self.kind not in REQUEST_KINDS:
             raise ValueError(f"unknown request kind {self.kind!r}")
         if not self.id:
-            object.__setattr__(self, "id", request_hash(self.model, self.kind, self.prompt, dict(self.params), self.seed))
+            object.__setattr__(self, "id", _request_id(self.model, self.kind, self.prompt, self.params, self.seed))
 
     @property
     def p(self) -> dict[str, Any]:
@@ -164,6 +164,36 @@ def prompt_digest(prompt: Prompt) -> str:
 def request_hash(model: str, kind: str, prompt: Prompt, params: dict[str, Any], seed: int) -> str:
     payload = canonical_json({"m": model, "k": kind, "p": prompt_digest(prompt), "a": _thaw(params), "s": seed})
     return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+def _request_id(model: str, kind: str, prompt: Prompt, params: tuple[tuple[str, Any], ...], seed: int) -> str:
+    """:func:`request_hash` of a request's frozen ``params``, byte for byte, without encoding the
+    whole payload each time: the payload's canonical JSON is assembled from cached pieces (keys
+    sorted: a, k, m, p, s). The planner makes millions of requests that differ only in the prompt."""
+    try:
+        a = _params_json(repr(params), params)  # repr keeps 1, 1.0 and True apart (equal as keys)
+    except TypeError:  # unhashable parameter values: the plain path
+        return request_hash(model, kind, prompt, dict(params), seed)
+    s = str(seed) if type(seed) is int else canonical_json(seed)
+    payload = f'{{"a":{a},"k":{_json_str(kind)},"m":{_json_str(model)},"p":"{prompt_digest(prompt)}","s":{s}}}'
+    return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+_PARAMS_JSON: dict[str, str] = {}
+
+
+def _params_json(key: str, params: tuple[tuple[str, Any], ...]) -> str:
+    got = _PARAMS_JSON.get(key)
+    if got is None:
+        if len(_PARAMS_JSON) > 100_000:
+            _PARAMS_JSON.clear()
+        got = _PARAMS_JSON[key] = canonical_json(_thaw(dict(params)))
+    return got
+
+
+@lru_cache(maxsize=4096)
+def _json_str(s: str) -> str:
+    return canonical_json(s)
 
 
 # ----------------------------------------------------------------------------- results
