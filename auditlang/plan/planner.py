@@ -24,7 +24,7 @@ from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
-from auditlang.protocols.base import ItemCtx, ModelInfo
+from auditlang.protocols.base import RENDERS, ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
@@ -147,6 +147,8 @@ class Planner:
         self.failed: set[str] = set()
         self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
+        self._renders: dict = {}  # protocol template renders shared by every model (ItemCtx.render)
+        self._ctx_seen: dict[tuple[str, str, str, str], list[ItemCtx]] = {}
 
     # -------------------------------------------------------------- data
     def dataset(self, dsid: str) -> DatasetItems | None:
@@ -223,11 +225,21 @@ class Planner:
         task = spec.get(dsid).value.task
         minfo = model_info(spec, mid)
         budget = var.max_tokens or spec.get(mid).value.max_tokens
-        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k}
-        return [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
+        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k,
+                  RENDERS: self._renders}
+        ctxs = [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
                         user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
                         labels=ctx.get("labels"), extras=dict(extras))
                 for idx, ctx, text, system in rendered]
+        # Another audit over the same (model, dataset, variant, split) asks for the same answer
+        # prompts and requests: take the ones built already instead of hashing them again.
+        earlier = self._ctx_seen.setdefault((mid, dsid, vid, split), ctxs)
+        if earlier is not ctxs:
+            for new, old in zip(ctxs, earlier):
+                for k in ("_prompt", "_answer_request"):
+                    if k in old.extras:
+                        new.extras[k] = old.extras[k]
+        return ctxs
 
     def _rendered(self, dsid: str, vid: str, split: str, ds: DatasetItems):
         key = (dsid, vid, split)
@@ -359,12 +371,15 @@ class Planner:
                                         self._item_error(pid, e)
                                         break
                                     per_item.append(reqs)
-                                    for r in reqs.values():
-                                        if r.id not in unique:
+                                    for role, r in reqs.items():
+                                        got = unique.get(r.id)
+                                        if got is None:
                                             unique[r.id] = r
                                             pt, gt = _estimate_tokens(r)
                                             tok_prompt += pt
                                             tok_gen += gt
+                                        elif got is not r:  # keep one object per request id
+                                            reqs[role] = got
                                 unit.stage1[pid] = per_item
                                 if ds is None and n_items:
                                     key = (mid, dsid, vid, split)

@@ -20,6 +20,9 @@ def invariant(ok: bool, message: str) -> None:
     if not ok:
         raise AssertionError(f"internal: {message} (auditc check should have rejected this spec)")
 
+RENDERS = "_renders"  # ItemCtx.extras key of the planner's shared render cache
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     id: str
@@ -123,6 +126,21 @@ class ItemCtx:
             return self.prompt(user_text, assistant_prefix=prefill)
         sep = "" if not user_text or user_text[-1].isspace() else "\n"
         return self.prompt(user_text + sep, assistant_prefix=prefill)
+
+    def render(self, tpl) -> str:
+        """``tpl`` rendered with this item's context and no protocol variables. The text depends
+        on the item only, not on the model, so the planner shares one cache (``extras["_renders"]``)
+        across every model's context of an item: each prompt is rendered once."""
+        cache = self.extras.get(RENDERS)
+        if cache is None:
+            return tpl.render(self.template_context())
+        key = (id(tpl), id(self.item))
+        hit = cache.get(key)
+        if hit is not None and hit[0] is tpl and hit[1] is self.item:  # the objects are held: ids not reused
+            return hit[2]
+        text = tpl.render(self.template_context())
+        cache[key] = (tpl, self.item, text)
+        return text
 
     def template_context(self, **protocol: Any) -> dict[str, Any]:
         """Template context of this item plus protocol variables (``proposed_answer``, ...).
