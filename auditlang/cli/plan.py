@@ -17,7 +17,10 @@ def cmd_plan(args) -> int:
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
     step = StepLog()
-    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step)
+    # Only the JSON with every request needs the Request objects; the summary and the counts come
+    # from a lean plan, whose memory does not grow with the number of requests.
+    lean = args.format != "json" or args.no_requests
+    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step, lean=lean)
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
