@@ -132,15 +132,20 @@ class Request:
         return r
 
 
-def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    def fz(v: Any) -> Any:
-        if isinstance(v, list | tuple):
-            return tuple(fz(x) for x in v)
-        if isinstance(v, dict):
-            return tuple(sorted((k, fz(x)) for k, x in v.items()))
-        return v
+def _fz(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return tuple(_fz(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _fz(x)) for k, x in v.items()))
+    return v
 
-    return tuple(sorted((k, fz(v)) for k, v in params.items() if v is not None))
+
+_SCALARS = frozenset({int, float, str, bool})
+
+
+def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    # keys are distinct, so sorting the pairs compares keys only
+    return tuple(sorted([(k, v if type(v) in _SCALARS else _fz(v)) for k, v in params.items() if v is not None]))
 
 
 def _thaw(v: Any) -> Any:

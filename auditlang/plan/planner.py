@@ -81,6 +81,7 @@ class Unit:
     split: str
     contexts: list[ItemCtx]
     stage1: dict[str, list[dict[str, Request]]]  # protocol id -> per item {role: request}
+    n_released: int | None = None  # a lean plan's unit that kept only its first context: how many it had
 
 
 def model_info(spec: Spec, mid: str) -> ModelInfo:
@@ -525,24 +526,30 @@ class Planner:
         if self.sink is not None:
             self.sink(r)
 
-    def _cross_targets(self) -> set:
-        """Units whose item contexts the cross stage reads (a superset: every unit the spec's
-        audits could have, whatever data loads)."""
+    def _cross_targets(self) -> tuple[set, set]:
+        """Units whose item contexts the cross stage reads: (units whose sampled answers it plans,
+        needing every context; units it only counts, needing the first context and the number).
+        Supersets: every unit the spec's audits could have, whatever data loads."""
         keys = set()
         for aid, aobj in self.spec.of_kind("audit").items():
             a = aobj.value
             keys.update((aid, m, d, v, "test") for m in a.models for d in a.datasets for v in a.variants)
-        return set(cross_sources(self.spec, SimpleNamespace(units=keys)))
+        every, first = set(), set()
+        for target, sources in cross_sources(self.spec, SimpleNamespace(units=keys)).items():
+            (every if any(src.samples for src in sources) else first).add(target)
+        return every, first
 
-    def _release(self, unit: "Unit", keep_ctx: set) -> None:
+    def _release(self, unit: "Unit", keep_ctx: tuple[set, set]) -> None:
         """Lean plan: drop what a finished unit holds unless the cross stage reads its contexts;
         the answer prompts and requests other audits reuse stay (ItemCtx.extras, compactly)."""
         key = (unit.model, unit.dataset, unit.variant, unit.split)
         seen = self._ctx_seen.get(key)
         if seen is unit.contexts:
             self._ctx_seen[key] = [_Reuse(c.extras) for c in unit.contexts]
-        if (unit.audit, unit.model, unit.dataset, unit.variant, unit.split) not in keep_ctx:
-            unit.contexts = []
+        ukey = (unit.audit, unit.model, unit.dataset, unit.variant, unit.split)
+        if ukey not in keep_ctx[0]:
+            unit.n_released = len(unit.contexts)
+            unit.contexts = unit.contexts[:1] if ukey in keep_ctx[1] else []
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
@@ -555,7 +562,8 @@ class Planner:
             unit = units[target]
             ctxs = unit.contexts
             no_data = self.data.get(unit.dataset) is None
-            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else len(ctxs)
+            n_ctx = len(ctxs) if unit.n_released is None else unit.n_released
+            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else n_ctx
             for src in sources:
                 width = 1
                 if src.protocol is not None:  # wrong_from: one supplied-answer request per item
