@@ -184,6 +184,27 @@ def _request_id(model: str, kind: str, prompt: Prompt, params: tuple[tuple[str, 
     return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
 
 
+class RequestMaker:
+    """Requests of one model, kind, seed and parameters that differ only in their prompt: the
+    frozen parameters and the payload around the prompt digest are built once, so each request
+    costs one prompt digest and one SHA-256 (ids equal :func:`request_hash`'s)."""
+
+    __slots__ = ("model", "kind", "seed", "params", "_head", "_tail")
+
+    def __init__(self, model: str, kind: str, seed: int = 0, **params: Any) -> None:
+        if kind not in REQUEST_KINDS:
+            raise ValueError(f"unknown request kind {kind!r}")
+        self.model, self.kind, self.seed, self.params = model, kind, seed, _freeze(params)
+        a = canonical_json(_thaw(dict(self.params)))
+        self._head = f'{{"a":{a},"k":{canonical_json(kind)},"m":{canonical_json(model)},"p":"'
+        self._tail = f'","s":{str(seed) if type(seed) is int else canonical_json(seed)}}}'
+
+    def __call__(self, prompt: Prompt) -> Request:
+        payload = self._head + prompt_digest(prompt) + self._tail
+        rid = "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+        return Request(self.model, self.kind, prompt, self.params, self.seed, rid)
+
+
 _PARAMS_JSON: dict[str, str] = {}
 
 

@@ -62,12 +62,12 @@ REUSED = ("_prompt", "_answer_request")  # ItemCtx.extras another audit of the s
 
 
 class _Reuse:
-    """What a released context leaves for the next audit of its unit (a lean plan)."""
+    """What the released contexts of a unit leave for the next audit of it (a lean plan)."""
 
-    __slots__ = ("extras",)
+    __slots__ = ("values",)
 
-    def __init__(self, extras: dict) -> None:
-        self.extras = {k: extras[k] for k in REUSED if k in extras}
+    def __init__(self, ctxs: list[ItemCtx]) -> None:
+        self.values = [[c.extras.get(k) for c in ctxs] for k in REUSED]
 
 
 @dataclass
@@ -256,9 +256,9 @@ class Planner:
         # prompts and requests: take the ones built already instead of hashing them again.
         earlier = self._ctx_seen.setdefault((mid, dsid, vid, split), ctxs)
         if earlier is not ctxs:
-            for new, old in zip(ctxs, earlier):
-                for k in REUSED:
-                    got = old.extras.get(k)
+            for k, values in zip(REUSED, earlier.values if isinstance(earlier, _Reuse) else
+                                 [[c.extras.get(k) for c in earlier] for k in REUSED]):
+                for new, got in zip(ctxs, values):
                     if got is not None:
                         new.extras[k] = got
         return ctxs
@@ -545,7 +545,7 @@ class Planner:
         key = (unit.model, unit.dataset, unit.variant, unit.split)
         seen = self._ctx_seen.get(key)
         if seen is unit.contexts:
-            self._ctx_seen[key] = [_Reuse(c.extras) for c in unit.contexts]
+            self._ctx_seen[key] = _Reuse(unit.contexts)
         ukey = (unit.audit, unit.model, unit.dataset, unit.variant, unit.split)
         if ukey not in keep_ctx[0]:
             unit.n_released = len(unit.contexts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from auditlang.core.requests import Message, Prompt, Request, request_hash
+from auditlang.core.requests import Message, Prompt, Request, RequestMaker, request_hash
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(allow_nan=False, allow_infinity=False),
                      st.text(max_size=6))
@@ -26,6 +26,8 @@ def test_fast_id_equals_reference_hash(params, seed, text, model, chat):
     prompt = Prompt(messages=(Message("user", text),)) if chat else Prompt(text=text)
     r = Request.make(model, "generate", prompt, seed=seed, **params)
     assert r.id == _reference(r)
+    made = RequestMaker(model, "generate", seed=seed, **params)(prompt)  # the planner's per-unit maker
+    assert made == r and made.id == r.id
 
 
 def test_numeric_types_are_not_conflated():
