@@ -111,6 +111,16 @@ class Request:
 
     @staticmethod
     def make(model: str, kind: str, prompt: Prompt, seed: int = 0, **params: Any) -> "Request":
+        if all(type(v) in _PLAIN or (type(v) in (list, tuple) and all(type(x) in _PLAIN for x in v))
+               for v in params.values()):
+            # repr is faithful for these values (and keeps 1, 1.0 and True apart): one maker per key
+            key = (model, kind, seed if type(seed) is int else repr(seed), repr(params))
+            mk = _MAKERS.get(key)
+            if mk is None:
+                if len(_MAKERS) > 10_000:
+                    _MAKERS.clear()
+                mk = _MAKERS[key] = RequestMaker(model, kind, seed, **params)
+            return mk(prompt)
         return Request(model=model, kind=kind, prompt=prompt, params=_freeze(params), seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,6 +192,10 @@ def _request_id(model: str, kind: str, prompt: Prompt, params: tuple[tuple[str, 
     s = str(seed) if type(seed) is int else canonical_json(seed)
     payload = f'{{"a":{a},"k":{_json_str(kind)},"m":{_json_str(model)},"p":"{prompt_digest(prompt)}","s":{s}}}'
     return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+_MAKERS: dict[tuple, "RequestMaker"] = {}
 
 
 class RequestMaker:
