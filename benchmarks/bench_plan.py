@@ -154,7 +154,8 @@ def _run(cmd: list[str], code: Path, out=subprocess.DEVNULL) -> tuple[float, flo
     """(wall s, CPU s, peak RSS MB, exit status, stdout) of one child process."""
     env = dict(os.environ, PYTHONPATH=str(code), BENCH_PLAN_CODE=str(code))
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=out, cwd=ROOT)
+    # run from the measured checkout: `python -m` puts the working folder first on sys.path
+    proc = subprocess.Popen(cmd, env=env, stdout=out, cwd=code)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     data = proc.stdout.read() if proc.stdout else b""
@@ -163,12 +164,13 @@ def _run(cmd: list[str], code: Path, out=subprocess.DEVNULL) -> tuple[float, flo
 
 def measure_fresh(path: Path, data_root: Path, load_data: bool, full: bool, code: Path) -> PlanFigures:
     """:func:`measure` in a fresh process (its own peak RSS), then the whole `auditc plan` command."""
+    path, data_root = path.resolve(), data_root.resolve()
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(path), "--data-root", str(data_root)]
     cmd += (["--no-data"] if not load_data else []) + (["--full"] if full else [])
     *_, rc, data = _run(cmd, code, out=subprocess.PIPE)
     if rc != 0:
         raise SystemExit(f"planning {path} failed (exit {rc})")
-    r = PlanFigures(**json.loads(data))
+    r = PlanFigures(**json.loads(data.decode().strip().splitlines()[-1]))
     cli = [sys.executable, "-m", "auditlang.cli", "plan", str(path), "--data-root", str(data_root)]
     r.cmd_wall_s, r.cmd_cpu_s, r.cmd_rss_mb, rc, _ = _run(cli + ([] if load_data else ["--no-data"]), code)
     if rc != 0:
@@ -250,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         os.environ.setdefault("AUDITLANG_DATA_ROOT", str(args.data_root))
-        print(json.dumps(asdict(measure(args.child, args.data_root, load_data=not args.no_data, full=args.full))))
+        import auditlang
+
+        got = measure(args.child, args.data_root, load_data=not args.no_data, full=args.full)
+        if not Path(auditlang.__file__).resolve().is_relative_to(CODE.resolve()):
+            raise SystemExit(f"measured {auditlang.__file__}, not the checkout {CODE}")
+        print(json.dumps(asdict(got)))
         return 0
     if not args.no_data and not args.data_root.is_dir():
         ap.error(f"data root {args.data_root} not found; pass --data-root DIR or --no-data")
