@@ -17,10 +17,15 @@ def cmd_plan(args) -> int:
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
     step = StepLog()
-    # Only the JSON with every request needs the Request objects; the summary and the counts come
-    # from a lean plan, whose memory does not grow with the number of requests.
-    lean = args.format != "json" or args.no_requests
-    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step, lean=lean)
+    # A lean plan (its memory does not grow with the number of requests); the JSON with every
+    # request has them spooled to temporary files as they are found (auditlang/plan/jsonout.py).
+    spool = None
+    if args.format == "json" and not args.no_requests:
+        from auditlang.plan.jsonout import RequestSpool  # lazy: as the planner above
+
+        spool = RequestSpool()
+    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
+                      lean=True, sink=spool)
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
@@ -29,9 +34,24 @@ def cmd_plan(args) -> int:
     allow = load_allowances(args.allow_host, args.allow_secret)
     access = access_record(run_access(spec), allow)
     if args.format == "json":
-        body = plan.to_dict(include_requests=not args.no_requests)
-        body["access"] = access  # not part of the plan hash: who may be contacted is the user's choice
-        text = json.dumps(body, indent=None if args.compact else 1, ensure_ascii=False)
+        # "access" is not part of the plan hash: who may be contacted is the user's choice
+        indent = None if args.compact else 1
+        if spool is not None:
+            from auditlang.plan.jsonout import write_plan_json
+
+            try:
+                if args.output:
+                    with open(args.output, "w", encoding="utf-8") as fh:
+                        write_plan_json(plan, spool, fh, indent, {"access": access})
+                else:
+                    write_plan_json(plan, spool, sys.stdout, indent, {"access": access})
+                    sys.stdout.write("\n")
+            finally:
+                spool.close()
+            return EXIT_OK
+        body = plan.to_dict(include_requests=False)
+        body["access"] = access
+        text = json.dumps(body, indent=indent, ensure_ascii=False)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
         else:

@@ -112,11 +112,16 @@ class Plan:
 def plan_hash(d: dict[str, Any]) -> str:
     """Content hash of a plan; machine-specific paths are left out, so the same spec and data
     give the same hash in any checkout."""
+    return hashlib.sha256(canonical_json(plan_body(d)).encode()).hexdigest()[:16]
+
+
+def plan_body(d: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`plan_hash` hashes (canonical JSON of it)."""
     body = {k: v for k, v in d.items()
             if k not in ("hash", "notes", "spec", "datasets", "estimated_stage1", "token_estimate_followups")}
     body["spec"] = d.get("spec", {}).get("hash")
     body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in d.get("datasets", {}).items()}
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+    return body
 
 
 def content_hash(*parts: Any) -> str:

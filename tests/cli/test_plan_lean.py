@@ -50,14 +50,18 @@ def test_lean_plan_equals_full_plan(path: Path, tmp_path: Path, capsys) -> None:
     assert _summary(spec, lean) == _summary(spec, full)
     with pytest.raises(ValueError):
         lean.to_dict(include_requests=True)
-    # the user's commands: the JSON without requests comes from a lean plan, with them from a full one
+    # the user's commands, all from a lean plan: the JSON without requests, and with them (spooled
+    # to temporary files and spliced in): the same text, hash included, as the full plan's JSON
     out = tmp_path / "plan.json"
     assert main(["plan", str(path), *_data_root(path), "--format", "json", "--no-requests", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["hash"] == full.hash
-    assert main(["plan", str(path), *_data_root(path), "--format", "json", "-o", str(out)]) == 0
-    body = json.loads(out.read_text())
-    assert [r["id"] for r in body["requests"]] == [r.id for r in full.requests]
-    assert body["stage1_request_count"] == len(full.requests)
+    for compact in ([], ["--compact"]):
+        assert main(["plan", str(path), *_data_root(path), "--format", "json", *compact, "-o", str(out)]) == 0
+        text = out.read_text()
+        body = json.loads(text)
+        want = {**full.to_dict(include_requests=True), "access": body["access"]}
+        assert body == want and body["hash"] != full.hash  # the JSON's hash covers its requests
+        assert text == json.dumps(want, indent=None if compact else 1, ensure_ascii=False)
     capsys.readouterr()
     assert main(["plan", str(path), *_data_root(path)]) == 0
     printed = capsys.readouterr().out
