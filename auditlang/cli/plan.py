@@ -37,7 +37,7 @@ def cmd_plan(args) -> int:
         # "access" is not part of the plan hash: who may be contacted is the user's choice
         indent = None if args.compact else 1
         if spool is not None:
-            from auditlang.plan.jsonout import write_plan_json
+            from auditlang.plan.jsonout import write_plan_json  # lazy: as the planner above
 
             try:
                 if args.output:
