@@ -24,8 +24,15 @@ def cmd_plan(args) -> int:
     accesses = run_access(spec)
     offline = offline_hubs(spec, accesses, allow)  # as `auditc run` reads them: the local cache, else the fallback
     step = StepLog()
+    # A lean plan (its memory does not grow with the number of requests); the JSON with every
+    # request has them spooled to temporary files as they are found (auditlang/plan/jsonout.py).
+    spool = None
+    if args.format == "json" and not args.no_requests:
+        from auditlang.plan.jsonout import RequestSpool  # lazy: as the planner above
+
+        spool = RequestSpool()
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
-                      no_download=offline)
+                      no_download=offline, lean=True, sink=spool)
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
@@ -35,11 +42,25 @@ def cmd_plan(args) -> int:
             a["not_downloaded"] = offline[a["model"]] + "; the local cache is read, else the fallback file"
     precision = _precision(args, spec, plan) if args.precision else None
     if args.format == "json":
-        body = plan.to_dict(include_requests=not args.no_requests)
-        body["access"] = access  # not part of the plan hash: who may be contacted is the user's choice
-        if precision is not None:
-            body["precision"] = precision.to_dict()
-        text = json.dumps(body, indent=None if args.compact else 1, ensure_ascii=False)
+        # "access" is not part of the plan hash: who may be contacted is the user's choice
+        indent = None if args.compact else 1
+        extra = {"access": access, **({"precision": precision.to_dict()} if precision is not None else {})}
+        if spool is not None:
+            from auditlang.plan.jsonout import write_plan_json  # lazy: as the planner above
+
+            try:
+                if args.output:
+                    with open(args.output, "w", encoding="utf-8") as fh:
+                        write_plan_json(plan, spool, fh, indent, extra)
+                else:
+                    write_plan_json(plan, spool, sys.stdout, indent, extra)
+                    sys.stdout.write("\n")
+            finally:
+                spool.close()
+            return EXIT_OK
+        body = plan.to_dict(include_requests=False)
+        body.update(extra)
+        text = json.dumps(body, indent=indent, ensure_ascii=False)
         if args.output:
             Path(args.output).write_text(text, encoding="utf-8")
         else:

@@ -103,7 +103,7 @@ class Request:
         if self.kind not in REQUEST_KINDS:
             raise ValueError(f"unknown request kind {self.kind!r}")
         if not self.id:
-            object.__setattr__(self, "id", request_hash(self.model, self.kind, self.prompt, dict(self.params), self.seed))
+            object.__setattr__(self, "id", _request_id(self.model, self.kind, self.prompt, self.params, self.seed))
 
     @property
     def p(self) -> dict[str, Any]:
@@ -111,6 +111,16 @@ class Request:
 
     @staticmethod
     def make(model: str, kind: str, prompt: Prompt, seed: int = 0, **params: Any) -> "Request":
+        if all(type(v) in _PLAIN or (type(v) in (list, tuple) and all(type(x) in _PLAIN for x in v))
+               for v in params.values()):
+            # repr is faithful for these values (and keeps 1, 1.0 and True apart): one maker per key
+            key = (model, kind, seed if type(seed) is int else repr(seed), repr(params))
+            mk = _MAKERS.get(key)
+            if mk is None:
+                if len(_MAKERS) > 10_000:
+                    _MAKERS.clear()
+                mk = _MAKERS[key] = RequestMaker(model, kind, seed, **params)
+            return mk(prompt)
         return Request(model=model, kind=kind, prompt=prompt, params=_freeze(params), seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,15 +142,20 @@ class Request:
         return r
 
 
-def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    def fz(v: Any) -> Any:
-        if isinstance(v, list | tuple):
-            return tuple(fz(x) for x in v)
-        if isinstance(v, dict):
-            return tuple(sorted((k, fz(x)) for k, x in v.items()))
-        return v
+def _fz(v: Any) -> Any:
+    if isinstance(v, list | tuple):
+        return tuple(_fz(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _fz(x)) for k, x in v.items()))
+    return v
 
-    return tuple(sorted((k, fz(v)) for k, v in params.items() if v is not None))
+
+_SCALARS = frozenset({int, float, str, bool})
+
+
+def _freeze(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    # keys are distinct, so sorting the pairs compares keys only
+    return tuple(sorted([(k, v if type(v) in _SCALARS else _fz(v)) for k, v in params.items() if v is not None]))
 
 
 def _thaw(v: Any) -> Any:
@@ -164,6 +179,61 @@ def prompt_digest(prompt: Prompt) -> str:
 def request_hash(model: str, kind: str, prompt: Prompt, params: dict[str, Any], seed: int) -> str:
     payload = canonical_json({"m": model, "k": kind, "p": prompt_digest(prompt), "a": _thaw(params), "s": seed})
     return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+def _request_id(model: str, kind: str, prompt: Prompt, params: tuple[tuple[str, Any], ...], seed: int) -> str:
+    """:func:`request_hash` of a request's frozen ``params``, byte for byte, without encoding the
+    whole payload each time: the payload's canonical JSON is assembled from cached pieces (keys
+    sorted: a, k, m, p, s). The planner makes millions of requests that differ only in the prompt."""
+    try:
+        a = _params_json(repr(params), params)  # repr keeps 1, 1.0 and True apart (equal as keys)
+    except TypeError:  # unhashable parameter values: the plain path
+        return request_hash(model, kind, prompt, dict(params), seed)
+    s = str(seed) if type(seed) is int else canonical_json(seed)
+    payload = f'{{"a":{a},"k":{_json_str(kind)},"m":{_json_str(model)},"p":"{prompt_digest(prompt)}","s":{s}}}'
+    return "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+
+
+_PLAIN = frozenset({int, float, str, bool, type(None)})
+_MAKERS: dict[tuple, "RequestMaker"] = {}
+
+
+class RequestMaker:
+    """Requests of one model, kind, seed and parameters that differ only in their prompt: the
+    frozen parameters and the payload around the prompt digest are built once, so each request
+    costs one prompt digest and one SHA-256 (ids equal :func:`request_hash`'s)."""
+
+    __slots__ = ("model", "kind", "seed", "params", "_head", "_tail")
+
+    def __init__(self, model: str, kind: str, seed: int = 0, **params: Any) -> None:
+        if kind not in REQUEST_KINDS:
+            raise ValueError(f"unknown request kind {kind!r}")
+        self.model, self.kind, self.seed, self.params = model, kind, seed, _freeze(params)
+        a = canonical_json(_thaw(dict(self.params)))
+        self._head = f'{{"a":{a},"k":{canonical_json(kind)},"m":{canonical_json(model)},"p":"'
+        self._tail = f'","s":{str(seed) if type(seed) is int else canonical_json(seed)}}}'
+
+    def __call__(self, prompt: Prompt) -> Request:
+        payload = self._head + prompt_digest(prompt) + self._tail
+        rid = "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
+        return Request(self.model, self.kind, prompt, self.params, self.seed, rid)
+
+
+_PARAMS_JSON: dict[str, str] = {}
+
+
+def _params_json(key: str, params: tuple[tuple[str, Any], ...]) -> str:
+    got = _PARAMS_JSON.get(key)
+    if got is None:
+        if len(_PARAMS_JSON) > 100_000:
+            _PARAMS_JSON.clear()
+        got = _PARAMS_JSON[key] = canonical_json(_thaw(dict(params)))
+    return got
+
+
+@lru_cache(maxsize=4096)
+def _json_str(s: str) -> str:
+    return canonical_json(s)
 
 
 # ----------------------------------------------------------------------------- results

@@ -52,6 +52,10 @@ class Plan:
     token_estimate_followups: dict[str, int] = field(default_factory=dict)
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
+    # (model, kind) -> unique stage-1 requests; a lean plan (``auditc plan``) keeps these counts
+    # and no Request objects (``requests`` is empty, ``lean`` is True, units hold no items)
+    request_counts: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+    lean: bool = field(default=False, repr=False)
     sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
     warnings: list = field(default_factory=list, repr=False)  # warning Diagnostics of planning (data warnings)
 
@@ -69,8 +73,13 @@ class Plan:
         return sum(d["count"] for d in self.estimated_stage1)
 
     @property
+    def stage1_exact_count(self) -> int:
+        """Unique stage-1 requests rendered from the data (``len(requests)`` of a full plan)."""
+        return sum(self.request_counts.values()) if self.lean else len(self.requests)
+
+    @property
     def unique_request_count(self) -> int:
-        return len(self.requests) + self.estimated_stage1_count + self.deferred_count
+        return self.stage1_exact_count + self.estimated_stage1_count + self.deferred_count
 
     def to_dict(self, include_requests: bool = True) -> dict[str, Any]:
         d = {
@@ -83,12 +92,14 @@ class Plan:
             "datasets": self.datasets,
             "naive_request_count": self.naive_request_count,
             "unique_request_count": self.unique_request_count,
-            "stage1_request_count": len(self.requests) + self.estimated_stage1_count,
+            "stage1_request_count": self.stage1_exact_count + self.estimated_stage1_count,
             "deferred_request_count": self.deferred_count,
             "token_estimate": self.token_estimate,
             "cells": [c.to_dict() for c in self.cells],
             "deferred": self.deferred,
         }
+        if include_requests and self.lean:
+            raise ValueError("a lean plan keeps no requests: plan with lean=False, or stream them (plan.sink)")
         d["requests"] = [r.to_dict() for r in self.requests] if include_requests else []
         if self.estimated_stage1:
             d["estimated_stage1"] = self.estimated_stage1
@@ -101,13 +112,18 @@ class Plan:
 def plan_hash(d: dict[str, Any]) -> str:
     """Content hash of a plan; machine-specific paths are left out, so the same spec and data
     give the same hash in any checkout."""
+    return hashlib.sha256(canonical_json(plan_body(d)).encode()).hexdigest()[:16]
+
+
+def plan_body(d: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`plan_hash` hashes (canonical JSON of it)."""
     body = {k: v for k, v in d.items()
             if k not in ("hash", "notes", "spec", "datasets", "estimated_stage1", "token_estimate_followups")}
     body["spec"] = d.get("spec", {}).get("hash")
     # where the files lie and why a hub split was not available offline do not change what is run
     body["datasets"] = {k: {kk: vv for kk, vv in v.items() if kk not in ("path", "hub_unavailable")}
                         for k, v in d.get("datasets", {}).items()}
-    return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
+    return body
 
 
 def content_hash(*parts: Any) -> str:

@@ -24,7 +24,7 @@ from auditlang.prompts.context import build_context
 from auditlang.prompts.fewshot import fewshot_for
 from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
-from auditlang.protocols.base import ItemCtx, ModelInfo
+from auditlang.protocols.base import RENDERS, ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
@@ -58,6 +58,18 @@ PROTOCOL_VARS = frozenset({"proposed_answer", "generation", "examples", "labels"
                            "perturbations"})
 
 
+REUSED = ("_prompt", "_answer_request")  # ItemCtx.extras another audit of the same unit reuses
+
+
+class _Reuse:
+    """What the released contexts of a unit leave for the next audit of it (a lean plan)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, ctxs: list[ItemCtx]) -> None:
+        self.values = [[c.extras.get(k) for c in ctxs] for k in REUSED]
+
+
 @dataclass
 class Unit:
     """All items of one (audit, model, dataset, variant, split), with stage-1 requests per protocol."""
@@ -69,6 +81,7 @@ class Unit:
     split: str
     contexts: list[ItemCtx]
     stage1: dict[str, list[dict[str, Request]]]  # protocol id -> per item {role: request}
+    n_released: int | None = None  # a lean plan's unit that kept only its first context: how many it had
 
 
 def model_info(spec: Spec, mid: str) -> ModelInfo:
@@ -115,15 +128,24 @@ def _settings_span(spec: Spec, param: str):
 class Planner:
     def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
                  data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
-                 step=None, synthetic: frozenset[str] = frozenset(), no_download: dict[str, str] | None = None) -> None:
+                 step=None, synthetic: frozenset[str] = frozenset(), no_download: dict[str, str] | None = None,
+                 lean: bool = False, sink=None) -> None:
         """``data_files``: dataset id -> the file to read for it, ``data_meta`` its recorded identity
         (a run directory's copies). ``step(text)``: told when each dataset is read and each audit
         planned (progress). ``synthetic``: datasets to stand in for with placeholder items of the
         declared sizes (used only to estimate the counts of a plan whose data is missing).
         ``no_download``: hub dataset id -> why its split is read from the local cache only (its
-        Hub host is not allowed and it declares a fallback file)."""
+        Hub host is not allowed and it declares a fallback file).
+
+        ``lean``: a plan for counting (``auditc plan``): the same cells, counts, hash and token
+        estimates, but no Request objects are kept (``plan.requests`` is empty; ``request_counts``
+        has the counts) and units keep neither per-item requests nor, unless the cross stage reads
+        them, item contexts, so memory does not grow with the number of requests. ``sink(request)``
+        is called once per unique stage-1 request, in plan order (e.g. to stream them out)."""
         self.spec = spec
         self.no_download = dict(no_download or {})
+        self.lean = lean
+        self.sink = sink
         self.synthetic = synthetic
         self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
@@ -150,6 +172,8 @@ class Planner:
         self.failed: set[str] = set()
         self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
+        self._renders: dict = {}  # protocol template renders shared by every model (ItemCtx.render)
+        self._ctx_seen: dict[tuple[str, str, str, str], list[ItemCtx]] = {}
 
     # -------------------------------------------------------------- data
     def dataset(self, dsid: str) -> DatasetItems | None:
@@ -230,11 +254,22 @@ class Planner:
         task = spec.get(dsid).value.task
         minfo = model_info(spec, mid)
         budget = var.max_tokens or spec.get(mid).value.max_tokens
-        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k}
-        return [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
+        extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k,
+                  RENDERS: self._renders}
+        ctxs = [ItemCtx(model=minfo, dataset=dsid, task=task, split=split, index=idx, item=ctx, variant=vid,
                         user_text=text, system_text=system, answer_max_tokens=budget, seed=minfo.seed,
                         labels=ctx.get("labels"), extras=dict(extras))
                 for idx, ctx, text, system in rendered]
+        # Another audit over the same (model, dataset, variant, split) asks for the same answer
+        # prompts and requests: take the ones built already instead of hashing them again.
+        earlier = self._ctx_seen.setdefault((mid, dsid, vid, split), ctxs)
+        if earlier is not ctxs:
+            for k, values in zip(REUSED, earlier.values if isinstance(earlier, _Reuse) else
+                                 [[c.extras.get(k) for c in earlier] for k in REUSED]):
+                for new, got in zip(ctxs, values):
+                    if got is not None:
+                        new.extras[k] = got
+        return ctxs
 
     def _rendered(self, dsid: str, vid: str, split: str, ds: DatasetItems):
         key = (dsid, vid, split)
@@ -305,7 +340,13 @@ class Planner:
     def build(self) -> Plan:
         spec = self.spec
         cells: list[Cell] = []
-        unique: dict[str, Request] = {}
+        lean, sink = self.lean, self.sink
+        # id -> Request (full plan), or id -> None (lean plan: dedup by id only)
+        unique: dict[str, Request | None] = {}
+        kinds: Counter = Counter()  # (model, kind) -> unique stage-1 requests
+        per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
+        self._unique, self._kinds, self._per_model = unique, kinds, per_model
+        keep_ctx = self._cross_targets() if lean else None
         naive = 0
         deferred: Counter = Counter()
         estimated = False
@@ -366,14 +407,31 @@ class Planner:
                                     except ValueError as e:  # the item lacks what the protocol reads
                                         self._item_error(pid, e)
                                         break
-                                    per_item.append(reqs)
-                                    for r in reqs.values():
-                                        if r.id not in unique:
-                                            unique[r.id] = r
+                                    if not lean or not per_item:
+                                        per_item.append(reqs)  # a lean plan keeps the first (its width)
+                                    for role, r in reqs.items():
+                                        rid = r.id
+                                        if rid not in unique:
+                                            unique[rid] = None if lean else r
                                             pt, gt = _estimate_tokens(r)
                                             tok_prompt += pt
                                             tok_gen += gt
-                                unit.stage1[pid] = per_item
+                                            kinds[(r.model, r.kind)] += 1
+                                            acc = per_model.get(r.model)
+                                            if acc is None:
+                                                acc = per_model[r.model] = [0, 0, 0]
+                                            acc[0] += pt
+                                            if gt > acc[1]:
+                                                acc[1] = gt
+                                            acc[2] += 1
+                                            if sink is not None:
+                                                sink(r)
+                                        elif not lean:
+                                            got = unique[rid]
+                                            if got is not r:  # keep one object per request id
+                                                reqs[role] = got
+                                if not lean:
+                                    unit.stage1[pid] = per_item
                                 if ds is None and n_items:
                                     key = (mid, dsid, vid, split)
                                     est1[(key, "answer")] = (mid, "generate", n_items)
@@ -393,6 +451,8 @@ class Planner:
                             for eid in evaluators:
                                 for target, role, kind, count in _evaluator_followups(spec, eid, mid, ctxs, n_items):
                                     deferred[(target, eid, role, kind)] += count
+                            if lean:
+                                self._release(unit, keep_ctx)
         self.step("planning the cross stage")
         naive += self._plan_cross(units, programs, unique, deferred)
         check_capabilities(spec, programs, self.bag)
@@ -401,15 +461,15 @@ class Planner:
                   for mid in spec.of_kind("model")}
         plan = Plan(
             version=PLAN_VERSION, spec_path=str(spec.entry), spec_hash=_spec_hash(spec), seed=spec.settings.seed,
-            cells=cells, requests=list(unique.values()),
+            cells=cells, requests=[] if lean else list(unique.values()),
             deferred=[{"model": m, "source": s, "role": r, "kind": k, "count": c} for (m, s, r, k), c in sorted(deferred.items())],
             naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
+            request_counts=dict(kinds), lean=lean,
         )
         by_kind: Counter = Counter()
         for m, k, n in est1.values():
             by_kind[(m, k)] += n
-        self._exact_requests = list(unique.values())
         missing = frozenset(d for d, i in ds_info.items() if not i.get("available")) | frozenset(
             d for d in self.data if self.data[d] is None and d not in self.failed)
         missing |= frozenset(spec.get(d).value.dev for d in missing
@@ -421,7 +481,7 @@ class Planner:
                 by_kind, plan.deferred = exact
                 plan.notes.append(PLACEHOLDER_NOTE)
         plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
-        plan.token_estimate_followups = _followup_tokens(plan)
+        plan.token_estimate_followups = _followup_tokens(plan, per_model)
         plan.units = units
         plan.warnings = self.bag.warnings
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
@@ -453,14 +513,53 @@ class Planner:
         templates need fields the placeholders lack (the role-count estimate stands)."""
         try:
             read = {d: ds for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
-            synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing,
+            synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing, lean=True,
                             data_files={d: Path(ds.path) for d, ds in read.items()},
                             data_meta={d: ds.meta for d, ds in read.items()}).build()
         except Exception:  # noqa: BLE001 - placeholders cannot render: keep the simpler estimate
             return None
-        extra = Counter((r.model, r.kind) for r in synth.requests)
-        extra.subtract(Counter((r.model, r.kind) for r in self._exact_requests))
+        extra = Counter(synth.request_counts)
+        extra.subtract(self._kinds)
         return extra, synth.deferred
+
+    def _add_request(self, r: Request) -> None:
+        """Count a stage-1 request of the cross stage once (the main loop does the same inline)."""
+        if r.id in self._unique:
+            return
+        self._unique[r.id] = None if self.lean else r
+        self._kinds[(r.model, r.kind)] += 1
+        pt, gt = _estimate_tokens(r)
+        acc = self._per_model.setdefault(r.model, [0, 0, 0])
+        acc[0] += pt
+        acc[1] = max(acc[1], gt)
+        acc[2] += 1
+        if self.sink is not None:
+            self.sink(r)
+
+    def _cross_targets(self) -> tuple[set, set]:
+        """Units whose item contexts the cross stage reads: (units whose sampled answers it plans,
+        needing every context; units it only counts, needing the first context and the number).
+        Supersets: every unit the spec's audits could have, whatever data loads."""
+        keys = set()
+        for aid, aobj in self.spec.of_kind("audit").items():
+            a = aobj.value
+            keys.update((aid, m, d, v, "test") for m in a.models for d in a.datasets for v in a.variants)
+        every, first = set(), set()
+        for target, sources in cross_sources(self.spec, SimpleNamespace(units=keys)).items():
+            (every if any(src.samples for src in sources) else first).add(target)
+        return every, first
+
+    def _release(self, unit: "Unit", keep_ctx: tuple[set, set]) -> None:
+        """Lean plan: drop what a finished unit holds unless the cross stage reads its contexts;
+        the answer prompts and requests other audits reuse stay (ItemCtx.extras, compactly)."""
+        key = (unit.model, unit.dataset, unit.variant, unit.split)
+        seen = self._ctx_seen.get(key)
+        if seen is unit.contexts:
+            self._ctx_seen[key] = _Reuse(unit.contexts)
+        ukey = (unit.audit, unit.model, unit.dataset, unit.variant, unit.split)
+        if ukey not in keep_ctx[0]:
+            unit.n_released = len(unit.contexts)
+            unit.contexts = unit.contexts[:1] if ukey in keep_ctx[1] else []
 
     def _plan_cross(self, units: dict, programs: dict, unique: dict[str, Request], deferred: Counter) -> int:
         """The cross stage (auditlang/plan/cross.py): sampled answers of ``robustness(samples=P)``
@@ -473,7 +572,8 @@ class Planner:
             unit = units[target]
             ctxs = unit.contexts
             no_data = self.data.get(unit.dataset) is None
-            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else len(ctxs)
+            n_ctx = len(ctxs) if unit.n_released is None else unit.n_released
+            n = (estimated_size(spec.get(unit.dataset)) or 0) if no_data and unit.split == "test" else n_ctx
             for src in sources:
                 width = 1
                 if src.protocol is not None:  # wrong_from: one supplied-answer request per item
@@ -488,7 +588,7 @@ class Planner:
                     for ctx in ctxs:
                         for r in prog.stage1(ctx).values():
                             added += 1
-                            unique.setdefault(r.id, r)
+                            self._add_request(r)
                     if no_data and n:  # without data: the sampled answers, from the declared size
                         for role, kind in _stage1_roles(prog).items():
                             self._est1[(target[1:], f"samples:{src.samples}", role, kind)] = (unit.model, kind, n)
@@ -627,16 +727,10 @@ def _stage1_roles(prog) -> dict[str, str]:
         return {}
 
 
-def _followup_tokens(plan: Plan) -> dict[str, int]:
+def _followup_tokens(plan: Plan, per_model: dict[str, list[int]]) -> dict[str, int]:
     """Rough token estimate of the follow-up requests (built at run time from stage-1 outputs):
-    each re-sends about its model's mean stage-1 prompt plus that model's answer budget."""
-    per_model: dict[str, list[int]] = {}
-    for r in plan.requests:
-        pt, gt = _estimate_tokens(r)
-        acc = per_model.setdefault(r.model, [0, 0, 0])
-        acc[0] += pt
-        acc[1] = max(acc[1], gt)
-        acc[2] += 1
+    each re-sends about its model's mean stage-1 prompt plus that model's answer budget
+    (``per_model``: model -> [stage-1 prompt tokens, largest generation budget, requests])."""
     prompt = gen = 0
     for d in plan.deferred:
         acc = per_model.get(d["model"])
@@ -675,7 +769,9 @@ def _path_of(spec: Spec, mid: str) -> str:
 
 
 def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
-               step=None, no_download: dict[str, str] | None = None) -> Plan:
+               step=None, no_download: dict[str, str] | None = None, lean: bool = False, sink=None) -> Plan:
     """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics.
-    ``no_download``: see :class:`Planner`."""
-    return Planner(spec, data_root, load_data, limit=limit, step=step, no_download=no_download).build()
+    ``no_download``: see :class:`Planner`; ``lean`` / ``sink``: see :class:`Planner` (a plan to
+    count and print, not to run)."""
+    return Planner(spec, data_root, load_data, limit=limit, step=step, no_download=no_download,
+                   lean=lean, sink=sink).build()

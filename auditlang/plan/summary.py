@@ -42,7 +42,7 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     req = Table(title="requests by model and kind", show_edge=False)
     for col in ("model", "engine", "kind", "stage", "unique", ""):
         req.add_column(col, justify="right" if col == "unique" else "left")
-    by = Counter((r.model, r.kind) for r in plan.requests)
+    by = plan.request_counts or Counter((r.model, r.kind) for r in plan.requests)
     for (m, k), n in sorted(by.items()):
         req.add_row(m, plan.models.get(m, {}).get("engine", "?"), k, "1", f"{n:,}", "")
     for d in plan.estimated_stage1:
@@ -57,16 +57,16 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
     if plan.estimated_stage1:
         con.print(f"requests (estimated from declared sizes, data not read): ≈ {plan.unique_request_count:,} "
-                  f"(stage 1 ≈ {plan.estimated_stage1_count + len(plan.requests):,}, follow-ups {plan.deferred_count:,}); "
+                  f"(stage 1 ≈ {plan.estimated_stage1_count + plan.stage1_exact_count:,}, follow-ups {plan.deferred_count:,}); "
                   + ("requests shared between cells counted on placeholder items" if PLACEHOLDER_NOTE in plan.notes else
                      "requests shared between cells are counted once per role (an approximation)"))
     else:
         con.print(f"requests: naive {plan.naive_request_count:,} → deduplicated {plan.unique_request_count:,} "
-                  f"({saved:,} shared, {pct:.1f}%){est}; stage 1 {len(plan.requests):,} (exactly what `auditc run` "
+                  f"({saved:,} shared, {pct:.1f}%){est}; stage 1 {plan.stage1_exact_count:,} (exactly what `auditc run` "
                   f"executes), follow-ups {plan.deferred_count:,}")
     te = plan.token_estimate
     fu = plan.token_estimate_followups
-    if plan.estimated_stage1 and not plan.requests:
+    if plan.estimated_stage1 and not plan.stage1_exact_count:
         con.print("tokens: not estimated (prompts are rendered from the data, which was not read)")
     else:
         con.print(f"tokens (estimate, chars/4): stage 1 prompt ≈ {te.get('prompt_tokens', 0):,}, generated ≤ "

@@ -19,6 +19,7 @@ text such as ``sentence`` or ``premise`` are left as they are, so templates must
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 import re
 import string
 from collections.abc import Mapping
@@ -107,15 +108,21 @@ def shuffle_options(item: dict[str, Any], seed: int) -> dict[str, Any]:
     return new
 
 
-def _candidate_words(text: str) -> list[tuple[int, int]]:
-    """(start, end) of letter runs inside whitespace tokens that contain no digit."""
+@lru_cache(maxsize=4096)
+def _candidate_words(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of letter runs inside whitespace tokens that contain no digit (cached: the
+    same question gets a typo under several seeds and in several variants)."""
     spans = []
     for tok in _TOKEN_RE.finditer(text):
-        if any(ch.isdigit() for ch in tok.group()):
+        g = tok.group()
+        if g.isalpha():  # the common case: one run, the whole token (letters are never digits)
+            spans.append(tok.span())
             continue
-        for m in _LETTERS_RE.finditer(tok.group()):
+        if any(ch.isdigit() for ch in g):
+            continue
+        for m in _LETTERS_RE.finditer(g):
             spans.append((tok.start() + m.start(), tok.start() + m.end()))
-    return spans
+    return tuple(spans)
 
 
 def add_typo(item: dict[str, Any], seed: int) -> dict[str, Any]:

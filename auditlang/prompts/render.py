@@ -18,6 +18,7 @@ import difflib
 import functools
 import hashlib
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -96,11 +97,19 @@ def options(choices: Sequence[str] | None, fmt: str = "{label}. {text}", sep: st
     if len(labs) != len(choices):
         raise ValueError(f"options got {len(choices)} choices but {len(labs)} labels")
 
+    parts = _format_parts(fmt)
+
     def one(label: str, text: Any) -> str:
         values = {"label": str(label), "text": str(text)}
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], fmt)
+        return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
 
     return sep.join(one(lab, txt) for lab, txt in zip(labs, choices))
+
+
+@lru_cache(maxsize=256)
+def _format_parts(fmt: str) -> tuple[str, ...]:
+    """``fmt`` cut at its placeholders: literal, name, literal, ..., literal (odd items are names)."""
+    return tuple(_PLACEHOLDER.split(fmt))
 
 
 def _finalize(value: Any) -> Any:

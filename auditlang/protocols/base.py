@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditlang.core.requests import Message, Prompt, Request, Result
+from auditlang.core.requests import Message, Prompt, Request, RequestMaker, Result
 from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.render import letters
@@ -19,6 +20,15 @@ def invariant(ok: bool, message: str) -> None:
     rejects every spec that could break it, so a failure here is a bug, never a user mistake."""
     if not ok:
         raise AssertionError(f"internal: {message} (auditc check should have rejected this spec)")
+
+RENDERS = "_renders"  # ItemCtx.extras key of the planner's shared render cache
+
+
+@lru_cache(maxsize=1024)
+def _answer_maker(model: str, seed, _seed_type, max_tokens, _mt_type, temperature: float, top_p, top_k, first: int):
+    return RequestMaker(model, "generate", seed=seed, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+                        top_k=top_k, top_logprobs=0, first_top_logprobs=first or None)
+
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -104,11 +114,11 @@ class ItemCtx:
         top_p = self.extras.get("top_p")
         top_k = self.extras.get("sample_top_k")  # sampling top-k (request param top_k); none = off
         first = int(self.extras.get("first_window") or 0) if temperature == 0 else 0
-        return Request.make(self.model.id, "generate", self.prompt(), seed=self.seed,
-                            max_tokens=self.answer_max_tokens, temperature=temperature,
-                            top_p=(float(top_p) if temperature > 0 and top_p is not None else None),
-                            top_k=(int(top_k) if temperature > 0 and top_k else None), top_logprobs=0,
-                            first_top_logprobs=first or None)
+        top_p = float(top_p) if temperature > 0 and top_p is not None else None
+        top_k = int(top_k) if temperature > 0 and top_k else None
+        # every item of a unit shares these: one RequestMaker (typed key: 1, 1.0 and True differ)
+        mt, seed = self.answer_max_tokens, self.seed
+        return _answer_maker(self.model.id, seed, type(seed), mt, type(mt), temperature, top_p, top_k, first)(self.prompt())
 
     # ------------------------------------------------------------ protocol helpers
     def prefilled(self, user_text: str, prefill: str) -> Prompt:
@@ -123,6 +133,21 @@ class ItemCtx:
             return self.prompt(user_text, assistant_prefix=prefill)
         sep = "" if not user_text or user_text[-1].isspace() else "\n"
         return self.prompt(user_text + sep, assistant_prefix=prefill)
+
+    def render(self, tpl) -> str:
+        """``tpl`` rendered with this item's context and no protocol variables. The text depends
+        on the item only, not on the model, so the planner shares one cache (``extras["_renders"]``)
+        across every model's context of an item: each prompt is rendered once."""
+        cache = self.extras.get(RENDERS)
+        if cache is None:
+            return tpl.render(self.template_context())
+        key = (id(tpl), id(self.item))
+        hit = cache.get(key)
+        if hit is not None and hit[0] is tpl and hit[1] is self.item:  # the objects are held: ids not reused
+            return hit[2]
+        text = tpl.render(self.template_context())
+        cache[key] = (tpl, self.item, text)
+        return text
 
     def template_context(self, **protocol: Any) -> dict[str, Any]:
         """Template context of this item plus protocol variables (``proposed_answer``, ...).

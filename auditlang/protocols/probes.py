@@ -135,7 +135,7 @@ class _FollowupProbe(_PromptedProbe):
         if uses_answer(tpl):
             prompt = ctx.prompt(render_single(ctx, tpl, answer))
         else:
-            prompt = ctx.followup(answer, tpl.render(ctx.template_context()))
+            prompt = ctx.followup(answer, ctx.render(tpl))
         return {self.ROLE: self._generate(ctx, prompt)}
 
 
@@ -158,7 +158,7 @@ class NotaProgram(_PromptedProbe):
         if not ctx.valid_labels():
             raise ValueError(f"protocol '{self.obj.id}' (nota) needs multiple-choice items; item "
                              f"{ctx.item.get('id')!r} of dataset '{ctx.dataset}' has no choices")
-        text = self.template_for(ctx).render(ctx.template_context())
+        text = ctx.render(self.template_for(ctx))
         return {self.ROLE: self._generate(ctx, ctx.prompt(text))}
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:

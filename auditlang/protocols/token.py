@@ -166,8 +166,8 @@ class TokenProgram(Program):
             return ctx.prompt()
         user = ctx.user_text
         if p.prefix:
-            user = self.template(p.prefix).render(ctx.template_context())
-        slot = self.template(p.prefill).render(ctx.template_context()) if p.prefill else GUESS_SLOT
+            user = ctx.render(self.template(p.prefix))
+        slot = ctx.render(self.template(p.prefill)) if p.prefill else GUESS_SLOT
         return ctx.prefilled(user, slot)
 
     def _score_request(self, ctx: ItemCtx, answer: str) -> Request:

@@ -248,12 +248,12 @@ class VerbalProgram(SuppliedAnswers, Program):
     # ------------------------------------------------------------------ requests
     def prompt_for(self, ctx: ItemCtx, answer: str) -> Prompt:
         if self.layout == "prefill":
-            user = self.phrasing.render(ctx.template_context()) if self.phrasing else ctx.user_text
+            user = ctx.render(self.phrasing) if self.phrasing else ctx.user_text
             slot = self.prefill_tpl.render(ctx.template_context(proposed_answer=answer.strip(), generation=answer))
             return ctx.prefilled(user, slot)
         if self.layout == "single":
             return ctx.prompt(render_single(ctx, self.phrasing, answer))
-        return ctx.followup(answer, self.phrasing.render(ctx.template_context()))
+        return ctx.followup(answer, ctx.render(self.phrasing))
 
     def _request(self, ctx: ItemCtx, prompt: Prompt) -> Request:
         p = self.p
@@ -265,7 +265,7 @@ class VerbalProgram(SuppliedAnswers, Program):
         if self._staged() != 1:
             return {}
         if self.layout == "joint_call":
-            return {"verbal": self._request(ctx, ctx.prompt(self.phrasing.render(ctx.template_context())))}
+            return {"verbal": self._request(ctx, ctx.prompt(ctx.render(self.phrasing)))}
         answer, _ = self.supplied(ctx)
         return {"verbal": self._request(ctx, self.prompt_for(ctx, answer))}
 
@@ -360,7 +360,7 @@ class PTrueProgram(SuppliedAnswers, Program):
         if self.layout == "single":
             prompt = ctx.prompt(render_single(ctx, self.tpl, answer))
         else:
-            prompt = ctx.followup(answer, self.tpl.render(ctx.template_context()))
+            prompt = ctx.followup(answer, ctx.render(self.tpl))
         return Request.make(ctx.model.id, "choice_logprobs", prompt, seed=ctx.seed,
                             choices=label_choices(prompt, list(self.p.labels)), top_logprobs=self.p.top_k)
 
