@@ -22,7 +22,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.audit"))
 
 
 def _data_root(spec: Path) -> list[str]:
-    return [] if spec.name == "quickstart.audit" else ["--data-root", str(DATA)]
+    return [] if spec.name.startswith("quickstart") else ["--data-root", str(DATA)]
 
 
 def _summary(spec, plan) -> str:
@@ -33,9 +33,9 @@ def _summary(spec, plan) -> str:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_lean_plan_equals_full_plan(path: Path, tmp_path: Path, capsys) -> None:
-    if path.name != "quickstart.audit" and not (DATA / "sst2.jsonl").exists():
+    if not path.name.startswith("quickstart") and not (DATA / "sst2.jsonl").exists():
         pytest.skip("../shared/data is not available")
-    root = None if path.name == "quickstart.audit" else str(DATA)
+    root = None if path.name.startswith("quickstart") else str(DATA)
     spec = compile_spec(path)
     full = build_plan(spec, data_root=root)
     streamed = []
