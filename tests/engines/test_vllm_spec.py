@@ -27,9 +27,11 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
-def test_spec_vllm_options_are_engine_args_fields() -> None:
+def test_spec_vllm_options_are_engine_args_fields(tmp_path: Path) -> None:
     """Every option the resolver sends for the study specs' vLLM models is a field of vLLM's own
-    ``EngineArgs`` (constructed, not loaded)."""
+    ``EngineArgs`` (constructed, not loaded). ``model`` is an existing local folder: with
+    HF_HUB_OFFLINE=1 (CI) ``EngineArgs`` resolves a Hub id to its cached snapshot at construction,
+    and these models are not cached here; the options, not the weights, are under test."""
     from vllm import EngineArgs
 
     fields = {f.name for f in dataclasses.fields(EngineArgs)}
@@ -42,7 +44,8 @@ def test_spec_vllm_options_are_engine_args_fields() -> None:
                 continue
             seen += 1
             opts = _Options.parse(cfg)
-            args = EngineArgs(model=cfg.path, tensor_parallel_size=opts.tensor_parallel_size,
+            assert cfg.path and "/" in cfg.path, (mid, cfg.path)  # a Hub id, as the spec wrote it
+            args = EngineArgs(model=str(tmp_path), tensor_parallel_size=opts.tensor_parallel_size,
                               max_logprobs=opts.max_logprobs, enforce_eager=bool(opts.enforce_eager),
                               **({"gpu_memory_utilization": opts.gpu_memory_utilization} if opts.gpu_memory_utilization else {}))
             assert args.tensor_parallel_size == opts.tensor_parallel_size
