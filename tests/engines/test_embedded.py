@@ -129,3 +129,24 @@ def test_cache_root_follows_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert embedded.models_dir() == tmp_path / "c" / "models"
     monkeypatch.delenv("AUDITLANG_CACHE")
     assert embedded.cache_root() == Path.home() / ".cache" / "auditlang"
+
+
+def test_gguf_header_is_parsed_once_while_converting(tmp_path: Path):
+    """transformers opens the GGUF three times (config, tokenizer, weights) and the bos fix once
+    more; inside the conversion they share one reader (parsing Gemma's vocabulary was most of
+    the conversion's time), and the package's own class is back afterwards."""
+    gguf = pytest.importorskip("gguf")
+    path = tmp_path / "tiny.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_uint32("test.value", 7)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    original = gguf.GGUFReader
+    with embedded._gguf_parsed_once():
+        from gguf import GGUFReader  # as transformers imports it, inside the function
+
+        first, second = GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is second and int(first.fields["test.value"].contents()) == 7
+    assert gguf.GGUFReader is original and gguf.GGUFReader(path) is not first
