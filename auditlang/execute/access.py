@@ -80,12 +80,10 @@ def load_allowances(hosts: list[str] | None = None, secrets: list[str] | None = 
 def used_models(spec: Spec) -> list[str]:
     """Models a run would call: each audit's models, its judges and its wrong_from models."""
     out: list[str] = []
-    for audit in spec.of_kind("audit").values():
+    for aid, audit in spec.of_kind("audit").items():
         a = audit.value
         out += list(a.models)
-        for e in a.evaluators:
-            if e in spec.objects and getattr(spec.get(e).value, "judge", None):
-                out.append(spec.get(e).value.judge)
+        out += spec.judge_models([aid])
         for p in a.protocols:
             if p in spec.objects:
                 out += list(getattr(spec.get(p).value, "wrong_from", None) or [])

@@ -118,11 +118,7 @@ def kwargs_text(kw: dict[str, Any]) -> str:
 def all_models(rd: RunData) -> list[str]:
     """Audited models, then judge models of the audits' evaluators (they render chat prompts too)."""
     out = [m for aid in rd.audit_ids() for m in rd.audit(aid).models]
-    for aid in rd.audit_ids():
-        for eid in rd.audit(aid).evaluators:
-            if eid in rd.spec.objects and rd.spec.get(eid).ctor == "llm_judge":
-                out.append(rd.spec.get(eid).value.judge)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out + rd.spec.judge_models(rd.audit_ids())))
 
 
 __all__ = ["Decoding", "all_models", "chat_template_options", "decoding_flags", "decoding_of", "is_chat",

@@ -61,6 +61,13 @@ class Spec:
     def get(self, oid: str) -> Resolved:
         return self.objects[oid]
 
+    def judge_models(self, audits=None) -> list[str]:
+        """Judge models of the LLM-judge evaluators of ``audits`` (all audits by default), in order."""
+        ids = list(self.of_kind("audit")) if audits is None else list(audits)
+        out = [self.get(e).value.judge for a in ids for e in self.get(a).value.evaluators
+               if e in self.objects and getattr(self.get(e).value, "judge", None)]
+        return list(dict.fromkeys(out))
+
     @property
     def settings(self):
 

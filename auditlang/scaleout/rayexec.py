@@ -112,10 +112,7 @@ def _has_final_work(spec: Spec, plan: Plan) -> bool:
     then is the final task (one more Ray worker loading auditlang) started."""
     from auditlang.plan.cross import cross_sources  # lazy: as the executor it serves
 
-    if cross_sources(spec, plan):
-        return True
-    audits = {key[0] for key in plan.units}
-    return any(getattr(spec.get(e).value, "judge", None) for a in audits for e in spec.get(a).value.evaluators)
+    return bool(cross_sources(spec, plan) or spec.judge_models({key[0] for key in plan.units}))
 
 
 def _record_fingerprints(run_dir: Path, fps: dict[str, str]) -> None:
