@@ -287,8 +287,12 @@ def breakdown(run_dir: Path) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SPEC
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--spec", type=Path, default=SPEC,
+                    help="the auditlang spec (default arc_tokconf.audit, answer budget 1; "
+                         "arc_tokconf_budget32.audit is the default budget of 32)")
     ap.add_argument("--threads", type=int, default=None, help="OMP/MKL threads for both tools (default: torch's)")
     ap.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--lmeval-python", default="/work/venv-lmeval/bin/python")
@@ -302,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--breakdown", action="store_true",
                     help="also time auditlang's engine phases in-process (load, label logprobs, answer generation)")
     args = ap.parse_args(argv)
+    SPEC = args.spec.resolve()
     if args.repeats < 1:
         fail(f"--repeats must be >= 1 (got {args.repeats})")
     if not (args.data_root / "arc_challenge.jsonl").is_file():
