@@ -26,7 +26,7 @@ def cmd_rescore(args) -> int:
                             hint=did_you_mean(name, RESCORABLE, "offline evaluators") or
                             "constrained, loglik_argmax and llm_judge need a model; add them to the spec and run again")
     run = load_run(Path(args.run_dir))
-    with run.stdlib(), Journal(run.run_dir) as journal:
+    with run.stdlib(), Journal(run.run_dir) as journal, journal.cached_reads():
         for name in dict.fromkeys(args.evaluator):
             records = score_cells(run.spec, run.plan, journal, run.fingerprints, evaluator_override=[(name, name)])
             out = run.run_dir / "rescore" / name

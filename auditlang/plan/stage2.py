@@ -83,6 +83,12 @@ def stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model: 
                     judges_only: bool = False, progs: Programs | None = None) -> list[Request]:
     """Every stage-2 request whose stage-1 inputs are committed in the journal."""
     progs = progs or Programs(spec)
+    with journal.cached_reads():  # an answer is read once for all protocols of its unit
+        return _stage2_requests(spec, plan, journal, fps, only_model, judges_only, progs)
+
+
+def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model: str | None,
+                     judges_only: bool, progs: Programs) -> list[Request]:
     out: dict[str, Request] = {}
     for unit in plan.units.values():
         if only_model is not None and not judges_only and unit.model != only_model:

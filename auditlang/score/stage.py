@@ -265,7 +265,7 @@ def _jsonable(x: Any) -> Any:
 
 def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) -> list[ExampleRecord]:
 
-    with Journal(run_dir) as journal:
+    with Journal(run_dir) as journal, journal.cached_reads():
         records = score_cells(spec, plan, journal, fps)
     write_records(run_dir / RECORDS, records)
     write_cell_metrics(spec, plan, run_dir, records)

@@ -24,6 +24,8 @@ needs shared memory between writers; run shards with their own run directories i
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -139,6 +141,7 @@ class Journal:
             self._init_schema()
         except sqlite3.DatabaseError as e:
             raise JournalError(f"cannot open the journal {self.path}: {e}") from e
+        self._cache: dict[tuple[str, str], Result] | None = None  # see cached_reads
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -167,6 +170,26 @@ class Journal:
 
     def _write(self) -> _Transaction:
         return _Transaction(self._db)
+
+    # results kept decoded at once inside cached_reads (then it restarts): readers go unit by
+    # unit, and a result with a 200-token window is ~20 KB of Python objects
+    READ_CACHE_MAX = 8_192
+
+    @contextlib.contextmanager
+    def cached_reads(self) -> Iterator[None]:
+        """Inside this block :meth:`get` and :meth:`get_many` decode each stored result once and
+        hand the same (read-only) ``Result`` to every later reader: scoring reads an answer once
+        per protocol and evaluator of its item, and decoding its token windows was most of the
+        scoring time. Any write through this journal empties the cache; outside the block every
+        read decodes afresh (another process may have retried a result meanwhile)."""
+        outer = self._cache
+        if outer is None:
+            self._cache = {}
+        try:
+            yield
+        finally:
+            if outer is None:
+                self._cache = None
 
     # ------------------------------------------------------------------ engines
 
@@ -248,27 +271,55 @@ class Journal:
             rows.append((res.request_id, fp_hash, result_to_json(res), res.error, now, shard))
         if not rows:
             return 0
+        if self._cache:
+            self._cache.clear()
         with self._write():
             before = self._db.total_changes
             self._db.executemany(_UPSERT_RESULT, rows)
             return self._db.total_changes - before
 
     def get(self, request_id: str, fp_hash: str) -> Result | None:
+        cache = self._cache
+        if cache is not None and (request_id, fp_hash) in cache:
+            return cache[(request_id, fp_hash)]
         row = self._db.execute(
             "SELECT result FROM results WHERE request_id = ? AND fp_hash = ?", (request_id, fp_hash)
         ).fetchone()
-        return None if row is None else result_from_json(row[0])
+        if row is None:
+            return None
+        res = result_from_json(row[0])
+        self._remember(request_id, fp_hash, res)
+        return res
 
     def get_many(self, request_ids: Iterable[str], fp_hash: str) -> dict[str, Result]:
         """Committed results of the given ids (absent ids are left out)."""
         ids = list(dict.fromkeys(request_ids))
         out: dict[str, Result] = {}
+        cache = self._cache
+        if cache is not None:
+            todo = []
+            for rid in ids:
+                hit = cache.get((rid, fp_hash))
+                if hit is None:
+                    todo.append(rid)
+                else:
+                    out[rid] = hit
+            ids = todo
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             q = f"SELECT request_id, result FROM results WHERE fp_hash = ? AND request_id IN ({marks})"
             for rid, text in self._db.execute(q, (fp_hash, *chunk)):
-                out[rid] = result_from_json(text)
+                out[rid] = res = result_from_json(text)
+                self._remember(rid, fp_hash, res)
         return out
+
+    def _remember(self, request_id: str, fp_hash: str, res: Result) -> None:
+        cache = self._cache
+        if cache is None:
+            return
+        if len(cache) >= self.READ_CACHE_MAX:
+            cache.clear()
+        cache[(request_id, fp_hash)] = res
 
     def iter_results(self, fp_hash: str | None = None) -> Iterator[tuple[str, Result]]:
         """``(fp_hash, result)`` for every committed result, in key order."""

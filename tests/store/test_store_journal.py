@@ -178,3 +178,44 @@ def test_concurrent_writer_processes_do_not_corrupt(tmp_path: Path) -> None:
     shards = dict(db.execute("SELECT shard, COUNT(*) FROM results GROUP BY shard").fetchall())
     db.close()
     assert set(shards) == {"0/3", "1/3", "2/3"} and sum(shards.values()) == 120
+
+
+def test_cached_reads_decode_each_result_once_and_writes_invalidate(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
+    import auditlang.store.journal as jmod
+
+    decoded: list[str] = []
+    real = jmod.result_from_json
+    monkeypatch.setattr(jmod, "result_from_json", lambda text: (decoded.append(text), real(text))[1])
+    results = _every_field_results()
+    fp = journal.register_engine(FP, "m")
+    journal.put_results(results, fp)
+    ids = [r.request_id for r in results]
+    with journal.cached_reads():
+        first = journal.get_many(ids, fp)
+        again = journal.get_many(ids + ["absent"], fp)
+        assert journal.get("r_gen", fp) is first["r_gen"] and journal.get("absent", fp) is None
+        assert again == first and all(again[i] is first[i] for i in ids)
+        assert len(decoded) == len(results)  # one decode per stored result
+        with journal.cached_reads():  # nested blocks share the outer cache
+            journal.get_many(ids, fp)
+        assert len(decoded) == len(results)
+        # a write (here: a retry replacing the stored error) empties the cache: the new value is read
+        journal.put_results([Result("r_err", "generate", samples=[Sample("ok", [], "stop")])], fp)
+        assert journal.get("r_err", fp).error is None
+        assert len(decoded) == len(results) + 1
+    # outside the block every read decodes afresh
+    n = len(decoded)
+    journal.get_many(ids, fp)
+    journal.get_many(ids, fp)
+    assert len(decoded) == n + 2 * len(results)
+
+
+def test_cached_reads_restart_when_full(journal: Journal, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = _every_field_results()
+    fp = journal.register_engine(FP, "m")
+    journal.put_results(results, fp)
+    monkeypatch.setattr(Journal, "READ_CACHE_MAX", 2)
+    with journal.cached_reads():
+        got = journal.get_many([r.request_id for r in results], fp)
+        assert got == {r.request_id: r for r in results}
+        assert len(journal._cache) <= 2
