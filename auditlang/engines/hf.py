@@ -465,7 +465,8 @@ class HFEngine:
             if items:
                 ids = self.tokenizer([t for _, t in items], add_special_tokens=special)["input_ids"]
                 for (i, _), row in zip(items, ids):
-                    out[i] = [int(x) for x in row]
+                    # a fast tokenizer's rows are lists of Python ints already (no per-token copy)
+                    out[i] = row if type(row) is list else [int(x) for x in row]
         return out
 
     def close(self) -> None:

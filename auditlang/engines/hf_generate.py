@@ -255,7 +255,9 @@ class Decoder:
             host = logits[sampled].cpu()
             draws = [_sample(torch, host[m], rows[j].unit.spec, rows[j].gen) for m, j in enumerate(sampled)]
             chosen[sampled] = torch.tensor(draws, device=chosen.device)
-        k = max(r.unit.spec.logprobs for r in rows)  # first_top_logprobs widens position 0 only
+        # the widest window any row needs at ITS position (first_top_logprobs widens position 0 only,
+        # so decoding steps past the first token copy no 200-wide windows to the host)
+        k = max(r.unit.spec.window_at(len(r.state.tokens)) for r in rows)
         parts = [chosen[:, None].double(), lp.gather(1, chosen[:, None]).double()]
         if k:
             vals, ids = torch.topk(lp, min(k, lp.shape[-1]), dim=-1)
