@@ -34,8 +34,9 @@ def cmd_plan(args) -> int:
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
                       no_download=offline, lean=True, sink=spool)
     step(None)
-    if plan.warnings:
-        print_diags(plan.warnings)
+    warned = list(getattr(spec, "warnings", None) or []) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
+    if warned:
+        print_diags(warned)
     access = access_record(accesses, allow)
     for a in access:
         if a["model"] in offline and a.get("kind") == "dataset":

@@ -84,8 +84,14 @@ def cmd_run(args) -> int:
     plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     if step is not None:
         step(None)
-    if plan.warnings:
-        print_diags(plan.warnings)
+    warned = list(getattr(spec, "warnings", None) or []) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
+    if warned:
+        print_diags(warned)
+    if not plan.cells:
+        from auditlang.core.errors import UserError
+
+        raise UserError(f"nothing to run: {args.spec} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
+                        hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
     for note in plan.notes:
         if "data root" in note or "fallback file" in note:
             print(f"note: {note}", file=sys.stderr)
