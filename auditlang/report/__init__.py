@@ -131,8 +131,11 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
                 (out / f"{stem}.tex").write_text(frag, encoding="utf-8")
                 written.append(out / f"{stem}.tex")
                 if not wide:
+                    # [!htbp]: the preview starts with the first table under its title (with [tbp] a
+                    # table taller than LaTeX's top-float share went to page 2, page 1 held the title only)
                     (out / "disclosure_standalone.tex").write_text(
-                        document(frag, f"Protocol disclosure: {spec.entry.name}"), encoding="utf-8")
+                        document(frag.replace("}[tbp]", "}[!htbp]"), f"Protocol disclosure: {spec.entry.name}"),
+                        encoding="utf-8")
                     written.append(out / "disclosure_standalone.tex")
     if "html" in want:
         files = "; ".join(f"{Path(p).name} {h[:16]}" for p, h in spec.files.items())

@@ -34,6 +34,16 @@ def test_report_latex_compiles(run, tmp_path, name):
 
 
 @needs_pdflatex
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+def test_standalone_disclosure_starts_on_its_title_page(run, tmp_path):
+    res = compile_tex(run.report / "disclosure_standalone.tex", tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:]
+    page1 = subprocess.run(["pdftotext", "-f", "1", "-l", "1", "-layout", str(tmp_path / "disclosure_standalone.pdf"), "-"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "Protocol disclosure" in page1 and "Axis" in page1 and "Main setting" in page1, page1[:800]
+
+
+@needs_pdflatex
 def test_disclosure_fragment_is_booktabs(run):
     frag = (run.report / "disclosure.tex").read_text().replace(BREAK, "")
     assert frag.count("\\toprule") == frag.count("\\bottomrule") == 2  # one table per audit
