@@ -76,6 +76,13 @@ def test_auto_is_on_without_prompt_logprobs_and_off_with_them(tmp_path: Path, da
     assert engine_config(spec, plan, "gen", engine_override="hf").options == {}
 
 
+def test_auditc_plan_says_how_run_will_set_it(tmp_path: Path, data: Path, capsys) -> None:
+    assert main(["plan", str(_spec(tmp_path)), "--data-root", str(data)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("vLLM prefix caching: on for gen (the answers and samples of a prompt share its prefill); "
+            "off for scored (continuation_logprobs scored, or prefix_caching=off)") in out
+
+
 def test_explicit_values_are_honoured(tmp_path: Path, data: Path) -> None:
     spec = compile_spec(_spec(tmp_path, gen=", prefix_caching=off", scored=", prefix_caching=off"))
     plan = plan_spec(spec, str(data))
