@@ -33,6 +33,11 @@ from auditlang.core.requests import REQUEST_KINDS
 
 ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
 
+# Kinds the vllm engine serves with ``prompt_logprobs`` (teacher forcing). With vLLM's prefix cache
+# on, those values depend on request order (vLLM bug #42019: stale values from earlier requests),
+# so a vllm model sent any of them runs with the cache off (``prefix_caching=auto``, docs/engines.md).
+VLLM_PROMPT_LOGPROB_KINDS: frozenset[str] = frozenset({"continuation_logprobs"})
+
 # Engines in the component registry: the implementation is a "module:Class" string because the
 # engine modules import torch, transformers, vLLM or an HTTP client; engines/registry.py imports
 # one only when a model is loaded. meta: the request kinds it serves (see above), install hint.

@@ -24,12 +24,16 @@ Per kind:
   precedence (§1.5 table, §9).
 - generate: one n=1 request per sample seeded ``hf.sample_seed(seed, i)``, so sample i does not
   depend on n and seeds never share streams (§5: vLLM's n>1 uses seed+i). Greedy requests run
-  once and are copied n times (vLLM rejects greedy n>1). ``logprobs=k`` (0 = chosen token
+  once and are copied n times (vLLM rejects greedy n>1). With prefix caching on (option
+  ``enable_prefix_caching``; ``auditc run`` resolves the spec's ``prefix_caching=auto``) the
+  samples and the greedy answer of one prompt share its prefill through vLLM's prefix cache
+  (whole KV blocks: 16 tokens on GPU, 128 on CPU; the rest of the prompt is computed per request). ``logprobs=k`` (0 = chosen token
   only); the window keeps the k best (vLLM adds the sampled token when outside the top-k).
   A request's sampling ``top_k`` becomes ``SamplingParams(top_k=k)`` (left at vLLM's 0 = off
   when absent, 0 or -1).
 - continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``;
-  prefix caching is disabled engine-wide for reproducible scores (§2.2, bug #42019).
+  only with prefix caching off (the default): with it on, prompt logprobs depend on request
+  order (§2.2, bug #42019) and each such request fails alone with that reason.
 - constrained_choice: ``StructuredOutputsParams(choice=...)``, greedy, no logprobs requested:
   the grammar renormalises them, so they are never a confidence source (§3.4). As in the
   paper's repair path (000, appendix C: vLLM guided_choice, greedy), this is a greedy walk of
@@ -78,6 +82,9 @@ KNOWN_OPTIONS = {
     "threads_bind": "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)",
     "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
     "chunk_size": "requests per generate() call; results are yielded after each chunk (default 256)",
+    "enable_prefix_caching": ("vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
+                              "(default false; `auditc run` resolves the spec's prefix_caching=auto: true unless the "
+                              "model is sent continuation_logprobs requests, bug #42019)"),
     "trust_remote_code": "allow model code from the checkpoint (default false)",
     "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
 }
@@ -123,6 +130,7 @@ class _Options:
     in_process: bool | None = None
     chunk_size: int = 256
     trust_remote_code: bool = False
+    enable_prefix_caching: bool = False
 
     @staticmethod
     def parse(config: ModelConfig) -> "_Options":
@@ -136,7 +144,7 @@ class _Options:
             "max_logprobs": (int,), "max_model_len": (int,), "kv_cache_gib": (int, float),
             "gpu_memory_utilization": (int, float), "enforce_eager": (bool,), "tensor_parallel_size": (int,),
             "max_num_seqs": (int,), "threads_bind": (str,), "in_process": (bool,), "chunk_size": (int,),
-            "trust_remote_code": (bool,),
+            "trust_remote_code": (bool,), "enable_prefix_caching": (bool,),
         }
         for k, v in opts.items():
             ok = isinstance(v, kinds[k]) and not (bool not in kinds[k] and isinstance(v, bool))
@@ -148,6 +156,30 @@ class _Options:
         if config.batch_size != "auto" and config.batch_size < 1:  # auto: vLLM schedules its own batches
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
         return _Options(**opts)
+
+
+@dataclass
+class PrefillStats:
+    """Prompt tokens of the generate runner's requests, and how many of them vLLM served from
+    its prefix cache (``RequestOutput.num_cached_tokens``), cumulative over the engine's life."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def computed_tokens(self) -> int:
+        """Prompt tokens prefilled (not read from the cache)."""
+        return self.prompt_tokens - self.cached_tokens
+
+    def add(self, jobs: Sequence["_Job"], outs: Sequence[Any]) -> None:
+        for job, out in zip(jobs, outs):
+            self.requests += 1
+            self.prompt_tokens += len(job.prompt)
+            self.cached_tokens += int(getattr(out, "num_cached_tokens", 0) or 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {**self.__dict__, "computed_tokens": self.computed_tokens}
 
 
 @dataclass
@@ -210,6 +242,7 @@ class VLLMEngine:
         mc = self.llm.llm_engine.model_config
         self.max_model_len = int(mc.max_model_len)
         self._pool: Any = None
+        self.prefill_stats = PrefillStats()
         self._token_str: dict[int, str] = {}
         self._fingerprint: dict[str, Any] | None = None
 
@@ -272,7 +305,9 @@ class VLLMEngine:
             "tokenizer": str(self._resolved.local_dir),
             "dtype": self.dtype,
             "seed": 0,
-            "enable_prefix_caching": False,  # #42019: prompt logprobs depend on request order with it
+            # #42019: prompt logprobs depend on request order with it; the pooling runner (one
+            # prefill per hidden_states prompt) never caches
+            "enable_prefix_caching": o.enable_prefix_caching and runner == "generate",
             "enforce_eager": self.on_cpu if o.enforce_eager is None else o.enforce_eager,
             "tensor_parallel_size": o.tensor_parallel_size,
             "trust_remote_code": o.trust_remote_code,
@@ -368,7 +403,7 @@ class VLLMEngine:
                 "model_runner": self.model_runner(),
                 "logprobs_mode": str(getattr(cfg.model_config, "logprobs_mode", "raw_logprobs")),
                 "enforce_eager": bool(cfg.model_config.enforce_eager),
-                "prefix_caching": False,
+                "prefix_caching": bool(cfg.cache_config.enable_prefix_caching),
                 "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT", "0"),
                 "tensor_parallel_size": self._opts.tensor_parallel_size,
                 "max_model_len": self.max_model_len,
@@ -497,7 +532,9 @@ class VLLMEngine:
             return []
         prompts = [self._vllm.TokensPrompt(prompt_token_ids=j.prompt) for j in jobs]
         try:
-            return list(llm.generate(prompts, [j.params for j in jobs], use_tqdm=False))
+            outs = list(llm.generate(prompts, [j.params for j in jobs], use_tqdm=False))
+            self.prefill_stats.add(jobs, outs)
+            return outs
         except Exception as e:  # noqa: BLE001 - turned into Result.error
             _raise_if_dead(e)
             if len(jobs) == 1:
@@ -586,6 +623,10 @@ class VLLMEngine:
                 continue
             if not cont:
                 yield _error(reqs[i], "the continuation encodes to zero tokens")
+                continue
+            if self._opts.enable_prefix_caching:
+                yield _error(reqs[i], "continuation_logprobs with prefix caching on: vLLM's prompt logprobs then depend on "
+                                      "the order of requests (bug #42019); load this model with prefix caching off")
                 continue
             if len(enc[i]) + len(cont) > self.max_model_len:
                 yield _error(reqs[i], f"prompt + continuation have {len(enc[i]) + len(cont)} tokens; max_model_len is {self.max_model_len}")

@@ -16,6 +16,7 @@ import contextlib
 import time
 from pathlib import Path
 
+from auditlang.core.capabilities import VLLM_PROMPT_LOGPROB_KINDS
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
@@ -70,11 +71,16 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     cache = Journal(Path(cache_dir)) if cache_dir else None
     opts = {"progress": progress, "retry_errors": retry_errors, "cache": cache}
     with Journal(run_dir) as journal, (cache or contextlib.nullcontext()):
+        def config(mid: str) -> ModelConfig:
+            """``mid``'s engine configuration for this plan: options that depend on what the
+            plan sends the model (vLLM prefix caching) are resolved from its request kinds."""
+            return engine_config(spec, plan, mid, engine_override)
+
         def unchanged(mid: str, needed) -> bool:
             """Whether ``mid``'s static key is the recorded one and ``needed()`` (built with its
             recorded fingerprint) is all committed: then the model need not be loaded."""
             rec = statics.get(mid)
-            if not rec or rec.get("key") != static_key(model_config(spec, mid, engine_override)):
+            if not rec or rec.get("key") != static_key(config(mid)):
                 return False
             if rec["fp"] not in journal.fingerprints():
                 return False
@@ -86,7 +92,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             return True
 
         def run_phase(mid: str, work) -> None:
-            cfg = model_config(spec, mid, engine_override)
+            cfg = config(mid)
             beat(doing=f"{mid}: loading the {cfg.engine} engine")
             log(f"[{mid}] loading the {cfg.engine} engine: {cfg.path}")
             t0 = time.perf_counter()
@@ -158,6 +164,23 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash, "static_keys": statics})
     write_run_file(run_dir, info)
     return fps
+
+
+def engine_config(spec: Spec, plan: Plan, mid: str, engine_override: str | None = None) -> ModelConfig:
+    """The configuration ``auditc run`` loads model ``mid`` with: the spec's declaration
+    (:func:`~auditlang.resolve.models.model_config`) with ``prefix_caching=auto`` resolved from the
+    request kinds the plan sends the model in every stage (``Plan.model_kinds``). A declared
+    ``prefix_caching=on`` for a model sent prompt-logprob requests is refused (E178 at plan time
+    already; here too, for kinds only the data reveals)."""
+    kinds = plan.model_kinds(mid)
+    cfg = model_config(spec, mid, engine_override, kinds=kinds)
+    bad = sorted(kinds & VLLM_PROMPT_LOGPROB_KINDS)
+    if cfg.engine == "vllm" and cfg.options.get("enable_prefix_caching") and bad:
+        raise RuntimeFailure(
+            f"model '{mid}' declares prefix_caching=on but is sent {', '.join(bad)} requests: with vLLM's prefix "
+            "cache on, prompt logprobs depend on the order of requests (vLLM bug #42019), so the scores would not be "
+            "reproducible", "write prefix_caching=auto (off for this model) or off")
+    return cfg
 
 
 def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request], retry_errors: bool) -> bool:

@@ -81,6 +81,16 @@ class Plan:
     def unique_request_count(self) -> int:
         return self.stage1_exact_count + self.estimated_stage1_count + self.deferred_count
 
+    def model_kinds(self, model: str) -> frozenset[str]:
+        """Request kinds this plan sends ``model`` in any stage: stage 1 (rendered or estimated),
+        stage 2 follow-ups, cross-stage and judge requests (``deferred``), as `auditc plan`'s
+        "requests by model and kind" table counts them."""
+        kinds = {k for (m, k), n in self.request_counts.items() if m == model and n}
+        if not self.request_counts:  # a plan built elsewhere: count its requests
+            kinds |= {r.kind for r in self.requests if r.model == model}
+        kinds |= {d["kind"] for d in (*self.deferred, *self.estimated_stage1) if d["model"] == model and d["count"]}
+        return frozenset(kinds)
+
     def to_dict(self, include_requests: bool = True) -> dict[str, Any]:
         d = {
             "version": self.version,

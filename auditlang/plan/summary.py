@@ -9,6 +9,7 @@ from rich.table import Table
 
 from auditlang.plan.model import Plan
 from auditlang.plan.planner import PLACEHOLDER_NOTE
+from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 
 
@@ -53,6 +54,9 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], stage,
                     f"{d['count']:,}", _deferred_label(d))
     con.print(req)
+    pc = prefix_caching_line(spec, plan)
+    if pc:
+        con.print(pc, highlight=False)
     saved = plan.naive_request_count - plan.unique_request_count
     pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
     if plan.estimated_stage1:
@@ -77,6 +81,22 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         con.print("[bold]cells[/bold] (id · items · content hash; * = estimated)")
         for c in plan.cells:
             con.print(f"  {c.id}  {c.n_items}{'*' if c.estimated else ''}  {c.hash}", soft_wrap=True, highlight=False)
+
+
+def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:
+    """How `auditc run` will set vLLM's prefix cache for each vllm model (resolve/models.py's rule
+    over the request kinds this plan sends it), or None without vllm models."""
+    on, off = [], []
+    for mid in plan.models:
+        kinds = plan.model_kinds(mid)
+        cfg = model_config(spec, mid, kinds=kinds)
+        if cfg.engine == "vllm" and kinds:  # a model no audit runs is not loaded
+            (on if cfg.options.get("enable_prefix_caching") else off).append(mid)
+    if not on and not off:
+        return None
+    parts = ([f"on for {', '.join(on)} (the answers and samples of a prompt share its prefill)"] if on else []) + (
+        [f"off for {', '.join(off)} (continuation_logprobs scored, or prefix_caching=off)"] if off else [])
+    return "vLLM prefix caching: " + "; ".join(parts)
 
 
 def _deferred_label(d: dict) -> str:

@@ -266,7 +266,7 @@ def _engines(rd: RunData) -> Entry:
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
                            + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
-                           + _embedded(fp))
+                           + _vllm_settings(fp) + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
                    "the weights are identified only by name" + (" and their sha256" if fp and fp.get("weights_sha256") else ""))
@@ -277,6 +277,17 @@ def _engines(rd: RunData) -> Entry:
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto); "
                    f"the engine chose {fp.get('dtype')!r}" if fp else f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto)")
     return e
+
+
+def _vllm_settings(fp: dict) -> str:
+    """vLLM settings that change how requests are computed, as the engine fingerprint recorded them."""
+    if fp.get("engine") != "vllm":
+        return ""
+    parts = [f"model runner {fp['model_runner']}" if fp.get("model_runner") else None,
+             f"enforce_eager {fp['enforce_eager']}" if "enforce_eager" in fp else None,
+             ("prefix caching " + ("on (prompt prefills shared between requests)" if fp["prefix_caching"] else "off"))
+             if "prefix_caching" in fp else None]
+    return "; vLLM " + ", ".join(p for p in parts if p) if any(parts) else ""
 
 
 def _embedded(fp: dict) -> str:

@@ -7,8 +7,10 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import Any
 
+from auditlang.core.capabilities import VLLM_PROMPT_LOGPROB_KINDS
 from auditlang.core.engine import ModelConfig
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
@@ -23,16 +25,23 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 ENGINE_OPTIONS: dict[str, dict[str, str]] = {
     "hf": {},
     "vllm": {"max_logprobs": "max_logprobs", "enforce_eager": "enforce_eager",
-             "tensor_parallel": "tensor_parallel_size", "gpu_memory_utilization": "gpu_memory_utilization"},
+             "tensor_parallel": "tensor_parallel_size", "gpu_memory_utilization": "gpu_memory_utilization",
+             "prefix_caching": "enable_prefix_caching"},
     "openai": {"base_url": "base_url", "endpoint": "endpoint", "api_key_env": "api_key_env", "server": "server"},
     "dryrun": {},
 }
 
 
-def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> ModelConfig:
+def model_config(spec: Spec, mid: str, engine_override: str | None = None,
+                 kinds: Collection[str] | None = None) -> ModelConfig:
     """The engine configuration of spec model ``mid``. ``engine_override`` (``auditc run --engine``)
     replaces the declared engine; the declared engine's options are then not sent. ``openai(...)``
-    without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint)."""
+    without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint).
+
+    ``kinds``: the request kinds the run sends this model (``Plan.model_kinds``). With them a
+    vllm model's ``prefix_caching=auto`` (the default) is resolved into an explicit
+    ``enable_prefix_caching`` (:func:`prefix_caching_for`); without them ``auto`` is not sent
+    (the engine's default, off, applies)."""
     o = spec.get(mid)
     v = o.value
     if o.ctor == "embedded":
@@ -51,6 +60,11 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
                 options[option] = getattr(v, param)
         if o.ctor == "openai" and "base_url" not in written and os.environ.get(OPENAI_BASE_URL_ENV):
             options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]  # the spec names no server: the environment's
+    if options.get("enable_prefix_caching") == "auto":
+        del options["enable_prefix_caching"]  # not an engine value: resolved below from the run's kinds
+    if engine == "vllm" and kinds is not None:
+        written_pc = getattr(v, "prefix_caching", "auto") if engine == declared else "auto"
+        options["enable_prefix_caching"] = prefix_caching_for(written_pc, kinds)
     template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
     if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
         options["chat_template_kwargs"] = template_kwargs
@@ -58,3 +72,13 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None) -> Mo
         name=mid, engine=engine, path=path, dtype=DTYPES.get(v.dtype, v.dtype), chat=chat,
         device=getattr(v, "device", "auto"), batch_size=v.batch_size, revision=v.revision, options=options,
     )
+
+
+def prefix_caching_for(declared: bool | str, kinds: Collection[str]) -> bool:
+    """vLLM prefix caching for a model declared ``prefix_caching=declared`` that is sent
+    ``kinds``: ``on``/``off`` as written; ``auto`` = on unless a kind is served with prompt
+    logprobs (``continuation_logprobs``: vLLM bug #42019 makes those depend on request order
+    with the cache on). ``on`` together with such kinds is refused earlier (E178)."""
+    if declared in (True, False):
+        return bool(declared)
+    return not (set(kinds) & VLLM_PROMPT_LOGPROB_KINDS)

@@ -101,6 +101,7 @@ class HubDataset(_DatasetBase):
 VALUE_HINTS = {
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
     "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
+    "prefix_caching": "write prefix_caching=auto (on unless the model scores prompt logprobs), on or off",
 }
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -161,6 +162,17 @@ class VLLMModel(_ModelBase):
     enforce_eager: bool | None = None  # unset: vLLM's engine default (eager on CPU, graphs on GPU)
     tensor_parallel: int = Field(default=1, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    # vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every
+    # sample. auto: `auditc run` turns it on unless the plan sends this model prompt-logprob
+    # requests (continuation_logprobs; vLLM bug #42019), off otherwise (docs/engines.md).
+    prefix_caching: bool | Literal["auto"] = "auto"
+
+    @field_validator("prefix_caching", mode="before")
+    @classmethod
+    def check_prefix_caching(cls, v: Any) -> Any:
+        if v is True or v is False or v == "auto":
+            return v
+        raise ValueError(f"prefix_caching must be auto, on or off (got {v!r})")
 
 
 class OpenAIModel(_ModelBase):

@@ -48,6 +48,7 @@ def test_language_names_are_mapped_and_unwritten_defaults_not_sent(tmp_path: Pat
     p.write_text(
         'model a = vllm("org/m", tensor_parallel=2, enforce_eager=true, max_logprobs=50, gpu_memory_utilization=0.8)\n'
         'model b = vllm("org/m")\n'
+        'model f = vllm("org/m", prefix_caching=off)\n'
         'model c = openai("gpt-x", base_url="http://127.0.0.1:9/v1")\n'
         'model d = openai("gpt-x")\n'
         'model e = embedded("smollm2-135m-instruct", engine=vllm)\n', encoding="utf-8")
@@ -59,7 +60,8 @@ def test_language_names_are_mapped_and_unwritten_defaults_not_sent(tmp_path: Pat
     assert model_config(spec, "c").options == {"base_url": "http://127.0.0.1:9/v1"}
     assert model_config(spec, "d").options == {}  # the engine reads OPENAI_BASE_URL, else its default
     assert model_config(spec, "e").engine == "vllm"
-    for mid in "abcde":
+    assert model_config(spec, "f").options == {"enable_prefix_caching": False}  # spec prefix_caching -> vLLM's name
+    for mid in "abcdef":
         check_config(model_config(spec, mid))
     # `auditc run --engine hf` on a vLLM model: the vLLM options do not follow it
     assert model_config(spec, "a", engine_override="hf").options == {}

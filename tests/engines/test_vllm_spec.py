@@ -39,7 +39,7 @@ def test_spec_vllm_options_are_engine_args_fields(tmp_path: Path) -> None:
     for path in sorted((REPO / "specs").glob("*.audit")) + sorted((REPO / "examples").glob("*.audit")):
         spec = compile_spec(path)
         for mid, obj in spec.of_kind("model").items():
-            cfg = model_config(spec, mid)
+            cfg = model_config(spec, mid, kinds={"generate"})  # as `auditc run` builds it: prefix_caching resolved
             if cfg.engine != "vllm":
                 continue
             seen += 1
@@ -47,8 +47,10 @@ def test_spec_vllm_options_are_engine_args_fields(tmp_path: Path) -> None:
             assert cfg.path and "/" in cfg.path, (mid, cfg.path)  # a Hub id, as the spec wrote it
             args = EngineArgs(model=str(tmp_path), tensor_parallel_size=opts.tensor_parallel_size,
                               max_logprobs=opts.max_logprobs, enforce_eager=bool(opts.enforce_eager),
+                              enable_prefix_caching=opts.enable_prefix_caching,
                               **({"gpu_memory_utilization": opts.gpu_memory_utilization} if opts.gpu_memory_utilization else {}))
             assert args.tensor_parallel_size == opts.tensor_parallel_size
+            assert args.enable_prefix_caching is cfg.options["enable_prefix_caching"]
             mapped = {k for k in cfg.options if k != "chat_template_kwargs"}
             assert mapped <= fields, (mid, mapped - fields)
     assert seen >= 10
@@ -81,3 +83,10 @@ report cells
     assert len(df) == 6 and df["generation"].str.len().gt(0).all()
     tok = df[df["protocol"] == "s000.token_norm"]
     assert tok["confidence"].notna().all()
+    # prefix_caching=auto (not written): no prompt-logprob requests in this plan, so vLLM ran with
+    # its prefix cache on, as the journal's engine fingerprint records
+    from auditlang.store.journal import Journal
+
+    with Journal(out) as journal:
+        fps = [r.fingerprint for r in journal.fingerprints().values() if r.model == "smol"]
+    assert fps and all(fp["prefix_caching"] is True for fp in fps)

@@ -1,0 +1,143 @@
+"""vLLM prefix caching is resolved per model from what the run sends it (issue 16, stage-1 prefills).
+
+``prefix_caching=auto`` (the default of ``vllm(...)``) is on unless the plan sends the model
+prompt-logprob requests (``continuation_logprobs``, vLLM bug #42019), in any stage; ``on``/``off``
+are honoured, and ``on`` with such requests is refused (E178, by ``auditc check`` and ``auditc
+plan``). No vLLM is needed: the configuration the runner loads is captured at the loader.
+The vLLM side (cache hits, identical samples, fingerprint) is tests/engines/test_vllm_prefix_caching.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditlang.api import plan_spec
+from auditlang.cli import main
+from auditlang.core.errors import RuntimeFailure
+from auditlang.engines.registry import check_config
+from auditlang.execute.runner import engine_config
+from auditlang.report.checklist import _vllm_settings
+from auditlang.resolve import compile_spec
+from auditlang.resolve.models import model_config, prefix_caching_for
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+SPEC = """import "stdlib/s000"
+import "stdlib/s001"
+dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=3, seed=42)
+model gen = vllm("org/gen", max_tokens=6{gen})
+model scored = vllm("org/scored", max_tokens=6{scored})
+audit sampled {{
+  models = [gen]
+  datasets = [arc]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.token_norm, s000.verbal_decimal]
+  evaluators = [s000.first_char]
+  metrics = [accuracy, brier]
+}}
+audit teacher_forced {{
+  models = [scored]
+  datasets = [arc]
+  variants = [s000.surface_paraphrase]
+  protocols = [s001.tok_bare]
+  evaluators = [s000.first_char]
+  metrics = [accuracy, brier]
+}}
+report cells
+"""
+
+
+def _spec(tmp_path: Path, gen: str = "", scored: str = "") -> Path:
+    p = tmp_path / "pc.audit"
+    p.write_text(SPEC.format(gen=gen, scored=scored), encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def data() -> Path:
+    if not (DATA / "arc_challenge.jsonl").is_file():
+        pytest.skip(f"shared data not found at {DATA}")
+    return DATA
+
+
+def test_auto_is_on_without_prompt_logprobs_and_off_with_them(tmp_path: Path, data: Path) -> None:
+    spec = compile_spec(_spec(tmp_path))
+    plan = plan_spec(spec, str(data))
+    assert "continuation_logprobs" not in plan.model_kinds("gen")
+    assert plan.model_kinds("scored") >= {"generate", "continuation_logprobs"}  # T1 scoring: a stage-2 kind
+    gen, scored = engine_config(spec, plan, "gen"), engine_config(spec, plan, "scored")
+    assert gen.options == {"enable_prefix_caching": True}
+    assert scored.options == {"enable_prefix_caching": False}
+    for cfg in (gen, scored):
+        check_config(cfg)  # the vllm engine's own option parser takes it
+    # --engine hf on these models: no vLLM option follows
+    assert engine_config(spec, plan, "gen", engine_override="hf").options == {}
+
+
+def test_auditc_plan_says_how_run_will_set_it(tmp_path: Path, data: Path, capsys) -> None:
+    assert main(["plan", str(_spec(tmp_path)), "--data-root", str(data)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("vLLM prefix caching: on for gen (the answers and samples of a prompt share its prefill); "
+            "off for scored (continuation_logprobs scored, or prefix_caching=off)") in out
+
+
+def test_explicit_values_are_honoured(tmp_path: Path, data: Path) -> None:
+    spec = compile_spec(_spec(tmp_path, gen=", prefix_caching=off", scored=", prefix_caching=off"))
+    plan = plan_spec(spec, str(data))
+    assert engine_config(spec, plan, "gen").options == {"enable_prefix_caching": False}
+    spec = compile_spec(_spec(tmp_path, gen=", prefix_caching=on", scored=", prefix_caching=auto"))
+    plan = plan_spec(spec, str(data))
+    assert engine_config(spec, plan, "gen").options == {"enable_prefix_caching": True}
+    assert engine_config(spec, plan, "scored").options == {"enable_prefix_caching": False}
+    # without the run's kinds (auditc show, access checks) only a written on/off is sent, never "auto"
+    assert model_config(spec, "gen").options == {"enable_prefix_caching": True}
+    assert model_config(spec, "scored").options == {}
+
+
+def test_rule_table() -> None:
+    assert prefix_caching_for("auto", {"generate", "choice_logprobs", "constrained_choice", "hidden_states"}) is True
+    assert prefix_caching_for("auto", {"generate", "continuation_logprobs"}) is False
+    assert prefix_caching_for("auto", set()) is True
+    assert prefix_caching_for(False, {"generate"}) is False
+    assert prefix_caching_for(True, {"generate"}) is True
+
+
+def test_on_with_prompt_logprobs_is_refused_by_check_and_plan(tmp_path: Path, data: Path, capsys) -> None:
+    p = _spec(tmp_path, scored=", prefix_caching=on")
+    assert main(["check", str(p)]) == 1
+    err = capsys.readouterr()
+    text = err.out + err.err
+    assert "error[E178]" in text and "model 'scored' sets prefix_caching=on" in text and "#42019" in text
+    assert "pc.audit:5:" in text and "^^^" in text and "prefix_caching=auto" in text  # at the parameter, with a hint
+    assert main(["plan", str(p), "--data-root", str(data)]) == 1
+    assert "E178" in "".join(capsys.readouterr())
+    # on for the model that is sent no prompt logprobs is fine
+    assert main(["check", str(_spec(tmp_path, gen=", prefix_caching=on"))]) == 0
+
+
+def test_auditc_run_loads_the_resolved_value(tmp_path: Path, data: Path, monkeypatch, capsys) -> None:
+    """The runner's own path: `auditc run` builds each model's configuration with the plan's kinds
+    (the loader is replaced so no vLLM is needed; it records what it was given and stops the run)."""
+    import auditlang.execute.runner as runner
+
+    seen = {}
+
+    def fake_load(cfg):
+        seen[cfg.name] = cfg
+        raise RuntimeFailure("stop here", None)
+
+    monkeypatch.setattr(runner, "_load", fake_load)
+    rc = main(["run", str(_spec(tmp_path)), "--data-root", str(data), "--out", str(tmp_path / "run"), "--no-progress"])
+    assert rc == 3 and "stop here" in "".join(capsys.readouterr())
+    first = next(iter(seen.values()))
+    assert first.engine == "vllm" and first.options == {"enable_prefix_caching": first.name == "gen"}
+
+
+def test_checklist_discloses_the_setting() -> None:
+    fp = {"engine": "vllm", "model_runner": "v1", "enforce_eager": True, "prefix_caching": True}
+    assert _vllm_settings(fp) == ("; vLLM model runner v1, enforce_eager True, "
+                                  "prefix caching on (prompt prefills shared between requests)")
+    assert _vllm_settings({**fp, "prefix_caching": False}).endswith("prefix caching off")
+    assert _vllm_settings({"engine": "hf"}) == ""
