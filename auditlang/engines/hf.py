@@ -27,11 +27,12 @@ Conventions (also in docs/engines.md):
   Temperature, then sampling ``top_k``, then ``top_p`` (vLLM's order and semantics).
 - ``options.chat_template_kwargs`` (e.g. ``{"enable_thinking": False}``) are passed to
   ``apply_chat_template`` for every chat prompt and recorded in the fingerprint.
-- One forward pass per prompt: a ``choice_logprobs`` request whose encoded prompt equals that
-  of a greedy (temperature 0) ``generate`` request in the same ``run`` call is served from that
-  generation's first decoding step (the same last-position log-softmax vector), not from a
-  forward pass of its own. ``sort_key`` tells the executor to put such requests next to each
-  other (same commit batch), shortest prompts first, so batches carry little padding.
+- One prefill per prompt: all ``generate`` requests of one encoded prompt in a ``run`` call
+  (greedy or sampled, any budget) share one prefill (``hf_generate``), and a
+  ``choice_logprobs`` request with the same encoded prompt is served from that prefill (the same
+  last-position log-softmax vector), not from a forward pass of its own. ``sort_key`` tells the
+  executor to put such requests next to each other (same commit batch), shortest prompts
+  first, so batches carry little padding.
 """
 
 from __future__ import annotations
@@ -429,17 +430,25 @@ class HFEngine:
 
     def sort_key(self, request: Request) -> tuple[str, int, tuple[Any, ...]]:
         """Executor hook (see ``auditlang.execute.executor``): the order of a stage's requests.
-        By kind, except that ``choice_logprobs`` and greedy ``generate`` requests form one class
-        (a pair with the same prompt then lands in one commit batch and shares one forward pass);
-        within a class by prompt length in characters, then by prompt, so requests of one prompt
-        are adjacent and every commit batch holds prompts of similar length (little padding, as
-        if the whole stage were sorted by length)."""
-        shared = request.kind == "choice_logprobs" or (request.kind == "generate" and _is_greedy(request))
+        By kind, except that ``choice_logprobs`` and ``generate`` requests (greedy or sampled,
+        any budget) form one class (requests of one prompt then land in one commit batch and
+        share one prefill); within a class by prompt length in characters, then by prompt, so
+        requests of one prompt are adjacent (equal keys: the executor keeps them in one commit
+        batch) and every commit batch holds prompts of similar length (little padding, as if the
+        whole stage were sorted by length)."""
+        cls = "choice_logprobs+generate" if request.kind in ("choice_logprobs", "generate") else request.kind
         p = request.prompt
         if p.text is not None:
-            return ("choice_logprobs+greedy" if shared else request.kind, len(p.text), (0, p.text))
+            return (cls, len(p.text), (0, p.text))
         msgs = tuple((m.role, m.content) for m in p.messages or ())  # (1, ...): never compared with a text
-        return ("choice_logprobs+greedy" if shared else request.kind, sum(len(c) for _, c in msgs), (1, msgs))
+        return (cls, sum(len(c) for _, c in msgs), (1, msgs))
+
+    def work_counters(self) -> dict[str, int]:
+        """Executor hook: the generation loop's cumulative counters (``GenStats``: forwards,
+        prefilled prompts, padded prefill tokens, decoding row-steps, generated tokens, refills,
+        row-steps); the executor reports their change per stage (run.json ``engine_work``)."""
+        d = self.gen_stats.as_dict()
+        return {k: int(v) for k, v in d.items() if k != "row_steps_per_token"}
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         """Validate all requests (EngineError for misconfiguration, e.g. chat messages for a
@@ -559,13 +568,14 @@ class HFEngine:
 
     def _pair_riders(self, rows: list[_Row], gen_idx: list[int], reqs: list[Request],
                      enc: list[list[int]]) -> tuple[dict[int, list[_Row]], list[_Row]]:
-        """Attach each choice row to the first greedy generate request with the same encoded
+        """Attach each choice row to the first well-formed generate request (greedy or sampled:
+        its prefill's log-softmax is raw, whatever the sampling parameters) with the same encoded
         prompt: ``{generate index: [choice rows]}``, and the rows with no such partner."""
         if not rows:
             return {}, []
         partner: dict[tuple[int, ...], int] = {}
         for i in gen_idx:
-            if _is_greedy(reqs[i]):
+            if _parses(reqs[i]):
                 partner.setdefault(tuple(enc[i]), i)
         riders: dict[int, list[_Row]] = {}
         alone: list[_Row] = []
@@ -861,10 +871,9 @@ class HFEngine:
             spec.clamped = spec.max_tokens > room
             spec.max_tokens = min(spec.max_tokens, room)
             specs[i] = spec
-            # greedy samples are identical: compute one and copy it n times; a sampled request's
-            # n samples share one prefill (at most a batch of them per unit)
-            todo = [0] if spec.greedy else list(range(spec.n))
-            units.extend(GenUnit(i, enc[i], todo[k:k + cap], spec) for k in range(0, len(todo), cap))
+            # greedy samples are identical: compute one and copy it n times. Every request of one
+            # encoded prompt shares that prompt's one prefill (hf_generate groups them)
+            units.append(GenUnit(i, enc[i], [0] if spec.greedy else list(range(spec.n)), spec))
         samples: dict[tuple[int, int], Any] = {}
         before = GenStats(**{k: v for k, v in self.gen_stats.__dict__.items()})
         self._generate_units(units, cap, riders, rider_out, samples)
@@ -963,10 +972,11 @@ def _packed_linear(torch: Any, lin: Any) -> Any:
     return _packed_linear_class(torch)(w, b, lin.in_features, lin.out_features)
 
 
-def _is_greedy(req: Request) -> bool:
-    """A well-formed temperature-0 generate request (whose first step is the plain argmax)."""
+def _parses(req: Request) -> bool:
+    """A well-formed generate request (one the decoder will prefill)."""
     try:
-        return _GenSpec.parse(req).greedy
+        _GenSpec.parse(req)
+        return True
     except (ValueError, TypeError):
         return False
 

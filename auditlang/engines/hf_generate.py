@@ -1,33 +1,46 @@
 """The hf engine's generation loop: continuous batching over a KV cache, no wasted rows.
 
-Input: generation units (one prompt, the sample indices it serves, the parsed parameters) and
-a loaded :class:`~auditlang.engines.hf.HFEngine`. Output: one ``Sample`` per (request, sample).
+Input: generation units (one request's prompt, the sample indices it serves, the parsed
+parameters) and a loaded :class:`~auditlang.engines.hf.HFEngine`. Output: one ``Sample`` per
+(request, sample).
 
 How it runs (docs/engines.md, "Generation"):
-- Units wait in a queue sorted by token budget, longest first, then by prompt length (length
-  buckets: each prefill pads little; on a CPU a prefill stops taking units where the padding a
-  longer prompt would add costs more than a forward of its own, ``HFEngine._batch_cost``). Long generations start first, so the end of a call is
-  not a few long rows decoding alone.
-- A prefill forward takes as many waiting units as there are free rows; a unit's prompt is
-  prefilled ONCE and its KV cache rows are copied for each of its samples.
+- One prefill per distinct prompt. Units are grouped by encoded prompt (a ``_Group``: every
+  generate request of the call with that prompt, greedy or sampled, whatever its budget, stop
+  strings or window); the prompt is prefilled ONCE and every row of the group (each greedy
+  request, each sample of each sampled request) starts from a copy of that prefill's KV cache
+  row and its last-position logits. ``GenStats.prefill_rows`` is the number of distinct prompts.
+- Groups wait in a queue sorted by their longest token budget, longest first, then by prompt
+  length (length buckets: each prefill pads little; on a CPU a prefill stops taking prompts
+  where the padding a longer prompt would add costs more than a forward of its own,
+  ``HFEngine._batch_cost``). Long generations start first, so the end of a call is not a few
+  long rows decoding alone.
+- A prefill forward takes waiting prompts while free rows remain. A group with more rows than
+  are free (n samples above the batch cap, or a nearly full batch) is split across admissions,
+  not prefilled again: its one-row cache and logits (the "seed") are kept at the head of the
+  queue and later admissions fork rows from it until all its rows ran. The batch cap is never
+  exceeded, and at most one seed is held at a time.
 - Every decoding step feeds the live rows' last tokens. A row that finishes (EOS, stop string,
   budget) leaves the batch at once: its cache rows are dropped (``batch_select_indices``), so
-  no forward computes a token nobody keeps. When enough rows are free, waiting units are
-  prefilled and their caches joined to the running batch (left-padded to a common width;
+  no forward computes a token nobody keeps. When enough rows are free, waiting rows are
+  admitted and their caches joined to the running batch (left-padded to a common width;
   columns no live row uses are trimmed). Models whose cache is not plain (sliding-window
   layers, e.g. Gemma 3) refill only when the batch is empty.
+- ``choice_logprobs`` riders of any request of a group are served from the group's prefill
+  (its last-position log-softmax vector), at prefill time.
 - ``GenStats`` counts forward passes, rows computed per forward ("row-steps") and tokens kept:
-  row-steps per generated token is 1 when nothing is wasted (below 1 when n samples share a
-  prefill).
+  row-steps per generated token is 1 when nothing is wasted (below 1 when rows share a prefill).
 
 Per step the host receives the chosen ids, their logprobs and the top-k window in ONE copy;
-rows that sample also copy their logits (drawn on the CPU with the sample's own generator, as
-before). Left padding, explicit position ids and the attention mask are as in the rest of the
-engine, so a row's logits equal its unbatched logits to float tolerance.
+rows that sample also copy their logits (drawn on the CPU with the sample's own generator
+``sample_seed(seed, i)``, so a sample does not depend on what shares its prefill or batch).
+Left padding, explicit position ids and the attention mask are as in the rest of the engine,
+so a row's logits equal its unbatched logits to float tolerance.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -41,7 +54,7 @@ log = logging.getLogger("auditlang.engines.hf")
 
 @dataclass
 class GenUnit:
-    """One prompt to prefill and the samples of its request that it serves."""
+    """One generate request: its encoded prompt and the sample indices to compute (greedy: [0])."""
 
     owner: int  # index into the request list
     prompt: list[int]
@@ -54,7 +67,7 @@ class GenStats:
     """Counters of the generation loop (cumulative over an engine's life)."""
 
     forwards: int = 0
-    prefill_rows: int = 0  # prompts prefilled
+    prefill_rows: int = 0  # prompts prefilled (each distinct prompt once per run call)
     prefill_tokens: int = 0  # padded prompt tokens computed
     decode_row_steps: int = 0  # rows fed to decoding steps
     generated_tokens: int = 0  # tokens kept in samples
@@ -97,6 +110,52 @@ class _Batch:
     pending: Any = None  # [rows] last chosen ids, not yet fed
 
 
+@dataclass
+class _Seed:
+    """A prompt's prefill kept for rows admitted later: a one-row cache and its step-0 vectors."""
+
+    cache: Any
+    logits: Any  # [1, vocab] float32
+    lp: Any  # [1, vocab] log-softmax
+    mask: Any  # [1, width]
+    pos: Any  # [1, 1] next position id
+
+
+@dataclass
+class _Group:
+    """One distinct encoded prompt of the call and every unit (request) generating from it."""
+
+    prompt: list[int]
+    units: list[GenUnit]
+    todo: deque[tuple[GenUnit, int]] = field(default_factory=deque)  # (unit, sample) rows not started
+    seed: _Seed | None = None  # set while some rows wait for free rows
+
+    def take(self, k: int) -> list[tuple[GenUnit, int]]:
+        return [self.todo.popleft() for _ in range(min(k, len(self.todo)))]
+
+
+def group_by_prompt(units: list[GenUnit]) -> list[_Group]:
+    """Units grouped by encoded prompt, in queue order: longest budget in the group first, then
+    shorter prompts first (then plan order). Within a group rows run longest budget first."""
+    groups: dict[tuple[int, ...], _Group] = {}
+    for u in units:
+        groups.setdefault(tuple(u.prompt), _Group(u.prompt, [])).units.append(u)
+    for g in groups.values():
+        g.units.sort(key=lambda u: (-u.spec.max_tokens, u.owner, u.samples[0]))
+        g.todo.extend((u, s) for u in g.units for s in u.samples)
+    key = lambda g: (-g.units[0].spec.max_tokens, len(g.prompt), min(u.owner for u in g.units))  # noqa: E731
+    return sorted(groups.values(), key=key)
+
+
+def fork_cache(cache: Any, rows: Any) -> Any:
+    """A new cache holding ``cache``'s batch rows ``rows`` (an index tensor; repeats allowed);
+    ``cache`` itself is left as it is (its layers' tensors are not modified in place)."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    new.batch_select_indices(rows)
+    return new
+
+
 def plain_cache(cache: Any) -> bool:
     """True when every cache layer is a plain dynamic layer (keys/values [B, H, T, D]) that may be
     padded, concatenated and trimmed along T."""
@@ -125,55 +184,93 @@ class Decoder:
 
     def run(self, units: list[GenUnit]) -> None:
         torch = self.torch
-        # longest budgets first (so a call does not end on a few long rows), then by prompt length
-        queue = deque(sorted(units, key=lambda u: (-u.spec.max_tokens, len(u.prompt), u.owner, u.samples[0])))
+        queue = deque(group_by_prompt(units))
         b = _Batch()
         with torch.inference_mode():
             while queue or b.rows:
                 while queue and (not b.rows or (self.refill_ok and self.cap - len(b.rows) >= self.min_free)):
-                    free, group = self.cap - len(b.rows), [queue.popleft()]
-                    rows, width = len(group[0].samples), len(group[0].prompt)
-                    while queue and rows + len(queue[0].samples) <= free:
-                        nxt = queue[0]
-                        # on a CPU, where padded tokens cost compute: the padding a longer prompt
-                        # adds to the group vs a forward of its own (64 token-equivalents)
-                        if self.cut_padding and (len(nxt.prompt) - width) * len(group) > self.e._batch_cost:
-                            break
-                        group.append(queue.popleft())
-                        rows, width = rows + len(nxt.samples), max(width, len(nxt.prompt))
-                    self._admit(b, group)
+                    self._fill(b, queue)
                 if b.rows:
                     self._step(b)
 
-    # -- prefill
+    # -- admission
 
-    def _admit(self, b: _Batch, group: list[GenUnit]) -> None:
+    def _fill(self, b: _Batch, queue: deque[_Group]) -> None:
+        """Admit waiting rows into the free rows of ``b``: the rest of a group prefilled earlier
+        (forked from its seed, no forward), else one prefill forward of the prompts at the head
+        of the queue while free rows remain (the last one taken may not fit: it keeps its seed
+        and waits at the head)."""
+        free = max(1, self.cap - len(b.rows))
+        head = queue[0]
+        if head.seed is not None:
+            seed, rows = head.seed, head.take(free)
+            last = not head.todo
+            if last:
+                queue.popleft()
+                head.seed = None
+            self._start(b, rows, [0] * len(rows), seed.logits, seed.lp, seed.cache, seed.mask, seed.pos, fork=not last)
+            return
+        groups = [queue.popleft()]
+        n, width = len(groups[0].todo), len(groups[0].prompt)
+        while queue and n < free:
+            nxt = queue[0]
+            # on a CPU, where padded tokens cost compute: the padding a longer prompt adds to the
+            # forward vs a forward of its own (64 token-equivalents)
+            if self.cut_padding and (len(nxt.prompt) - width) * len(groups) > self.e._batch_cost:
+                break
+            groups.append(queue.popleft())
+            n, width = n + len(nxt.todo), max(width, len(nxt.prompt))
+        self._prefill(b, groups, free, queue)
+
+    def _prefill(self, b: _Batch, groups: list[_Group], free: int, queue: deque[_Group]) -> None:
         torch, e = self.torch, self.e
         dev = e.device
-        ids, mask, pos = e._pad([u.prompt for u in group])
+        ids, mask, pos = e._pad([g.prompt for g in groups])
         mask = mask.to(dev)
         out = e.model(input_ids=ids.to(dev), attention_mask=mask, position_ids=pos.to(dev), use_cache=True, logits_to_keep=1)
         self.stats.forwards += 1
-        self.stats.prefill_rows += len(group)
+        self.stats.prefill_rows += len(groups)
         self.stats.prefill_tokens += int(ids.numel())
         logits = out.logits[:, -1, :].float()
         lp = torch.log_softmax(logits, dim=-1)
-        self._serve_riders(group, lp)
-        unit_of = [g for g, u in enumerate(group) for _ in u.samples]
-        rows = [_Live(u, s, self._generator(u, s), _new_state()) for u in group for s in u.samples]
-        if len(unit_of) != len(group):  # n samples share their prompt's prefill
-            at = torch.tensor(unit_of, device=logits.device)
+        nxt = pos.to(dev)[:, -1:] + 1
+        self._serve_riders(groups, lp)
+        rows: list[tuple[GenUnit, int]] = []
+        src: list[int] = []
+        for g, group in enumerate(groups):
+            got = group.take(free - len(rows))
+            rows += got
+            src += [g] * len(got)
+        cache = out.past_key_values
+        last = groups[-1]
+        if last.todo:  # more rows than free ones: keep its prefill (one row) for later admissions
+            g = len(groups) - 1
+            at = torch.tensor([g], device=mask.device)
+            last.seed = _Seed(fork_cache(cache, at), logits[g:g + 1], lp[g:g + 1], mask[g:g + 1], nxt[g:g + 1])
+            queue.appendleft(last)
+        self._start(b, rows, src, logits, lp, cache, mask, nxt, fork=False)
+
+    def _start(self, b: _Batch, pairs: list[tuple[GenUnit, int]], src: list[int], logits: Any, lp: Any, cache: Any,
+               mask: Any, pos: Any, fork: bool) -> None:
+        """Start rows ``pairs`` from prefilled rows ``src`` (indices into ``logits``/``lp``/
+        ``cache``/``mask``/``pos``): choose their first tokens and join the unfinished ones to
+        ``b``. ``fork``: leave ``cache`` as it is (a seed that serves later admissions too)."""
+        torch = self.torch
+        rows = [_Live(u, s, self._generator(u, s), _new_state()) for u, s in pairs]
+        if src != list(range(logits.shape[0])):  # rows share their prompt's prefill
+            at = torch.tensor(src, device=logits.device)
             logits, lp = logits.index_select(0, at), lp.index_select(0, at)
         chosen, done = self._consume(rows, logits, lp)
         keep = [j for j, d in enumerate(done) if not d]
         if not keep:
             return
-        cache = out.past_key_values
-        src = [unit_of[j] for j in keep]
-        if src != list(range(len(group))):
-            cache.batch_select_indices(torch.tensor(src, device=mask.device))
-        sel = torch.tensor(src, device=mask.device)
-        new = _Batch([rows[j] for j in keep], cache, mask.index_select(0, sel), pos.to(dev).index_select(0, sel)[:, -1:] + 1,
+        kept = [src[j] for j in keep]
+        sel = torch.tensor(kept, device=mask.device)
+        if fork:
+            cache = fork_cache(cache, sel)
+        elif kept != list(range(mask.shape[0])):
+            cache.batch_select_indices(sel)
+        new = _Batch([rows[j] for j in keep], cache, mask.index_select(0, sel), pos.index_select(0, sel),
                      chosen.index_select(0, torch.tensor(keep, device=chosen.device)))
         if not b.rows:
             b.rows, b.cache, b.mask, b.pos, b.pending = new.rows, new.cache, new.mask, new.pos, new.pending
@@ -182,11 +279,11 @@ class Decoder:
         self.stats.refills += 1
         self._join(b, new)
 
-    def _serve_riders(self, group: list[GenUnit], lp: Any) -> None:
-        """Choice rows riding on a greedy generation are scored from its step-0 vector."""
+    def _serve_riders(self, groups: list[_Group], lp: Any) -> None:
+        """Choice rows riding on a generation are scored from its prompt's prefill vector."""
         if not self.riders:
             return
-        pairs = [(g, c) for g, u in enumerate(group) if 0 in u.samples for c in self.riders.get(u.owner, ())]
+        pairs = [(g, c) for g, group in enumerate(groups) for u in group.units for c in self.riders.get(u.owner, ())]
         if pairs:
             at = self.torch.tensor([g for g, _ in pairs], device=lp.device)
             self.rider_out.update(self.e._pick_labels(lp.index_select(0, at), [c for _, c in pairs]))

@@ -11,9 +11,17 @@ requests executes nothing, so the runner calls it once per stage without bookkee
 
 Order of execution: requests left to run are sorted (stably, so plan order breaks ties) by the
 engine's optional hook ``sort_key(request)``, by default the request kind (homogeneous batches).
-The hf engine's key puts ``choice_logprobs`` and greedy ``generate`` requests of the same prompt
-next to each other, so they land in one commit batch and share one forward pass, and orders
-prompts by length, so commit batches carry little padding (see auditlang/engines/hf.py).
+The hf engine's key puts ``choice_logprobs`` and ``generate`` requests of the same prompt next
+to each other, so they land in one commit batch and share one prefill, and orders prompts by
+length, so commit batches carry little padding (see auditlang/engines/hf.py). With such a hook,
+a commit batch does not end between requests of equal keys (for hf: of one prompt): it grows
+past ``batch_size`` until the key changes, by at most another ``batch_size`` requests. Where
+batches end does not matter for resuming (each batch commits on its own; a rerun cuts the
+requests still missing afresh).
+
+Engines with a ``work_counters()`` hook (cumulative integer counters, e.g. the hf engine's
+generation counters: forwards, prefilled prompts, row-steps, tokens) have the counters' change
+over the call reported as ``ExecStats.engine_work``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from auditlang.core.requests import Request, Result
 from auditlang.store.journal import Journal
 from auditlang.store.shards import Shard
 
-__all__ = ["ExecStats", "default_batch_size", "execute", "execution_order"]
+__all__ = ["ExecStats", "commit_batches", "default_batch_size", "execute", "execution_order"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,7 @@ class ExecStats:
     seconds: float
     out_of_shard: int = 0  # unique requests left to other shards
     from_cache: int = 0  # of ``cached``: copied from the shared response cache (``cache=``)
+    engine_work: dict[str, int] | None = None  # change of the engine's ``work_counters()`` (None: no hook)
 
     def summary(self) -> str:
         text = (
@@ -138,9 +147,11 @@ def execute(
 
     executed = errors = 0
     label = shard.label if shard is not None else None
+    counters = getattr(engine, "work_counters", None)
+    work_before = counters() if callable(counters) else None
     with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
+        for start, end in commit_batches(engine, todo, batch_size):
+            batch = todo[start:end]
             bar.begin_batch(len(batch))
             try:
                 results = _run_batch(engine, batch, bar)
@@ -163,11 +174,33 @@ def execute(
             executed += len(results)
             errors += sum(r.error is not None for r in results)
 
+    work = None
+    if work_before is not None:
+        after = counters()  # type: ignore[misc]
+        work = {k: int(after[k]) - int(work_before.get(k, 0)) for k in after}
     return ExecStats(
         model=model, fp_hash=fp_hash, requested=len(selected), cached=len(selected) - len(todo),
         cached_errors=cached_errors, executed=executed, errors=errors,
         seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=from_cache,
+        engine_work=work,
     )
+
+
+def commit_batches(engine: Engine, todo: Sequence[Request], batch_size: int) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each commit batch of ``todo`` (already in execution order): runs of
+    ``batch_size`` requests; with an engine ``sort_key`` hook a batch is extended while the next
+    request's key equals its last one's (requests that share a prompt stay in one ``run``
+    call), by at most ``batch_size`` more."""
+    hook = getattr(engine, "sort_key", None)
+    start = 0
+    while start < len(todo):
+        end = min(start + batch_size, len(todo))
+        if callable(hook) and end < len(todo):
+            last, limit = hook(todo[end - 1]), min(start + 2 * batch_size, len(todo))
+            while end < limit and hook(todo[end]) == last:
+                end += 1
+        yield start, end
+        start = end
 
 
 def execution_order(engine: Engine, requests: Sequence[Request]) -> list[Request]:

@@ -64,6 +64,16 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     info = read_run_file(run_dir)
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
     totals = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0}
+    work: dict[str, dict[str, dict[str, int]]] = {}  # model -> stage -> engine work counters
+
+    def run_stage(engine, reqs, mid: str, stage: str, shard=None) -> None:
+        st = execute(engine, reqs, journal, shard=shard, description=f"{mid} {stage}", **opts)
+        _acc(totals, st)
+        if st.engine_work is not None:
+            mine = work.setdefault(mid, {}).setdefault(stage, {})
+            for k, v in st.engine_work.items():
+                mine[k] = mine.get(k, 0) + v
+
     audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
     phase1 = [m for m in audited if "models" in phases and (only_models is None or m in only_models)]
     beat = beat or (lambda **_: None)
@@ -119,17 +129,17 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
         for mid in phase1:
             def stages12(engine, mid=mid) -> None:
                 stage1 = [r for r in plan.requests if r.model == mid]
-                _acc(totals, execute(engine, stage1, journal, shard=shard, description=f"{mid} stage 1", **opts))
+                run_stage(engine, stage1, mid, "stage 1", shard=shard)
                 stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
                 if stage2:
                     # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
-                    _acc(totals, execute(engine, stage2, journal, shard=None, description=f"{mid} stage 2", **opts))
+                    run_stage(engine, stage2, mid, "stage 2")
                 # Cross requests whose answers already exist (another prompt's or a sampled answer of
                 # this model, models run before it) run now, in the same engine load.
                 early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid
                          ] if "cross" in phases else []
                 if early:
-                    _acc(totals, execute(engine, early, journal, shard=None, description=f"{mid} cross", **opts))
+                    run_stage(engine, early, mid, "cross")
             def needed(mid=mid) -> list[Request]:
                 return ([r for r in plan.requests if r.model == mid]
                         + [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
@@ -146,8 +156,7 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
         for mid in audited:
             mine = [r for r in cross if r.model == mid]
             if mine and _missing(journal, fps, mid, mine, retry_errors):
-                run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
-                    totals, execute(engine, mine, journal, shard=None, description=f"{mid} cross", **opts)))
+                run_phase(mid, lambda engine, mine=mine, mid=mid: run_stage(engine, mine, mid, "cross"))
         judge_work = (stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
                       if "judge" in phases else [])
         for mid in sorted({r.model for r in judge_work}):
@@ -155,13 +164,12 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             if unchanged(mid, lambda mine=mine: mine):
                 log(f"[{mid}] unchanged and every request stored: not loaded")
                 continue
-            run_phase(mid, lambda engine, mine=mine, mid=mid: _acc(
-                totals, execute(engine, mine, journal, shard=None, description=f"{mid} judge", **opts)))
+            run_phase(mid, lambda engine, mine=mine, mid=mid: run_stage(engine, mine, mid, "judge"))
     log(f"requests: executed {totals['executed']}, cached {totals['cached']}"
         + (f" ({totals['from_cache']} from the response cache {cache_dir})" if totals["from_cache"] else "")
         + f", errors {totals['errors']}")
     info = read_run_file(run_dir)
-    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash, "static_keys": statics})
+    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash, "static_keys": statics, "engine_work": work})
     write_run_file(run_dir, info)
     return fps
 

@@ -102,16 +102,19 @@ def test_choice_rides_on_the_greedy_generation_of_its_prompt(smol, max_tokens):
         assert smol.token_str(first.token_id) == top_token
 
 
-def test_only_greedy_generations_of_the_same_prompt_are_shared(smol):
+def test_a_sampled_generation_of_the_same_prompt_carries_the_choice_too(smol):
+    """The prefill's log-softmax is raw (no temperature), so a choice request rides on any
+    generate request of its prompt, greedy or sampled."""
     p, q = short_prompts(2)
     sampled = Request.make("smol", "generate", p, max_tokens=1, temperature=0.7, seed=3)
     other_prompt = greedy(q)
     out, n = run(smol, [choice(p), sampled, other_prompt])
-    assert n == 2  # one generation batch (both generates) + the choice request's own forward
+    assert n == 1  # one prefill of both prompts (1-token budgets end there); no choice forward
     alone, _ = run(smol, [choice(p)])
     assert_same_choice(out[choice(p).id], alone[choice(p).id])
-    assert smol.sort_key(sampled)[0] == "generate" != smol.sort_key(other_prompt)[0]
-    assert smol.sort_key(choice(p)) == smol.sort_key(greedy(p)) != smol.sort_key(choice(q))
+    alone_s, _ = run(smol, [sampled])
+    assert_same_generation(out[sampled.id], alone_s[sampled.id])
+    assert smol.sort_key(sampled) == smol.sort_key(greedy(p)) == smol.sort_key(choice(p)) != smol.sort_key(choice(q))
 
 
 def test_a_failed_generation_batch_leaves_its_choice_rider_to_its_own_forward(smol, monkeypatch):
@@ -161,17 +164,19 @@ def test_executor_puts_requests_of_one_prompt_in_one_commit_batch_shortest_first
     sampled = Request.make("smol", "generate", p[1], max_tokens=2, temperature=1.0, seed=1)
     plan = [greedy(x) for x in p] + [cont] + [choice(x) for x in p] + [sampled, choice(chat), greedy(chat)]
     ids = lambda rs: [r.id for r in rs]  # noqa: E731
-    # "choice_logprobs+greedy" sorts before "continuation_logprobs" and "generate"; then by length,
-    # plan order within a prompt
-    grouped = [greedy(p[2]), choice(p[2]), choice(chat), greedy(chat), greedy(p[1]), choice(p[1]),
-               greedy(p[0]), choice(p[0]), cont, sampled]
+    # "choice_logprobs+generate" (greedy or sampled) sorts before "continuation_logprobs"; then by
+    # length, plan order within a prompt
+    grouped = [greedy(p[2]), choice(p[2]), choice(chat), greedy(chat), greedy(p[1]), choice(p[1]), sampled,
+               greedy(p[0]), choice(p[0]), cont]
     by_kind = [choice(x) for x in p] + [choice(chat), cont] + [greedy(x) for x in p] + [sampled, greedy(chat)]
     hf_like, plain = _GroupingEngine(True), _GroupingEngine(False)
     assert ids(execution_order(hf_like, plan)) == ids(grouped)
     assert ids(execution_order(plain, plan)) == ids(by_kind)  # default: sorted by kind, plan order within
     with Journal(tmp_path / "run") as j:
         execute(hf_like, plan, j, batch_size=2, progress=False)
-    assert hf_like.batches == [ids(grouped[i : i + 2]) for i in range(0, 10, 2)]
+    # commit batches of 2, except that one prompt's requests stay together (p[1]'s three)
+    cuts = [(0, 2), (2, 4), (4, 7), (7, 9), (9, 10)]
+    assert hf_like.batches == [ids(grouped[i:j]) for i, j in cuts]
 
 
 def test_execute_serves_a_token_confidence_audit_with_one_forward_per_prompt(smol, tmp_path):
@@ -181,3 +186,14 @@ def test_execute_serves_a_token_confidence_audit_with_one_forward_per_prompt(smo
         stats = execute(smol, plan, j, progress=False)
     assert stats.executed == 6 and stats.errors == 0
     assert calls[0] == 1
+
+
+def test_a_commit_batch_grows_to_keep_one_prompt_together_at_most_twice_its_size(tmp_path):
+    p = Prompt(text="Question: 1+1?\nAnswer:")
+    q = Prompt(text=p.text + " Think first.")  # longer: sorts after p
+    same = [Request.make("smol", "generate", p, max_tokens=m, temperature=0.0) for m in range(1, 6)] + [greedy(q)]
+    hf_like = _GroupingEngine(True)
+    with Journal(tmp_path / "run") as j:
+        execute(hf_like, same, j, batch_size=2, progress=False)
+    # p's five requests: the first batch grows from 2 to 4 (twice batch_size), the fifth goes on
+    assert hf_like.batches == [[r.id for r in same[:4]], [same[4].id, same[5].id]]
