@@ -79,6 +79,75 @@ class _GenSpec:
         )
 
 
+# How a sampled token is drawn on a GPU (in the hf engine's fingerprint there; a CPU keeps
+# `_sample`, torch.multinomial with the sample's own generator, and its fingerprint is unchanged).
+SAMPLER = "gumbel-fmix32/1"
+
+
+def _i32(x: int) -> int:
+    """A 32-bit constant as a signed int32 value (two's complement)."""
+    return x - (1 << 32) if x >= (1 << 31) else x
+
+
+def _fmix32(h: Any) -> Any:
+    """MurmurHash3's 32-bit finaliser on int32 tensors: products wrap (two's complement, on a
+    CPU and on CUDA), logical right shifts are arithmetic shifts masked."""
+    h = h ^ ((h >> 16) & 0xFFFF)
+    h = h * _i32(0x85EBCA6B)
+    h = h ^ ((h >> 13) & 0x7FFFF)
+    h = h * _i32(0xC2B2AE35)
+    return h ^ ((h >> 16) & 0xFFFF)
+
+
+def gumbel_noise(torch: Any, keys: list[int], positions: list[int], vocab: int, device: Any) -> Any:
+    """Standard Gumbel noise [rows, vocab] (float32), a pure function of (key, position, token id):
+    counter-based like vLLM's model runner v2 (``murmur3(seed, position, token_id)``), so a draw
+    needs no generator state and does not depend on the batch."""
+    k = torch.tensor([[_i32(key & 0xFFFFFFFF), _i32((key >> 32) & 0xFFFFFFFF), _i32(pos & 0xFFFFFFFF)]
+                      for key, pos in zip(keys, positions)], dtype=torch.int32, device=device)
+    row = _fmix32(k[:, 0] ^ _fmix32(k[:, 1] ^ _i32(0x5BD1E995)))
+    row = _fmix32(row ^ (k[:, 2] * _i32(0x9E3779B1)))
+    tok = torch.arange(vocab, dtype=torch.int32, device=device) * _i32(0x27D4EB2F)
+    h = _fmix32(row[:, None] ^ tok[None, :])
+    u = ((h & 0xFFFFFF).float() + 0.5) / 16777216.0  # 24 bits, in (0, 1)
+    return -torch.log(-torch.log(u))
+
+
+def sample_rows(torch: Any, logits: Any, specs: list[_GenSpec], keys: list[int], positions: list[int]) -> Any:
+    """One sampled token per row of ``logits`` ([rows, vocab]), all rows at once on their device
+    (the hf engine's sampler on a GPU).
+
+    Per row: temperature, then top-k, then nucleus (top-p), in vLLM's order
+    (``apply_top_k_top_p``), as :func:`_sample`. The draw is the Gumbel-max trick:
+    ``argmax(log p + g)`` with ``g`` from :func:`gumbel_noise` keyed by the sample's seed
+    (``sample_seed(seed, i)``) and the token's position, so sample i of a request does not depend
+    on its batch or on n, and float rounding of ``p`` changes a draw only when two candidates'
+    perturbed scores are that close (an inverse-CDF draw over the vocabulary does not have this
+    property: rounding accumulated along the cumulative sum moves draws among tail tokens). A
+    token of probability 0 is never drawn. Returns the chosen ids on the logits' device.
+    """
+    dev = logits.device
+    vocab = logits.shape[-1]
+    temps = torch.tensor([s.temperature for s in specs], dtype=torch.float32, device=dev)
+    probs = torch.softmax(logits.float() / temps[:, None], dim=-1)
+    ks = [s.top_k if 0 < s.top_k < vocab else 0 for s in specs]
+    if any(ks):
+        top = torch.topk(probs, max(ks), dim=-1).values
+        at = torch.tensor([max(k, 1) - 1 for k in ks], device=dev)
+        kth = top.gather(1, at[:, None])
+        kth = torch.where(torch.tensor([k > 0 for k in ks], device=dev)[:, None], kth, torch.zeros_like(kth))
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+    if any(s.top_p < 1.0 for s in specs):
+        probs = probs / probs.sum(dim=-1, keepdim=True)  # top-p works on the renormalised rest
+        ps = torch.tensor([s.top_p if s.top_p < 1.0 else float("inf") for s in specs], dtype=torch.float32, device=dev)
+        sorted_p, order = torch.sort(probs, descending=True, dim=-1)
+        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens
+        sorted_p = torch.where(before >= ps[:, None], torch.zeros_like(sorted_p), sorted_p)
+        probs = torch.zeros_like(probs).scatter_(1, order, sorted_p)
+    score = torch.log(probs) + gumbel_noise(torch, keys, positions, vocab, dev)  # log 0 = -inf: never drawn
+    return score.argmax(dim=-1)
+
+
 def _sample(torch: Any, logits: Any, spec: _GenSpec, gen: Any) -> int:
     """Temperature, then top-k, then nucleus (top-p) sampling on the CPU with the sample's
     generator; vLLM's order (``apply_top_k_top_p``): top-k keeps every token whose probability

@@ -53,7 +53,7 @@ from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
-from auditlang.engines.gen import _GenSpec, _GenState
+from auditlang.engines.gen import SAMPLER, _GenSpec, _GenState
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
@@ -422,6 +422,8 @@ class HFEngine:
                 "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
                 "cpu_linear": self.cpu_linear,
             }
+            if self.device.startswith("cuda"):  # how temperature > 0 draws there (a CPU's draws are unchanged)
+                self._fingerprint["sampler"] = SAMPLER
             if self.auto_batch_size is not None:  # only when asked for, as below
                 self._fingerprint["batch_size_auto"] = self.auto_batch_size
             if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged

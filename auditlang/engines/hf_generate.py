@@ -31,9 +31,12 @@ How it runs (docs/engines.md, "Generation"):
 - ``GenStats`` counts forward passes, rows computed per forward ("row-steps") and tokens kept:
   row-steps per generated token is 1 when nothing is wasted (below 1 when rows share a prefill).
 
-Per step the host receives the chosen ids, their logprobs and the top-k window in ONE copy;
-rows that sample also copy their logits (drawn on the CPU with the sample's own generator
-``sample_seed(seed, i)``, so a sample does not depend on what shares its prefill or batch).
+Per step the host receives the chosen ids, their logprobs and the top-k window in ONE copy.
+On a GPU sampled rows are drawn there, all at once (``gen.sample_rows``: the Gumbel-max trick
+with counter-based noise keyed by ``sample_seed(seed, i)`` and the token's position), so no
+logits travel to the host; on a CPU each sampled row is drawn by ``torch.multinomial`` with its
+own generator seeded ``sample_seed(seed, i)``. Either way a sample does not depend on what
+shares its prefill or batch.
 Left padding, explicit position ids and the attention mask are as in the rest of the engine,
 so a row's logits equal its unbatched logits to float tolerance.
 """
@@ -46,7 +49,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditlang.engines.gen import _GenState, _sample, sample_seed
+from auditlang.engines.gen import _GenState, _sample, sample_rows, sample_seed
 from auditlang.core.requests import Sample, TokenLogprob
 
 log = logging.getLogger("auditlang.engines.hf")
@@ -94,7 +97,7 @@ class _Live:
 
     unit: GenUnit
     sample: int
-    gen: Any  # torch.Generator for sampled rows
+    gen: Any  # sampled rows: a torch.Generator (CPU) or the noise key sample_seed(seed, i) (GPU); greedy: None
     state: Any  # hf._GenState
     fed: int = 0  # generated tokens already in the KV cache
 
@@ -181,6 +184,7 @@ class Decoder:
         self.min_free = max(1, self.cap // (4 if engine.device.startswith("cuda") else 8))
         self.refill_ok = True
         self.cut_padding = not engine.device.startswith("cuda")  # on a GPU prefills stay full
+        self.gpu_sampler = engine.device.startswith("cuda")  # gen.sample_rows; a CPU draws row by row
 
     def run(self, units: list[GenUnit]) -> None:
         torch = self.torch
@@ -348,7 +352,12 @@ class Decoder:
         torch, e = self.torch, self.e
         chosen = lp.argmax(-1)
         sampled = [j for j, r in enumerate(rows) if not r.unit.spec.greedy]
-        if sampled:
+        if sampled and self.gpu_sampler:  # every sampled row at once, on the GPU (engines/gen.py sample_rows)
+            at = torch.tensor(sampled, device=logits.device)
+            drawn = sample_rows(torch, logits.index_select(0, at), [rows[j].unit.spec for j in sampled],
+                                [rows[j].gen for j in sampled], [len(rows[j].state.tokens) for j in sampled])
+            chosen[at] = drawn.to(chosen.dtype)
+        elif sampled:  # on a CPU: each row by torch.multinomial with the sample's own generator
             host = logits[sampled].cpu()
             draws = [_sample(torch, host[m], rows[j].unit.spec, rows[j].gen) for m, j in enumerate(sampled)]
             chosen[sampled] = torch.tensor(draws, device=chosen.device)
@@ -389,6 +398,8 @@ class Decoder:
     def _generator(self, u: GenUnit, s: int) -> Any:
         if u.spec.greedy:
             return None
+        if self.gpu_sampler:  # the noise key of gen.sample_rows
+            return sample_seed(u.spec.seed, s)
         return self.torch.Generator(device="cpu").manual_seed(sample_seed(u.spec.seed, s))
 
 

@@ -166,3 +166,25 @@ def test_auditc_run_of_a_self_consistency_spec_prefills_each_stage1_prompt_once(
     assert work["prefill_rows"] == len(prompts)  # before issue 16: 12 (a prefill per request, per 4 samples)
     assert info["last_run"]["executed"] == len(stage1)
     assert work["generated_tokens"] <= 10 * len(prompts) * 4 and work["row_steps"] <= work["generated_tokens"]
+
+
+def test_the_gpu_sampler_path_keeps_samples_independent_of_their_batch(smol, monkeypatch):
+    """The decoder's batched sampler (gen.sample_rows, used on CUDA) run here on the CPU: a
+    request's samples are the same together with other prompts' rows as alone, and differ from
+    each other."""
+    from auditlang.engines import hf_generate
+
+    init = hf_generate.Decoder.__init__
+
+    def gpu_sampler(self, *a, **kw):
+        init(self, *a, **kw)
+        self.gpu_sampler = True
+
+    monkeypatch.setattr(hf_generate.Decoder, "__init__", gpu_sampler)
+    p, q = chat("Tell me a short story about a cat."), chat("Write a haiku about rain.")
+    reqs = [gen("smol", p, 8, temperature=0.9, top_p=0.95, n=5, seed=7, top_logprobs=2),
+            gen("smol", q, 6, temperature=1.0, n=3, seed=3), gen("smol", q, 5)]
+    together = run(smol, reqs)
+    for req in reqs:
+        assert_same(together[req.id], run(smol, [req])[req.id])
+    assert len({s.text for s in together[reqs[0].id].samples}) > 1

@@ -3,6 +3,8 @@ and the shared parameter checks of engines/params.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 
 import pytest
@@ -68,6 +70,51 @@ def test_sample_keeps_top_k_and_ties() -> None:
     assert {_sample(torch, logits, spec, gen) for _ in range(50)} == {0}
     spec.top_k = 0
     assert {_sample(torch, logits, spec, gen) for _ in range(300)} == {0, 1, 2, 3, 4}
+    # the batched GPU sampler keeps the same top-k semantics
+    from auditlang.engines.gen import sample_rows
+
+    spec.top_k = 2
+    assert set(sample_rows(torch, logits.repeat(300, 1), [spec] * 300, list(range(300)), [0] * 300).tolist()) == {0, 1, 2}
+
+
+def test_gpu_sampler_draws_the_distribution_and_is_a_pure_function_of_key_and_position() -> None:
+    torch = pytest.importorskip("torch")
+    from auditlang.engines.gen import _GenSpec, sample_rows
+
+    p = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
+    logits = torch.log(p).repeat(4000, 1)
+    spec = _GenSpec(max_tokens=1, temperature=1.0, top_p=1.0, n=1, top_logprobs=0, stop=(), seed=0)
+    keys = [k * 7919 for k in range(4000)]
+    draws = sample_rows(torch, logits, [spec] * 4000, keys, [3] * 4000)
+    freq = torch.bincount(draws, minlength=5).double() / 4000
+    assert freq[4] == 0  # probability 0 is never drawn
+    assert torch.allclose(freq[:4], p[:4].double(), atol=0.025), freq  # ~3.3 standard errors at most
+    again = sample_rows(torch, logits[:50], [spec] * 50, keys[:50], [3] * 50)
+    assert torch.equal(again, draws[:50])  # a pure function: no generator state
+    one_by_one = torch.stack([sample_rows(torch, logits[i:i + 1], [spec], [keys[i]], [3])[0] for i in range(50)])
+    assert torch.equal(one_by_one, draws[:50])  # a row's draw does not depend on its batch
+    moved = sample_rows(torch, logits[:500], [spec] * 500, keys[:500], [4] * 500)
+    assert not torch.equal(moved, draws[:500])  # another position, other noise
+    # temperature 0.5 sharpens: the top token is drawn more often than its probability
+    cold = dataclasses.replace(spec, temperature=0.5)
+    top = (sample_rows(torch, logits, [cold] * 4000, keys, [3] * 4000) == 0).double().mean()
+    assert top == pytest.approx(0.25 / (0.25 + 0.09 + 0.0225 + 0.0025), abs=0.03)
+    # top_p keeps the best tokens until the mass of strictly better ones reaches p
+    nucleus = dataclasses.replace(spec, top_p=0.6)
+    assert set(sample_rows(torch, logits, [nucleus] * 4000, keys, [3] * 4000).tolist()) == {0, 1}
+
+
+def test_gpu_sampler_is_robust_to_float_rounding_of_the_logits() -> None:
+    torch = pytest.importorskip("torch")
+    from auditlang.engines.gen import _GenSpec, sample_rows
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(300, 49152, generator=g) * 4  # a long tail of tiny probabilities
+    spec = _GenSpec(max_tokens=1, temperature=1.0, top_p=1.0, n=1, top_logprobs=0, stop=(), seed=0)
+    keys, pos = list(range(300)), [1] * 300
+    a = sample_rows(torch, logits, [spec] * 300, keys, pos)
+    b = sample_rows(torch, logits + torch.randn(300, 49152, generator=g) * 1e-6, [spec] * 300, keys, pos)
+    assert (a != b).sum() <= 1  # batched and unbatched logits differ by ~1e-6: the draws do not
 
 
 # ----------------------------------------------------------------------------- real model
