@@ -6,7 +6,7 @@ import os
 import sys
 import time
 
-from auditlang.core.diagnostics import render
+from auditlang.core.diagnostics import DiagnosticBag, Span, render
 from auditlang.core.errors import UsageError
 
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
@@ -59,4 +59,18 @@ def parse_swaps(items: list[str] | None) -> dict[str, str]:
             raise UsageError(f"--swap-model {item!r}: expected NAME=MODEL",
                              hint="e.g. --swap-model smol='embedded(\"gemma3-270m\")' (MODEL in spec syntax)")
         out[name.strip()] = expr.strip()
+    return out
+
+
+def spec_warnings(spec) -> list:
+    """The spec's own warnings for `auditc plan` / `run` (W159, ...) plus W151 when the entry
+    declares no audit: `auditc check` and editors do not say W151, since a fragment of shared
+    definitions (models, templates, protocols) imported by other specs legitimately has none."""
+    out = list(getattr(spec, "warnings", None) or [])
+    if not spec.of_kind("audit"):
+        bag = DiagnosticBag()
+        bag.warning("W151", "the spec declares no audit: nothing is planned or run (0 cells)", Span.point(str(spec.entry)),
+                    hint="add an `audit name { models = [...] datasets = [...] variants = [...] protocols = [...] }` block "
+                         "(docs/language.md, 'audit NAME { ... }')")
+        out += bag.warnings
     return out

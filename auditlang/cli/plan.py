@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.errors import UsageError
 
 
@@ -34,7 +34,7 @@ def cmd_plan(args) -> int:
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
                       no_download=offline, lean=True, sink=spool)
     step(None)
-    warned = list(getattr(spec, "warnings", None) or []) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
+    warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
     if warned:
         print_diags(warned)
     access = access_record(accesses, allow)

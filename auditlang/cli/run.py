@@ -11,9 +11,9 @@ from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_spec, run_spec
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.diagnostics import CompileError
-from auditlang.core.errors import RuntimeFailure, UsageError
+from auditlang.core.errors import RuntimeFailure, UsageError, UserError
 from auditlang.core.trust import enforce
 from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
 from auditlang.execute.runner import item_shard_key
@@ -84,12 +84,10 @@ def cmd_run(args) -> int:
     plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     if step is not None:
         step(None)
-    warned = list(getattr(spec, "warnings", None) or []) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
+    warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
     if warned:
         print_diags(warned)
     if not plan.cells:
-        from auditlang.core.errors import UserError
-
         raise UserError(f"nothing to run: {args.spec} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
                         hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
     for note in plan.notes:

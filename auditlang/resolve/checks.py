@@ -37,11 +37,6 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
                       f"readout=first_token, but readout={po.value.readout} scores the answer text",
                       po.param_span("label_form"), hint="drop label_form, or use readout=first_token")
     check_units(spec, bag)
-    if not spec.of_kind("audit") and not bag.errors:  # an audit that failed to resolve has its own error
-        bag.warning("W151", "the spec declares no audit: nothing is planned or run (0 cells)",
-                    Span.point(str(spec.entry)),
-                    hint="add an `audit name { models = [...] datasets = [...] variants = [...] protocols = [...] }` block "
-                         "(docs/language.md, 'audit NAME { ... }')")
     settings = spec.of_kind("settings")
     if len(settings) > 1:
         second = sorted(settings.values(), key=lambda o: (o.span.file, o.span.line))[1]
