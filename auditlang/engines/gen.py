@@ -113,19 +113,13 @@ def gumbel_noise(torch: Any, keys: list[int], positions: list[int], vocab: int, 
     return -torch.log(-torch.log(u))
 
 
-def sample_rows(torch: Any, logits: Any, specs: list[_GenSpec], keys: list[int], positions: list[int]) -> Any:
-    """One sampled token per row of ``logits`` ([rows, vocab]), all rows at once on their device
-    (the hf engine's sampler on a GPU).
-
-    Per row: temperature, then top-k, then nucleus (top-p), in vLLM's order
-    (``apply_top_k_top_p``), as :func:`_sample`. The draw is the Gumbel-max trick:
-    ``argmax(log p + g)`` with ``g`` from :func:`gumbel_noise` keyed by the sample's seed
-    (``sample_seed(seed, i)``) and the token's position, so sample i of a request does not depend
-    on its batch or on n, and float rounding of ``p`` changes a draw only when two candidates'
-    perturbed scores are that close (an inverse-CDF draw over the vocabulary does not have this
-    property: rounding accumulated along the cumulative sum moves draws among tail tokens). A
-    token of probability 0 is never drawn. Returns the chosen ids on the logits' device.
-    """
+def filtered_probs(torch: Any, logits: Any, specs: list[_GenSpec]) -> Any:
+    """Sampling probabilities of each row of ``logits`` ([rows, vocab]) under its spec:
+    temperature, then top-k, then nucleus (top-p), in vLLM's order (``apply_top_k_top_p``):
+    top-k keeps every token whose probability reaches the k-th largest (ties at the k-th stay)
+    and renormalises, top-p then keeps the best tokens until the mass of strictly better ones
+    reaches p (the token that crosses p is kept; not renormalised: both samplers below only need
+    the proportions)."""
     dev = logits.device
     vocab = logits.shape[-1]
     temps = torch.tensor([s.temperature for s in specs], dtype=torch.float32, device=dev)
@@ -133,33 +127,38 @@ def sample_rows(torch: Any, logits: Any, specs: list[_GenSpec], keys: list[int],
     ks = [s.top_k if 0 < s.top_k < vocab else 0 for s in specs]
     if any(ks):
         top = torch.topk(probs, max(ks), dim=-1).values
-        at = torch.tensor([max(k, 1) - 1 for k in ks], device=dev)
-        kth = top.gather(1, at[:, None])
-        kth = torch.where(torch.tensor([k > 0 for k in ks], device=dev)[:, None], kth, torch.zeros_like(kth))
-        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+        kth = top.gather(1, torch.tensor([max(k, 1) - 1 for k in ks], device=dev)[:, None])
+        kept = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+        has_k = torch.tensor([k > 0 for k in ks], device=dev)[:, None]
+        probs = torch.where(has_k, kept / kept.sum(dim=-1, keepdim=True), probs)
     if any(s.top_p < 1.0 for s in specs):
-        probs = probs / probs.sum(dim=-1, keepdim=True)  # top-p works on the renormalised rest
         ps = torch.tensor([s.top_p if s.top_p < 1.0 else float("inf") for s in specs], dtype=torch.float32, device=dev)
         sorted_p, order = torch.sort(probs, descending=True, dim=-1)
         before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens
         sorted_p = torch.where(before >= ps[:, None], torch.zeros_like(sorted_p), sorted_p)
         probs = torch.zeros_like(probs).scatter_(1, order, sorted_p)
-    score = torch.log(probs) + gumbel_noise(torch, keys, positions, vocab, dev)  # log 0 = -inf: never drawn
-    return score.argmax(dim=-1)
+    return probs
+
+
+def sample_rows(torch: Any, logits: Any, specs: list[_GenSpec], keys: list[int], positions: list[int]) -> Any:
+    """One sampled token per row of ``logits`` ([rows, vocab]), all rows at once on their device
+    (the hf engine's sampler on a GPU).
+
+    The probabilities are :func:`filtered_probs`'s, as for :func:`_sample`. The draw is the
+    Gumbel-max trick: ``argmax(log p + g)`` with ``g`` from :func:`gumbel_noise` keyed by the
+    sample's seed (``sample_seed(seed, i)``) and the token's position, so sample i of a request
+    does not depend on its batch or on n, and float rounding of ``p`` changes a draw only when two
+    candidates' perturbed scores are that close (an inverse-CDF draw over the vocabulary does not
+    have this property: rounding accumulated along the cumulative sum moves draws among tail
+    tokens). A token of probability 0 is never drawn. Returns the chosen ids on the logits' device.
+    """
+    probs = filtered_probs(torch, logits, specs)
+    noise = gumbel_noise(torch, keys, positions, logits.shape[-1], logits.device)
+    return (torch.log(probs) + noise).argmax(dim=-1)  # log 0 = -inf: never drawn
 
 
 def _sample(torch: Any, logits: Any, spec: _GenSpec, gen: Any) -> int:
-    """Temperature, then top-k, then nucleus (top-p) sampling on the CPU with the sample's
-    generator; vLLM's order (``apply_top_k_top_p``): top-k keeps every token whose probability
-    reaches the k-th largest (ties at the k-th stay), top-p then works on the renormalised rest."""
-    probs = torch.softmax(logits.float().cpu() / spec.temperature, dim=-1)
-    if 0 < spec.top_k < probs.shape[-1]:
-        kth = torch.topk(probs, spec.top_k).values[-1]
-        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
-        probs = probs / probs.sum()
-    if spec.top_p < 1.0:
-        sorted_p, order = torch.sort(probs, descending=True)
-        before = torch.cumsum(sorted_p, dim=-1) - sorted_p  # mass of strictly better tokens
-        sorted_p[before >= spec.top_p] = 0.0  # the token that crosses top_p is kept
-        probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
+    """One row's draw on the CPU: :func:`filtered_probs`, then ``torch.multinomial`` with the
+    sample's own generator."""
+    probs = filtered_probs(torch, logits.float().cpu().reshape(1, -1), [spec])[0]
     return int(torch.multinomial(probs, 1, generator=gen).item())
