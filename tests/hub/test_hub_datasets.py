@@ -12,24 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from hub_specs import HEAD, plan_json, tail
+
 from auditlang.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
-HEAD = """import "stdlib/s000"
-model m = embedded("smollm2-135m-instruct", dtype=float32, max_tokens=8)
-"""
-TAIL = """
-audit a {
-  models = [m]
-  datasets = [arc]
-  variants = [s000.implicit_framing]
-  protocols = [s000.token_norm]
-  evaluators = [s000.first_char]
-  metrics = [accuracy]
-}
-report checklist
-"""
+TAIL = tail()
 MAPPING = 'task=multiple_choice, choices="choices.text", labels="choices.label", gold="answerKey", sample=20, seed=7'
 
 
@@ -39,12 +28,7 @@ def _spec(tmp_path: Path, dataset: str, name: str = "spec.audit") -> Path:
     return p
 
 
-def _plan(capsys, spec: Path, *extra: str) -> dict:
-    capsys.readouterr()
-    rc = main(["plan", str(spec), "--format", "json", *extra])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
+_plan = plan_json
 
 
 def _hub(extra: str = "") -> str:

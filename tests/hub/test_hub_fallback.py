@@ -10,22 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from hub_specs import HEAD, plan_json, tail
+
 from auditlang.cli import main
 
-HEAD = """import "stdlib/s000"
-model m = embedded("smollm2-135m-instruct", dtype=float32, max_tokens=8)
-"""
-TAIL = """
-audit a {
-  models = [m]
-  datasets = [arc]
-  variants = [s000.implicit_framing]
-  protocols = [s000.token_norm]
-  evaluators = [s000.first_char]
-  metrics = [accuracy]
-}
-report checklist, disclosure
-"""
+TAIL = tail("checklist, disclosure")
 HUB = ('dataset arc = hub("allenai/ai2_arc", "test", config="ARC-Challenge", task=multiple_choice, '
        'choices="choices.text", labels="choices.label", gold="answerKey", sample=20, seed=7{extra},\n'
        '                  fallback=jsonl("arc_flat.jsonl"{fb}))')
@@ -59,12 +48,7 @@ def no_hub_cache(hub_cache, tmp_path_factory, monkeypatch) -> dict:
     return hub_cache
 
 
-def _plan(capsys, spec: Path, *extra: str) -> dict:
-    capsys.readouterr()
-    rc = main(["plan", str(spec), "--format", "json", *extra])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
+_plan = plan_json
 
 
 def test_offline_without_cache_plans_from_the_fallback(no_hub_cache, tmp_path, capsys):

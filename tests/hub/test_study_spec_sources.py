@@ -5,21 +5,16 @@ test_hub_fallback.py, on a small spec)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from auditlang.cli import main
+from hub_specs import plan_json
 
 REPO = Path(__file__).resolve().parents[2]
 S000 = REPO / "specs" / "s000_multivariant_audit.audit"
 
 
 def _plan(capsys, *args: str) -> dict:
-    capsys.readouterr()
-    rc = main(["plan", str(S000), "--format", "json", "--no-requests", *args])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
+    return plan_json(capsys, S000, "--no-requests", *args)
 
 
 def test_s000_arc_from_the_hub_cache_or_its_fallback(offline_hub, shared_data, tmp_path, capsys, monkeypatch):
