@@ -68,6 +68,8 @@ KNOWN_OPTIONS = {
     "logits_budget": "max float32 logit values held at once per forward (default 2**28 = 1 GiB)",
     "cpu_linear": "CPU float32 linear layers: 'onednn' (pre-packed oneDNN weights, default where available) or 'torch' (stock MKL)",
     "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
+    "compile": "torch.compile the scoring forward passes (choice, continuation and hidden-state requests; "
+               "dynamic shapes, compiled once per load; generation stays eager; default false)",
 }
 _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
@@ -255,6 +257,12 @@ class HFEngine:
             raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self._resolved = resolve_model(config)
         self.device = self._pick_device(config.device)
+        self.compile = config.options.get("compile", False)
+        if not isinstance(self.compile, bool):
+            raise EngineError(f"compile must be true or false (got {self.compile!r})", hint=f"compile: {KNOWN_OPTIONS['compile']}")
+        if self.compile and not self.device.startswith("cuda"):
+            raise EngineError(f"compile=true needs a CUDA device (this model loads on {self.device})",
+                              hint="remove compile=true on a CPU: it pays off only for large scoring audits on a GPU")
         d, gguf = self._resolved.local_dir, self._resolved.gguf_file
         extra: dict[str, Any] = {"trust_remote_code": bool(config.options.get("trust_remote_code", False))}
         if gguf:
@@ -273,6 +281,7 @@ class HFEngine:
         self.model = model.to(device=self.device, dtype=dtype).eval()
         self.dtype = dtype
         self.cpu_linear = self._pack_linears(config.options.get("cpu_linear", "onednn"))
+        self._compiled: tuple[Any, Any] | None = None  # (model, its torch.compile wrapper)
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
         gen = getattr(self.model, "generation_config", None)
         eos = getattr(gen, "eos_token_id", None)
@@ -299,6 +308,8 @@ class HFEngine:
             self.config = dataclasses.replace(config, batch_size=self.auto_batch_size)
         if self.device.startswith("cuda"):
             self.call_size = 16 * int(self.config.batch_size)
+        if self.compile:
+            self._compile_now()
 
     # -- setup helpers
 
@@ -422,6 +433,8 @@ class HFEngine:
                 "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
                 "cpu_linear": self.cpu_linear,
             }
+            if self.compile:  # only when asked for, so fingerprints of eager models are unchanged
+                self._fingerprint["compile"] = "torch.compile(dynamic=True)"
             if self.device.startswith("cuda"):  # how temperature > 0 draws there (a CPU's draws are unchanged)
                 self._fingerprint["sampler"] = SAMPLER
             if self.auto_batch_size is not None:  # only when asked for, as below
@@ -482,6 +495,7 @@ class HFEngine:
 
     def close(self) -> None:
         self.model = None
+        self._compiled = None
         gc.collect()
         if self.device.startswith("cuda"):
             self._torch.cuda.empty_cache()
@@ -595,12 +609,33 @@ class HFEngine:
         torch = self._torch
         ids, mask, pos = self._pad([r for r in rows])
         with torch.inference_mode():
-            out = self.model(
+            out = self._scoring_model()(
                 input_ids=ids.to(self.device), attention_mask=mask.to(self.device), position_ids=pos.to(self.device),
                 logits_to_keep=keep, output_hidden_states=hidden, use_cache=False,
             )
             lps = torch.log_softmax(out.logits[:, -keep:, :].float(), dim=-1)
         return lps, (out.hidden_states if hidden else None)
+
+    def _scoring_model(self) -> Any:
+        """The model scoring passes run: ``self.model``, or with ``compile=true`` its
+        ``torch.compile(dynamic=True)`` wrapper, made on first use (one graph serves every batch
+        shape; the first batches pay the compile, about 80 s for an 8B model on an H100)."""
+        if not self.compile:
+            return self.model
+        if self._compiled is None or self._compiled[0] is not self.model:
+            self._compiled = (self.model, self._torch.compile(self.model, dynamic=True))
+        return self._compiled[1]
+
+    def _compile_now(self) -> None:
+        """``compile=true`` (CUDA only, checked before the weights load: on a CPU, inductor does not
+        lower the pre-packed oneDNN linears, and compiling SmolLM2 took minutes on the project's
+        2-core machine). Compiles at load with one small batch, so a model torch.compile cannot handle stops the run here
+        with the reason instead of failing every request."""
+        try:
+            self._forward([[self.pad_id] * 8, [self.pad_id] * 6], keep=1)
+        except Exception as e:  # noqa: BLE001 - dynamo/inductor raise many types
+            raise EngineError(f"torch.compile failed at load ({type(e).__name__}: {str(e)[:300]})",
+                              hint="set compile=false for this model") from e
 
     def _pad(self, rows: list[list[int]]) -> tuple[Any, Any, Any]:
         """Left padding: ids, attention mask, position ids (cumulative mask - 1)."""

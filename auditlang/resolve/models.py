@@ -23,7 +23,7 @@ DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 # sent: a default the user did not write is the engine's (recorded in its fingerprint), so the
 # language never overrides an engine default it does not know (e.g. vLLM's eager mode on CPU).
 ENGINE_OPTIONS: dict[str, dict[str, str]] = {
-    "hf": {},
+    "hf": {"compile": "compile"},
     "vllm": {"max_logprobs": "max_logprobs", "enforce_eager": "enforce_eager",
              "tensor_parallel": "tensor_parallel_size", "gpu_memory_utilization": "gpu_memory_utilization",
              "prefix_caching": "enable_prefix_caching"},

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
@@ -102,6 +102,7 @@ VALUE_HINTS = {
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
     "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
     "prefix_caching": "write prefix_caching=auto (on unless the model scores prompt logprobs), on or off",
+    "compile": "compile=true applies to the hf engine; vLLM compiles its own graphs unless enforce_eager=true",
 }
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -147,6 +148,9 @@ class HFModel(_ModelBase):
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    # torch.compile(dynamic=True) of the scoring forward passes (docs/engines.md: compile); the
+    # first batches pay the compile, so it pays off on large scoring audits on a GPU
+    compile: bool = False
 
     @field_validator("device")
     @classmethod
@@ -197,11 +201,19 @@ class EmbeddedModel(_ModelBase):
     name: Literal["smollm2-135m-instruct", "gemma3-270m"]
     engine: Literal["hf", "vllm"] = "hf"
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hf engine)
+    compile: bool = False  # hf engine only, as HFModel.compile
 
     @field_validator("device")
     @classmethod
     def check_device(cls, v: str) -> str:
         return _check_device(v)
+
+    @field_validator("compile")
+    @classmethod
+    def check_compile(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("engine") == "vllm":
+            raise ValueError("compile=true applies to the hf engine, and this model runs on vllm")
+        return v
 
 
 # ----------------------------------------------------------------------------- prompts
