@@ -9,10 +9,10 @@ for (a sampled request's ``n`` samples, 1 otherwise), the distinct prompts among
 
 * hf: one prefill per distinct prompt of an ``engine.run`` call (tests/engines/test_hf_prefill_once.py;
   same-prompt requests are kept in one call by the executor);
-* vLLM with the prefix cache on: every request is a vLLM request, but a prompt's full KV blocks are
-  computed once and read from the cache by its other requests (each recomputes at most its last,
-  partial block: 15 tokens on a GPU); off (models sent ``continuation_logprobs``, vLLM #42019):
-  one prefill per generation row.
+* vLLM with the prefix cache on (every model since session 7, unless written off): every request
+  is a vLLM request, but a prompt's full KV blocks are computed once and read from the cache by its
+  other requests (each recomputes at most its last, partial block: 15 tokens on a GPU); off: one
+  prefill per generation row.
 
 Usage: ``python benchmarks/count_prefills.py [SPEC ...] [--data-root ../shared/data] [--json-out F]``
 """

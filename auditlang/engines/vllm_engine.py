@@ -31,9 +31,11 @@ Per kind:
   only); the window keeps the k best (vLLM adds the sampled token when outside the top-k).
   A request's sampling ``top_k`` becomes ``SamplingParams(top_k=k)`` (left at vLLM's 0 = off
   when absent, 0 or -1).
-- continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``;
-  only with prefix caching off (the default): with it on, prompt logprobs depend on request
-  order (§2.2, bug #42019) and each such request fails alone with that reason.
+- continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``.
+  With prefix caching on, vLLM reads no cached block for such a request
+  (``SamplingParams.skip_reading_prefix_cache``, §2.2): a request that did would get
+  uninitialised rows for the cached positions (bug #42019: order-dependent values). Checked per
+  request: one that reports cached tokens (``RequestOutput.num_cached_tokens``) fails alone.
 - constrained_choice: ``StructuredOutputsParams(choice=...)``, greedy, no logprobs requested:
   the grammar renormalises them, so they are never a confidence source (§3.4). As in the
   paper's repair path (000, appendix C: vLLM guided_choice, greedy), this is a greedy walk of
@@ -83,8 +85,7 @@ KNOWN_OPTIONS = {
     "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
     "chunk_size": "requests per generate() call; results are yielded after each chunk (default 256)",
     "enable_prefix_caching": ("vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
-                              "(default false; `auditc run` resolves the spec's prefix_caching=auto: true unless the "
-                              "model is sent continuation_logprobs requests, bug #42019)"),
+                              "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)"),
     "trust_remote_code": "allow model code from the checkpoint (default false)",
     "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
 }
@@ -624,10 +625,6 @@ class VLLMEngine:
             if not cont:
                 yield _error(reqs[i], "the continuation encodes to zero tokens")
                 continue
-            if self._opts.enable_prefix_caching:
-                yield _error(reqs[i], "continuation_logprobs with prefix caching on: vLLM's prompt logprobs then depend on "
-                                      "the order of requests (bug #42019); load this model with prefix caching off")
-                continue
             if len(enc[i]) + len(cont) > self.max_model_len:
                 yield _error(reqs[i], f"prompt + continuation have {len(enc[i]) + len(cont)} tokens; max_model_len is {self.max_model_len}")
                 continue
@@ -638,6 +635,12 @@ class VLLMEngine:
             req = reqs[job.owner]
             if isinstance(out, Exception):
                 yield _error(req, f"{type(out).__name__}: {out}")
+                continue
+            cached = getattr(out, "num_cached_tokens", None) or 0
+            if cached:  # their rows were never computed: uninitialised memory (#42019)
+                yield _error(req, f"vLLM read {cached} prompt tokens of this teacher-forced request from its prefix cache; "
+                                  "prompt logprobs of cached positions are not computed (vLLM bug #42019), so the scores "
+                                  "are not used (load this model with prefix_caching=off)")
                 continue
             n, k = job.extra["n_prompt"], job.extra["k"]
             toks: list[TokenLogprob] = []

@@ -16,7 +16,6 @@ import contextlib
 import time
 from pathlib import Path
 
-from auditlang.core.capabilities import VLLM_PROMPT_LOGPROB_KINDS
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
@@ -176,19 +175,9 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
 
 def engine_config(spec: Spec, plan: Plan, mid: str, engine_override: str | None = None) -> ModelConfig:
     """The configuration ``auditc run`` loads model ``mid`` with: the spec's declaration
-    (:func:`~auditlang.resolve.models.model_config`) with ``prefix_caching=auto`` resolved from the
-    request kinds the plan sends the model in every stage (``Plan.model_kinds``). A declared
-    ``prefix_caching=on`` for a model sent prompt-logprob requests is refused (E178 at plan time
-    already; here too, for kinds only the data reveals)."""
-    kinds = plan.model_kinds(mid)
-    cfg = model_config(spec, mid, engine_override, kinds=kinds)
-    bad = sorted(kinds & VLLM_PROMPT_LOGPROB_KINDS)
-    if cfg.engine == "vllm" and cfg.options.get("enable_prefix_caching") and bad:
-        raise RuntimeFailure(
-            f"model '{mid}' declares prefix_caching=on but is sent {', '.join(bad)} requests: with vLLM's prefix "
-            "cache on, prompt logprobs depend on the order of requests (vLLM bug #42019), so the scores would not be "
-            "reproducible", "write prefix_caching=auto (off for this model) or off")
-    return cfg
+    (:func:`~auditlang.resolve.models.model_config`) with ``prefix_caching=auto`` resolved (on)
+    for the request kinds the plan sends the model in every stage (``Plan.model_kinds``)."""
+    return model_config(spec, mid, engine_override, kinds=plan.model_kinds(mid))
 
 
 def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request], retry_errors: bool) -> bool:

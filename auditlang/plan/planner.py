@@ -32,7 +32,7 @@ from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
 from types import SimpleNamespace
 from auditlang.plan.cross import cross_sources
-from auditlang.core.capabilities import ENGINE_CAPABILITIES, VLLM_PROMPT_LOGPROB_KINDS
+from auditlang.core.capabilities import ENGINE_CAPABILITIES
 from auditlang.resolve.modules import stdlib_root
 
 def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
@@ -640,7 +640,6 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
     bag = bag if bag is not None else DiagnosticBag()
     programs = programs if programs is not None else {}
     bad: dict[tuple[str, str], list[str]] = {}
-    scored: dict[str, list[str]] = {}  # model -> cells sending it prompt-logprob requests (vLLM)
     for aid, aobj in spec.of_kind("audit").items():
         a = aobj.value
         for mid in a.models:
@@ -660,8 +659,6 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
                     kinds |= set(getattr(prog, "cross_roles", dict)().values())
                 for eid in a.evaluators or ["<default>"]:
                     missing = set(kinds) | {k for m, _, k, _ in _evaluator_followups(spec, eid, mid, [], 0) if m == mid}
-                    if missing & VLLM_PROMPT_LOGPROB_KINDS:
-                        scored.setdefault(mid, []).append(f"{aid}/{mid}/*/*/{pid}/{eid}")
                     for k in sorted(missing - set(caps)):
                         for dsid in a.datasets:
                             for vid in a.variants:
@@ -671,25 +668,7 @@ def check_capabilities(spec: Spec, programs: dict | None = None, bag: Diagnostic
         bag.error("E172", f"model '{mid}' uses the {_engine_of(spec, mid)} engine, which cannot serve "
                   f"{kind} requests needed by cell(s) {shown}", spec.get(mid).span,
                   hint="use the hf or vllm engine for this model, or drop the protocol/evaluator that needs it")
-    _check_prefix_caching(spec, scored, bag)
     return bag
-
-
-def _check_prefix_caching(spec: Spec, scored: dict[str, list[str]], bag: DiagnosticBag) -> None:
-    """E178: a vllm model declared ``prefix_caching=on`` whose cells score prompt logprobs
-    (``continuation_logprobs``): with the cache on vLLM returns order-dependent prompt logprobs
-    (bug #42019), so such a run could not be reproduced."""
-    for mid, cells in sorted(scored.items()):
-        o = spec.get(mid)
-        if o.ctor != "vllm" or getattr(o.value, "prefix_caching", "auto") is not True:
-            continue
-        cells = list(dict.fromkeys(cells))
-        shown = ", ".join(cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
-        bag.error("E178", f"model '{mid}' sets prefix_caching=on, but cell(s) {shown} score prompt logprobs "
-                  "(continuation_logprobs): with vLLM's prefix cache on those depend on the order of requests "
-                  "(vLLM bug #42019), so the scores would not be reproducible",
-                  o.param_span("prefix_caching"),
-                  hint="write prefix_caching=auto (the default: on only for models sent no prompt-logprob requests) or off")
 
 
 def _followup(ector: str | None) -> tuple[str, str] | None:

@@ -84,8 +84,8 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
 
 
 def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:
-    """How `auditc run` will set vLLM's prefix cache for each vllm model (resolve/models.py's rule
-    over the request kinds this plan sends it), or None without vllm models."""
+    """How `auditc run` will set vLLM's prefix cache for each vllm model (resolve/models.py's rule;
+    on unless written off), or None without vllm models."""
     on, off = [], []
     for mid in plan.models:
         kinds = plan.model_kinds(mid)
@@ -95,7 +95,7 @@ def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:
     if not on and not off:
         return None
     parts = ([f"on for {', '.join(on)} (the answers and samples of a prompt share its prefill)"] if on else []) + (
-        [f"off for {', '.join(off)} (continuation_logprobs scored, or prefix_caching=off)"] if off else [])
+        [f"off for {', '.join(off)} (prefix_caching=off)"] if off else [])
     return "vLLM prefix caching: " + "; ".join(parts)
 
 

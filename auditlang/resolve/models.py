@@ -10,7 +10,6 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from auditlang.core.capabilities import VLLM_PROMPT_LOGPROB_KINDS
 from auditlang.core.engine import ModelConfig
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
@@ -38,7 +37,7 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
     replaces the declared engine; the declared engine's options are then not sent. ``openai(...)``
     without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint).
 
-    ``kinds``: the request kinds the run sends this model (``Plan.model_kinds``). With them a
+    ``kinds``: the request kinds the run sends this model (``Plan.model_kinds``); given (a run), a
     vllm model's ``prefix_caching=auto`` (the default) is resolved into an explicit
     ``enable_prefix_caching`` (:func:`prefix_caching_for`); without them ``auto`` is not sent
     (the engine's default, off, applies)."""
@@ -64,7 +63,7 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
         del options["enable_prefix_caching"]  # not an engine value: resolved below from the run's kinds
     if engine == "vllm" and kinds is not None:
         written_pc = getattr(v, "prefix_caching", "auto") if engine == declared else "auto"
-        options["enable_prefix_caching"] = prefix_caching_for(written_pc, kinds)
+        options["enable_prefix_caching"] = prefix_caching_for(written_pc)
     template_kwargs = {k: getattr(v, k) for k in CHAT_TEMPLATE_PARAMS if getattr(v, k, None) is not None}
     if template_kwargs:  # absent when unset, so plain models keep their options (and fingerprints)
         options["chat_template_kwargs"] = template_kwargs
@@ -74,11 +73,9 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
     )
 
 
-def prefix_caching_for(declared: bool | str, kinds: Collection[str]) -> bool:
-    """vLLM prefix caching for a model declared ``prefix_caching=declared`` that is sent
-    ``kinds``: ``on``/``off`` as written; ``auto`` = on unless a kind is served with prompt
-    logprobs (``continuation_logprobs``: vLLM bug #42019 makes those depend on request order
-    with the cache on). ``on`` together with such kinds is refused earlier (E178)."""
-    if declared in (True, False):
-        return bool(declared)
-    return not (set(kinds) & VLLM_PROMPT_LOGPROB_KINDS)
+def prefix_caching_for(declared: bool | str) -> bool:
+    """vLLM prefix caching for a model declared ``prefix_caching=declared``: ``on``/``off`` as
+    written; ``auto`` = on. Requests scored with prompt logprobs (``continuation_logprobs``) are
+    safe with it on: vLLM reads no cached block for them, and the engine checks that per request
+    (a cached read would leave the rows of those positions uninitialised, vLLM bug #42019)."""
+    return bool(declared) if declared in (True, False) else True

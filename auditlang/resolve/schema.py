@@ -101,7 +101,7 @@ class HubDataset(_DatasetBase):
 VALUE_HINTS = {
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
     "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
-    "prefix_caching": "write prefix_caching=auto (on unless the model scores prompt logprobs), on or off",
+    "prefix_caching": "write prefix_caching=auto (the default: on), on or off",
     "compile": "compile=true applies to the hf engine; vLLM compiles its own graphs unless enforce_eager=true",
 }
 
@@ -167,8 +167,8 @@ class VLLMModel(_ModelBase):
     tensor_parallel: int = Field(default=1, ge=1)
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     # vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every
-    # sample. auto: `auditc run` turns it on unless the plan sends this model prompt-logprob
-    # requests (continuation_logprobs; vLLM bug #42019), off otherwise (docs/engines.md).
+    # sample. auto (= on) is resolved by `auditc run`; prompt-logprob requests stay exact with it
+    # on (vLLM reads no cached block for them, checked per request; docs/engines.md).
     prefix_caching: bool | Literal["auto"] = "auto"
 
     @field_validator("prefix_caching", mode="before")

@@ -1,10 +1,11 @@
-"""vLLM prefix caching is resolved per model from what the run sends it (issue 16, stage-1 prefills).
+"""vLLM prefix caching as ``auditc run`` loads it (issue 16, stage-1 prefills).
 
-``prefix_caching=auto`` (the default of ``vllm(...)``) is on unless the plan sends the model
-prompt-logprob requests (``continuation_logprobs``, vLLM bug #42019), in any stage; ``on``/``off``
-are honoured, and ``on`` with such requests is refused (E178, by ``auditc check`` and ``auditc
-plan``). No vLLM is needed: the configuration the runner loads is captured at the loader.
-The vLLM side (cache hits, identical samples, fingerprint) is tests/engines/test_vllm_prefix_caching.py.
+``prefix_caching=auto`` (the default of ``vllm(...)``) is resolved to on by the run, also for
+models scored with prompt logprobs (``continuation_logprobs``): vLLM reads no cached block for
+those, and the engine fails any request that did (vLLM bug #42019);
+``on``/``off`` are honoured. No vLLM is needed: the configuration the runner loads is captured at
+the loader. The vLLM side (cache hits, identical samples and continuation scores, the refused
+cached read, fingerprint) is tests/engines/test_vllm_prefix_caching.py.
 """
 
 from __future__ import annotations
@@ -62,14 +63,14 @@ def data() -> Path:
     return DATA
 
 
-def test_auto_is_on_without_prompt_logprobs_and_off_with_them(tmp_path: Path, data: Path) -> None:
+def test_auto_is_on_with_and_without_prompt_logprobs(tmp_path: Path, data: Path) -> None:
     spec = compile_spec(_spec(tmp_path))
     plan = plan_spec(spec, str(data))
     assert "continuation_logprobs" not in plan.model_kinds("gen")
     assert plan.model_kinds("scored") >= {"generate", "continuation_logprobs"}  # T1 scoring: a stage-2 kind
     gen, scored = engine_config(spec, plan, "gen"), engine_config(spec, plan, "scored")
     assert gen.options == {"enable_prefix_caching": True}
-    assert scored.options == {"enable_prefix_caching": False}
+    assert scored.options == {"enable_prefix_caching": True}  # before session 7: off (#42019), now guarded
     for cfg in (gen, scored):
         check_config(cfg)  # the vllm engine's own option parser takes it
     # --engine hf on these models: no vLLM option follows
@@ -79,8 +80,11 @@ def test_auto_is_on_without_prompt_logprobs_and_off_with_them(tmp_path: Path, da
 def test_auditc_plan_says_how_run_will_set_it(tmp_path: Path, data: Path, capsys) -> None:
     assert main(["plan", str(_spec(tmp_path)), "--data-root", str(data)]) == 0
     out = " ".join(capsys.readouterr().out.split())
+    assert "vLLM prefix caching: on for gen, scored (the answers and samples of a prompt share its prefill)" in out
+    assert main(["plan", str(_spec(tmp_path, scored=", prefix_caching=off")), "--data-root", str(data)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
     assert ("vLLM prefix caching: on for gen (the answers and samples of a prompt share its prefill); "
-            "off for scored (continuation_logprobs scored, or prefix_caching=off)") in out
+            "off for scored (prefix_caching=off)") in out
 
 
 def test_explicit_values_are_honoured(tmp_path: Path, data: Path) -> None:
@@ -90,31 +94,23 @@ def test_explicit_values_are_honoured(tmp_path: Path, data: Path) -> None:
     spec = compile_spec(_spec(tmp_path, gen=", prefix_caching=on", scored=", prefix_caching=auto"))
     plan = plan_spec(spec, str(data))
     assert engine_config(spec, plan, "gen").options == {"enable_prefix_caching": True}
-    assert engine_config(spec, plan, "scored").options == {"enable_prefix_caching": False}
+    assert engine_config(spec, plan, "scored").options == {"enable_prefix_caching": True}
     # without the run's kinds (auditc show, access checks) only a written on/off is sent, never "auto"
     assert model_config(spec, "gen").options == {"enable_prefix_caching": True}
     assert model_config(spec, "scored").options == {}
 
 
 def test_rule_table() -> None:
-    assert prefix_caching_for("auto", {"generate", "choice_logprobs", "constrained_choice", "hidden_states"}) is True
-    assert prefix_caching_for("auto", {"generate", "continuation_logprobs"}) is False
-    assert prefix_caching_for("auto", set()) is True
-    assert prefix_caching_for(False, {"generate"}) is False
-    assert prefix_caching_for(True, {"generate"}) is True
+    assert prefix_caching_for("auto") is True
+    assert prefix_caching_for(False) is False
+    assert prefix_caching_for(True) is True
 
 
-def test_on_with_prompt_logprobs_is_refused_by_check_and_plan(tmp_path: Path, data: Path, capsys) -> None:
-    p = _spec(tmp_path, scored=", prefix_caching=on")
-    assert main(["check", str(p)]) == 1
-    err = capsys.readouterr()
-    text = err.out + err.err
-    assert "error[E178]" in text and "model 'scored' sets prefix_caching=on" in text and "#42019" in text
-    assert "pc.audit:5:" in text and "^^^" in text and "prefix_caching=auto" in text  # at the parameter, with a hint
-    assert main(["plan", str(p), "--data-root", str(data)]) == 1
-    assert "E178" in "".join(capsys.readouterr())
-    # on for the model that is sent no prompt logprobs is fine
-    assert main(["check", str(_spec(tmp_path, gen=", prefix_caching=on"))]) == 0
+def test_on_with_prompt_logprobs_is_accepted_by_check_and_plan(tmp_path: Path, data: Path, capsys) -> None:
+    p = _spec(tmp_path, scored=", prefix_caching=on")  # was E178 before the per-request check
+    assert main(["check", str(p)]) == 0
+    assert main(["plan", str(p), "--data-root", str(data)]) == 0
+    assert "error" not in " ".join(capsys.readouterr())
 
 
 def test_auditc_run_loads_the_resolved_value(tmp_path: Path, data: Path, monkeypatch, capsys) -> None:
@@ -132,7 +128,7 @@ def test_auditc_run_loads_the_resolved_value(tmp_path: Path, data: Path, monkeyp
     rc = main(["run", str(_spec(tmp_path)), "--data-root", str(data), "--out", str(tmp_path / "run"), "--no-progress"])
     assert rc == 3 and "stop here" in "".join(capsys.readouterr())
     first = next(iter(seen.values()))
-    assert first.engine == "vllm" and first.options == {"enable_prefix_caching": first.name == "gen"}
+    assert first.engine == "vllm" and first.options == {"enable_prefix_caching": True}
 
 
 def test_checklist_discloses_the_setting() -> None:

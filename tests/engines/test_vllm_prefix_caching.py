@@ -5,8 +5,10 @@ sample) run once with ``enable_prefix_caching`` on and once off. With it on, vLL
 (``RequestOutput.num_cached_tokens``, summed by the engine's ``prefill_stats``) shows the prompt
 prefilled once: the four samples read every whole KV block of it from the cache (128 tokens a
 block on CPU, 16 on GPU) and compute only the tail. The samples are the same texts either way
-(same per-sample seeds). Continuation scoring is refused with the cache on (vLLM bug #42019).
-The rule that picks on/off per model is tests/engines/test_prefix_caching_rule.py.
+(same per-sample seeds). Continuation scoring gives the same values with the cache on: vLLM reads
+no cached block for a prompt-logprobs request, and a request that did read some (forced here)
+fails alone instead of returning the uninitialised rows of vLLM bug #42019.
+The rule that resolves ``prefix_caching=auto`` is tests/engines/test_prefix_caching_rule.py.
 """
 
 from __future__ import annotations
@@ -44,8 +46,23 @@ def runs(cache_dir: Path) -> dict[bool, dict]:
         try:
             results = {r.request_id: r for r in engine.run([GREEDY, SAMPLED])}
             stats = engine.prefill_stats.as_dict()
-            score = next(iter(engine.run([SCORE])))
-            out[on] = {"results": results, "stats": stats, "fp": engine.fingerprint(), "score": score,
+            before = engine.prefill_stats.as_dict()
+            score = next(iter(engine.run([SCORE])))  # after GREEDY and SAMPLED wrote this prompt's blocks
+            after = engine.prefill_stats.as_dict()
+            forced = None
+            if on:  # a prompt-logprobs request made to read the cache: the #42019 case, refused
+                real_sp = engine._sp
+
+                def reading_sp(**kw):
+                    if kw.get("prompt_logprobs") is not None:
+                        kw["skip_reading_prefix_cache"] = False
+                    return real_sp(**kw)
+
+                engine._sp = reading_sp
+                forced = next(iter(engine.run([SCORE])))
+                engine._sp = real_sp
+            out[on] = {"results": results, "stats": stats, "fp": engine.fingerprint(), "score": score, "forced": forced,
+                       "score_cached": after["cached_tokens"] - before["cached_tokens"],
                        "block": engine.llm.llm_engine.vllm_config.cache_config.block_size,
                        "prompt_tokens": len(engine.encode_prompt(PROMPT))}
         finally:
@@ -78,6 +95,15 @@ def test_samples_are_the_same_with_and_without_the_cache(runs) -> None:
     assert len(texts) == 4 and len(set(texts)) > 1  # really sampled
 
 
-def test_continuation_scoring_is_refused_with_the_cache_on(runs) -> None:
-    assert runs[True]["score"].error and "#42019" in runs[True]["score"].error
-    assert runs[False]["score"].error is None and runs[False]["score"].continuation
+def test_continuation_scores_are_the_same_with_the_cache_on(runs) -> None:
+    on, off = runs[True]["score"], runs[False]["score"]
+    assert on.error is None and off.error is None, (on.error, off.error)
+    assert runs[True]["score_cached"] == 0  # the prompt was in the cache, and not read
+    assert [t.token_id for t in on.continuation] == [t.token_id for t in off.continuation]
+    assert [t.logprob for t in on.continuation] == pytest.approx([t.logprob for t in off.continuation], abs=1e-5)
+
+
+def test_a_teacher_forced_request_that_reads_the_cache_fails_alone(runs) -> None:
+    forced = runs[True]["forced"]
+    assert forced.error and "#42019" in forced.error and "prompt tokens" in forced.error
+    assert not forced.continuation
