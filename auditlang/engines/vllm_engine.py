@@ -306,8 +306,7 @@ class VLLMEngine:
             "tokenizer": str(self._resolved.local_dir),
             "dtype": self.dtype,
             "seed": 0,
-            # #42019: prompt logprobs depend on request order with it; the pooling runner (one
-            # prefill per hidden_states prompt) never caches
+            # the pooling runner (one prefill per hidden_states prompt) never caches
             "enable_prefix_caching": o.enable_prefix_caching and runner == "generate",
             "enforce_eager": self.on_cpu if o.enforce_eager is None else o.enforce_eager,
             "tensor_parallel_size": o.tensor_parallel_size,
