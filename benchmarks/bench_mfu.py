@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditlang.core.engine import ModelConfig  # noqa: E402
 from auditlang.core.requests import Prompt, Request  # noqa: E402
+from auditlang.engines import hf_scoring  # noqa: E402
 from auditlang.engines.hf import HFEngine  # noqa: E402
 
 SHAPES: dict[str, dict[str, Any]] = {
@@ -143,6 +144,7 @@ def plain_loop(engine: HFEngine, texts: list[str], label_ids: list[int], batch: 
     import torch
 
     model, dev = engine._scoring_model(), engine.device
+    right = engine.scoring_padding == "right"  # compile=true on a plain-head model: the compiled decoder
     out: dict[int, list[float]] = {}
     sync(torch, dev)
     t0 = time.perf_counter()
@@ -153,6 +155,16 @@ def plain_loop(engine: HFEngine, texts: list[str], label_ids: list[int], batch: 
             idx = order[s: s + batch]
             rows = [encoded[i] for i in idx]
             width = max(map(len, rows))
+            if right:  # right padding, no mask, the head on each row's last position
+                x = torch.full((len(rows), width), engine.pad_id, dtype=torch.long)
+                for j, r in enumerate(rows):
+                    x[j, : len(r)] = torch.tensor(r)
+                last = torch.tensor([len(r) - 1 for r in rows], device=dev)
+                with hf_scoring.causal_attention(engine.model):
+                    h = model(input_ids=x.to(dev), use_cache=False, output_hidden_states=False).last_hidden_state
+                logits = engine.model.lm_head(h[torch.arange(len(rows), device=dev), last])
+                out.update(zip(idx, torch.log_softmax(logits.float(), -1)[:, label_ids].tolist()))
+                continue
             x = torch.full((len(rows), width), engine.pad_id, dtype=torch.long)
             m = torch.zeros_like(x)
             for j, r in enumerate(rows):
@@ -242,7 +254,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "prompt_tokens_total": sum(lengths), "padded_tokens_total": padded_tokens(lengths, a.batch_size),
         "torch": torch.__version__, "transformers": transformers.__version__,
         "attn_implementation": getattr(engine.model.config, "_attn_implementation", None),
-        "compile": a.compile, "warmup_s": round(warmup_s, 1),
+        "compile": a.compile, "scoring_padding": engine.scoring_padding, "warmup_s": round(warmup_s, 1),
         "engine_s": [round(x, 3) for x in eng_s], "plain_s": [round(x, 3) for x in plain_s],
         "engine_prompts_per_s": round(a.prompts / e, 1), "plain_prompts_per_s": round(a.prompts / p, 1),
         "engine_over_plain_throughput": round(p / e, 3),

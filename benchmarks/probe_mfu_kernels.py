@@ -77,11 +77,11 @@ def run(model: Any, rows: list[list[int]], groups: list[list[int]], variant: str
     return dt, res
 
 
-def split(model: Any, rows: list[list[int]], group: list[int], labels: Any) -> dict[str, float]:
+def split(model: Any, rows: list[list[int]], group: list[int], labels: Any, variant: str = "left+mask") -> dict[str, float]:
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        run(model, rows, [group], "left+mask", labels)
+        run(model, rows, [group], variant, labels)
     cats = {"gemm": 0.0, "attention": 0.0, "other": 0.0}
     top = []
     for ev in prof.key_averages():
@@ -89,7 +89,7 @@ def split(model: Any, rows: list[list[int]], group: list[int], labels: Any) -> d
         if not t or ev.key.startswith(("aten::", "cuda", "Memcpy", "Memset")) and "kernel" not in ev.key.lower():
             continue
         k = ev.key.lower()
-        c = "gemm" if any(s in k for s in ("gemm", "cutlass", "sm90_xmma", "nvjet", "cublas")) else \
+        c = "gemm" if any(s in k for s in ("gemm", "cutlass", "sm90_xmma", "nvjet", "cublas", "mm_")) else \
             "attention" if any(s in k for s in ("fmha", "flash", "attention", "efficient")) else "other"
         cats[c] += t
         top.append((t, ev.key[:90], c))
@@ -107,6 +107,8 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--vocab", type=int, default=49152)
     ap.add_argument("--variants", default="left+mask,right+causal,compiled left+mask,compiled right+causal")
+    ap.add_argument("--split-each", action="store_true", help="also profile one batch of every variant")
+    ap.add_argument("--no-first-split", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
 
@@ -127,13 +129,22 @@ def main() -> None:
                               "torch": torch.__version__, "transformers": transformers.__version__,
                               "batch_size": a.batch_size, "prompts": a.prompts, "mean_tokens": sum(lengths) / len(lengths),
                               "variants": {}}
-    print("GPU time split, one batch, eager left+mask:")
-    report["split_left_mask"] = split(model, rows, groups[len(groups) // 2], labels)
-    print(" ", report["split_left_mask"])
+    if not a.no_first_split:
+        print("GPU time split, one batch, eager left+mask:")
+        report["split_left_mask"] = split(model, rows, groups[len(groups) // 2], labels)
+        print(" ", report["split_left_mask"])
     ref = None
     eager_decoder = model.model
     for v in a.variants.split(","):
         v = v.strip()
+        if "nomask" in v:  # right padding, no mask under compile too: SDPA's causal flash path, native GQA
+            from transformers import AttentionInterface
+            from transformers.integrations.sdpa_attention import sdpa_attention_forward
+            from transformers.masking_utils import AttentionMaskInterface
+
+            AttentionInterface.register("sdpa_nomask", sdpa_attention_forward)
+            AttentionMaskInterface.register("sdpa_nomask", lambda *args, **kw: None)
+            eager_decoder.set_attn_implementation("sdpa_nomask")
         if v.startswith("compiled"):
             model.model = torch.compile(eager_decoder, dynamic=True)
             t = time.perf_counter()
@@ -142,7 +153,7 @@ def main() -> None:
         else:
             model.model = eager_decoder
             compile_s = 0.0
-        base = v.split(" ", 1)[-1]
+        base = v.split(" ", 1)[-1].replace("nomask", "causal")
         run(model, rows, groups[:1], base, labels)
         times = []
         for _ in range(2):
@@ -156,6 +167,9 @@ def main() -> None:
         report["variants"][v] = {"s": [round(x, 3) for x in times], "mfu": round(flops / best / PEAK, 4),
                                  "compile_s": round(compile_s, 1), "max_abs_diff_vs_first": diff, "argmax_agree": agree}
         print(f"{v:<24} best {best:7.3f} s  MFU {flops / best / PEAK:.3f}  compile {compile_s:5.1f} s  diff {diff:.3g}  agree {agree}/{len(rows)}", flush=True)
+        if a.split_each:
+            report["variants"][v]["split"] = split(model, rows, groups[len(groups) // 2], labels, base)
+            print("   split:", report["variants"][v]["split"], flush=True)
     print(json.dumps(report))
     if a.out:
         a.out.write_text(json.dumps(report, indent=2) + "\n")

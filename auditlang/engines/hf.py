@@ -58,7 +58,7 @@ from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import chat_template_kwargs
-from auditlang.engines import embedded
+from auditlang.engines import embedded, hf_scoring
 from auditlang.engines.embedded import cache_root, sha256_file
 
 log = logging.getLogger("auditlang.engines.hf")
@@ -282,6 +282,7 @@ class HFEngine:
         self.dtype = dtype
         self.cpu_linear = self._pack_linears(config.options.get("cpu_linear", "onednn"))
         self._compiled: tuple[Any, Any] | None = None  # (model, its torch.compile wrapper)
+        self.scoring_padding = "left"  # "right": hf_scoring's mask-free path (compile=true, eligible models)
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
         gen = getattr(self.model, "generation_config", None)
         eos = getattr(gen, "eos_token_id", None)
@@ -435,6 +436,7 @@ class HFEngine:
             }
             if self.compile:  # only when asked for, so fingerprints of eager models are unchanged
                 self._fingerprint["compile"] = "torch.compile(dynamic=True)"
+                self._fingerprint["scoring_padding"] = self.scoring_padding
             if self.device.startswith("cuda"):  # how temperature > 0 draws there (a CPU's draws are unchanged)
                 self._fingerprint["sampler"] = SAMPLER
             if self.auto_batch_size is not None:  # only when asked for, as below
@@ -607,6 +609,8 @@ class HFEngine:
         """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions
         (left on the device; callers gather what they need and copy it to the host once)."""
         torch = self._torch
+        if self.scoring_padding == "right":
+            return hf_scoring.forward_right(torch, self.model, self._scoring_model(), rows, keep, self.pad_id, self.device, hidden)
         ids, mask, pos = self._pad([r for r in rows])
         with torch.inference_mode():
             out = self._scoring_model()(
@@ -617,20 +621,30 @@ class HFEngine:
         return lps, (out.hidden_states if hidden else None)
 
     def _scoring_model(self) -> Any:
-        """The model scoring passes run: ``self.model``, or with ``compile=true`` its
-        ``torch.compile(dynamic=True)`` wrapper, made on first use (one graph serves every batch
-        shape; the first batches pay the compile, about 80 s for an 8B model on an H100)."""
+        """The model scoring passes run: ``self.model``, or with ``compile=true`` the
+        ``torch.compile(dynamic=True)`` wrapper of it (left padding) or of its decoder (right
+        padding, hf_scoring), made on first use (one graph serves every batch shape; the first
+        batches pay the compile, 80-150 s for an 8B model on an H100)."""
         if not self.compile:
-            return self.model
+            return self.model.get_decoder() if self.scoring_padding == "right" else self.model
         if self._compiled is None or self._compiled[0] is not self.model:
-            self._compiled = (self.model, self._torch.compile(self.model, dynamic=True))
+            target = self.model.get_decoder() if self.scoring_padding == "right" else self.model
+            self._compiled = (self.model, self._torch.compile(target, dynamic=True))
         return self._compiled[1]
 
     def _compile_now(self) -> None:
         """``compile=true`` (CUDA only, checked before the weights load: on a CPU, inductor does not
         lower the pre-packed oneDNN linears, and compiling SmolLM2 took minutes on the project's
-        2-core machine). Compiles at load with one small batch, so a model torch.compile cannot handle stops the run here
-        with the reason instead of failing every request."""
+        2-core machine). Models :func:`hf_scoring.ineligible` accepts score right-padded without
+        a mask (SDPA's causal flash path). Compiles at load with one small batch, so a model
+        torch.compile cannot handle stops the run here with the reason instead of failing every
+        request."""
+        why_not = hf_scoring.ineligible(self.model)
+        if why_not is None:
+            hf_scoring.register(self._transformers)
+            self.scoring_padding = "right"
+        else:
+            log.info("model %s: compiled scoring keeps left padding (%s)", self.config.name, why_not)
         try:
             self._forward([[self.pad_id] * 8, [self.pad_id] * 6], keep=1)
         except Exception as e:  # noqa: BLE001 - dynamo/inductor raise many types

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer
 
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
@@ -143,7 +143,19 @@ class _ModelBase(Obj):
         raise ValueError(f"batch_size must be a positive integer or auto (got {v!r})")
 
 
-class HFModel(_ModelBase):
+class _CompileParam(BaseModel):
+    """``compile`` (added in session 7) is left out of a model's parameters while false, so the
+    content hashes of cells, and of specs written before it, are unchanged."""
+
+    @model_serializer(mode="wrap")
+    def _drop_default_compile(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        if not out.get("compile"):
+            out.pop("compile", None)
+        return out
+
+
+class HFModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "Hugging Face transformers (CPU or CUDA); a local path or hub id."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
@@ -195,7 +207,7 @@ EMBEDDED_MODELS = {
 }
 
 
-class EmbeddedModel(_ModelBase):
+class EmbeddedModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "One of the small models shipped on PyPI as GGUF, served by `hf` (default) or `vllm`."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("name",)
     name: Literal["smollm2-135m-instruct", "gemma3-270m"]

@@ -1,8 +1,10 @@
 """``compile=true`` on hf models (issue 16, scoring MFU): torch.compile(dynamic=True) of the
 scoring forward passes. On an H100 it raised the scoring workload's MFU from 0.46 to 0.57 (8B
 shape) and 0.30 to 0.43 (1B), benchmarks/README.md. Here: the spec reaches the engine, a CPU is
-refused with the reason through ``auditc run``, and the compiled path gives the eager scores
-(run on a CPU through the engine's own compiled model, stock linears, a tiny random model)."""
+refused with the reason through ``auditc run``, and the compiled paths give the eager scores
+(run on a CPU through the engine's own compiled model, stock linears, a tiny random model): the
+left-padded one and the right-padded, mask-free one (hf_scoring) that plain-head models use,
+which is also checked uncompiled on the real SmolLM2 (choice, continuation and hidden states)."""
 
 from __future__ import annotations
 
@@ -69,6 +71,50 @@ def test_auditc_run_with_compile_on_a_cpu_stops_with_the_reason(tmp_path: Path, 
     assert "compile=true needs a CUDA device" in out.err and "Traceback" not in out.err
 
 
+REQS = ([Request.make("m", "choice_logprobs", Prompt(text=f"Question {i}: " + "word " * (3 + i % 11) + "Answer:"),
+                      choices=[" A", " B", " C", " D"], top_logprobs=3) for i in range(24)]
+        + [Request.make("m", "continuation_logprobs", Prompt(text=f"Q {i}: the sky is"), continuation=" blue" * (1 + i % 3))
+           for i in range(6)]
+        + [Request.make("m", "hidden_states", Prompt(text=f"Statement {i}: " + "fact " * (2 + i % 5)), layer=-1)
+           for i in range(5)])
+
+
+def _same(a: dict, b: dict, tol: float, reqs: list[Request] = REQS) -> None:
+    for r in reqs:
+        x, y = a[r.id], b[r.id]
+        assert not x.error and not y.error, (x.error, y.error)
+        if r.kind == "choice_logprobs":
+            assert x.choice_logprobs == pytest.approx(y.choice_logprobs, abs=tol)
+            assert list(x.top_logprobs) == list(y.top_logprobs)
+        elif r.kind == "continuation_logprobs":
+            assert [t.token_id for t in x.continuation] == [t.token_id for t in y.continuation]
+            assert [t.logprob for t in x.continuation] == pytest.approx([t.logprob for t in y.continuation], abs=tol)
+        else:
+            assert x.hidden_state and x.hidden_state == pytest.approx(y.hidden_state, abs=tol * 10)
+
+
+def test_eligibility_of_the_right_padded_path(smol, gemma) -> None:
+    from auditlang.engines import hf_scoring
+
+    assert hf_scoring.ineligible(smol.model) is None  # SmolLM2 is a Llama
+    assert "gemma3" in hf_scoring.ineligible(gemma.model)  # sliding-window layers: keeps left padding
+
+
+def test_right_padded_scoring_gives_the_left_padded_scores_on_smollm2(smol) -> None:
+    from auditlang.engines import hf_scoring
+
+    reqs = [r.__class__.make("smol", r.kind, r.prompt, **r.p) for r in REQS]
+    left = {r.request_id: r for r in smol.run(reqs)}
+    hf_scoring.register(smol._transformers)
+    smol.scoring_padding = "right"
+    try:
+        right = {r.request_id: r for r in smol.run(reqs)}
+    finally:
+        smol.scoring_padding = "left"
+    assert smol.model.config._attn_implementation == "sdpa"  # restored for generation
+    _same(left, right, 1e-4, reqs)
+
+
 def test_compiled_scoring_gives_the_eager_scores(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -76,31 +122,23 @@ def test_compiled_scoring_gives_the_eager_scores(tmp_path: Path) -> None:
         from bench_mfu import shell_checkpoint, tokenizer_dir
     finally:
         sys.path.pop(0)
+    import torch
+
+    from auditlang.engines import hf_scoring
     from auditlang.engines.hf import HFEngine
 
     shell, _ = shell_checkpoint("tiny", tokenizer_dir())
     engine = HFEngine(ModelConfig(name="m", engine="hf", path=shell, dtype="float32", device="cpu", batch_size=8,
                                   chat=False, options={"cpu_linear": "torch"}))
-    reqs = [Request.make("m", "choice_logprobs", Prompt(text=f"Question {i}: " + "word " * (3 + i % 11) + "Answer:"),
-                         choices=[" A", " B", " C", " D"], top_logprobs=3) for i in range(24)]
-    reqs += [Request.make("m", "continuation_logprobs", Prompt(text=f"Q {i}: the sky is"), continuation=" blue" * (1 + i % 3))
-             for i in range(6)]
-    eager = {r.request_id: r for r in engine.run(reqs)}
+    eager = {r.request_id: r for r in engine.run(REQS)}
     assert engine.fingerprint().get("compile") is None
-    engine.compile, engine._fingerprint = True, None  # what compile=true sets at load, minus the CUDA check
-    compiled = {r.request_id: r for r in engine.run(reqs)}
-    import torch
-
-    assert isinstance(engine._scoring_model(), torch._dynamo.eval_frame.OptimizedModule)
-    assert engine._scoring_model() is engine._scoring_model()  # compiled once, reused
-    assert engine.fingerprint()["compile"] == "torch.compile(dynamic=True)"
-    for r in reqs:
-        a, b = eager[r.id], compiled[r.id]
-        assert not a.error and not b.error
-        if r.kind == "choice_logprobs":
-            assert a.choice_logprobs == pytest.approx(b.choice_logprobs, abs=1e-5)
-            assert list(a.top_logprobs) == list(b.top_logprobs)
-        else:
-            assert [t.token_id for t in a.continuation] == [t.token_id for t in b.continuation]
-            assert [t.logprob for t in a.continuation] == pytest.approx([t.logprob for t in b.continuation], abs=1e-5)
+    for padding in ("left", "right"):  # what compile=true sets at load, minus the CUDA check
+        hf_scoring.register(engine._transformers)
+        engine.compile, engine.scoring_padding, engine._fingerprint, engine._compiled = True, padding, None, None
+        compiled = {r.request_id: r for r in engine.run(REQS)}
+        assert isinstance(engine._scoring_model(), torch._dynamo.eval_frame.OptimizedModule)
+        assert engine._scoring_model() is engine._scoring_model()  # compiled once, reused
+        assert engine.fingerprint()["compile"] == "torch.compile(dynamic=True)"
+        assert engine.fingerprint()["scoring_padding"] == padding
+        _same(eager, compiled, 1e-5)
     engine.close()
