@@ -44,8 +44,8 @@ def ineligible(model: Any) -> str | None:
 
 def register(transformers: Any) -> None:
     """Register the mask-free SDPA attention under :data:`CAUSAL_SDPA` (idempotent)."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-    from transformers.masking_utils import AttentionMaskInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # lazy: transformers only when a model runs
+    from transformers.masking_utils import AttentionMaskInterface  # lazy: as above
 
     transformers.AttentionInterface.register(CAUSAL_SDPA, sdpa_attention_forward)
     AttentionMaskInterface.register(CAUSAL_SDPA, lambda *args, **kwargs: None)
