@@ -266,7 +266,7 @@ def _engines(rd: RunData) -> Entry:
                            f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
                            + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
-                           + _vllm_settings(fp) + _embedded(fp))
+                           + _vllm_settings(fp) + _hf_settings(fp) + _embedded(fp))
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
                    "the weights are identified only by name" + (" and their sha256" if fp and fp.get("weights_sha256") else ""))
@@ -277,6 +277,14 @@ def _engines(rd: RunData) -> Entry:
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto); "
                    f"the engine chose {fp.get('dtype')!r}" if fp else f"{D.UNSPECIFIED}: model '{mid}' does not set dtype (auto)")
     return e
+
+
+def _hf_settings(fp: dict) -> str:
+    """hf settings that change how scores are computed (``compile=true``), as fingerprinted."""
+    if fp.get("engine") != "hf" or not fp.get("compile"):
+        return ""
+    return (f"; hf scoring passes compiled ({fp['compile']}), rows padded on the "
+            f"{fp.get('scoring_padding', 'left')}" + (" without an attention mask" if fp.get("scoring_padding") == "right" else ""))
 
 
 def _vllm_settings(fp: dict) -> str:

@@ -142,3 +142,13 @@ def test_compiled_scoring_gives_the_eager_scores(tmp_path: Path) -> None:
         assert engine.fingerprint()["scoring_padding"] == padding
         _same(eager, compiled, 1e-5)
     engine.close()
+
+
+def test_checklist_discloses_compiled_scoring() -> None:
+    from auditlang.report.checklist import _hf_settings
+
+    fp = {"engine": "hf", "compile": "torch.compile(dynamic=True)", "scoring_padding": "right"}
+    assert _hf_settings(fp) == ("; hf scoring passes compiled (torch.compile(dynamic=True)), rows padded on the right "
+                                "without an attention mask")
+    assert _hf_settings({**fp, "scoring_padding": "left"}).endswith("padded on the left")
+    assert _hf_settings({"engine": "hf"}) == "" and _hf_settings({"engine": "vllm", "compile": "x"}) == ""
