@@ -33,11 +33,6 @@ from auditlang.core.requests import REQUEST_KINDS
 
 ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
 
-# Kinds the vllm engine serves with ``prompt_logprobs`` (teacher forcing). vLLM reads no cached
-# block for such a request (it would return uninitialised rows for the cached positions, bug
-# #42019); the engine checks that per request (docs/engines.md "Prefix caching").
-VLLM_PROMPT_LOGPROB_KINDS: frozenset[str] = frozenset({"continuation_logprobs"})
-
 # Engines in the component registry: the implementation is a "module:Class" string because the
 # engine modules import torch, transformers, vLLM or an HTTP client; engines/registry.py imports
 # one only when a model is loaded. meta: the request kinds it serves (see above), install hint.
