@@ -606,8 +606,9 @@ class HFEngine:
         return riders, alone
 
     def _forward(self, rows: list[list[int]], keep: int, hidden: bool = False) -> tuple[Any, Any]:
-        """Left-padded forward pass; float32 log-softmax of the last ``keep`` positions
-        (left on the device; callers gather what they need and copy it to the host once)."""
+        """Scoring forward pass; float32 log-softmax of the last ``keep`` positions of each row
+        (left on the device; callers gather what they need and copy it to the host once). Left
+        padded, or right padded without a mask (``scoring_padding``, hf_scoring.forward_right)."""
         torch = self._torch
         if self.scoring_padding == "right":
             return hf_scoring.forward_right(torch, self.model, self._scoring_model(), rows, keep, self.pad_id, self.device, hidden)
@@ -625,10 +626,10 @@ class HFEngine:
         ``torch.compile(dynamic=True)`` wrapper of it (left padding) or of its decoder (right
         padding, hf_scoring), made on first use (one graph serves every batch shape; the first
         batches pay the compile, 80-150 s for an 8B model on an H100)."""
+        target = self.model.get_decoder() if self.scoring_padding == "right" else self.model
         if not self.compile:
-            return self.model.get_decoder() if self.scoring_padding == "right" else self.model
+            return target
         if self._compiled is None or self._compiled[0] is not self.model:
-            target = self.model.get_decoder() if self.scoring_padding == "right" else self.model
             self._compiled = (self.model, self._torch.compile(target, dynamic=True))
         return self._compiled[1]
 
