@@ -102,7 +102,8 @@ VALUE_HINTS = {
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
     "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
     "prefix_caching": "write prefix_caching=auto (the default: on), on or off",
-    "compile": "compile=true applies to the hf engine; vLLM compiles its own graphs unless enforce_eager=true",
+    "compile": ("compile=true is for the hf engine on a GPU (device=auto, cuda or cuda:N); remove it on a CPU; "
+                "vLLM compiles its own graphs unless enforce_eager=true"),
 }
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -145,7 +146,18 @@ class _ModelBase(Obj):
 
 class _CompileParam(BaseModel):
     """``compile`` (added in session 7) is left out of a model's parameters while false, so the
-    content hashes of cells, and of specs written before it, are unchanged."""
+    content hashes of cells, and of specs written before it, are unchanged. ``compile=true`` needs
+    the hf engine and a GPU, so an embedded model on vllm or one written ``device="cpu"`` is E123
+    here (``device=auto`` on a machine without CUDA is refused when the engine loads)."""
+
+    @field_validator("compile", check_fields=False)
+    @classmethod
+    def check_compile(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("engine") == "vllm":
+            raise ValueError("compile=true applies to the hf engine, and this model runs on vllm")
+        if v and info.data.get("device") == "cpu":
+            raise ValueError('compile=true needs a CUDA device, and this model is declared device="cpu"')
+        return v
 
     @model_serializer(mode="wrap")
     def _drop_default_compile(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -219,13 +231,6 @@ class EmbeddedModel(_CompileParam, _ModelBase):
     @classmethod
     def check_device(cls, v: str) -> str:
         return _check_device(v)
-
-    @field_validator("compile")
-    @classmethod
-    def check_compile(cls, v: bool, info: ValidationInfo) -> bool:
-        if v and info.data.get("engine") == "vllm":
-            raise ValueError("compile=true applies to the hf engine, and this model runs on vllm")
-        return v
 
 
 # ----------------------------------------------------------------------------- prompts

@@ -37,24 +37,32 @@ def test_compile_written_in_a_spec_reaches_the_hf_engine_and_only_when_written(t
     assert model_config(spec, "c").options == {}
 
 
-def test_compile_on_a_vllm_model_or_a_non_boolean_is_a_diagnostic(tmp_path: Path, capsys) -> None:
+def test_compile_on_a_vllm_model_a_cpu_model_or_a_non_boolean_is_a_diagnostic(tmp_path: Path, capsys) -> None:
     p = tmp_path / "m.audit"
     p.write_text('model a = embedded("smollm2-135m-instruct", engine=vllm, compile=true)\n'
-                 'model b = hf("org/m", compile=maybe)\n', encoding="utf-8")
+                 'model b = hf("org/m", compile=maybe)\n'
+                 'model c = hf("org/m", compile=true, device="cpu")\n'
+                 'model d = hf("org/m", device="cuda:1", compile=true)\n', encoding="utf-8")
     assert auditc(["check", str(p)]) == 1
     err = capsys.readouterr().err
     assert "m.audit:1:" in err and "compile=true applies to the hf engine" in err and "^" in err
     assert "m.audit:2:" in err and "'compile' takes true or false" in err
+    assert "m.audit:3:23:" in err and 'declared device="cpu"' in err and "remove it on a CPU" in err
+    assert "m.audit:4:" not in err and err.count("error[") == 3
     assert "Traceback" not in err
 
 
 def test_auditc_run_with_compile_on_a_cpu_stops_with_the_reason(tmp_path: Path, cache_dir: Path, capsys) -> None:
+    """device=auto (not an error in the spec) that finds no GPU when the engine loads."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: device=auto would load the model there")
     spec = tmp_path / "c.audit"
     spec.write_text(textwrap.dedent("""\
         import "stdlib/s000"
         settings { seed = 1 }
         dataset capitals = jsonl("demo_capitals.jsonl", task=multiple_choice, sample=2, seed=1)
-        model smol = embedded("smollm2-135m-instruct", dtype=float32, device="cpu", compile=true)
+        model smol = embedded("smollm2-135m-instruct", dtype=float32, compile=true)
         audit a {
           models = [smol]
           datasets = [capitals]
@@ -68,7 +76,7 @@ def test_auditc_run_with_compile_on_a_cpu_stops_with_the_reason(tmp_path: Path, 
                  "--no-report", "--display", "none"])
     out = capsys.readouterr()
     assert rc == 3, out
-    assert "compile=true needs a CUDA device" in out.err and "Traceback" not in out.err
+    assert "compile=true needs a CUDA device (this model loads on cpu)" in out.err and "Traceback" not in out.err
 
 
 REQS = ([Request.make("m", "choice_logprobs", Prompt(text=f"Question {i}: " + "word " * (3 + i % 11) + "Answer:"),
