@@ -26,6 +26,8 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from auditlang.core.engine import EngineError
+
 _IDS = itertools.count()
 
 
@@ -73,7 +75,13 @@ def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_f
         try:
             yield from top_up()
             while live:
-                outs = engine.step()
+                try:
+                    outs = engine.step()
+                except Exception as e:  # noqa: BLE001 - the engine's failure, not a request's
+                    if on_fail is not None:
+                        on_fail(e)  # raises for a dead engine core
+                    raise EngineError(f"vLLM failed while executing requests ({type(e).__name__}: {e})",
+                                      hint="see vLLM's log above; rerun `auditc run` to resume") from e
                 for out in outs:
                     if not getattr(out, "finished", False):
                         continue
