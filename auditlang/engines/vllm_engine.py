@@ -289,6 +289,10 @@ class VLLMEngine:
         """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""
         o = self._opts
         if not self.on_cpu:
+            # The engine core starts in a child process; forking one after this process touched
+            # CUDA (a probe such as torch.cuda.is_available(), an hf model of the same run) fails
+            # ("Cannot re-initialize CUDA in forked subprocess"), so spawn it unless the user chose.
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
             if o.in_process is not None:
                 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if o.in_process else "1"
             return
