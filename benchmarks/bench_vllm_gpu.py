@@ -101,6 +101,11 @@ def _key(prompt: list[int], params: Any) -> tuple[int, ...]:
     return (*prompt, -1, int(params.max_tokens), int(params.logprobs or 0))
 
 
+class _J:
+    def __init__(self, prompt: list[int], params: Any) -> None:
+        self.prompt, self.params = prompt, params
+
+
 def plain_batch(engine: Any, jobs: list[tuple[list[int], Any]]) -> tuple[float, dict[tuple[int, ...], list[int]], int]:
     """One ``llm.generate`` over every job (per phase); returns seconds, greedy ids, generated tokens."""
     from vllm import TokensPrompt
@@ -108,9 +113,10 @@ def plain_batch(engine: Any, jobs: list[tuple[list[int], Any]]) -> tuple[float, 
 
     llm = engine.llm
     llm.reset_prefix_cache()
-    mixed = engine.model_runner() == "v2"
-    groups = [jobs] if mixed else [[j for j in jobs if not getattr(j[1], "logprob_token_ids", None)],
-                                   [j for j in jobs if getattr(j[1], "logprob_token_ids", None)]]
+    # the issue's plain script: the one-token windows in one generate, everything else in another
+    # (on Model Runner V1 the logprob_token_ids requests in a third)
+    groups = vllm_stream.phases([_J(p, s) for p, s in jobs], engine.model_runner() == "v2")
+    groups = [[(j.prompt, j.params) for j in g] for g in groups]
     greedy: dict[tuple[int, ...], list[int]] = {}
     tokens = 0
     t0 = time.perf_counter()
