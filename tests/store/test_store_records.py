@@ -50,7 +50,7 @@ def test_parquet_and_jsonl_round_trip_to_the_same_frame(tmp_path: Path) -> None:
     assert json.loads(row["request_ids"]) == {"answer": f"r{1:020x}"}
     first = json.loads(jsonl_path.read_text(encoding="utf-8").splitlines()[0])
     assert first["correct"] is None and first["pred"] is None  # NaN -> null in the mirror
-    assert pq.read_schema(pq_path).metadata[b"auditlang.records.schema_version"] == b"1"
+    assert pq.read_schema(pq_path).metadata[b"auditlang.records.schema_version"] == b"2"
 
 
 def test_records_validate_their_fields() -> None:
