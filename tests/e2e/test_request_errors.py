@@ -168,6 +168,10 @@ def test_failed_requests_are_missing_not_wrong_and_a_rerun_retries_exactly_them(
     html = (report / "report.html").read_text(encoding="utf-8")
     assert 'id="request-errors">3 items in 2 cells are missing' in html and "n_<wbr>error" in html
 
+    capsys.readouterr()
+    assert main(["status", "runs/r"]) == 0
+    assert "complete, with 1 failed stage-1 request(s)" in capsys.readouterr().out
+
     # auditc report and rescore read the same run back: the failures stay missing
     assert main(["report", "runs/r"]) == 0
     assert f"{VERBAL}: n_error 2, n answered 4" in (report / "checklist.md").read_text(encoding="utf-8")
