@@ -158,7 +158,7 @@ def _raise_request_errors(args, run_dir: Path) -> None:
     kept by --keep-errors on a model that was not loaded again)."""
     last = read_run_file(run_dir).get("last_run", {})
     count, first = int(last.get("errors") or 0), str(last.get("first_error") or "")
-    if not count and (run_dir / RECORDS).is_file():
+    if (not count or not first) and (run_dir / RECORDS).is_file():  # the Ray executor names no first error
         from auditlang.store.records import read_records  # lazy: pandas/pyarrow only after a run
 
         df = read_records(run_dir / RECORDS)
@@ -166,7 +166,7 @@ def _raise_request_errors(args, run_dir: Path) -> None:
         if len(bad):
             ids = {json.loads(rids).get(json.loads(x).get("failed_role", "")) or err
                    for rids, x, err in zip(bad["request_ids"], bad["extras"], bad["error"])}
-            count, first = len(ids), str(bad["error"].iat[0])
+            count, first = count or len(ids), first or str(bad["error"].iat[0])
     if not count:
         return
     resume = f"auditc run {args.spec} --out {run_dir}" + (f" --data-root {args.data_root}" if args.data_root else "")
