@@ -182,7 +182,9 @@ def _remove_previous(out: Path) -> None:
 def _index(spec: Spec, rd, comps, written: list[Path], out: Path) -> str:
     lines = [f"# Audit report: {spec.entry.name}", "",
              f"Run directory: {rd.run_dir.name} (the folder holding report/); spec: "
-             f"{spec_path(spec.entry, rd.run_dir, rd.run_info)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics.", ""]
+             f"{spec_path(spec.entry, rd.run_dir, rd.run_info)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics; "
+             + (f"{len(rd.failed)} records missing because a request failed (n_error per cell)." if len(rd.failed)
+                else "0 request errors."), ""]
     if rd.missing:
         lines += [f"Missing run files: {', '.join(rd.missing)}.", ""]
     if comps:
