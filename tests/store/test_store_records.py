@@ -113,7 +113,6 @@ def test_status_round_trips_and_a_schema_1_table_reads_as_answered(tmp_path: Pat
     """Schema 2 adds status/error (issue 22 item 3); a table written before reads back all ``ok``."""
     import dataclasses
 
-
     recs = _records(4)
     recs[1] = dataclasses.replace(recs[1], status="error", error="answer: HTTP 500", pred=None, parsed=False,
                                   correct=math.nan, confidence=math.nan, confidence_parsed=False)
