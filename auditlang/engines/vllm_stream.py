@@ -10,7 +10,11 @@ sit in vLLM at once (default: all), topped up as jobs finish, so the scheduler s
 Jobs go in sorted by prompt tokens, so requests of one prompt (and prompts sharing a prefix,
 e.g. one few-shot context) are adjacent and reach vLLM's prefix cache together.
 
-Phases: on Model Runner V1 a batch step that holds any ``logprob_token_ids`` request gives those
+Phases: vLLM computes a step's top-k logprobs at the widest k of any request in the step, for
+every row (``max_num_logprobs`` in both model runners), so one-token top-k windows (logprobs=200)
+run as their own first phase: mixed into decoding they made every decoding step of the stage pay
+for a 200-wide top-k (H100, study-000 design: 188 s for stage 1 instead of ~50 s). And on Model
+Runner V1 a batch step that holds any ``logprob_token_ids`` request gives those
 ids batch-wide precedence over plain ``logprobs=k`` windows (shared/notes/vllm.md §1.5), so
 ``phases`` separates them: each phase is streamed whole, one after the other. Model Runner V2
 handles mixed steps per row: one phase.
@@ -36,13 +40,24 @@ class Job(Protocol):
     params: Any
 
 
+def _is_window(job: Job) -> bool:
+    """A one-token top-k window request (a first-token or choice window)."""
+    p = job.params
+    return p.max_tokens == 1 and bool(p.logprobs) and not getattr(p, "logprob_token_ids", None)
+
+
 def phases(jobs: Sequence[Job], mixed_ok: bool) -> list[list[Job]]:
-    """The jobs split into phases that may share a vLLM step (see the module docstring)."""
+    """The jobs split into phases streamed one after the other (see the module docstring):
+    one-token top-k windows first (vLLM computes a step's top-k at the batch's widest k for every
+    row, so a window mixed into decoding steps makes every row of every step pay for it), then
+    the rest; on Model Runner V1 the ``logprob_token_ids`` requests last, on their own."""
+    windows = [j for j in jobs if _is_window(j)]
+    rest = [j for j in jobs if not _is_window(j)]
     if mixed_ok:
-        return [list(jobs)] if jobs else []
-    ids = [j for j in jobs if getattr(j.params, "logprob_token_ids", None)]
-    plain = [j for j in jobs if not getattr(j.params, "logprob_token_ids", None)]
-    return [p for p in (plain, ids) if p]
+        return [p for p in (windows, rest) if p]
+    ids = [j for j in rest if getattr(j.params, "logprob_token_ids", None)]
+    plain = [j for j in rest if not getattr(j.params, "logprob_token_ids", None)]
+    return [p for p in (windows, plain, ids) if p]
 
 
 def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_flight: int | None = None,
