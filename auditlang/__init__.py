@@ -57,7 +57,8 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
     from auditlang.core.diagnostics import CompileError  # lazy: see above
     from auditlang.core.trust import enforce  # lazy: see above
-    from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access  # lazy: see above
+    from auditlang.execute.access import (  # lazy: see above
+        access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
     from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
@@ -74,11 +75,15 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
         raise CompileError(bag)
     offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
-    p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
-    check_out_dir(Path(out))
-    enforce(allow)
-    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
-                    run_fields={"access": access_record(access, allow)}, executor=execute)
+    with withhold_hub_token(allow):  # the Hub token only when HF_TOKEN is allowed
+        p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
+        check_out_dir(Path(out))
+        enforce(allow)
+        try:
+            return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
+                            run_fields={"access": access_record(access, allow)}, executor=execute)
+        finally:
+            enforce(None)
 
 
 def open_run(run_dir: str | Path):

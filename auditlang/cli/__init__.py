@@ -39,9 +39,10 @@ import threading
 def _access_args(p: argparse.ArgumentParser) -> None:
     """What a run may contact and read (docs/security.md)."""
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="let models of this spec send requests to HOST (loopback needs no permission); repeatable")
+                   help="let this spec contact HOST: model servers, Hub downloads of datasets and weights "
+                        "(loopback needs no permission); repeatable")
     p.add_argument("--allow-secret", action="append", default=[], metavar="NAME",
-                   help="let api_key_env read the environment variable NAME (names ending _API_KEY are allowed); repeatable")
+                   help="let the run read the environment variable NAME (api_key_env, HF_TOKEN); repeatable")
 
 
 EXIT_CODES = """exit codes:
@@ -130,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="position of the item among the dataset's sampled items (default 0: the first)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    _access_args(p)
     p.set_defaults(fn=cmd_show)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",

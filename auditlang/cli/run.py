@@ -15,7 +15,8 @@ from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spe
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RuntimeFailure, UsageError, UserError
 from auditlang.core.trust import enforce
-from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
+from auditlang.execute.access import (
+    access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
 from auditlang.store.rundir import JOURNAL, check_out_dir
@@ -81,7 +82,8 @@ def cmd_run(args) -> int:
     offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     step = StepLog() if display != "none" else None
-    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
+    with withhold_hub_token(allow):  # the Hub token only with --allow-secret HF_TOKEN
+        plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     if step is not None:
         step(None)
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
@@ -102,8 +104,9 @@ def cmd_run(args) -> int:
     check_out_dir(run_dir)
     enforce(allow)
     try:
-        return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
-                        access_record(access, allow), executor)
+        with withhold_hub_token(allow):
+            return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
+                            access_record(access, allow), executor)
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
         errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
         what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)

@@ -24,13 +24,15 @@ def cmd_show(args) -> int:
     from auditlang.api import plan_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
-    from auditlang.execute.access import load_allowances, offline_hubs, run_access  # lazy: as above
+    from auditlang.execute.access import load_allowances, not_downloaded, run_access, withhold_hub_token  # lazy: as above
 
     spec = compile_spec(args.spec)
     step = StepLog()
-    # a Hub dataset with a fallback file is read as `auditc run` (without --allow-host) reads it
-    offline = offline_hubs(spec, run_access(spec), load_allowances([], []))
-    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
+    # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
+    allow = load_allowances(args.allow_host, args.allow_secret)
+    with withhold_hub_token(allow):
+        plan = plan_spec(spec, args.data_root, args.limit, step=step,
+                         no_download=not_downloaded(run_access(spec), allow))
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
