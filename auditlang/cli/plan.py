@@ -221,5 +221,6 @@ def print_access(access: list[dict]) -> None:
                    f"not sent (--allow-secret {a['secret']} sends it)")
             print(f"    Hub token ${a['secret']}: {sec}")
         elif a["secret"]:
-            sec = a["secret_allowed_by"] or f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}"
+            sec = a["secret_allowed_by"] or ("not set, no key is sent" if not a.get("secret_set", True) else
+                                             f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}")
             print(f"    reads ${a['secret']} as its API key: {sec}")

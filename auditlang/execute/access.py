@@ -2,8 +2,7 @@
 
 A spec may name a remote endpoint (``openai(base_url=...)``) and an environment variable holding
 its key (``api_key_env``). ``auditc run`` contacts a host that is not loopback only when the user
-allows it outside the spec, and reads a variable only when the user allows it or its name follows
-the ``*_API_KEY`` convention:
+allows it outside the spec, and reads a variable that is set only when the user allows it by name:
 
 - ``--allow-host HOST`` / ``--allow-secret NAME`` (repeatable), or
 - the user config file ``$AUDITLANG_CONFIG``, else ``$XDG_CONFIG_HOME/auditlang/config.toml``
@@ -28,7 +27,7 @@ from urllib.parse import urlsplit
 
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.errors import UserError
-from auditlang.core.trust import Allowances, is_loopback
+from auditlang.core.trust import Allowances, is_loopback, secret_set
 from auditlang.data.hub import offline_env
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
@@ -243,15 +242,18 @@ def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> Diagn
                       "not allowed", where,
                       hint=f"if you trust it: auditc run ... --allow-host {a.host or 'HOST'} (or add it to "
                            f"allow_hosts in {config_path()}); loopback servers need no permission")
-        if a.secret and allow.secret_ok(a.secret) is None:
-            bag.error("E181", f"model '{a.model}' would read the environment variable {a.secret} (api_key_env) and "
-                      f"send it to {a.host}", o.param_span("api_key_env"),
-                      hint=f"if you trust it: --allow-secret {a.secret} (or allow_secrets in {config_path()}); "
-                           "names ending in _API_KEY are allowed by convention")
+        if a.secret and secret_set(a.secret) and allow.secret_ok(a.secret) is None:
+            named = "api_key_env" in dict(o.param_spans)
+            bag.error("E181", f"model '{a.model}' would read the environment variable {a.secret} "
+                      f"({'api_key_env' if named else 'the openai default api_key_env'}) and send it to {a.host}",
+                      o.param_span("api_key_env") if named else o.span,
+                      hint=f"if you trust {a.host} with it: --allow-secret {a.secret} (or allow_secrets in "
+                           f"{config_path()}); every secret needs your consent by name")
     return bag
 
 
 def access_record(accesses: list[Access], allow: Allowances) -> list[dict[str, Any]]:
     """The ``run.json`` entry: every endpoint and secret name, and who allowed it (never the value)."""
     return [{**asdict(a), "host_allowed_by": allow.host_ok(a.host),
-             "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None} for a in accesses]
+             "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None,
+             "secret_set": secret_set(a.secret)} for a in accesses]
