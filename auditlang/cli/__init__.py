@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc run spec.audit --executor ray --address HEAD:6379 # a Ray cluster (docs/scale-out.md)")
     p.add_argument("spec", help="the .audit file to run")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<spec name>)")
+    p.add_argument("--replace", action="store_true",
+                   help="let this spec take over --out when it holds a run of another spec (its records and report "
+                        "are removed; stored results the new plan shares are reused)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--engine", choices=list(engine_names()),
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")

@@ -102,6 +102,7 @@ def cmd_run(args) -> int:
         print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     check_out_dir(run_dir)
+    _check_owner(args, spec, run_dir)
     enforce(allow)
     try:
         with withhold_hub_token(allow):
@@ -121,6 +122,22 @@ def cmd_run(args) -> int:
         raise
     finally:
         enforce(None)
+
+
+def _check_owner(args, spec, run_dir: Path) -> None:
+    """Refuse a run directory that holds a run of another spec file, unless ``--replace``."""
+    from auditlang.store.inputs import clear_outputs, run_owner  # lazy: run-directory writing only for runs
+
+    owner = run_owner(spec, run_dir)
+    if owner is None:
+        return
+    if not getattr(args, "replace", False):
+        raise UserError(f"{run_dir} holds a run of another spec, {owner} (this is {args.spec}); refusing to replace "
+                        "its plan, records and report, nothing was written",
+                        hint=f"run into another folder (--out runs/NAME), or pass --replace to make {run_dir} a run "
+                             f"of {args.spec}")
+    print(f"note: --replace: {run_dir} held a run of {owner}; its records and report are removed", file=sys.stderr)
+    clear_outputs(run_dir)
 
 
 WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
