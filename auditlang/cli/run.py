@@ -19,7 +19,7 @@ from auditlang.execute.access import (
     access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
-from auditlang.store.rundir import JOURNAL, check_out_dir
+from auditlang.store.rundir import JOURNAL, check_cache_dir, check_out_dir
 from auditlang.store.shards import Shard
 
 
@@ -72,6 +72,8 @@ def cmd_run(args) -> int:
     swaps = parse_swaps(args.swap_model)
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
+    if cache_dir:
+        check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
     spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
     allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md

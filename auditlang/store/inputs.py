@@ -58,10 +58,7 @@ def run_owner(spec: Spec, run_dir: Path) -> str | None:
     """The spec (its path in the project) that owns ``run_dir`` when that is not ``spec``: a run
     directory belongs to the spec file it was first run from, edits of that file included. None
     when the folder holds no run, or a run of this spec."""
-    try:
-        stored = read_run_file(run_dir).get("spec_entry")
-    except (OSError, ValueError, AttributeError):
-        return None  # a damaged run.json: resuming rewrites it
+    stored = read_run_file(run_dir, lenient=True).get("spec_entry")  # damaged: resuming rewrites it
     mine = (Path(PROJECT_DIR) / _entry_rel(spec)).as_posix()
     if not isinstance(stored, str) or stored == mine:
         return None
@@ -140,7 +137,7 @@ def save_inputs(spec: Spec, plan: Plan, run_dir: Path, **run_fields: Any) -> dic
     data = save_data(plan, run_dir)
     write_json_atomic(run_dir / PLAN_FILE, plan.to_dict(include_requests=False), indent=1)
     write_plan_ids(run_dir, ((r.model, r.kind, r.id) for r in plan.requests))
-    info = read_run_file(run_dir)
+    info = read_run_file(run_dir, lenient=True)  # a damaged run.json is rewritten
     info.update(run_fields)
     info.update({"format": RUN_FORMAT, "spec_entry": entry, "data": data, "plan_hash": plan.hash,
                  "spec_source": spec.entry.name})
