@@ -32,6 +32,7 @@ from auditlang.cli.status import cmd_status
 from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
+from auditlang.core.terminal import visible
 import atexit
 import threading
 
@@ -267,10 +268,10 @@ def _guarded(work) -> int:
     except KeyboardInterrupt:
         print("interrupted; the run directory is consistent — rerun to resume", file=sys.stderr)
         return 130
-    except AuditlangError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except AuditlangError as e:  # messages may quote data or a server's answer: control characters shown
+        print(visible(f"error: {e}"), file=sys.stderr)
         if e.hint:
-            print(f"  hint: {e.hint}", file=sys.stderr)
+            print(visible(f"  hint: {e.hint}"), file=sys.stderr)
         return e.exit_code
     except Exception:  # noqa: BLE001  (anything else is a bug by definition)
         print("internal error (a bug in auditlang — please report it):", file=sys.stderr)

@@ -14,6 +14,7 @@ from auditlang.api import default_run_dir, plan_spec, run_spec
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RuntimeFailure, UsageError, UserError
+from auditlang.core.terminal import visible
 from auditlang.core.trust import enforce
 from auditlang.execute.access import (
     access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
@@ -96,9 +97,9 @@ def cmd_run(args) -> int:
                         hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
     for note in plan.notes:
         if "data root" in note or "fallback file" in note:
-            print(f"note: {note}", file=sys.stderr)
+            print(visible(f"note: {note}"), file=sys.stderr)
     for name, expr in swaps.items():
-        print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
+        print(visible(f"note: model {name} swapped on the command line: {expr}"), file=sys.stderr)
     from_env = env_settings(spec)
     for mid, url in from_env.items():
         print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
@@ -159,6 +160,7 @@ def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swap
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
                    progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir, executor=executor,
+                   log=lambda msg: print(visible(msg)),
                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                    run_fields={"model_swaps": swaps,
                                "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},

@@ -16,6 +16,7 @@ from typing import Any
 from auditlang.cli.common import EXIT_OK, StepLog, print_diags
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
+from auditlang.core.terminal import visible
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
 
@@ -38,7 +39,7 @@ def cmd_show(args) -> int:
         print_diags(plan.warnings)
     for note in plan.notes:
         if note.startswith("data root:") or "fallback file" in note:  # a replaced data_root; the source read
-            print(f"note: {note}", file=sys.stderr)
+            print(visible(f"note: {note}"), file=sys.stderr)
     cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
     if not cells:
         raise UsageError(f"no cell of {args.spec} matches {args.cell!r}", hint=no_match_hint(args.cell, plan.cells))
@@ -51,7 +52,7 @@ def cmd_show(args) -> int:
         if cell.model not in tokenizers:
             tokenizers[cell.model] = local_tokenizer(spec, cell.model)
         out += show_cell(plan, cell, args.item, sharing, tokenizers[cell.model])
-    print("\n".join(out))
+    print(visible("\n".join(out)))  # prompts hold data and template text: control characters shown, not sent
     return EXIT_OK
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from auditlang.core.errors import AuditlangError
+from auditlang.core.terminal import visible
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ def render(d: Diagnostic, color: bool = False) -> str:
     """``file:line:col: error[E101]: message`` + source line + caret + hint."""
     red, yellow, cyan, bold, reset = ("\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[1m", "\x1b[0m") if color else ("",) * 5
     sev_color = red if d.severity == "error" else yellow if d.severity == "warning" else cyan
-    where = f"{d.span}: " if d.span else ""
+    where = visible(f"{d.span}: ") if d.span else ""
     msg = d.message if len(d.message) <= MAX_MESSAGE else d.message[:MAX_MESSAGE] + f"... ({len(d.message)} characters)"
+    msg = visible(msg)  # data and spec text quoted in a message: control characters shown, not sent
     out = [f"{bold}{where}{sev_color}{d.severity}[{d.code}]{reset}{bold}: {msg}{reset}"]
     if d.span:
         src = SourceCache.line(d.span.file, d.span.line)
@@ -96,12 +98,15 @@ def render(d: Diagnostic, color: bool = False) -> str:
                 col = col - start + (3 if start else 0)
                 width = min(width, MAX_EXCERPT)
             width = max(1, min(width, max(1, len(src) - col + 1)))
+            # control characters become one-column pictures (C1/bidi: escapes): re-measure the caret
+            col, width = len(visible(src[:col - 1])) + 1, max(1, len(visible(src[col - 1:col - 1 + width])))
+            src = visible(src)
             out.append(gutter + src)
             out.append(" " * (len(gutter) + col - 1) + sev_color + "^" * width + reset)
     for n in d.notes:
-        out.append(f"  note: {n}")
+        out.append(f"  note: {visible(n)}")
     if d.hint:
-        out.append(f"  {cyan}hint{reset}: {d.hint}")
+        out.append(f"  {cyan}hint{reset}: {visible(d.hint)}")
     return "\n".join(out)
 
 
