@@ -113,9 +113,13 @@ def render(d: Diagnostic, color: bool = False) -> str:
 @dataclass
 class DiagnosticBag:
     items: list[Diagnostic] = field(default_factory=list)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, d: Diagnostic) -> None:
-        if d not in self.items:
+        if len(self._seen) != len(self.items):  # items appended or replaced from outside
+            self._seen = set(self.items)
+        if d not in self._seen:  # a set: thousands of diagnostics stay linear
+            self._seen.add(d)
             self.items.append(d)
 
     def error(self, code: str, message: str, span: Span | None = None, hint: str | None = None, notes: Iterable[str] = ()) -> None:
@@ -152,7 +156,10 @@ class CompileError(AuditlangError):
 def did_you_mean(name: str, candidates: Iterable[str], what: str = "") -> str | None:
     """A hint: the closest candidates, else the available ones."""
     cands = sorted(set(candidates))
-    close = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
+    pool = cands
+    if len(cands) > 200:  # thousands of names (a generated spec): compare with the likely ones only
+        pool = [c for c in cands if c[:1].lower() == name[:1].lower() and abs(len(c) - len(name)) <= 3][:200]
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
     if close:
         return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     if cands:
