@@ -123,7 +123,8 @@ def _hub_token() -> str | None:
     if os.environ.get(HUB_TOKEN):
         return HUB_TOKEN
     home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
-    return HUB_TOKEN if (home / "token").is_file() or os.environ.get("HF_TOKEN_PATH") else None
+    path = Path(os.environ.get("HF_TOKEN_PATH") or home / "token").expanduser()
+    return HUB_TOKEN if path.is_file() else None
 
 
 def hub_offline() -> bool:
