@@ -213,4 +213,7 @@ def _position(text: str, offset: int) -> T.Position:
 
 def serve() -> None:
     """Serve over stdin/stdout until the client sends ``exit`` (framing: :mod:`auditlang.lsp.wire`)."""
-    serve_stdio(server)
+    try:
+        serve_stdio(server)
+    finally:  # its idle worker would keep the process alive (`auditc` joins non-daemon threads)
+        _ANALYSES.pool.shutdown(wait=False, cancel_futures=True)
