@@ -45,7 +45,8 @@ def plan(spec: Any, *, data_root: str | Path | None = None, limit: int | None = 
 def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limit: int | None = None,
         engine: str | None = None, report: bool = True, progress: bool = False, executor: str | None = None,
         address: str | None = None, ray_shards: int | None = None,
-        allow_hosts: list[str] | tuple[str, ...] = (), allow_secrets: list[str] | tuple[str, ...] = ()):
+        allow_hosts: list[str] | tuple[str, ...] = (), allow_secrets: list[str] | tuple[str, ...] = (),
+        replace: bool = False):
     """Plan, execute (resumable), score and report a spec into the run directory ``out``; returns a
     ``Run`` with ``records``, ``metrics``, ``comparisons`` and ``report_dir``. ``engine`` overrides
     every model's engine (``"dryrun"`` runs no model). ``executor="ray"`` (default: the spec's
@@ -53,11 +54,15 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     model, reusing a Ray session already open in this process (docs/scale-out.md). As with
     ``auditc run``, a model may contact a non-loopback host or read an environment variable only
     when ``allow_hosts`` / ``allow_secrets`` (or the user config file) allow it (docs/security.md);
-    otherwise ``CompileError`` (E180/E181)."""
+    otherwise ``CompileError`` (E180/E181). An ``out`` holding a run of another spec file is refused
+    (``UserError``) unless ``replace=True`` (``auditc run --replace``)."""
     from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
     from auditlang.core.diagnostics import CompileError  # lazy: see above
     from auditlang.core.trust import enforce  # lazy: see above
-    from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access  # lazy: see above
+    from auditlang.execute.access import (  # lazy: see above
+        access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
+    from auditlang.core.errors import UserError  # lazy: see above
+    from auditlang.store.inputs import clear_outputs, run_owner  # lazy: see above
     from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
@@ -74,11 +79,21 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
         raise CompileError(bag)
     offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
-    p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
-    check_out_dir(Path(out))
-    enforce(allow)
-    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
-                    run_fields={"access": access_record(access, allow)}, executor=execute)
+    with withhold_hub_token(allow):  # the Hub token only when HF_TOKEN is allowed
+        p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
+        check_out_dir(Path(out))
+        owner = run_owner(spec, Path(out))
+        if owner is not None and not replace:
+            raise UserError(f"{out} holds a run of another spec, {owner}; refusing to replace it, nothing was written",
+                            hint="pass another out= folder, or replace=True to make it a run of this spec")
+        if owner is not None:
+            clear_outputs(Path(out))
+        enforce(allow)
+        try:
+            return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
+                            run_fields={"access": access_record(access, allow)}, executor=execute)
+        finally:
+            enforce(None)
 
 
 def open_run(run_dir: str | Path):

@@ -34,6 +34,7 @@ from auditlang.cli.status import cmd_status
 from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
+from auditlang.core.terminal import visible
 import atexit
 import threading
 
@@ -41,9 +42,10 @@ import threading
 def _access_args(p: argparse.ArgumentParser) -> None:
     """What a run may contact and read (docs/security.md)."""
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                   help="let models of this spec send requests to HOST (loopback needs no permission); repeatable")
+                   help="let this spec contact HOST: model servers, Hub downloads of datasets and weights "
+                        "(loopback needs no permission); repeatable")
     p.add_argument("--allow-secret", action="append", default=[], metavar="NAME",
-                   help="let api_key_env read the environment variable NAME (names ending _API_KEY are allowed); repeatable")
+                   help="let the run read the environment variable NAME (api_key_env, HF_TOKEN); repeatable")
 
 
 EXIT_CODES = """exit codes:
@@ -134,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="position of the item among the dataset's sampled items (default 0: the first)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    _access_args(p)
     p.set_defaults(fn=cmd_show)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
@@ -156,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc run spec.audit --executor ray --address HEAD:6379 # a Ray cluster (docs/scale-out.md)")
     p.add_argument("spec", help="the .audit file to run")
     p.add_argument("--out", metavar="DIR", help="run directory (default runs/<spec name>)")
+    p.add_argument("--replace", action="store_true",
+                   help="let this spec take over --out when it holds a run of another spec (its records and report "
+                        "are removed; stored results the new plan shares are reused)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--engine", choices=list(engine_names()),
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
@@ -268,10 +274,10 @@ def _guarded(work) -> int:
     except KeyboardInterrupt:
         print("interrupted; the run directory is consistent — rerun to resume", file=sys.stderr)
         return 130
-    except AuditlangError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except AuditlangError as e:  # messages may quote data or a server's answer: control characters shown
+        print(visible(f"error: {e}"), file=sys.stderr)
         if e.hint:
-            print(f"  hint: {e.hint}", file=sys.stderr)
+            print(visible(f"  hint: {e.hint}"), file=sys.stderr)
         return e.exit_code
     except Exception:  # noqa: BLE001  (anything else is a bug by definition)
         print("internal error (a bug in auditlang — please report it):", file=sys.stderr)

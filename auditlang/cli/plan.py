@@ -15,7 +15,8 @@ def cmd_plan(args) -> int:
     from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
-    from auditlang.execute.access import access_record, load_allowances, offline_hubs, run_access  # lazy: keeps start-up of the light commands fast
+    from auditlang.execute.access import (  # lazy: keeps start-up of the light commands fast
+        access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
 
     _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
@@ -23,6 +24,7 @@ def cmd_plan(args) -> int:
     allow = load_allowances(args.allow_host, args.allow_secret)
     accesses = run_access(spec)
     offline = offline_hubs(spec, accesses, allow)  # as `auditc run` reads them: the local cache, else the fallback
+    cache_only = not_downloaded(accesses, allow)  # plan contacts no host the user has not allowed
     step = StepLog()
     # A lean plan (its memory does not grow with the number of requests); the JSON with every
     # request has them spooled to temporary files as they are found (auditlang/plan/jsonout.py).
@@ -31,8 +33,9 @@ def cmd_plan(args) -> int:
         from auditlang.plan.jsonout import RequestSpool  # lazy: as the planner above
 
         spool = RequestSpool()
-    plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
-                      no_download=offline, lean=True, sink=spool)
+    with withhold_hub_token(allow):
+        plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
+                          no_download=cache_only, lean=True, sink=spool)
     step(None)
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
     if warned:
@@ -41,6 +44,8 @@ def cmd_plan(args) -> int:
     for a in access:
         if a["model"] in offline and a.get("kind") == "dataset":
             a["not_downloaded"] = offline[a["model"]] + "; the local cache is read, else the fallback file"
+        elif a["model"] in cache_only and a.get("kind") == "dataset":
+            a["not_downloaded"] = cache_only[a["model"]] + "; plan read the local cache only"
     precision = _precision(args, spec, plan) if args.precision else None
     if args.format == "json":
         # "access" is not part of the plan hash: who may be contacted is the user's choice
@@ -199,14 +204,23 @@ def print_precision(pp, console=None) -> None:
 def print_access(access: list[dict]) -> None:
     """Every host a run would contact and every secret it would read, and whether it may."""
     if not access:
-        print("network: none (no model calls a server, no dataset is downloaded); secrets: none")
+        print("network: none (no model calls a server, no dataset or weights are downloaded); secrets: none")
         return
     print("network and secrets (docs/security.md):")
     for a in access:
+        kind = a.get("kind", "model")
+        fallback = "fallback file" in (a.get("not_downloaded") or "")
         host = a["host_allowed_by"] or ("not allowed: auditc run reads the local cache, else the fallback file "
-                                        f"(--allow-host {a['host']} downloads it)" if a.get("not_downloaded") else
+                                        f"(--allow-host {a['host']} downloads it)" if fallback else
+                                        "NOT ALLOWED (not contacted; plan read the local cache only): auditc run needs "
+                                        f"--allow-host {a['host']}" if kind == "dataset" else
                                         "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST"))
-        print(f"  {a.get('kind', 'model')} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
-        if a["secret"]:
-            sec = a["secret_allowed_by"] or f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}"
+        print(f"  {kind} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
+        if a["secret"] and kind != "model":  # the Hub token: sent only when allowed, else withheld
+            sec = (f"sent, allowed by {a['secret_allowed_by']}" if a["secret_allowed_by"] else
+                   f"not sent (--allow-secret {a['secret']} sends it)")
+            print(f"    Hub token ${a['secret']}: {sec}")
+        elif a["secret"]:
+            sec = a["secret_allowed_by"] or ("not set, no key is sent" if not a.get("secret_set", True) else
+                                             f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}")
             print(f"    reads ${a['secret']} as its API key: {sec}")

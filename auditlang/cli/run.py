@@ -15,11 +15,13 @@ from auditlang.api import default_run_dir, plan_spec, run_spec
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
+from auditlang.core.terminal import visible
 from auditlang.core.trust import enforce
-from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
+from auditlang.execute.access import (
+    access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
-from auditlang.store.rundir import JOURNAL, RECORDS, check_out_dir, read_run_file
+from auditlang.store.rundir import JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
 from auditlang.store.shards import Shard
 
 
@@ -72,6 +74,8 @@ def cmd_run(args) -> int:
     swaps = parse_swaps(args.swap_model)
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
+    if cache_dir:
+        check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
     spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
     allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
@@ -82,7 +86,8 @@ def cmd_run(args) -> int:
     offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     step = StepLog() if display != "none" else None
-    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
+    with withhold_hub_token(allow):  # the Hub token only with --allow-secret HF_TOKEN
+        plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
     if step is not None:
         step(None)
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
@@ -93,18 +98,20 @@ def cmd_run(args) -> int:
                         hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
     for note in plan.notes:
         if "data root" in note or "fallback file" in note:
-            print(f"note: {note}", file=sys.stderr)
+            print(visible(f"note: {note}"), file=sys.stderr)
     for name, expr in swaps.items():
-        print(f"note: model {name} swapped on the command line: {expr}", file=sys.stderr)
+        print(visible(f"note: model {name} swapped on the command line: {expr}"), file=sys.stderr)
     from_env = env_settings(spec)
     for mid, url in from_env.items():
         print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     check_out_dir(run_dir)
+    _check_owner(args, spec, run_dir)
     enforce(allow)
     try:
-        return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
-                        access_record(access, allow), executor)
+        with withhold_hub_token(allow):
+            return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
+                            access_record(access, allow), executor)
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
         errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
         what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
@@ -119,6 +126,22 @@ def cmd_run(args) -> int:
         raise
     finally:
         enforce(None)
+
+
+def _check_owner(args, spec, run_dir: Path) -> None:
+    """Refuse a run directory that holds a run of another spec file, unless ``--replace``."""
+    from auditlang.store.inputs import clear_outputs, run_owner  # lazy: run-directory writing only for runs
+
+    owner = run_owner(spec, run_dir)
+    if owner is None:
+        return
+    if not getattr(args, "replace", False):
+        raise UserError(f"{run_dir} holds a run of another spec, {owner} (this is {args.spec}); refusing to replace "
+                        "its plan, records and report, nothing was written",
+                        hint=f"run into another folder (--out runs/NAME), or pass --replace to make {run_dir} a run "
+                             f"of {args.spec}")
+    print(f"note: --replace: {run_dir} held a run of {owner}; its records and report are removed", file=sys.stderr)
+    clear_outputs(run_dir)
 
 
 WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
@@ -138,6 +161,7 @@ def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swap
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
                    progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
+                   log=lambda msg: print(visible(msg)),
                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                    run_fields={"model_swaps": swaps,
                                "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},

@@ -16,6 +16,7 @@ from typing import Any
 from auditlang.cli.common import EXIT_OK, StepLog, print_diags
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
+from auditlang.core.terminal import visible
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
 
@@ -24,19 +25,21 @@ def cmd_show(args) -> int:
     from auditlang.api import plan_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
-    from auditlang.execute.access import load_allowances, offline_hubs, run_access  # lazy: as above
+    from auditlang.execute.access import load_allowances, not_downloaded, run_access, withhold_hub_token  # lazy: as above
 
     spec = compile_spec(args.spec)
     step = StepLog()
-    # a Hub dataset with a fallback file is read as `auditc run` (without --allow-host) reads it
-    offline = offline_hubs(spec, run_access(spec), load_allowances([], []))
-    plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
+    # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
+    allow = load_allowances(args.allow_host, args.allow_secret)
+    with withhold_hub_token(allow):
+        plan = plan_spec(spec, args.data_root, args.limit, step=step,
+                         no_download=not_downloaded(run_access(spec), allow))
     step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     for note in plan.notes:
         if note.startswith("data root:") or "fallback file" in note:  # a replaced data_root; the source read
-            print(f"note: {note}", file=sys.stderr)
+            print(visible(f"note: {note}"), file=sys.stderr)
     cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
     if not cells:
         raise UsageError(f"no cell of {args.spec} matches {args.cell!r}", hint=no_match_hint(args.cell, plan.cells))
@@ -49,7 +52,7 @@ def cmd_show(args) -> int:
         if cell.model not in tokenizers:
             tokenizers[cell.model] = local_tokenizer(spec, cell.model)
         out += show_cell(plan, cell, args.item, sharing, tokenizers[cell.model])
-    print("\n".join(out))
+    print(visible("\n".join(out)))  # prompts hold data and template text: control characters shown, not sent
     return EXIT_OK
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.errors import UserError
-from auditlang.store.journal import Journal
+from auditlang.store.journal import Journal, JournalCounts
 from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR, read_plan_file, read_plan_ids, read_run_file
 from auditlang.store.runlock import is_live, read_heartbeat
 
@@ -60,7 +60,13 @@ def cmd_status(args) -> int:
         deferred[d["model"]] = deferred.get(d["model"], 0) + int(d["count"])
     models = sorted(set(ids) | set(deferred))
     errors = 0  # stage-1 requests whose stored result is a failure
-    with Journal(run_dir) if (run_dir / JOURNAL).exists() else _NoJournal() as journal:
+    jpath = run_dir / JOURNAL
+    usable = jpath.is_file() and jpath.stat().st_size > 0  # a 0-byte file holds no results (and is not opened)
+    if not usable and fps:  # the run executed requests: their results are gone
+        what = "is missing" if not jpath.exists() else "is empty (0 bytes)" if jpath.is_file() else "is not a file"
+        print(f"journal {jpath} {what}: the results this run executed are lost, so nothing counts as committed; "
+              f"rerun the same `auditc run` command to execute them again (or restore the file from a backup)")
+    with Journal(run_dir) if usable else _NoJournal() as journal:
         for mid in models:
             mine = ids.get(mid, [])
             fp = fps.get(mid)
@@ -102,3 +108,6 @@ class _NoJournal:
 
     def committed(self, ids, fp):
         return {}
+
+    def counts(self, fp=None):
+        return JournalCounts(0, 0, 0, 0, 0)

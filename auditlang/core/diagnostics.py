@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from auditlang.core.errors import AuditlangError
+from auditlang.core.terminal import visible
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ def render(d: Diagnostic, color: bool = False) -> str:
     """``file:line:col: error[E101]: message`` + source line + caret + hint."""
     red, yellow, cyan, bold, reset = ("\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[1m", "\x1b[0m") if color else ("",) * 5
     sev_color = red if d.severity == "error" else yellow if d.severity == "warning" else cyan
-    where = f"{d.span}: " if d.span else ""
+    where = visible(f"{d.span}: ") if d.span else ""
     msg = d.message if len(d.message) <= MAX_MESSAGE else d.message[:MAX_MESSAGE] + f"... ({len(d.message)} characters)"
+    msg = visible(msg)  # data and spec text quoted in a message: control characters shown, not sent
     out = [f"{bold}{where}{sev_color}{d.severity}[{d.code}]{reset}{bold}: {msg}{reset}"]
     if d.span:
         src = SourceCache.line(d.span.file, d.span.line)
@@ -96,21 +98,28 @@ def render(d: Diagnostic, color: bool = False) -> str:
                 col = col - start + (3 if start else 0)
                 width = min(width, MAX_EXCERPT)
             width = max(1, min(width, max(1, len(src) - col + 1)))
+            # control characters become one-column pictures (C1/bidi: escapes): re-measure the caret
+            col, width = len(visible(src[:col - 1])) + 1, max(1, len(visible(src[col - 1:col - 1 + width])))
+            src = visible(src)
             out.append(gutter + src)
             out.append(" " * (len(gutter) + col - 1) + sev_color + "^" * width + reset)
     for n in d.notes:
-        out.append(f"  note: {n}")
+        out.append(f"  note: {visible(n)}")
     if d.hint:
-        out.append(f"  {cyan}hint{reset}: {d.hint}")
+        out.append(f"  {cyan}hint{reset}: {visible(d.hint)}")
     return "\n".join(out)
 
 
 @dataclass
 class DiagnosticBag:
     items: list[Diagnostic] = field(default_factory=list)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, d: Diagnostic) -> None:
-        if d not in self.items:
+        if len(self._seen) != len(self.items):  # items appended or replaced from outside
+            self._seen = set(self.items)
+        if d not in self._seen:  # a set: thousands of diagnostics stay linear
+            self._seen.add(d)
             self.items.append(d)
 
     def error(self, code: str, message: str, span: Span | None = None, hint: str | None = None, notes: Iterable[str] = ()) -> None:
@@ -147,7 +156,10 @@ class CompileError(AuditlangError):
 def did_you_mean(name: str, candidates: Iterable[str], what: str = "") -> str | None:
     """A hint: the closest candidates, else the available ones."""
     cands = sorted(set(candidates))
-    close = difflib.get_close_matches(name, cands, n=3, cutoff=0.6)
+    pool = cands
+    if len(cands) > 200:  # thousands of names (a generated spec): compare with the likely ones only
+        pool = [c for c in cands if c[:1].lower() == name[:1].lower() and abs(len(c) - len(name)) <= 3][:200]
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
     if close:
         return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     if cands:

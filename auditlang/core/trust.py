@@ -1,5 +1,7 @@
 """What the user allows a run to contact and read (docs/security.md): the allowances, the
-loopback rule, the ``*_API_KEY`` convention, and the guard engines consult before connecting.
+loopback rule, and the guard engines consult before connecting. Every secret needs the user's
+own consent (``--allow-secret NAME`` or the config file); a variable that is not set sends
+nothing and needs none.
 
 Kept in ``core`` so engines can ask without importing the execution layer; the command line and
 the user config file are read by :mod:`auditlang.execute.access`.
@@ -8,12 +10,9 @@ the user config file are read by :mod:`auditlang.execute.access`.
 from __future__ import annotations
 
 import ipaddress
-import re
+import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
-
-SECRET_CONVENTION = re.compile(r"^[A-Z][A-Z0-9_]*_API_KEY$")
-
 
 @dataclass
 class Allowances:
@@ -29,11 +28,14 @@ class Allowances:
         return self.hosts.get(host.lower())
 
     def secret_ok(self, name: str) -> str | None:
-        if name in self.secrets:
-            return self.secrets[name]
-        if SECRET_CONVENTION.match(name):
-            return "the *_API_KEY convention"
-        return None
+        """Who allowed the environment variable ``name`` to be read and sent, or None: only the
+        user, by name (a spec naming ``LAB_API_KEY`` gets nothing by convention)."""
+        return self.secrets.get(name)
+
+
+def secret_set(name: str | None) -> bool:
+    """Whether the environment variable ``name`` holds a value (an unset one sends nothing)."""
+    return bool(name) and bool(os.environ.get(name or ""))
 
 
 def is_loopback(host: str) -> bool:
@@ -61,6 +63,6 @@ def permitted(url: str, secret: str | None) -> str | None:
     host = (urlsplit(url).hostname or "").lower()
     if _ACTIVE.host_ok(host) is None:
         return f"host {host!r} is not allowed (--allow-host {host})"
-    if secret and _ACTIVE.secret_ok(secret) is None:
+    if secret and secret_set(secret) and _ACTIVE.secret_ok(secret) is None:
         return f"secret {secret} is not allowed (--allow-secret {secret})"
     return None

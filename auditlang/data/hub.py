@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from auditlang.resolve.schema import check_hub_id
 from auditlang.resolve.spec import Resolved
 
 HUB_HINT_INSTALL = "pip install 'auditlang[hub]'"
@@ -107,7 +108,9 @@ def read_hub(ds: Resolved, no_download: str | None = None) -> tuple[list[dict[st
            else f"{hc.ENDPOINT} is unreachable")
     try:
         with _offline(datasets) if offline or forced else nullcontext():
-            split = datasets.load_dataset(v.id_, v.config, split=v.split, revision=v.revision)
+            # hf://datasets/ID: the Hub repository only, never a local folder of that name (docs/security.md)
+            split = datasets.load_dataset(f"hf://datasets/{check_hub_id(v.id_)}", v.config, split=v.split,
+                                          revision=v.revision)
     except Exception as e:  # noqa: BLE001 - every failure of the library is the user's data problem here
         cause = f"{type(e).__name__}: {e}".strip()
         if offline or forced:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,8 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                         hint="write the choices as a JSON list, e.g. [\"a\", \"b\"] (map another field with choices=)")
     item["choices"] = choices
     gold_index = need(v.gold_index, False)
+    if ds.ctor == "csv":  # CSV cells are text: the index column as the schema says (an integer; empty = none)
+        gold_index = _csv_int(gold_index)
     gold = need(v.gold, gold_index is None)
     labels = need(v.labels, True) if isinstance(v.labels, str) else v.labels
     if choices is not None:
@@ -252,6 +255,18 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     aliases = need(v.aliases, False)
     item["aliases"] = aliases if isinstance(aliases, list) else None
     return item
+
+
+def _csv_int(cell: Any) -> Any:
+    """A CSV cell holding an integer (``"1"``, `` 2 ``) as an int, an empty cell as None;
+    anything else unchanged (then reported as not a valid index)."""
+    if isinstance(cell, str):
+        text = cell.strip()
+        if not text:
+            return None
+        if re.fullmatch(r"[+-]?\d{1,18}", text):
+            return int(text)
+    return cell
 
 
 def _filter(rows: list[dict[str, Any]], ds: Resolved, path: str) -> list[dict[str, Any]]:

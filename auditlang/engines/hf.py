@@ -145,6 +145,14 @@ def _resolve_hub(config: ModelConfig) -> ResolvedModel:
     except ImportError as e:
         raise EngineError(f"loading {config.path!r} from the Hub needs huggingface_hub ({e})", hint=HF_EXTRA_HINT) from e
     offline = hub_offline()
+    if not offline:
+        import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
+        from auditlang.core.trust import permitted  # what the user allowed (`auditc run`; docs/security.md)
+
+        refused = permitted(hc.ENDPOINT, None)
+        if refused:
+            raise EngineError(f"model {config.name!r}: not downloading {config.path!r} from {hc.ENDPOINT}: {refused}",
+                              hint="see docs/security.md; HF_HUB_OFFLINE=1 reads the local cache only")
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"]
     try:
         d = snapshot_download(config.path, revision=config.revision, local_files_only=offline, allow_patterns=patterns)

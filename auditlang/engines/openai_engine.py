@@ -42,6 +42,7 @@ import os
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -69,6 +70,24 @@ KNOWN_OPTIONS = {
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403}
 _NETWORK_ERRORS = (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException)
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the server's own origin (scheme, host and port): the API key
+    in the request headers is never forwarded to a host the user did not name (docs/security.md)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (old.scheme, old.hostname, old.port) != (new.scheme, new.hostname, new.port):
+            origin = f"{new.scheme}://{new.hostname}" + (f":{new.port}" if new.port else "")
+            raise EngineError(f"the server at {old.scheme}://{old.netloc} redirected {old.path or '/'} to {origin} "
+                              f"(HTTP {code}), another host: not following, so the API key is not sent there",
+                              hint=f"if you trust {new.hostname}, name it yourself: base_url={origin}/... in the spec "
+                                   f"and --allow-host {new.hostname}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
 
 
 class RequestFailed(Exception):
@@ -164,7 +183,7 @@ class OpenAIEngine:
                 delay *= 2
             req = urllib.request.Request(url, data=data, method=method, headers=self._headers)
             try:
-                with urllib.request.urlopen(req, timeout=self._opts.timeout) as resp:
+                with _OPENER.open(req, timeout=self._opts.timeout) as resp:
                     return json.loads(resp.read().decode("utf-8"))
             except urllib.error.HTTPError as e:
                 detail = _error_text(e)

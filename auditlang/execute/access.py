@@ -2,8 +2,7 @@
 
 A spec may name a remote endpoint (``openai(base_url=...)``) and an environment variable holding
 its key (``api_key_env``). ``auditc run`` contacts a host that is not loopback only when the user
-allows it outside the spec, and reads a variable only when the user allows it or its name follows
-the ``*_API_KEY`` convention:
+allows it outside the spec, and reads a variable that is set only when the user allows it by name:
 
 - ``--allow-host HOST`` / ``--allow-secret NAME`` (repeatable), or
 - the user config file ``$AUDITLANG_CONFIG``, else ``$XDG_CONFIG_HOME/auditlang/config.toml``
@@ -18,7 +17,9 @@ Each use is recorded in ``run.json`` (``access``) and in the reporting checklist
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.errors import UserError
-from auditlang.core.trust import Allowances, is_loopback
+from auditlang.core.trust import Allowances, is_loopback, secret_set
 from auditlang.data.hub import offline_env
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
@@ -46,7 +47,7 @@ class Access:
     loopback: bool
     secret: str | None
     url_from: str  # "spec", "environment" ($OPENAI_BASE_URL / $HF_ENDPOINT) or "default"
-    kind: str = "model"  # "model" (prompts sent) or "dataset" (a Hugging Face Hub download)
+    kind: str = "model"  # "model" (prompts sent), "dataset" or "weights" (Hugging Face Hub downloads)
 
 
 def config_path() -> Path:
@@ -104,7 +105,49 @@ def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
         host = (urlsplit(str(url)).hostname or "").lower()
         secret = cfg.options.get("api_key_env", DEFAULT_KEY_ENV) or None
         out.append(Access(mid, str(url), host, is_loopback(host), secret, url_from))
-    return out + hub_access(spec)
+    return out + weights_access(spec, engine_override) + hub_access(spec)
+
+
+HUB_TOKEN = "HF_TOKEN"  # the Hub token huggingface_hub sends by itself when it is set (or logged in)
+
+
+def hub_endpoint() -> tuple[str, str]:
+    """(the Hub endpoint, "environment" or "default"): $HF_ENDPOINT, else huggingface.co."""
+    if os.environ.get("HF_ENDPOINT"):
+        return os.environ["HF_ENDPOINT"].rstrip("/"), "environment"
+    return "https://huggingface.co", "default"
+
+
+def _hub_token() -> str | None:
+    """HF_TOKEN when a Hub token is there to be sent ($HF_TOKEN, or the login's token file)."""
+    if os.environ.get(HUB_TOKEN):
+        return HUB_TOKEN
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface").expanduser()
+    path = Path(os.environ.get("HF_TOKEN_PATH") or home / "token").expanduser()
+    return HUB_TOKEN if path.is_file() else None
+
+
+def hub_offline() -> bool:
+    """Whether the Hub libraries run from the local cache only (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE)."""
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def weights_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
+    """hf and vllm models named by a Hub id (not a local folder or file, not embedded) download
+    their weights from the Hub endpoint, unless the Hub libraries run offline."""
+    if hub_offline():
+        return []
+    url, url_from = hub_endpoint()
+    host = (urlsplit(url).hostname or "").lower()
+    out = []
+    for mid in used_models(spec):
+        o = spec.get(mid)
+        cfg = model_config(spec, mid, engine_override)
+        if cfg.engine not in ("hf", "vllm") or o.ctor == "embedded" or Path(cfg.path).expanduser().exists():
+            continue
+        out.append(Access(mid, f"{url}/{cfg.path}", host, is_loopback(host), _hub_token(), url_from, kind="weights"))
+    return out
 
 
 def hub_access(spec: Spec) -> list[Access]:
@@ -114,12 +157,46 @@ def hub_access(spec: Spec) -> list[Access]:
         return []
     used = {d for a in spec.of_kind("audit").values() for d in a.value.datasets}
     used |= {spec.get(d).value.dev for d in used if d in spec.objects and spec.get(d).value.dev}  # dev splits
-    url, url_from = (os.environ["HF_ENDPOINT"], "environment") if os.environ.get("HF_ENDPOINT") \
-        else ("https://huggingface.co", "default")
+    url, url_from = hub_endpoint()
     host = (urlsplit(url).hostname or "").lower()
-    return [Access(d, f"{url.rstrip('/')}/datasets/{spec.get(d).value.id_}", host, is_loopback(host), None, url_from,
+    token = _hub_token()
+    return [Access(d, f"{url}/datasets/{spec.get(d).value.id_}", host, is_loopback(host), token, url_from,
                    kind="dataset")
             for d in sorted(used) if d in spec.objects and spec.get(d).ctor == "hub"]
+
+
+def not_downloaded(accesses: list[Access], allow: Allowances) -> dict[str, str]:
+    """Hub datasets whose host the user has not allowed: dataset id -> why nothing is downloaded.
+    ``auditc plan`` and ``auditc show`` read them from the local cache only (else estimate or
+    stop), so no command contacts a host the user has not allowed."""
+    return {a.model: f"downloads from {a.host} are not allowed without --allow-host {a.host}"
+            for a in accesses if a.kind == "dataset" and allow.host_ok(a.host) is None}
+
+
+@contextmanager
+def withhold_hub_token(allow: Allowances):
+    """Within: the Hub libraries send no token unless the user allowed HF_TOKEN
+    (``--allow-secret HF_TOKEN``): public datasets and models still download."""
+    if allow.secret_ok(HUB_TOKEN) is not None:
+        yield
+        return
+    saved = os.environ.get("HF_HUB_DISABLE_IMPLICIT_TOKEN")
+    os.environ["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"  # read by huggingface_hub at import, and by subprocesses
+    consts = sys.modules.get("huggingface_hub.constants")
+    before = getattr(consts, "HF_HUB_DISABLE_IMPLICIT_TOKEN", None)
+    if consts is not None:
+        consts.HF_HUB_DISABLE_IMPLICIT_TOKEN = True
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HF_HUB_DISABLE_IMPLICIT_TOKEN", None)
+        else:
+            os.environ["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = saved
+        consts = sys.modules.get("huggingface_hub.constants")
+        if consts is not None:
+            consts.HF_HUB_DISABLE_IMPLICIT_TOKEN = bool(before) if before is not None else \
+                (saved or "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def offline_hubs(spec: Spec, accesses: list[Access], allow: Allowances) -> dict[str, str]:
@@ -152,21 +229,32 @@ def check_access(spec: Spec, accesses: list[Access], allow: Allowances) -> Diagn
                       hint=f"if you trust it: --allow-host {a.host} (or allow_hosts in {config_path()}); with the "
                            "dataset already in the local cache, HF_DATASETS_OFFLINE=1 reads it without the network")
             continue
+        if a.kind == "weights" and allow.host_ok(a.host) is None:
+            bag.error("E180", f"model '{a.model}' would download its weights from {a.host} ({a.url}), a host you have "
+                      "not allowed", o.span,
+                      hint=f"if you trust it: --allow-host {a.host} (or allow_hosts in {config_path()}); with the "
+                           "model already in the local cache, HF_HUB_OFFLINE=1 reads it without the network")
+            continue
+        if a.kind != "model":
+            continue  # an allowed Hub download; its token is sent only with --allow-secret HF_TOKEN (withhold_hub_token)
         if allow.host_ok(a.host) is None:
             where = o.param_span("base_url") if a.url_from == "spec" else o.span
             bag.error("E180", f"model '{a.model}' would send prompts to {a.host or a.url!r} ({a.url}), a host you have "
                       "not allowed", where,
                       hint=f"if you trust it: auditc run ... --allow-host {a.host or 'HOST'} (or add it to "
                            f"allow_hosts in {config_path()}); loopback servers need no permission")
-        if a.secret and allow.secret_ok(a.secret) is None:
-            bag.error("E181", f"model '{a.model}' would read the environment variable {a.secret} (api_key_env) and "
-                      f"send it to {a.host}", o.param_span("api_key_env"),
-                      hint=f"if you trust it: --allow-secret {a.secret} (or allow_secrets in {config_path()}); "
-                           "names ending in _API_KEY are allowed by convention")
+        if a.secret and secret_set(a.secret) and allow.secret_ok(a.secret) is None:
+            named = "api_key_env" in dict(o.param_spans)
+            bag.error("E181", f"model '{a.model}' would read the environment variable {a.secret} "
+                      f"({'api_key_env' if named else 'the openai default api_key_env'}) and send it to {a.host}",
+                      o.param_span("api_key_env") if named else o.span,
+                      hint=f"if you trust {a.host} with it: --allow-secret {a.secret} (or allow_secrets in "
+                           f"{config_path()}); every secret needs your consent by name")
     return bag
 
 
 def access_record(accesses: list[Access], allow: Allowances) -> list[dict[str, Any]]:
     """The ``run.json`` entry: every endpoint and secret name, and who allowed it (never the value)."""
     return [{**asdict(a), "host_allowed_by": allow.host_ok(a.host),
-             "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None} for a in accesses]
+             "secret_allowed_by": allow.secret_ok(a.secret) if a.secret else None,
+             "secret_set": secret_set(a.secret)} for a in accesses]

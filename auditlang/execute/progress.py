@@ -24,6 +24,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TaskID, TextColumn
 from rich.text import Text
 
+from auditlang.core.terminal import visible
+
 __all__ = ["DISPLAYS", "ExecProgress", "fmt_duration", "resolve_display"]
 
 DISPLAYS = ("auto", "rich", "plain", "none")
@@ -155,7 +157,7 @@ class ExecProgress:
 
     def _emit(self, text: str | None = None) -> None:
         self._last_line = self.clock()
-        self.console.print(text or self.line(), highlight=False, soft_wrap=True, markup=False)
+        self.console.print(visible(text or self.line()), highlight=False, soft_wrap=True, markup=False)
 
     def _tick(self) -> None:  # plain mode: a line even while an engine batch is still running
         while not self._stop.wait(max(self.interval, 0.5)):

@@ -1,12 +1,15 @@
 """The language server behind ``auditc lsp`` (pygls, stdio).
 
-Features: diagnostics as you type (the compiler's own, on open/change/save), hover, completion,
+Features: diagnostics as you type (the compiler's own, on open/change/save, debounced and in a
+worker thread; bounded work per document, below), hover, completion,
 go to definition (local, imported and stdlib names) and whole-document formatting with the ``auditc fmt`` formatter. Positions inside the server are
 code points; :class:`pygls.workspace.TextDocument` converts them to the client's encoding.
 """
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lsprotocol import types as T
@@ -18,6 +21,7 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.lsp.analysis import check_text
 from auditlang.lsp.complete import complete
 from auditlang.lsp.hover import definition, hover
+from auditlang.lsp.wire import serve_stdio
 from auditlang.syntax.fmt import format_text
 
 _SEVERITY = {"error": T.DiagnosticSeverity.Error, "warning": T.DiagnosticSeverity.Warning,
@@ -38,39 +42,118 @@ def _offset(doc, pos: T.Position) -> int:
     return sum(len(ln) for ln in lines[: sp.line]) + min(sp.character, len(lines[sp.line]) if sp.line < len(lines) else 0)
 
 
-def _publish(ls: LanguageServer, uri: str) -> None:
-    doc = ls.workspace.get_text_document(uri)
-    diags = []
-    for i in check_text(doc.source, _path(uri)):
-        rng = doc.range_to_client_units(T.Range(T.Position(i.line, i.col), T.Position(i.end_line, i.end_col)))
-        diags.append(T.Diagnostic(range=rng, message=i.message, severity=_SEVERITY.get(i.severity),
-                                  code=i.code, source="auditc"))
-    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
+# Work per document is bounded (docs/editors.md): diagnostics are computed DEBOUNCE_S after the
+# last change, one analysis at a time in a worker thread (requests keep being answered), a result
+# for an older version is dropped, a document over MAX_CHARS is not analysed (nor hovered or
+# completed), and at most MAX_DIAGNOSTICS are published.
+MAX_CHARS = 200_000
+MAX_DIAGNOSTICS = 200
+DEBOUNCE_S = 0.3
+
+
+class _Analyses:
+    """Scheduling of the diagnostics of open documents."""
+
+    def __init__(self) -> None:
+        self.timers: dict[str, asyncio.TimerHandle] = {}
+        self.running: set[str] = set()
+        self.again: set[str] = set()
+        self.open: set[str] = set()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditlang-check")
+
+    def schedule(self, ls: LanguageServer, uri: str, delay: float = DEBOUNCE_S) -> None:
+        """Analyse ``uri`` ``delay`` seconds from now, replacing an analysis not yet started."""
+        self.open.add(uri)
+        old = self.timers.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.timers[uri] = asyncio.get_running_loop().call_later(delay, self._start, ls, uri)
+
+    def close(self, uri: str) -> None:
+        self.open.discard(uri)
+        old = self.timers.pop(uri, None)
+        if old is not None:
+            old.cancel()
+
+    def _start(self, ls: LanguageServer, uri: str) -> None:
+        self.timers.pop(uri, None)
+        if uri not in self.open:
+            return
+        if uri in self.running:  # the running one is stale: start again when it ends
+            self.again.add(uri)
+            return
+        doc = ls.workspace.get_text_document(uri)
+        text, version = doc.source, doc.version
+        if len(text) > MAX_CHARS:
+            msg = (f"this document has {len(text):,} characters, more than the {MAX_CHARS:,} the editor checks as "
+                   "you type; run `auditc check` on the file for its diagnostics")
+            _send(ls, uri, version, [T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 1)), message=msg,
+                                                  severity=T.DiagnosticSeverity.Information, source="auditc")])
+            return
+        self.running.add(uri)
+        fut = asyncio.get_running_loop().run_in_executor(self.pool, check_text, text, _path(uri))
+        fut.add_done_callback(lambda f: self._done(ls, uri, version, f))
+
+    def _done(self, ls: LanguageServer, uri: str, version: int | None, fut: asyncio.Future) -> None:
+        self.running.discard(uri)
+        if uri not in self.open:
+            return
+        doc = ls.workspace.get_text_document(uri)
+        if uri in self.again or doc.version != version:  # stale: the latest text is analysed instead
+            self.again.discard(uri)
+            self._start(ls, uri)
+            return
+        issues = fut.result() if not fut.cancelled() and fut.exception() is None else []
+        diags = []
+        for i in issues[:MAX_DIAGNOSTICS]:
+            rng = doc.range_to_client_units(T.Range(T.Position(i.line, i.col), T.Position(i.end_line, i.end_col)))
+            diags.append(T.Diagnostic(range=rng, message=i.message, severity=_SEVERITY.get(i.severity),
+                                      code=i.code, source="auditc"))
+        if len(issues) > MAX_DIAGNOSTICS:
+            diags.append(T.Diagnostic(range=T.Range(T.Position(0, 0), T.Position(0, 1)), source="auditc",
+                                      severity=T.DiagnosticSeverity.Information,
+                                      message=f"{len(issues) - MAX_DIAGNOSTICS} more diagnostic(s) not shown; "
+                                              "`auditc check` lists them all"))
+        _send(ls, uri, version, diags)
+
+
+def _send(ls: LanguageServer, uri: str, version: int | None, diags: list[T.Diagnostic]) -> None:
+    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+
+
+_ANALYSES = _Analyses()
+
+
+def _too_large(doc) -> bool:
+    return len(doc.source) > MAX_CHARS
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: LanguageServer, params: T.DidOpenTextDocumentParams) -> None:
-    _publish(ls, params.text_document.uri)
+    _ANALYSES.schedule(ls, params.text_document.uri, delay=0)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: LanguageServer, params: T.DidChangeTextDocumentParams) -> None:
-    _publish(ls, params.text_document.uri)
+    _ANALYSES.schedule(ls, params.text_document.uri)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: LanguageServer, params: T.DidSaveTextDocumentParams) -> None:
-    _publish(ls, params.text_document.uri)
+    _ANALYSES.schedule(ls, params.text_document.uri, delay=0)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: LanguageServer, params: T.DidCloseTextDocumentParams) -> None:
+    _ANALYSES.close(params.text_document.uri)
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def on_hover(ls: LanguageServer, params: T.HoverParams) -> T.Hover | None:
     doc = ls.workspace.get_text_document(params.text_document.uri)
+    if _too_large(doc):
+        return None
     text = doc.source
     found = hover(text, _offset(doc, params.position), _path(doc.uri))
     if found is None:
@@ -83,6 +166,8 @@ def on_hover(ls: LanguageServer, params: T.HoverParams) -> T.Hover | None:
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def on_definition(ls: LanguageServer, params: T.DefinitionParams) -> T.Location | None:
     doc = ls.workspace.get_text_document(params.text_document.uri)
+    if _too_large(doc):
+        return None
     found = definition(doc.source, _offset(doc, params.position), _path(doc.uri))
     if found is None:
         return None
@@ -94,6 +179,8 @@ def on_definition(ls: LanguageServer, params: T.DefinitionParams) -> T.Location 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[".", "(", "[", ",", "=", '"', "/"]))
 def on_completion(ls: LanguageServer, params: T.CompletionParams) -> T.CompletionList:
     doc = ls.workspace.get_text_document(params.text_document.uri)
+    if _too_large(doc):
+        return T.CompletionList(is_incomplete=False, items=[])
     items = complete(doc.source, _offset(doc, params.position), _path(doc.uri))
     for it in items:
         if isinstance(it.text_edit, T.TextEdit):
@@ -105,6 +192,8 @@ def on_completion(ls: LanguageServer, params: T.CompletionParams) -> T.Completio
 def on_format(ls: LanguageServer, params: T.DocumentFormattingParams) -> list[T.TextEdit] | None:
 
     doc = ls.workspace.get_text_document(params.text_document.uri)
+    if _too_large(doc):
+        return None
     text = doc.source
     try:
         out = format_text(text, str(_path(doc.uri)))
@@ -123,5 +212,8 @@ def _position(text: str, offset: int) -> T.Position:
 
 
 def serve() -> None:
-    """Serve over stdin/stdout until the client sends ``exit``."""
-    server.start_io()
+    """Serve over stdin/stdout until the client sends ``exit`` (framing: :mod:`auditlang.lsp.wire`)."""
+    try:
+        serve_stdio(server)
+    finally:  # its idle worker would keep the process alive (`auditc` joins non-daemon threads)
+        _ANALYSES.pool.shutdown(wait=False, cancel_futures=True)

@@ -235,8 +235,11 @@ def _access(rd: RunData) -> Entry:
     if access is None:
         e.lines.append("not recorded (run written before access was recorded)")
     for a in access or []:
-        e.lines.append(f"model {a['model']}: {a['url']} (host {a['host']}, allowed by {a['host_allowed_by']})"
-                       + (f"; API key read from ${a['secret']} (allowed by {a['secret_allowed_by']})" if a["secret"] else ""))
+        key = "Hub token" if a.get("kind", "model") != "model" else "API key"
+        sec = ("" if not a["secret"] else f"; {key} read from ${a['secret']} (allowed by {a['secret_allowed_by']})"
+               if a["secret_allowed_by"] else f"; no {key} sent (${a['secret']} not allowed or not set)")
+        e.lines.append(f"{a.get('kind', 'model')} {a['model']}: {a['url']} (host {a['host']}, allowed by "
+                       f"{a['host_allowed_by']})" + sec)
     if access == []:
         e.lines.append("no network endpoint contacted and no secret read (local engines only)")
     return e

@@ -47,6 +47,7 @@ class _Resolver:
         self.raw: dict[str, tuple[str, dict[str, Any], dict[str, Span]]] = {}  # id -> (ctor, raw params, spans)
         self.active: list[str] = []
         self.failed: set[str] = set()  # objects whose resolution failed (diagnostics already given)
+        self._names_memo: dict[tuple, list[str]] = {}  # names_of_kind
         self.chain_reported = False
         self.fallbacks: dict[str, tuple[LoadedModule, A.Expr]] = {}  # fallback id -> its module and expression
         self._collect(top)
@@ -87,10 +88,16 @@ class _Resolver:
         return self.scopes.get(cur.path, {}).get(parts[0])
 
     def names_of_kind(self, mod: LoadedModule, kind: str) -> list[str]:
-        out = [n for n, oid in self.scopes[mod.path].items() if self._kind_of(oid) == kind]
-        for ns, sub in mod.imports.items():
-            out += [f"{ns}.{n}" for n, oid in self.scopes.get(sub.path, {}).items() if self._kind_of(oid) == kind]
-        return out
+        """Names of ``kind`` visible in ``mod`` (for hints); memoized while the scopes do not change,
+        so a spec with thousands of mistakes stays linear."""
+        key = (mod.path, kind, len(self.decls), len(self.scopes.get(mod.path, {})))
+        memo = self._names_memo
+        if key not in memo:
+            out = [n for n, oid in self.scopes[mod.path].items() if self._kind_of(oid) == kind]
+            for ns, sub in mod.imports.items():
+                out += [f"{ns}.{n}" for n, oid in self.scopes.get(sub.path, {}).items() if self._kind_of(oid) == kind]
+            memo[key] = out
+        return list(memo[key])
 
     def _kind_of(self, oid: str) -> str | None:
         d = self.decls.get(oid)

@@ -94,11 +94,32 @@ class HubDataset(_DatasetBase):
     INLINE: ClassVar[dict[str, str]] = {"fallback": 'jsonl(PATH, ...) or csv(PATH, ...), e.g. fallback=jsonl("arc_challenge.jsonl")'}
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
+    @field_validator("id_")
+    @classmethod
+    def _hub_id(cls, v: str) -> str:
+        return check_hub_id(v)
+
+
+# A Hub dataset id: NAMESPACE/NAME, never a path, URL or builder name (docs/security.md). Local
+# folders are read by jsonl(...)/csv(...), confined to the project and data roots.
+_HUB_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?"
+HUB_ID = re.compile(rf"^{_HUB_PART}/{_HUB_PART}$")
+
+
+def check_hub_id(v: str) -> str:
+    """``v`` if it is a Hub dataset id (``namespace/name``); anything else is refused."""
+    if not HUB_ID.match(v) or ".." in v or v.split("/")[0] in ("buckets", "datasets"):
+        raise ValueError(f"{v!r} is not a Hugging Face Hub dataset id: hub() takes NAMESPACE/NAME "
+                         "(e.g. 'allenai/ai2_arc'), never a local path or URL")
+    return v
+
 
 # ----------------------------------------------------------------------------- models
 
 # hints of the E123 diagnostics raised by field validators
 VALUE_HINTS = {
+    "hub_id": 'a local folder or file is read with jsonl("FILE.jsonl", ...) or csv("FILE.csv", ...) under the project '
+              "or --data-root (docs/security.md)",
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
     "device": 'write device="cuda:1" for the second GPU, device=cuda, device=cpu or device=auto',
     "prefix_caching": "write prefix_caching=auto (the default: on), on or off",

@@ -16,7 +16,7 @@ from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
-    DATA_DIR, PLAN_FILE, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, STDLIB_DIR, copy_tree_files, read_run_file,
+    DATA_DIR, METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, STDLIB_DIR, copy_tree_files, read_run_file,
     replace_dir, write_bytes_atomic, write_json_atomic, write_plan_ids, write_run_file)
 
 
@@ -48,6 +48,34 @@ def spec_files(spec: Spec) -> list[tuple[Path, Path]]:
     return sorted(out.items(), key=lambda kv: str(kv[1]))
 
 
+def _entry_rel(spec: Spec) -> Path:
+    """The entry spec's path relative to its project root (``_outside/NAME`` outside it)."""
+    rel = _inside(spec.entry, spec.root)
+    return rel if rel is not None else Path("_outside") / spec.entry.name
+
+
+def run_owner(spec: Spec, run_dir: Path) -> str | None:
+    """The spec (its path in the project) that owns ``run_dir`` when that is not ``spec``: a run
+    directory belongs to the spec file it was first run from, edits of that file included. None
+    when the folder holds no run, or a run of this spec."""
+    stored = read_run_file(run_dir, lenient=True).get("spec_entry")  # damaged: resuming rewrites it
+    mine = (Path(PROJECT_DIR) / _entry_rel(spec)).as_posix()
+    if not isinstance(stored, str) or stored == mine:
+        return None
+    return stored.removeprefix(PROJECT_DIR + "/")
+
+
+def clear_outputs(run_dir: Path) -> None:
+    """Remove what a run derived from its spec (records, metrics, report, rescores) before another
+    spec takes the run directory over (``auditc run --replace``); the journal is kept."""
+    for name in (RECORDS, METRICS_DIR, REPORT_DIR, "rescore"):
+        p = run_dir / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
 def save_spec(spec: Spec, run_dir: Path) -> str:
     """Copy the compiled sources to ``RUN_DIR/spec`` (atomically swapped in); returns the entry
     spec's path relative to the run directory."""
@@ -60,8 +88,7 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
         copy_tree_files((src, project / rel) for src, rel in spec_files(spec)
                         if not (src == entry and spec.entry_text is not None))
         project.mkdir(parents=True, exist_ok=True)
-        rel = _inside(spec.entry, spec.root)
-        entry_rel = rel if rel is not None else Path("_outside") / spec.entry.name
+        entry_rel = _entry_rel(spec)
         if spec.entry_text is not None:  # compiled from text (an editor buffer, a notebook string)
             (project / entry_rel).parent.mkdir(parents=True, exist_ok=True)
             (project / entry_rel).write_text(spec.entry_text, encoding="utf-8")
@@ -110,7 +137,7 @@ def save_inputs(spec: Spec, plan: Plan, run_dir: Path, **run_fields: Any) -> dic
     data = save_data(plan, run_dir)
     write_json_atomic(run_dir / PLAN_FILE, plan.to_dict(include_requests=False), indent=1)
     write_plan_ids(run_dir, ((r.model, r.kind, r.id) for r in plan.requests))
-    info = read_run_file(run_dir)
+    info = read_run_file(run_dir, lenient=True)  # a damaged run.json is rewritten
     info.update(run_fields)
     info.update({"format": RUN_FORMAT, "spec_entry": entry, "data": data, "plan_hash": plan.hash,
                  "spec_source": spec.entry.name})

@@ -24,7 +24,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from auditlang.store.rundir import file_mode
+from auditlang.core.errors import UserError
+from auditlang.store.rundir import RUN_FILE, damaged_hint, file_mode
 from auditlang.store.codec import json_default
 
 __all__ = ["RECORDS_SCHEMA", "RECORDS_SCHEMA_VERSION", "STATUSES", "ExampleRecord", "answered", "read_records",
@@ -218,7 +219,12 @@ def read_records(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"no records file at {path}")
     if path.suffix == ".parquet":
-        table = pq.read_table(path)
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as e:  # truncated or overwritten: say which file, and what to do
+            raise UserError(f"{path} is damaged and cannot be read ({type(e).__name__}: {str(e)[:200]})",
+                            hint=damaged_hint(path.parent, path.name) if (path.parent / RUN_FILE).exists()
+                            else "delete it and rerun the command that wrote it (`auditc rescore` for rescore/)") from None
         version = (table.schema.metadata or {}).get(b"auditlang.records.schema_version", b"0")
         if int(version) > RECORDS_SCHEMA_VERSION:
             raise ValueError(f"{path} has records schema version {version.decode()}; upgrade auditlang to read it")

@@ -70,7 +70,8 @@ def is_run_dir(path: Path) -> bool:
     except OSError:
         return False
     started = "run.lock" in names or "heartbeat.json" in names  # written first by every run
-    return started and RUN_FILE not in names and all(n in RUN_NAMES or n.endswith(".tmp") for n in names)
+    # (a run.json that is damaged is rewritten by the resumed run: see read_run_file)
+    return started and all(n in RUN_NAMES or n.endswith(".tmp") for n in names)
 
 
 def check_out_dir(path: Path) -> None:
@@ -99,11 +100,49 @@ def check_out_dir(path: Path) -> None:
                             hint="name a folder you can write to") from None
 
 
-def read_run_file(run_dir: Path) -> dict[str, Any]:
+def read_run_file(run_dir: Path, lenient: bool = False) -> dict[str, Any]:
+    """``run.json`` ({} when absent). A file that is not a JSON object is a ``UserError`` naming
+    it and how to rebuild it; ``lenient``: {} instead (``auditc run`` rewrites it)."""
     p = Path(run_dir) / RUN_FILE
-    if p.exists():
-        return json.loads(p.read_text(encoding="utf-8"))
-    return {}
+    if not p.exists():
+        return {}
+    try:
+        info = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        info, why = None, f"{type(e).__name__}: {e}"
+    else:
+        why = f"a JSON {type(info).__name__}, not an object"
+    if isinstance(info, dict) or lenient:
+        return info if isinstance(info, dict) else {}
+    raise UserError(f"{p} is damaged ({why[:200]}): the run directory's metadata cannot be read",
+                    hint=damaged_hint(run_dir, RUN_FILE))
+
+
+def damaged_hint(run_dir: Path, name: str) -> str:
+    """What to do about a damaged file of a run directory (docs/outputs.md)."""
+    if name == RUN_FILE:
+        return (f"rerun the `auditc run SPEC --out {run_dir}` that wrote it: run.json is rewritten and the results "
+                f"committed in {JOURNAL} are reused, not executed again")
+    if name == RECORDS:
+        return (f"delete {Path(run_dir) / RECORDS} and run `auditc report {run_dir}`: the records are rebuilt "
+                f"from {JOURNAL}")
+    return f"rerun the `auditc run SPEC --out {run_dir}` that wrote it (committed results are reused)"
+
+
+def check_cache_dir(path: str | Path) -> Path:
+    """The ``--cache`` folder, created when missing; a path that is not a folder, or a folder that
+    cannot be created or written, is a ``UserError`` before anything is planned."""
+    p = Path(path).expanduser()
+    hint = "name a folder you can write to (created when missing), e.g. --cache ~/.cache/auditlang/responses"
+    if p.exists() and not p.is_dir():
+        raise UserError(f"--cache {path}: {p} exists and is not a folder", hint=hint)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--cache {path}: cannot create the folder ({e.strerror})", hint=hint) from None
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise UserError(f"--cache {path}: the folder is not writable", hint=hint)
+    return p
 
 
 def write_json_atomic(path: Path, data: Any, **dump_kwargs: Any) -> None:
@@ -164,9 +203,13 @@ def read_plan_ids(run_dir: Path) -> dict[str, list[str]] | None:
     if not p.exists():
         return None
     out: dict[str, list[str]] = {}
-    for line in gzip.decompress(p.read_bytes()).decode("utf-8").splitlines():
-        m, _, i = line.split("\t")
-        out.setdefault(m, []).append(i)
+    try:
+        for line in gzip.decompress(p.read_bytes()).decode("utf-8").splitlines():
+            m, _, i = line.split("\t")
+            out.setdefault(m, []).append(i)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:  # truncated or overwritten
+        raise UserError(f"{p} is damaged ({type(e).__name__}: {str(e)[:200]})",
+                        hint=damaged_hint(run_dir, PLAN_IDS_FILE)) from None
     return out
 
 

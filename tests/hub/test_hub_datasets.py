@@ -174,8 +174,9 @@ def test_run_checklist_records_hub_identity_and_unspecified_revision(offline_hub
 
 
 def test_unreachable_hub_reads_the_cache_without_retrying(hub_cache, tmp_path, capsys, monkeypatch):
-    """No offline flag set, but the Hub endpoint cannot be reached: the split comes from the
-    cache at once (the libraries would retry for about a minute), and the flags are restored."""
+    """No offline flag set and the Hub host allowed, but the Hub endpoint cannot be reached: the
+    split comes from the cache at once (the libraries would retry for about a minute), and the
+    flags are restored. (Without --allow-host the endpoint is not even probed: docs/security.md.)"""
     import datasets
     import huggingface_hub.constants as hc
 
@@ -188,7 +189,11 @@ def test_unreachable_hub_reads_the_cache_without_retrying(hub_cache, tmp_path, c
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", False)
     probes = []
     monkeypatch.setattr(hub, "_reachable", lambda endpoint: probes.append(endpoint) or False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setenv("AUDITLANG_CONFIG", str(tmp_path / "none.toml"))
     d = _plan(capsys, _spec(tmp_path, _hub()))["datasets"]["arc"]
+    assert d["available"] and d["offline"] is True and probes == []  # not allowed: read offline, never probed
+    d = _plan(capsys, _spec(tmp_path, _hub()), "--allow-host", "huggingface.co")["datasets"]["arc"]
     assert d["available"] and d["offline"] is True and d["commit"] == hub_cache["commit"]
     assert probes == [hc.ENDPOINT]
     assert datasets.config.HF_HUB_OFFLINE is False and hc.HF_HUB_OFFLINE is False

@@ -164,14 +164,6 @@ def test_secret_is_sent_only_when_the_user_allows_it(tmp_path, listener, capsys,
     assert "API key read from $MY_TOKEN (allowed by --allow-secret)" in md
 
 
-def test_api_key_convention_needs_no_flag(tmp_path, listener, capsys, monkeypatch):
-    proj = make_project(tmp_path / "proj")
-    monkeypatch.setenv("LAB_API_KEY", "k")
-    (proj / "s.audit").write_text(_openai_spec(listener.url, "LAB_API_KEY"), encoding="utf-8")
-    assert main(["run", "s.audit", "--data-root", "data", "--out", "runs/r", "--no-progress"]) == 0
-    assert json.loads((proj / "runs/r/run.json").read_text())["access"][0]["secret_allowed_by"] == "the *_API_KEY convention"
-
-
 def test_remote_host_is_refused_before_anything_happens(tmp_path, capsys, monkeypatch):
     """A non-loopback host is never contacted in this test: the run must stop before any engine."""
     proj = make_project(tmp_path / "proj")
