@@ -17,6 +17,7 @@ from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
+from auditlang.store.integrity import check_inputs, check_journal, check_outputs
 from auditlang.store.rundir import (
     METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     read_run_file)
@@ -71,6 +72,7 @@ class Run:
         """One row per cell x item (``records.parquet``) as a pandas DataFrame."""
         from auditlang.store.records import read_records  # lazy: pandas/pyarrow only when asked
 
+        check_outputs(self.run_dir, (RECORDS,))
         return read_records(self.run_dir / RECORDS)
 
     @property
@@ -78,6 +80,7 @@ class Run:
         """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
         import pandas as pd  # lazy: pandas only when asked
 
+        check_outputs(self.run_dir, (f"{METRICS_DIR}/cells.csv",))
         return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
 
     @property
@@ -130,11 +133,14 @@ def _data_meta(info: dict[str, Any]) -> dict[str, dict]:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read a run directory back: compile its stored spec against its stored stdlib, re-plan from
-    its stored data, and check the plan hash against ``plan.json``. Nothing outside the run
+    """Read a run directory back: check the hashes its stages recorded (plan, spec and data copies,
+    journal: :mod:`auditlang.store.integrity`), compile its stored spec against its stored stdlib,
+    re-plan from its stored data, and check the plan hash against ``plan.json``. Nothing outside the run
     directory is read, so it works from any folder and on any machine."""
     run_dir = Path(run_dir)
     info, plan_json = _check_run_dir(run_dir)
+    check_inputs(run_dir, info)  # plan, spec and data copies as the run wrote them (store/integrity.py)
+    check_journal(run_dir, info)
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
@@ -236,6 +242,7 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
     from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
+    from auditlang.store.integrity import record  # lazy: run-directory writing only for runs
     from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
 
     announce = announce or (lambda msg: None)
@@ -246,6 +253,7 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
                            **{"executor": {"name": "local"}, **(run_fields or {})})
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                                          retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
+        record(run_dir, (), journal=True)  # what the journal vouches for (store/integrity.py)
         if shard is not None:
             return None
         lock.beat(doing="scoring")

@@ -13,6 +13,7 @@ from typing import Any
 
 from auditlang.core.hashing import sha256_file
 from auditlang.plan.model import Plan
+from auditlang.store.integrity import INPUTS, record
 from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
@@ -114,5 +115,6 @@ def save_inputs(spec: Spec, plan: Plan, run_dir: Path, **run_fields: Any) -> dic
     info.update(run_fields)
     info.update({"format": RUN_FORMAT, "spec_entry": entry, "data": data, "plan_hash": plan.hash,
                  "spec_source": spec.entry.name})
+    record(run_dir, INPUTS, info=info)  # the hashes later commands check (store/integrity.py)
     write_run_file(run_dir, info)
     return info
