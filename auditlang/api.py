@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditlang import stdlib_location
+from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import UserError
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
@@ -143,7 +145,11 @@ def load_run(run_dir: str | Path) -> Run:
     check_journal(run_dir, info)
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
-        spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+        try:
+            spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+        except CompileError:
+            _missing_plugins(run_dir, info)
+            raise
         plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info),
                          data_meta=_data_meta(info))
         stored_ids = read_plan_ids(run_dir)
@@ -154,6 +160,26 @@ def load_run(run_dir: str | Path) -> Run:
                             hint="the run directory's spec/ or data/ was edited, or it was written by another auditlang "
                                  "version; rerun `auditc run` to bring it up to date")
     return Run(run_dir, spec, plan, info)
+
+
+def _missing_plugins(run_dir: Path, info: dict[str, Any]) -> None:
+    """A UserError naming the plugins the run used that are not installed here (run.json
+    ``plugin_components``), when that is why its stored spec does not compile."""
+    from auditlang.core.registry import REGISTRY  # lazy: only when the stored spec failed to compile
+
+    gone = {}
+    for key, plugin in (info.get("plugin_components") or {}).items():
+        kind, _, name = key.partition(" ")
+        if REGISTRY.find(kind, name) is None:
+            gone[key] = plugin
+    if gone:
+        lines = "\n  ".join(f"{k.split(' ', 1)[0]} '{k.split(' ', 1)[1]}' comes from plugin {p}, not installed"
+                            for k, p in gone.items())
+        dists = sorted({p.rsplit(" ", 1)[0] + "==" + p.rsplit(" ", 1)[-1] for p in gone.values()})
+        raise UserError(f"{run_dir}: the run used components of plugins this machine does not have:\n  {lines}",
+                        hint=f"install them (pip install {' '.join(dists)}) and run the command again"
+                             + ("; AUDITLANG_NO_PLUGINS is set, which turns installed plugins off"
+                                if os.environ.get("AUDITLANG_NO_PLUGINS", "").strip() not in ("", "0") else ""))
 
 
 def changed_cells(run: Run, new_plan: Plan) -> list[str]:
