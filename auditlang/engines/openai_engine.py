@@ -44,7 +44,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,11 +223,13 @@ class OpenAIEngine:
         }
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """Requests run ``concurrency`` at a time; each result is yielded as soon as it finishes
+        (any order), so progress counts finished requests, not the first one submitted."""
         reqs = list(requests)
         with ThreadPoolExecutor(max_workers=self._opts.concurrency) as pool:
             futures = [pool.submit(self._one, r) for r in reqs]
             try:
-                for f in futures:
+                for f in as_completed(futures):
                     yield f.result()
             finally:
                 for f in futures:
