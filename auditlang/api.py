@@ -279,8 +279,8 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
                            **{"executor": {"name": "local"}, **(run_fields or {})})
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                                          retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
-        record(run_dir, (), journal=True)  # what the journal vouches for (store/integrity.py)
         if shard is not None:
+            record(run_dir, (), journal=True)  # what the shard's journal vouches for (store/integrity.py)
             return None
         lock.beat(doing="scoring")
         t0 = time.perf_counter()

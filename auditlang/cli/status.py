@@ -3,7 +3,7 @@
 Reads ``run.json``, ``plan.json``, the plan's request ids, the heartbeat and the journal only:
 no spec is compiled and no data is read, so it answers in well under a second. The plan files
 and the journal are checked against what the run recorded (store/integrity.py; the journal by
-counts and bytes only, and not while a run is live).
+its number of rows only, and not while a run is live).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_damaged_journal_is_an_error_naming_it(run_dir: Path, damage: str, capsy
         db.commit()
         db.close()
     commands = [["report", str(run_dir)], ["rescore", str(run_dir), "--evaluator", "first_char"]]
-    if damage != "edited_result":  # status compares counts and bytes only
+    if damage != "edited_result":  # status counts rows only
         commands.append(["status", str(run_dir)])
     for cmd in commands:
         capsys.readouterr()
