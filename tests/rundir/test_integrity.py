@@ -154,3 +154,32 @@ def test_resumed_run_appending_to_the_journal_stays_valid(run_dir: Path, capsys)
     db.close()
     assert main(["status", str(run_dir)]) == 0
     assert main(["report", str(run_dir)]) == 0
+
+
+def test_merge_refuses_a_shard_whose_journal_was_emptied(tmp_path: Path, capsys) -> None:
+    quick = Path(__file__).resolve().parents[2] / "examples" / "quickstart_full.audit"
+    for i in (0, 1):
+        assert main(["run", str(quick), "--limit", "2", "--engine", "dryrun", "--out", str(tmp_path / f"s{i}"),
+                     "--shard", f"{i}/2", "--display", "none"]) == 0
+    assert json.loads((tmp_path / "s1" / "run.json").read_text())["artifacts"]["journal.sqlite"]["rows"] > 0
+    for p in (tmp_path / "s1").glob("journal.sqlite*"):
+        p.unlink()
+    (tmp_path / "s1" / "journal.sqlite").write_bytes(b"")
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "all"), str(tmp_path / "s0"), str(tmp_path / "s1")]) == 1
+    err = capsys.readouterr().err
+    assert str(tmp_path / "s1" / "journal.sqlite") in err and "0 bytes" in err
+    assert not (tmp_path / "all" / "journal.sqlite").exists()  # nothing merged
+
+
+def test_open_run_refuses_an_edited_metrics_file(run_dir: Path) -> None:
+    import auditlang
+    from auditlang.store.integrity import IntegrityError
+
+    run = auditlang.open_run(run_dir)
+    assert len(run.metrics) == 1
+    (run_dir / "metrics" / "cells.csv").write_text(
+        (run_dir / "metrics" / "cells.csv").read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    with pytest.raises(IntegrityError) as e:
+        run.metrics
+    assert "metrics/cells.csv" in str(e.value) and "auditc report" in (e.value.hint or "")
