@@ -89,3 +89,28 @@ def test_ray_worker_log_lines_reach_a_log_file_without_colour_codes(monkeypatch,
     assert "(UnitWorker pid=7) [smol.0of4] ready" in out.out
     assert "\x1b" not in out.err + out.out
     assert not hasattr(sys.stderr, "_stream")  # the streams are restored afterwards
+
+
+def test_openai_engine_yields_each_result_as_it_finishes() -> None:
+    """Progress on the openai engine counts finished requests: a slow first request does not hold
+    back the results of the ones behind it (they used to be yielded in submission order)."""
+    import threading
+    from types import SimpleNamespace
+
+    from auditlang.engines.openai_engine import OpenAIEngine
+
+    released = threading.Event()
+    eng = OpenAIEngine.__new__(OpenAIEngine)
+    eng._opts = SimpleNamespace(concurrency=4)
+
+    def one(req: str) -> str:
+        if req == "slow":
+            released.wait(timeout=10)  # finishes only once another result reached the caller
+        return req
+
+    eng._one = one
+    got = []
+    for res in eng.run(["slow", "a", "b", "c"]):
+        got.append(res)
+        released.set()
+    assert got[0] != "slow" and sorted(got) == ["a", "b", "c", "slow"]
