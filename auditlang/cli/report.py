@@ -29,11 +29,11 @@ def cmd_report(args) -> int:
     bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
     if bad_records:
         rescore = True
-        print(f"note: {', '.join(bad_records)} no longer match(es) the hash recorded when the run scored it "
+        print(f"note: {_files(bad_records)} the hash recorded when the run scored "
               "(edited or damaged); rebuilt from journal.sqlite", file=sys.stderr)
     elif bad_metrics:
         remetric = True
-        print(f"note: {', '.join(bad_metrics)} no longer match(es) the hash recorded when the run wrote it "
+        print(f"note: {_files(bad_metrics)} the hash recorded when the run scored "
               "(edited or damaged); recomputed from records.parquet", file=sys.stderr)
     if getattr(args, "spec", None):
         run = adopt_spec(run, args.spec)
@@ -48,3 +48,7 @@ def cmd_report(args) -> int:
         out = write_report(run.spec, run.plan, run.run_dir)
     print(f"report written: {out}")
     return EXIT_OK
+
+
+def _files(names: list[str]) -> str:
+    return f"{names[0]} no longer matches" if len(names) == 1 else f"{', '.join(names)} no longer match"

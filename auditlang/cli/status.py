@@ -87,7 +87,8 @@ def cmd_status(args) -> int:
     print(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
     stale = [f for group in stale_outputs(run_dir, info) for f in group]
     if stale and not live:
-        print(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds them)")
+        print(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
+              f"{'it' if len(stale) == 1 else 'them'})")
     if live:
         print(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
     elif left:
