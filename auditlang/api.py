@@ -19,7 +19,7 @@ from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
-from auditlang.store.integrity import check_inputs, check_journal, check_outputs
+from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record
 from auditlang.store.rundir import (
     METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     read_run_file)
@@ -268,7 +268,6 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
     from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
     from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
-    from auditlang.store.integrity import record  # lazy: run-directory writing only for runs
     from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
 
     announce = announce or (lambda msg: None)
