@@ -254,7 +254,7 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
 
 
 def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
-             report: bool = True, progress: bool | str = False, retry_errors: bool = False, shard=None,
+             report: bool = True, progress: bool | str = False, retry_errors: bool = True, shard=None,
              cache_dir: str | Path | None = None, run_fields: dict[str, Any] | None = None, announce=None,
              log=print, executor=None) -> Run | None:
     """Execute a planned spec into ``run_dir`` (inputs stored first, resumable), then score and

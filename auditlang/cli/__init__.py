@@ -6,6 +6,8 @@ Exit codes (docs/cli.md):
   2  command-line usage error
   3  a runtime failure outside the spec: missing engine package, unreachable server, model
      load failure (the run directory stays consistent; rerun to resume)
+  4  `auditc run` finished with request errors: the engine failed some requests; their items
+     are missing from the metrics (n_error) and a rerun retries exactly those requests
   70 internal error (a bug in auditlang; please report it with the traceback shown)
 """
 
@@ -52,6 +54,8 @@ EXIT_CODES = """exit codes:
   2    command-line usage error (unknown flag, bad --shard, bad --swap-model)
   3    runtime failure outside the spec: missing engine package, model load failure,
        unreachable server, a full disk (the run directory stays consistent; rerun to resume)
+  4    `auditc run` finished, but the engine failed some requests: the count and the first
+       error are printed, the report shows n_error per cell; rerun to retry exactly those
   70   internal error (a bug in auditlang; please report it with the traceback shown)
   130  interrupted (Ctrl-C); committed work is kept
 
@@ -157,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N sampled items of each dataset")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
-    p.add_argument("--retry-errors", action="store_true", help="re-execute requests that failed before")
+    p.add_argument("--keep-errors", action="store_true",
+                   help="do not retry requests whose stored result is a failure (by default a rerun retries exactly those)")
+    p.add_argument("--retry-errors", action="store_true", help=argparse.SUPPRESS)  # retrying is the default now; still accepted
     p.add_argument("--no-report", action="store_true", help="stop after scoring and metrics (`auditc report` writes it later)")
     p.add_argument("--display", choices=["auto", "rich", "plain", "none"], default="auto",
                    help="progress: rich bar, plain log lines on stderr (every $AUDITLANG_PROGRESS_INTERVAL s, default 10), "

@@ -10,6 +10,7 @@ from auditlang.core.diagnostics import DiagnosticBag, Span, render
 from auditlang.core.errors import UsageError
 
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
+EXIT_REQUEST_ERRORS = 4  # core.errors.RequestErrors: a finished run with requests that failed in the engine
 
 
 def _color() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import sqlite3
@@ -13,12 +14,12 @@ from pathlib import Path
 from auditlang.api import default_run_dir, plan_spec, run_spec
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.diagnostics import CompileError
-from auditlang.core.errors import RuntimeFailure, UsageError, UserError
+from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.trust import enforce
 from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
-from auditlang.store.rundir import JOURNAL, check_out_dir
+from auditlang.store.rundir import JOURNAL, RECORDS, check_out_dir, read_run_file
 from auditlang.store.shards import Shard
 
 
@@ -136,7 +137,7 @@ def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swap
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=display, retry_errors=args.retry_errors, shard=shard, cache_dir=cache_dir, executor=executor,
+                   progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                    run_fields={"model_swaps": swaps,
                                "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
@@ -145,6 +146,31 @@ def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swap
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")
-        return EXIT_OK
-    print(f"done: {run_dir}")
+    else:
+        print(f"done: {run_dir}")
+    _raise_request_errors(args, run_dir)
     return EXIT_OK
+
+
+def _raise_request_errors(args, run_dir: Path) -> None:
+    """Exit 4 (:class:`RequestErrors`) when requests failed in the engine: their count and the
+    first message, from run.json's ``last_run`` (else the records' missing items, e.g. failures
+    kept by --keep-errors on a model that was not loaded again)."""
+    last = read_run_file(run_dir).get("last_run", {})
+    count, first = int(last.get("errors") or 0), str(last.get("first_error") or "")
+    if (not count or not first) and (run_dir / RECORDS).is_file():  # the Ray executor names no first error
+        from auditlang.store.records import read_records  # lazy: pandas/pyarrow only after a run
+
+        df = read_records(run_dir / RECORDS)
+        bad = df[df["status"] != "ok"]
+        if len(bad):
+            ids = {json.loads(rids).get(json.loads(x).get("failed_role", "")) or err
+                   for rids, x, err in zip(bad["request_ids"], bad["extras"], bad["error"])}
+            count, first = count or len(ids), first or str(bad["error"].iat[0])
+    if not count:
+        return
+    resume = f"auditc run {args.spec} --out {run_dir}" + (f" --data-root {args.data_root}" if args.data_root else "")
+    raise RequestErrors(
+        f"{count} request{'s' if count != 1 else ''} failed in the engine (first: {first}); their items are missing "
+        f"from the metrics, never scored (n_error in {run_dir / 'metrics' / 'cells.csv'} and the report)",
+        hint=f"fix the cause, then `{resume}` retries exactly the failed requests")

@@ -67,6 +67,7 @@ def cmd_status(args) -> int:
     for d in plan.get("deferred", []):
         deferred[d["model"]] = deferred.get(d["model"], 0) + int(d["count"])
     models = sorted(set(ids) | set(deferred))
+    errors = 0  # stage-1 requests whose stored result is a failure
     with Journal(run_dir) if (run_dir / JOURNAL).exists() else _NoJournal() as journal:
         for mid in models:
             mine = ids.get(mid, [])
@@ -79,6 +80,7 @@ def cmd_status(args) -> int:
                 extra = max(journal.counts(fp).results - len(done), 0)
             left += len(mine) - len(done)
             n_err = sum(1 for e in done.values() if e)
+            errors += n_err
             note = "" if fp else " (not started)"
             rows.append([mid, f"{len(done)}/{len(mine)}{note}", str(n_err),
                          f"{extra} of ~{deferred.get(mid, 0)} planned" if deferred.get(mid) else str(extra)])
@@ -95,6 +97,9 @@ def cmd_status(args) -> int:
         print(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
     elif not rec.exists():
         print("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
+    elif errors:
+        print(f"complete, with {errors} failed stage-1 request(s) (their items are missing from the metrics): "
+              "rerun the same `auditc run` command to retry exactly them")
     else:
         print("complete")
     return EXIT_OK

@@ -33,3 +33,10 @@ class RuntimeFailure(UserError):
     """Missing engine package, unreachable server, model load failure: the run can be resumed."""
 
     exit_code = 3
+
+
+class RequestErrors(AuditlangError):
+    """A run that finished (scored, report written) with requests that failed in their engine:
+    their items are missing from the metrics (``n_error``), never scored. Rerun to retry them."""
+
+    exit_code = 4

@@ -61,6 +61,7 @@ class ExecStats:
     out_of_shard: int = 0  # unique requests left to other shards
     from_cache: int = 0  # of ``cached``: copied from the shared response cache (``cache=``)
     engine_work: dict[str, int] | None = None  # change of the engine's ``work_counters()`` (None: no hook)
+    first_error: str = ""  # "request id: message" of the first failure executed (else kept) by this call
 
     def summary(self) -> str:
         text = (
@@ -135,6 +136,11 @@ def execute(
     fp_hash = journal.register_engine(fingerprint, model)
     committed = journal.committed([r.id for r in selected], fp_hash)
     cached_errors = sum(committed.values()) if not retry_errors else 0
+    first_error = ""  # this call's first failure (else the first stored one it keeps)
+    if cached_errors:
+        kept = journal.failures([rid for rid, failed in committed.items() if failed][:1], fp_hash)
+        first_error = next((f"{rid}: {msg}" for rid, msg in kept.items()), "")
+    first_new = ""
     todo = [r for r in selected if r.id not in committed or (retry_errors and committed[r.id])]
     from_cache = 0
     if cache is not None:
@@ -163,12 +169,14 @@ def execute(
             bar.begin_batch(len(batch))
 
             def commit(results: list[Result]) -> None:
-                nonlocal executed, errors
+                nonlocal executed, errors, first_new
                 journal.put_results(results, fp_hash, shard=label)
                 if cache is not None:
                     cache.put_results([r for r in results if r.error is None], fp_hash)
                 executed += len(results)
                 errors += sum(r.error is not None for r in results)
+                if not first_new:
+                    first_new = next((f"{r.request_id}: {r.error}" for r in results if r.error is not None), "")
 
             try:
                 _run_batch(engine, batch, bar, commit, commit_every=batch_size if streams else len(batch))
@@ -193,7 +201,7 @@ def execute(
         model=model, fp_hash=fp_hash, requested=len(selected), cached=len(selected) - len(todo),
         cached_errors=cached_errors, executed=executed, errors=errors,
         seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=from_cache,
-        engine_work=work,
+        engine_work=work, first_error=first_new or first_error,
     )
 
 

@@ -42,7 +42,7 @@ def _load(cfg: ModelConfig):
 
 
 def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None = None, progress: bool | str = True,
-                 shard=None, retry_errors: bool = False, log=print, beat=None,
+                 shard=None, retry_errors: bool = True, log=print, beat=None,
                  cache_dir: str | Path | None = None, phases=("models", "cross", "judge"), only_models=None,
                  engines: dict | None = None) -> dict[str, str]:
     """Run every request of the plan that the journal lacks. Returns model id -> fingerprint hash.
@@ -53,7 +53,9 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     loaded once per phase that has work for it, and not at all when its static key
     (auditlang/execute/static_key.py) is unchanged and all its work is stored. ``beat(doing=...)``
     is told each step (the run lock's heartbeat, read by ``auditc status``). ``cache_dir``: a
-    response cache shared across run directories (see ``execute(cache=...)``).
+    response cache shared across run directories (see ``execute(cache=...)``). ``retry_errors``
+    (default): requests whose stored result is a failure are executed again; run.json's
+    ``last_run`` counts the failures left (``errors``) and names the first (``first_error``).
 
     ``phases`` picks phases by name ("models", "cross", "judge"; a "models" phase without
     "cross" runs no cross requests) and ``only_models`` the audited models of phase 1: the Ray
@@ -65,7 +67,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     run_dir.mkdir(parents=True, exist_ok=True)
     info = read_run_file(run_dir)
     fps: dict[str, str] = dict(info.get("fingerprints", {}))
-    totals = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0}
+    # errors: requests that failed in this call's engines (plus stored failures kept without retry_errors)
+    totals: dict = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0, "first_error": ""}
     work: dict[str, dict[str, dict[str, int]]] = {}  # model -> stage -> engine work counters
 
     def run_stage(engine, reqs, mid: str, stage: str, shard=None) -> None:
@@ -234,7 +237,9 @@ def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request
 def _acc(totals: dict[str, int], st) -> None:
     totals["executed"] += getattr(st, "executed", 0)
     totals["cached"] += getattr(st, "cached", 0)
-    totals["errors"] += getattr(st, "errors", 0)
+    totals["errors"] += getattr(st, "errors", 0) + getattr(st, "cached_errors", 0)
+    if not totals["first_error"]:
+        totals["first_error"] = getattr(st, "first_error", "")
     totals["from_cache"] += getattr(st, "from_cache", 0)
 
 

@@ -103,8 +103,11 @@ class CrossData:
         got = self.journal.get_many([r.id for r in reqs], fp)
         out: dict[int, list[Candidate]] = {}
         pending[src.unit] = {ctx.index for ctx, req in zip(unit.contexts, reqs) if req.id not in got}
+        failed = self.__dict__.setdefault("_failed", {}).setdefault(src.unit, {})
         for ctx, req in zip(unit.contexts, reqs):
             res = got.get(req.id)
+            if res is not None and res.error is not None:
+                failed[ctx.index] = (req.id, res.error)  # never a candidate: missing, not an empty answer
             if res is None or res.error is not None or not res.samples:
                 continue
             samples = res.samples if src.samples else res.samples[:1]
@@ -160,6 +163,10 @@ class CrossData:
                     # that model has not answered yet: choosing now could pick the fallback too early
                     choice = ("", "pending", None)
                     break
+                if ctx.index in self.__dict__.get("_failed", {}).get(unit_key, {}):
+                    # that model's answer failed in its engine: no choice until a rerun retries it
+                    choice = ("", "error", unit_key[1])
+                    break
                 if not got:
                     continue
                 cand = got[0]
@@ -178,7 +185,19 @@ class CrossData:
         """The supplied-answer request of a ``wrong_from`` protocol for one item."""
         prog = self.progs.program(pid)
         answer, used, _ = self.wrong_from_choice(target, pid, ctx)
-        return {} if used == "pending" else prog.supplied_requests(ctx, answer)
+        return {} if used in ("pending", "error") else prog.supplied_requests(ctx, answer)
+
+    def wrong_from_failure(self, target: UnitKey, pid: str, ctx: ItemCtx) -> Result | None:
+        """A failed stand-in result when the other model's answer this ``wrong_from`` protocol
+        would draw on failed in its engine (the item is then missing for the cell), else None."""
+        _, used, model = self.wrong_from_choice(target, pid, ctx)
+        if used != "error":
+            return None
+        for unit_key, failed in self.__dict__.get("_failed", {}).items():
+            if unit_key[1] == model and ctx.index in failed:
+                rid, message = failed[ctx.index]
+                return Result(request_id=rid, kind="generate", error=f"the answer of model {model} failed: {message}")
+        return None
 
     def all_requests(self, only_model: str | None = None) -> Iterator[Request]:
         """Every cross request (targets' models) and grouping request (judge models);

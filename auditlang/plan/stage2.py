@@ -54,8 +54,10 @@ def primary_pred(progs: Programs, spec: Spec, audit_id: str, ctx: ItemCtx, text:
 def item_stage2(progs: Programs, spec: Spec, audit_id: str, pid: str, ctx: ItemCtx,
                 r1: dict[str, Result | None]) -> dict[str, Request]:
     """All stage-2 requests of one item in one (unit, protocol): protocol follow-ups and
-    evaluator follow-ups (constrained re-prompt, judge). Empty when stage 1 is incomplete."""
-    if any(v is None for v in r1.values()):
+    evaluator follow-ups (constrained re-prompt, judge). Empty when stage 1 is incomplete or a
+    stage-1 request failed: a follow-up is never built from the empty answer of a failed request
+    (the item is missing for the unit's cells until a rerun retries it)."""
+    if any(v is None or v.error is not None for v in r1.values()):
         return {}
     text = generated_text(r1.get("answer"))
     pred = primary_pred(progs, spec, audit_id, ctx, text)
@@ -109,13 +111,29 @@ def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model:
     return list(out.values())
 
 
+REQUEST_ERROR = "request_error"  # parse_rule of an answer whose evaluator follow-up failed in the engine
+EVALUATOR_ROLES = ("constrained:", "loglik:", "judge:")  # role prefixes of evaluator follow-ups
+
+
+def followup_failure(r2: dict[str, Result | None], eid: str) -> str | None:
+    """``role: message`` of the first failed evaluator follow-up of evaluator ``eid`` in ``r2``."""
+    mine = (f"constrained:{eid}", f"judge:{eid}")
+    for role, res in r2.items():
+        if res is not None and res.error is not None and (role in mine or role.startswith(f"loglik:{eid}:")):
+            return f"{role}: {res.error}"
+    return None
+
+
 def label_answer(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict[str, Result | None]):
     """(pred, parsed, rule, correct) of an answer text under one evaluator (for one item)."""
     ctor = evaluator_ctor(spec, eid, ctx.task)
     ev = progs.evaluator(eid, ctx.task)
+    failed = followup_failure(r2, eid)
+    if failed is not None:  # a failed request is missing, never a wrong answer
+        return None, False, REQUEST_ERROR, math.nan
     if ctor == "constrained":
         res = r2.get(f"constrained:{eid}")
-        if res is None or res.error or res.choice is None:
+        if res is None or res.choice is None:
             return None, False, "constrained_missing", 0.0
         pred = res.choice.strip()
         ok = bool(ctx.labels) and pred in ctx.labels

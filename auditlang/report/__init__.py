@@ -23,6 +23,7 @@ from auditlang.report.checklist import build_checklist
 from auditlang.report.comparisons import compute_all, vpr_tables
 from auditlang.report.disclosure import disclosure_tables
 from auditlang.report.html import render_html
+from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import document
 from auditlang.report.rundata import load_run
 
@@ -53,7 +54,9 @@ def _cells_table(cells: pd.DataFrame):
         t.add(*[None if (isinstance(v, float) and v != v) else v for v in row])
     if cells.empty:
         t.notes.append("not computable: the run has no scored records")
+    t.notes.append(errors_note(cells))
     return t
+
 
 
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
@@ -141,7 +144,8 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
         files = "; ".join(f"{Path(p).name} {h[:16]}" for p, h in spec.files.items())
         meta = [("spec (relative to the run directory)", spec_path(spec.entry, run_dir, rd.run_info)), ("spec files (sha256)", files),
                 ("plan hash", rd.run_info.get("plan_hash") or rd.plan_json.get("hash", "not recorded")),
-                ("run directory", f"{run_dir.name} (the folder holding report/)"), ("records", str(len(rd.records))), ("cells", str(len(plan.cells))),
+                ("run directory", f"{run_dir.name} (the folder holding report/)"), ("records", f"{len(rd.records)} answered" + (f", {len(rd.failed)} missing (failed requests, n_error in the "
+                                                             "cell tables)" if len(rd.failed) else ", 0 request errors")), ("cells", str(len(plan.cells))),
                 ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
@@ -178,7 +182,9 @@ def _remove_previous(out: Path) -> None:
 def _index(spec: Spec, rd, comps, written: list[Path], out: Path) -> str:
     lines = [f"# Audit report: {spec.entry.name}", "",
              f"Run directory: {rd.run_dir.name} (the folder holding report/); spec: "
-             f"{spec_path(spec.entry, rd.run_dir, rd.run_info)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics.", ""]
+             f"{spec_path(spec.entry, rd.run_dir, rd.run_info)} — {len(rd.records)} records, {len(rd.cells)} cells with metrics; "
+             + (f"{len(rd.failed)} records missing because a request failed (n_error per cell)." if len(rd.failed)
+                else "0 request errors."), ""]
     if rd.missing:
         lines += [f"Missing run files: {', '.join(rd.missing)}.", ""]
     if comps:

@@ -64,6 +64,7 @@ ITEMS: dict[str, str] = {
     "cross": "Answers scored by another unit (cross stage)",
     "plugins": "Components from installed plugins",
     "fit": "Fitted on the dev split (thresholds and their correction, scalers, classifiers)",
+    "errors": "Request errors (items missing from the metrics)",
 }
 
 
@@ -159,7 +160,8 @@ class Checklist:
 
 def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
     cl = Checklist(f"Reporting checklist: {rd.spec.entry.name}")
-    cl.groups.append(Group("Run", [_storage(rd), _engines(rd), _access(rd), _chat(rd), _seeds(rd), _plugins(rd)]))
+    cl.groups.append(Group("Run", [_errors(rd), _storage(rd), _engines(rd), _access(rd), _chat(rd), _seeds(rd),
+                                   _plugins(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
             _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
@@ -176,6 +178,23 @@ def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
 # -------------------------------------------------------------- run-level items
 
 
+def _errors(rd: RunData) -> Entry:
+    """Items missing because a request failed in the engine, per cell (never scored as wrong)."""
+    e = Entry("errors")
+    per_cell = rd.errors_by_cell()
+    if not per_cell:
+        e.lines.append("0 request errors: every item of every cell was answered")
+        return e
+    total = sum(n for n, _, _ in per_cell.values())
+    e.lines.append(f"{total} items in {len(per_cell)} cells are missing because a request failed in the engine; they "
+                   "are not scored (never counted as incorrect) and every metric uses the answered items only")
+    for cid, (n_err, n_ok, first) in per_cell.items():
+        e.lines.append(f"{cid}: n_error {n_err}, n answered {n_ok}; first error: {first}")
+    e.flag(f"{D.WARNING}: {total} items are missing because their requests failed; rerun `auditc run` on this run "
+           "directory to retry exactly those requests")
+    return e
+
+
 def _storage(rd: RunData) -> Entry:
     e = Entry("storage")
     e.lines.append("Files are named relative to the run directory; data files by name and sha256")
@@ -184,7 +203,8 @@ def _storage(rd: RunData) -> Entry:
     jr = rd.run_dir / JOURNAL
     if rec.exists():
         e.lines.append(f"Scored records (one row per cell x item, with the raw generation text): {RECORDS} "
-                       f"({len(rd.records)} rows); JSONL mirror: {mirror.name}{'' if mirror.exists() else ' (absent)'}")
+                       f"({len(rd.records) + len(rd.failed)} rows, {len(rd.failed)} of them items missing for a failed "
+                       f"request, column status); JSONL mirror: {mirror.name}{'' if mirror.exists() else ' (absent)'}")
     else:
         e.lines.append(f"not computable: no records table ({RECORDS}) in the run directory")
     if jr.exists():

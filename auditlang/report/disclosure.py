@@ -189,9 +189,19 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if sources:
         t.notes.append("Data: " + "; ".join(sources) + ".")
     t.notes.append(f"Main setting: {', '.join(mains)}.")
+    t.notes.append(_errors_note(rd, aid))
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def _errors_note(rd: RunData, aid: str) -> str:
+    """Request errors of the audit's cells: items missing from the metrics, never scored as wrong."""
+    per_cell = rd.errors_by_cell(aid)
+    if not per_cell:
+        return "Request errors: 0 request errors (every item of every cell answered)."
+    return ("Request errors (items missing from the metrics, not scored): "
+            + "; ".join(f"{cid}: n_error {n}, n answered {ok}" for cid, (n, ok, _) in per_cell.items()) + ".")
 
 
 def _decoding_rows_and_notes(rd: RunData, aid: str, t: Table) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 IDS = ("audit", "model", "dataset", "variant", "protocol", "evaluator", "confidence_kind")
-COUNTS = ("n", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
+COUNTS = ("n", "n_error", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
 LABEL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
 
 
@@ -66,12 +66,23 @@ def label(row: pd.Series) -> str:
     return " · ".join(parts) + (f' <span class="kind">{html.escape(str(kind))}</span>' if isinstance(kind, str) else "")
 
 
+def errors_note(cells: pd.DataFrame) -> str:
+    """The sentence under every per-cell table: how many items failed, and that metrics skip them."""
+    n_err = int(cells["n_error"].fillna(0).sum()) if "n_error" in cells.columns else 0
+    if not n_err:
+        return "0 request errors: every item of every cell was answered."
+    bad = int((cells["n_error"].fillna(0) > 0).sum())
+    return (f"{n_err} items in {bad} cells are missing because a request failed in the engine (n_error per cell); "
+            "every metric uses the n answered items only. Rerun `auditc run` on this run directory to retry them.")
+
+
 def cells_html(cells: pd.DataFrame) -> str:
     """One sortable table per audit (metrics first); an empty frame says so."""
     if cells.empty:
         return '<p class="nc">not computable: the run has no scored records</p>'
     counts = [c for c in COUNTS if c in cells.columns]
-    out = []
+    n_err = int(cells["n_error"].fillna(0).sum()) if "n_error" in cells.columns else 0
+    out = [f'<p class="{"nc" if n_err else "note"}" id="request-errors">{html.escape(errors_note(cells))}</p>']
     for aid, g in cells.groupby("audit", sort=False) if "audit" in cells.columns else [("", cells)]:
         metrics = [c for c in metric_columns(cells) if g[c].notna().any()]  # this audit's metrics
         out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '

@@ -44,6 +44,9 @@ class RunData:
     fingerprint_hashes: dict[str, str] = field(default_factory=dict)  # model id -> fp hash
     plan_json: dict[str, Any] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)  # run files that were not found
+    # records whose request failed (status other than ok): cell_id, item_id, status, error. They are
+    # not in ``records`` (every comparison and figure reads answered items only) and are stated per cell
+    failed: pd.DataFrame = field(default_factory=pd.DataFrame)
     _extras: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _index: dict[tuple, pd.DataFrame] | None = field(default=None, repr=False)
 
@@ -74,6 +77,19 @@ class RunData:
                 got = {}
             self._extras[row_index] = got
         return got
+
+    def errors_by_cell(self, audit: str | None = None) -> dict[str, tuple[int, int, str]]:
+        """cell_id -> (n_error, n answered, first error message) for every cell with a missing
+        item, in cell order (of ``audit`` when given)."""
+        if self.failed.empty:
+            return {}
+        answered = self.records.groupby("cell_id", sort=False).size() if not self.records.empty else {}
+        out: dict[str, tuple[int, int, str]] = {}
+        for cid, g in self.failed.groupby("cell_id", sort=False):
+            if audit is None or str(cid).split("/")[0] == audit:
+                out[str(cid)] = (len(g), int(answered.get(cid, 0)), str(g["error"].iat[0]))
+        order = {c.id: i for i, c in enumerate(self.plan.cells)}
+        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
     def audit_ids(self) -> list[str]:
         return list(self.spec.of_kind("audit"))
@@ -126,8 +142,11 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
         missing.append(RECORDS)
         records = pd.DataFrame(columns=["cell_id", "model", "dataset", "variant", "protocol", "evaluator", "item_id",
                                         "item_index", "gold", "pred", "parsed", "parse_rule", "correct", "confidence",
-                                        "confidence_parsed", "confidence_kind", "extras", "request_ids", "generation"])
+                                        "confidence_parsed", "confidence_kind", "extras", "request_ids", "generation",
+                                        "status", "error"])
     records = _slim(records.reset_index(drop=True))
+    ok = (records["status"] == "ok").to_numpy(dtype=bool)
+    failed = records.loc[~ok, ["cell_id", "item_id", "status", "error"]].reset_index(drop=True)
     cells_path = run_dir / CELLS_CSV
     if cells_path.exists():
         cells = pd.read_csv(cells_path)
@@ -159,11 +178,13 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
                 fps[mid] = dict(by_hash[h].fingerprint)
     else:
         missing.append(JOURNAL)
-    return RunData(spec, plan, run_dir, records, cells, run_info, fps, hashes, plan_json, missing)
+    records = records[ok]  # answered items only (the failed ones are stated per cell from ``failed``)
+    return RunData(spec, plan, run_dir, records, cells, run_info, fps, hashes, plan_json, missing, failed)
 
 
 WORK_COLUMNS = ("cell_id", "model", "dataset", "variant", "protocol", "evaluator", "item_id", "item_index", "gold",
-                "pred", "parsed", "parse_rule", "correct", "confidence", "confidence_parsed", "confidence_kind", "extras")
+                "pred", "parsed", "parse_rule", "correct", "confidence", "confidence_parsed", "confidence_kind", "extras",
+                "status", "error")
 
 
 def _slim(records: pd.DataFrame) -> pd.DataFrame:

@@ -1,8 +1,11 @@
 """Per-cell metrics with percentile-bootstrap intervals, from the records table.
 
-Rows whose confidence is missing (unparsed verbal output, a label outside the window, ...) are
-excluded from confidence metrics and counted (``n_conf_missing``); accuracy uses every row with
-known correctness. VPR (verbal parse rate) and the answer parse rate are reported per cell.
+Only answered rows count: a row whose request failed in the engine (records ``status`` other
+than ``ok``) is missing from every number of its cell and counted in ``n_error``; ``n`` is the
+answered rows. Rows whose confidence is missing (unparsed verbal output, a label outside the
+window, ...) are excluded from confidence metrics and counted (``n_conf_missing``); accuracy uses
+every answered row with known correctness. VPR (verbal parse rate) and the answer parse rate are
+reported per cell, over answered rows.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.plan.model import Plan
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.resolve.spec import MetricRef, Spec
-from auditlang.store.records import read_records
+from auditlang.store.records import answered, read_records
 
 DEFAULT_METRICS = (MetricRef("accuracy"), MetricRef("ece", (("bins", 10), ("binning", "equal_width"))),
                    MetricRef("brier"), MetricRef("auroc"))
@@ -76,7 +79,11 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
     rows: list[dict[str, Any]] = []
     cell_meta = {c.id: c for c in plan.cells}
     paired = _paired_groups(spec, records) if bootstrap and len(records) else {}
-    for cell_id, df in records.groupby("cell_id", sort=False):
+    for cell_id, df_all in records.groupby("cell_id", sort=False):
+        df = answered(df_all)
+        n_error = int(len(df_all) - len(df))
+        if df.empty:
+            df = df_all.iloc[0:0]
         c = cell_meta.get(cell_id)
         audit = c.audit if c else cell_id.split("/")[0]
         B, seed, level = audit_bootstrap(spec, audit) if audit in spec.objects else (1000, 42, 0.95)
@@ -85,9 +92,10 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
         conf = df["confidence"].to_numpy(dtype=float)
         ok = known & ~np.isnan(conf)
         row: dict[str, Any] = {
-            "cell_id": cell_id, "audit": audit, "model": df["model"].iat[0], "dataset": df["dataset"].iat[0],
-            "variant": df["variant"].iat[0], "protocol": df["protocol"].iat[0], "evaluator": df["evaluator"].iat[0],
-            "confidence_kind": df["confidence_kind"].iat[0], "n": int(len(df)), "n_correct_known": int(known.sum()),
+            "cell_id": cell_id, "audit": audit, "model": df_all["model"].iat[0], "dataset": df_all["dataset"].iat[0],
+            "variant": df_all["variant"].iat[0], "protocol": df_all["protocol"].iat[0],
+            "evaluator": df_all["evaluator"].iat[0], "confidence_kind": df["confidence_kind"].iat[0] if len(df) else "",
+            "n": int(len(df)), "n_error": n_error, "n_correct_known": int(known.sum()),
             "n_conf": int(ok.sum()), "n_conf_missing": int((known & np.isnan(conf)).sum()),
             "answer_parse_rate": float(df["parsed"].mean()) if len(df) else math.nan,
             "vpr": float(df["confidence_parsed"].mean()) if len(df) else math.nan,

@@ -17,7 +17,7 @@ from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
 from auditlang.evaluators.build import evaluator_ctor
-from auditlang.plan.stage2 import Programs, item_stage2, label_answer
+from auditlang.plan.stage2 import EVALUATOR_ROLES, Programs, item_stage2, label_answer
 from auditlang.store.journal import Journal
 from auditlang.store.integrity import OUTPUTS, record
 from auditlang.store.records import ExampleRecord, write_records
@@ -64,6 +64,8 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 first_eid = cells[0].evaluator
                 fit_input = []
                 for ctx, r1, r2 in dev_rows:
+                    if row_status(first_eid, r1, r2)[0] != "ok":
+                        continue  # a failed request is missing from the fit too, never an incorrect answer
                     text = generated_text(r1.get("answer"))
                     pred, parsed, rule, corr = label_answer(progs, spec, first_eid, ctx, text, r2)
                     ro = _read(progs, prog, first_eid, ctx, {**r1, **r2}, pred, text)
@@ -83,6 +85,11 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 cell_id = f"{aid}/{mid}/{dsid}/{vid}/{pid}/{eid}"
                 for ctx, r1, r2 in rows:
                     text = generated_text(r1.get("answer"))
+                    status, error, role = row_status(eid, r1, r2)
+                    if status != "ok":
+                        records.append(_failed_record(cell_id, mid, dsid, vid, pid, eid, ctx, text, {**r1, **r2},
+                                                      status, error, role))
+                        continue
                     if ctor_override:
 
                         key = (eid, ctx.task)
@@ -124,11 +131,47 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
 
 def _with_wrong_from(cross, journal: Journal, fp: str, target: tuple, pid: str, rows):
     """Rows of a ``wrong_from`` protocol with its cross-stage result added to stage 1 (the
-    program's request is built from another model's answer, see run/cross.py)."""
+    program's request is built from another model's answer, see run/cross.py). When that other
+    answer failed in its engine, a failed stand-in (role ``wrong_from_source``) marks the row."""
     reqs = [cross.wrong_from_requests(target, pid, ctx) for ctx, _, _ in rows]
     got = journal.get_many([r.id for rs in reqs for r in rs.values()], fp)
-    return [(ctx, {**r1, **{role: got.get(r.id) for role, r in rs.items()}}, r2)
-            for (ctx, r1, r2), rs in zip(rows, reqs)]
+    out = []
+    for (ctx, r1, r2), rs in zip(rows, reqs):
+        extra: dict[str, Result | None] = {role: got.get(r.id) for role, r in rs.items()}
+        failed = cross.wrong_from_failure(target, pid, ctx)
+        if failed is not None:
+            extra["wrong_from_source"] = failed
+        out.append((ctx, {**r1, **extra}, r2))
+    return out
+
+
+def row_status(eid: str, r1: dict[str, Result | None], r2: dict[str, Result | None]) -> tuple[str, str, str]:
+    """(status, error, failed role) of one cell's record of one item (records ``STATUSES``): "error" when a
+    request the cell reads failed in the engine (its stage-1 requests, its protocol's follow-ups,
+    its own evaluator's follow-ups), "missing" when one has no stored result, else ("ok", "", "")."""
+    mine = (f"constrained:{eid}", f"judge:{eid}")
+    reads = [(role, res) for role, res in r1.items()]
+    reads += [(role, res) for role, res in r2.items() if not role.startswith(EVALUATOR_ROLES) or role in mine
+              or role.startswith(f"loglik:{eid}:")]
+    for role, res in reads:
+        if res is not None and res.error is not None:
+            return "error", f"{role}: {res.error}", role
+    for role, res in reads:
+        if res is None:
+            return "missing", f"{role}: no stored result (rerun `auditc run` to execute it)", role
+    return "ok", "", ""
+
+
+def _failed_record(cell_id: str, mid: str, dsid: str, vid: str, pid: str, eid: str, ctx, text: str,
+                   results: dict[str, Result | None], status: str, error: str, role: str) -> ExampleRecord:
+    """The record of an item that is missing for the cell: no prediction, no correctness, no
+    confidence (never scored as an incorrect answer); ``error`` says which request failed."""
+    return ExampleRecord(
+        cell_id=cell_id, model=mid, dataset=dsid, variant=vid, protocol=pid, evaluator=eid,
+        item_id=str(ctx.item.get("id")), item_index=int(ctx.index), gold=_gold(ctx),
+        extras=json.dumps({"missing": True, "failed_role": role}), generation=text, status=status, error=error,
+        request_ids=json.dumps({k: v.request_id for k, v in results.items() if v is not None}),
+    )
 
 
 def _cross_results(cross, journal: Journal, fp: str, target: tuple, pid: str, rows) -> dict[int, dict[str, Result | None]]:
@@ -151,6 +194,9 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
         mine = {k[len(prefix):]: v for k, v in results.items() if k.startswith(prefix)}
         if not prog.answer_conditioned():
             conf, parsed, reason = math.nan, False, "the protocol's confidence does not read the answer"
+        elif any(v is not None and v.error is not None for v in [*mine.values(), *r1.values()]):
+            failed = next(v for v in [*mine.values(), *r1.values()] if v is not None and v.error is not None)
+            conf, parsed, reason = math.nan, False, f"request error: {failed.error}"  # missing, never wrong
         elif any(v is None for v in mine.values()) or any(v is None for v in r1.values()):
             conf, parsed, reason = math.nan, False, "missing"
         else:

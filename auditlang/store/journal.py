@@ -255,6 +255,18 @@ class Journal:
             out.update((rid, bool(err)) for rid, err in self._db.execute(q, (fp_hash, *chunk)))
         return out
 
+    def failures(self, request_ids: Iterable[str], fp_hash: str | None = None) -> dict[str, str]:
+        """Request id -> error message of the given ids whose committed result is a failure
+        (under ``fp_hash``, or any fingerprint when None)."""
+        ids = list(dict.fromkeys(request_ids))
+        out: dict[str, str] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            where, args = ("fp_hash = ? AND ", (fp_hash,)) if fp_hash else ("", ())
+            q = f"SELECT request_id, error FROM results WHERE {where}error IS NOT NULL AND request_id IN ({marks})"
+            out.update(self._db.execute(q, (*args, *chunk)))
+        return out
+
     def missing(self, requests: Iterable[Request], fp_hash: str, *, retry_errors: bool = False) -> list[Request]:
         """The requests (deduplicated by id, in first-seen order) with no committed result.
 

@@ -27,10 +27,14 @@ import pyarrow.parquet as pq
 from auditlang.store.rundir import file_mode
 from auditlang.store.codec import json_default
 
-__all__ = ["RECORDS_SCHEMA", "RECORDS_SCHEMA_VERSION", "ExampleRecord", "read_records", "write_records"]
+__all__ = ["RECORDS_SCHEMA", "RECORDS_SCHEMA_VERSION", "STATUSES", "ExampleRecord", "answered", "read_records",
+           "write_records"]
 
-RECORDS_SCHEMA_VERSION = 1
+RECORDS_SCHEMA_VERSION = 2  # 2: status and error columns (a version-1 table reads back with status "ok")
 _NAN = float("nan")
+# ok: every request the row reads has a result; error: one of them failed in the engine (the row
+# is missing from every metric, never an incorrect answer); missing: one of them has no stored result
+STATUSES = ("ok", "error", "missing")
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,19 @@ class ExampleRecord:
     extras: str = "{}"
     request_ids: str = "{}"
     generation: str = ""  # the raw text the evaluator read ("" for logprob-only protocols)
+    status: str = "ok"  # one of STATUSES; only "ok" rows enter metrics
+    error: str = ""  # status error/missing: the first failed request's role and message
 
     def __post_init__(self) -> None:
         def fail(name: str, why: str) -> None:
             raise ValueError(f"ExampleRecord {self.cell_id!r} item {self.item_id!r}: {name} {why}")
 
         for name in ("cell_id", "model", "dataset", "variant", "protocol", "evaluator", "item_id", "gold",
-                     "parse_rule", "confidence_kind", "generation"):
+                     "parse_rule", "confidence_kind", "generation", "error"):
             if not isinstance(getattr(self, name), str):
                 fail(name, f"must be a str, got {type(getattr(self, name)).__name__}")
+        if self.status not in STATUSES:
+            fail("status", f"must be one of {STATUSES}, got {self.status!r}")
         if self.pred is not None and not isinstance(self.pred, str):
             fail("pred", f"must be a str or None, got {type(self.pred).__name__}")
         if isinstance(self.item_index, bool) or not isinstance(self.item_index, int) or self.item_index < 0:
@@ -129,6 +137,7 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "gold": pa.string(), "pred": pa.string(), "parsed": pa.bool_(), "parse_rule": pa.string(),
     "correct": pa.float64(), "confidence": pa.float64(), "confidence_parsed": pa.bool_(),
     "confidence_kind": pa.string(), "extras": pa.string(), "request_ids": pa.string(), "generation": pa.string(),
+    "status": pa.string(), "error": pa.string(),
 }
 _FIELDS = [f.name for f in fields(ExampleRecord)]
 assert list(_ARROW_TYPES) == _FIELDS, "RECORDS_SCHEMA must list ExampleRecord's fields in order"
@@ -213,6 +222,10 @@ def read_records(path: str | Path) -> pd.DataFrame:
         version = (table.schema.metadata or {}).get(b"auditlang.records.schema_version", b"0")
         if int(version) > RECORDS_SCHEMA_VERSION:
             raise ValueError(f"{path} has records schema version {version.decode()}; upgrade auditlang to read it")
+        if int(version) < 2:  # written before the status column: every row was scored as answered
+            for name, value in (("status", "ok"), ("error", "")):
+                if name not in table.column_names:
+                    table = table.append_column(name, pa.array([value] * table.num_rows, pa.string()))
         missing = [n for n in _FIELDS if n not in table.column_names]
         if missing:
             raise ValueError(f"{path} is not an auditlang records table (missing columns {missing})")
@@ -230,3 +243,11 @@ def read_records(path: str | Path) -> pd.DataFrame:
     else:
         raise ValueError(f"records path must end in .parquet or .jsonl, got {path}")
     return table.to_pandas()
+
+
+def answered(records: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose requests all succeeded (``status == "ok"``): the only rows metrics use.
+    A frame without a ``status`` column (built by hand) is returned as is."""
+    if "status" not in records.columns:
+        return records
+    return records[records["status"] == "ok"]

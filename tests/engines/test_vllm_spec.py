@@ -90,3 +90,62 @@ report cells
     with Journal(out) as journal:
         fps = [r.fingerprint for r in journal.fingerprints().values() if r.model == "smol"]
     assert fps and all(fp["prefix_caching"] is True for fp in fps)
+
+
+def test_requests_vllm_cannot_serve_are_missing_not_wrong(cache_dir: Path, tmp_path: Path, capsys) -> None:
+    """Issue 22 item 3 on vLLM: audit b asks a top-200 first-token window of a model declared with
+    max_logprobs=20 (an impossible parameter: every answer request of its variant fails; audit a
+    uses another variant, so its answers are other requests), audit a's third item is
+    longer than the model's context (that item's answer fails). `auditc run` exits 4; the failed
+    items are missing from the metrics (n_error), never scored as wrong answers."""
+    import json
+    import math
+
+    from auditlang.engines.embedded import resolve_embedded
+
+    ckpt = resolve_embedded("smollm2-135m-instruct")
+    rows = [{"id": f"q{i}", "question": q, "choices": ["Paris", "Rome", "Berlin", "Madrid"], "answer": "Paris"}
+            for i, q in enumerate(["What is the capital of France?", "Which city is the capital of France?",
+                                   "word " * 9000 + "What is the capital of France?"])]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "caps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    spec = tmp_path / "errors.audit"
+    spec.write_text(f'''import "stdlib/s000"
+dataset caps = jsonl("caps.jsonl", task=multiple_choice)
+model smol = vllm("{ckpt}", dtype=float32, max_tokens=6, enforce_eager=true, max_logprobs=20)
+audit a {{
+  models = [smol]
+  datasets = [caps]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.verbal_decimal]
+  evaluators = [s000.first_char]
+  metrics = [accuracy]
+}}
+audit b {{
+  models = [smol]
+  datasets = [caps]
+  variants = [s000.instruction_reorder]
+  protocols = [s000.token_norm]
+  evaluators = [s000.first_char]
+  metrics = [accuracy]
+}}
+report cells, checklist
+''', encoding="utf-8")
+    out = tmp_path / "run"
+    rc = main(["run", str(spec), "--data-root", str(tmp_path / "data"), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 4, err
+    assert "4 requests failed in the engine" in err, err[-2000:]  # 3 answers of b, the long answer of a
+    cells = {r["cell_id"].split("/")[0]: r for r in pd.read_csv(out / "metrics" / "cells.csv").to_dict("records")}
+    assert (cells["a"]["n"], cells["a"]["n_error"]) == (2, 1)
+    assert (cells["b"]["n"], cells["b"]["n_error"]) == (0, 3)
+    assert math.isnan(cells["b"]["accuracy"])  # no answered item: no accuracy, never 0.000
+    df = pd.read_parquet(out / "records.parquet")
+    bad = df[df["status"] == "error"]
+    assert len(bad) == 4 and bad["correct"].isna().all()
+    why = {(c.split("/")[0], i): e for c, i, e in zip(bad["cell_id"], bad["item_id"], bad["error"])}
+    assert sorted(why) == [("a", "q2"), ("b", "q0"), ("b", "q1"), ("b", "q2")]
+    assert "max_logprobs" in why[("b", "q0")] and "max_logprobs" in why[("b", "q1")]
+    assert "max_model_len" in why[("a", "q2")] and "max_model_len" in why[("b", "q2")]
+    checklist = (out / "report" / "checklist.md").read_text(encoding="utf-8")
+    assert "### Request errors (items missing from the metrics)" in checklist and "n_error 3, n answered 0" in checklist

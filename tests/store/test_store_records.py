@@ -50,7 +50,7 @@ def test_parquet_and_jsonl_round_trip_to_the_same_frame(tmp_path: Path) -> None:
     assert json.loads(row["request_ids"]) == {"answer": f"r{1:020x}"}
     first = json.loads(jsonl_path.read_text(encoding="utf-8").splitlines()[0])
     assert first["correct"] is None and first["pred"] is None  # NaN -> null in the mirror
-    assert pq.read_schema(pq_path).metadata[b"auditlang.records.schema_version"] == b"1"
+    assert pq.read_schema(pq_path).metadata[b"auditlang.records.schema_version"] == b"2"
 
 
 def test_records_validate_their_fields() -> None:
@@ -107,3 +107,25 @@ def test_empty_table_and_path_errors(tmp_path: Path) -> None:
     bad.write_text('{"cell_id": "x"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="bad.jsonl:1: not a valid record"):
         read_records(bad)
+
+
+def test_status_round_trips_and_a_schema_1_table_reads_as_answered(tmp_path: Path) -> None:
+    """Schema 2 adds status/error (issue 22 item 3); a table written before reads back all ``ok``."""
+    import dataclasses
+
+    recs = _records(4)
+    recs[1] = dataclasses.replace(recs[1], status="error", error="answer: HTTP 500", pred=None, parsed=False,
+                                  correct=math.nan, confidence=math.nan, confidence_parsed=False)
+    write_records(tmp_path / "records.parquet", recs)
+    for path in (tmp_path / "records.parquet", tmp_path / "records.jsonl"):
+        df = read_records(path)
+        assert list(df["status"]) == ["ok", "error", "ok", "ok"] and df["error"].iat[1] == "answer: HTTP 500"
+    assert len(records_mod.answered(df)) == 3
+    with pytest.raises(ValueError, match="status"):
+        dataclasses.replace(recs[0], status="failed")
+
+    old = pq.read_table(tmp_path / "records.parquet").drop(["status", "error"])
+    old = old.replace_schema_metadata({b"auditlang.records.schema_version": b"1"})
+    pq.write_table(old, tmp_path / "old.parquet")
+    df = read_records(tmp_path / "old.parquet")
+    assert list(df.columns) == [f.name for f in RECORDS_SCHEMA] and set(df["status"]) == {"ok"} and set(df["error"]) == {""}
