@@ -18,7 +18,17 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "compile", "open_run", "plan", "run"]
+__all__ = ["CompileError", "__version__", "compile", "open_run", "plan", "run"]
+
+
+def __getattr__(name: str):
+    """``auditlang.CompileError`` (what ``compile``, ``plan`` and ``run`` raise for a spec
+    problem), imported on first use so `import auditlang` stays instant."""
+    if name == "CompileError":
+        from auditlang.core.diagnostics import CompileError  # lazy: `import auditlang` stays instant
+
+        return CompileError
+    raise AttributeError(f"module 'auditlang' has no attribute {name!r}")
 
 
 def compile(source: str | Path, *, path: str | Path | None = None):  # noqa: A001  (mirrors `auditc check`)

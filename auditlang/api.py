@@ -7,16 +7,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditlang import stdlib_location
+from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import UserError
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
+from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record
 from auditlang.store.rundir import (
     METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     read_run_file)
@@ -71,6 +74,7 @@ class Run:
         """One row per cell x item (``records.parquet``) as a pandas DataFrame."""
         from auditlang.store.records import read_records  # lazy: pandas/pyarrow only when asked
 
+        check_outputs(self.run_dir, (RECORDS,))
         return read_records(self.run_dir / RECORDS)
 
     @property
@@ -78,6 +82,7 @@ class Run:
         """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
         import pandas as pd  # lazy: pandas only when asked
 
+        check_outputs(self.run_dir, (f"{METRICS_DIR}/cells.csv",))
         return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
 
     @property
@@ -130,14 +135,21 @@ def _data_meta(info: dict[str, Any]) -> dict[str, dict]:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read a run directory back: compile its stored spec against its stored stdlib, re-plan from
-    its stored data, and check the plan hash against ``plan.json``. Nothing outside the run
+    """Read a run directory back: check the hashes its stages recorded (plan, spec and data copies,
+    journal: :mod:`auditlang.store.integrity`), compile its stored spec against its stored stdlib,
+    re-plan from its stored data, and check the plan hash against ``plan.json``. Nothing outside the run
     directory is read, so it works from any folder and on any machine."""
     run_dir = Path(run_dir)
     info, plan_json = _check_run_dir(run_dir)
+    check_inputs(run_dir, info)  # plan, spec and data copies as the run wrote them (store/integrity.py)
+    check_journal(run_dir, info)
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
-        spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+        try:
+            spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+        except CompileError:
+            _missing_plugins(run_dir, info)
+            raise
         plan = plan_spec(spec, None, info.get("limit"), data_files=_data_files(run_dir, info),
                          data_meta=_data_meta(info))
         stored_ids = read_plan_ids(run_dir)
@@ -148,6 +160,26 @@ def load_run(run_dir: str | Path) -> Run:
                             hint="the run directory's spec/ or data/ was edited, or it was written by another auditlang "
                                  "version; rerun `auditc run` to bring it up to date")
     return Run(run_dir, spec, plan, info)
+
+
+def _missing_plugins(run_dir: Path, info: dict[str, Any]) -> None:
+    """A UserError naming the plugins the run used that are not installed here (run.json
+    ``plugin_components``), when that is why its stored spec does not compile."""
+    from auditlang.core.registry import REGISTRY  # lazy: only when the stored spec failed to compile
+
+    gone = {}
+    for key, plugin in (info.get("plugin_components") or {}).items():
+        kind, _, name = key.partition(" ")
+        if REGISTRY.find(kind, name) is None:
+            gone[key] = plugin
+    if gone:
+        lines = "\n  ".join(f"{k.split(' ', 1)[0]} '{k.split(' ', 1)[1]}' comes from plugin {p}, not installed"
+                            for k, p in gone.items())
+        dists = sorted({p.rsplit(" ", 1)[0] + "==" + p.rsplit(" ", 1)[-1] for p in gone.values()})
+        raise UserError(f"{run_dir}: the run used components of plugins this machine does not have:\n  {lines}",
+                        hint=f"install them (pip install {' '.join(dists)}) and run the command again"
+                             + ("; AUDITLANG_NO_PLUGINS is set, which turns installed plugins off"
+                                if os.environ.get("AUDITLANG_NO_PLUGINS", "").strip() not in ("", "0") else ""))
 
 
 def changed_cells(run: Run, new_plan: Plan) -> list[str]:
@@ -247,6 +279,7 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                                          retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:
+            record(run_dir, (), journal=True)  # what the shard's journal vouches for (store/integrity.py)
             return None
         lock.beat(doing="scoring")
         t0 = time.perf_counter()

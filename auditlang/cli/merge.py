@@ -15,6 +15,7 @@ from auditlang.core.errors import UserError
 from auditlang.store.rundir import (
     DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, check_out_dir, read_plan_file, read_run_file,
     write_run_file)
+from auditlang.store.integrity import ARTIFACTS, INPUTS, check_files, check_journal, record
 from auditlang.store.shards import merge_journals
 
 
@@ -24,6 +25,10 @@ def cmd_merge(args) -> int:
     for s in sources:
         if not (s / JOURNAL).exists():
             raise UserError(f"{s} has no {JOURNAL}", hint="pass the --out directories of `auditc run --shard` runs")
+    for s in sources:  # each shard as its run wrote it (store/integrity.py)
+        info = read_run_file(s)
+        check_files(s, (PLAN_FILE, PLAN_IDS_FILE), info)
+        check_journal(s, info)
     hashes = {str(s): read_plan_file(s).get("hash") for s in sources}
     if (target / PLAN_FILE).exists():
         hashes[f"{target} (target)"] = read_plan_file(target).get("hash")
@@ -43,10 +48,13 @@ def cmd_merge(args) -> int:
     info = read_run_file(target)
     for s in sources:
         for k, v in read_run_file(s).items():
+            if k == ARTIFACTS:
+                continue  # the shards' own hashes; the target's are recorded below
             if k == "fingerprints":
                 info.setdefault("fingerprints", {}).update(v)
             else:
                 info.setdefault(k, v)
+    record(target, INPUTS, journal=True, info=info)
     write_run_file(target, info)
     print(f"{target}: {rep.summary()}")
     print(f"next: auditc report {target}")

@@ -4,21 +4,37 @@ Without ``--spec`` the run is reported exactly as it was run (its stored spec, s
 With ``--spec NEW`` the new spec is re-planned on the run's data; if it needs nothing the run
 did not execute (new compare/report/metric statements only), it becomes the run's spec and the
 records, metrics and report are rebuilt; otherwise the changed cells are listed (exit 1).
+Records or metrics that no longer match the hashes the scoring stage recorded (an edited
+``metrics/cells.csv``, a damaged ``records.parquet``) are rebuilt first, with a note
+(store/integrity.py); a damaged journal, plan or data copy is an error naming the file.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from auditlang.api import adopt_spec, load_run, write_report
 from auditlang.cli.common import EXIT_OK
+from auditlang.store.integrity import METRICS_FILES, record, stale_outputs
 
 
 def cmd_report(args) -> int:
+    from auditlang.score.cellmetrics import write_cell_metrics  # lazy: keeps start-up of the light commands (check, plan, status) fast
     from auditlang.score.stage import score_and_write  # lazy: keeps start-up of the light commands (check, plan, status) fast
 
     run = load_run(Path(args.run_dir))
     rescore = not (run.run_dir / "records.parquet").exists()
+    remetric = False
+    bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
+    if bad_records:
+        rescore = True
+        print(f"note: {_files(bad_records)} the hash recorded when the run scored "
+              "(edited or damaged); rebuilt from journal.sqlite", file=sys.stderr)
+    elif bad_metrics:
+        remetric = True
+        print(f"note: {_files(bad_metrics)} the hash recorded when the run scored "
+              "(edited or damaged); recomputed from records.parquet", file=sys.stderr)
     if getattr(args, "spec", None):
         run = adopt_spec(run, args.spec)
         rescore = True
@@ -26,6 +42,13 @@ def cmd_report(args) -> int:
     with run.stdlib():
         if rescore:
             score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
+        elif remetric:
+            write_cell_metrics(run.spec, run.plan, run.run_dir, None)
+            record(run.run_dir, METRICS_FILES)
         out = write_report(run.spec, run.plan, run.run_dir)
     print(f"report written: {out}")
     return EXIT_OK
+
+
+def _files(names: list[str]) -> str:
+    return f"{names[0]} no longer matches" if len(names) == 1 else f"{', '.join(names)} no longer match"

@@ -1,7 +1,9 @@
 """`auditc status RUN_DIR`: what a run directory holds, whether a run is live, what is left.
 
 Reads ``run.json``, ``plan.json``, the plan's request ids, the heartbeat and the journal only:
-no spec is compiled and no data is read, so it answers in well under a second.
+no spec is compiled and no data is read, so it answers in well under a second. The plan files
+and the journal are checked against what the run recorded (store/integrity.py; the journal by
+its number of rows only, and not while a run is live).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from pathlib import Path
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.errors import UserError
 from auditlang.store.journal import Journal, JournalCounts
-from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR, read_plan_file, read_plan_ids, read_run_file
+from auditlang.store.integrity import check_files, check_journal, stale_outputs
+from auditlang.store.rundir import (
+    JOURNAL, PLAN_FILE, PLAN_IDS_FILE, RECORDS, REPORT_DIR, read_plan_file, read_plan_ids, read_run_file)
 from auditlang.store.runlock import is_live, read_heartbeat
 
 
@@ -43,6 +47,10 @@ def cmd_status(args) -> int:
     info = read_run_file(run_dir)
     if not info:
         raise UserError(f"{run_dir} is not a run directory (no run.json)", hint="run `auditc run SPEC --out DIR` first")
+    live = is_live(run_dir)
+    check_files(run_dir, (PLAN_FILE, PLAN_IDS_FILE), info)  # as the run wrote them (store/integrity.py)
+    if not live:  # a live run appends to it; committed successes are checked once it stops
+        check_journal(run_dir, info, quick=True)
     plan = read_plan_file(run_dir)
     ids = read_plan_ids(run_dir)
     fps = info.get("fingerprints", {})
@@ -85,7 +93,11 @@ def cmd_status(args) -> int:
     print(_table(rows))
     rec = run_dir / RECORDS
     print(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
-    if is_live(run_dir):
+    stale = [f for group in stale_outputs(run_dir, info) for f in group]
+    if stale and not live:
+        print(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
+              f"{'it' if len(stale) == 1 else 'them'})")
+    if live:
         print(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
     elif left:
         print(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")

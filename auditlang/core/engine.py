@@ -6,7 +6,7 @@ model through :func:`auditlang.engines.registry.load_engine`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,6 +35,21 @@ class EngineError(AuditlangError):
     exit_code = 3
 
 
+ProgressHook = Callable[[float], None]
+"""The executor's progress callback: called with the requests' worth of work an engine just
+finished inside the current ``run`` call (fractions allowed: one sample of a request with n
+samples is 1/n; a request whose forward rows are split over batches counts 1/rows per row)."""
+
+
+def report_progress(engine: object, units: float) -> None:
+    """Tell the executor ``units`` requests' worth of work finished (no-op when no hook is set).
+    Engines call this per engine batch or per finished request/sample, so progress moves while a
+    commit batch is still running (docs/engines.md, "Progress"). Thread-safe on the executor side."""
+    hook = getattr(engine, "progress_hook", None)
+    if hook is not None and units:
+        hook(units)
+
+
 @runtime_checkable
 class Engine(Protocol):
     """A loaded model that executes requests.
@@ -45,6 +60,13 @@ class Engine(Protocol):
     by request id + fingerprint hash.
     ``run`` executes a batch and yields one Result per request (any order; request_id set).
     A request the model fails on yields a Result with ``error`` set; it must not raise.
+
+    Progress (optional, not part of the runtime check): an engine that declares the attribute
+    ``progress_hook: ProgressHook | None = None`` gets it set by the executor for the duration of
+    each ``run`` call, and calls :func:`report_progress` (``report_progress(self, n)``) as work
+    finishes inside the call: per forward batch (hf scoring), per finished sample (hf
+    generation), per finished request (openai), per finished vLLM request output. Results
+    yielded by ``run`` advance the count too; the engine's reports only let it move earlier.
     """
 
     config: ModelConfig

@@ -243,3 +243,14 @@ def get(kind: str, name: str) -> Entry:
 
 def names(kind: str) -> list[str]:
     return REGISTRY.names(kind)
+
+
+def missing_plugin_note(kind: str, name: str) -> str:
+    """Hint for a name no registered component has: it may come from a plugin that is not
+    installed here, or that ``AUDITLANG_NO_PLUGINS`` turned off (installed ones are named)."""
+    if os.environ.get(NO_PLUGINS_ENV, "").strip() not in ("", "0"):
+        dists = sorted({f"{ep.dist.name} {ep.dist.version}" for ep in entry_points(group=PLUGIN_GROUP)
+                        if ep.dist is not None})
+        return (f"if {kind} '{name}' comes from a plugin: plugins are turned off ({NO_PLUGINS_ENV} is set)"
+                + (f"; installed: {', '.join(dists)}" if dists else ""))
+    return f"if {kind} '{name}' comes from a plugin, that plugin is not installed here (docs/plugins.md)"

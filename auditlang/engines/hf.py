@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig, ProgressHook, report_progress
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
 from auditlang.engines.gen import SAMPLER, _GenSpec, _GenState
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
@@ -247,10 +247,10 @@ class HFEngine:
 
     engine_name = "hf"
 
-    # Set by the executor while ``run`` is iterated: called after each forward batch with the
-    # requests' worth of work it finished (a request's rows each count 1/rows), so progress
-    # moves per engine batch (auditlang/execute/progress.py).
-    progress_hook: Callable[[float], None] | None = None
+    # Set by the executor while ``run`` is iterated (core/engine.py ProgressHook): reported after
+    # each scoring forward batch (a request's rows each count 1/rows) and each finished
+    # generation sample (1/samples of its request), so progress moves inside a commit batch.
+    progress_hook: ProgressHook | None = None
 
     def __init__(self, config: ModelConfig) -> None:
         torch, transformers = import_hf_stack()
@@ -711,8 +711,7 @@ class HFEngine:
             rows_of[r.owner] = rows_of.get(r.owner, 0) + 1
         for i, j in reversed(bounds):
             yield order[i:j]  # resumed once the caller has run this batch
-            if self.progress_hook is not None:
-                self.progress_hook(sum(1.0 / rows_of[r.owner] for r in order[i:j]))
+            report_progress(self, sum(1.0 / rows_of[r.owner] for r in order[i:j]))
 
     def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
         """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.

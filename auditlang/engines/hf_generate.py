@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.engines.gen import _GenState, _sample, sample_rows, sample_seed
+from auditlang.core.engine import report_progress
 from auditlang.core.requests import Sample, TokenLogprob
 
 log = logging.getLogger("auditlang.engines.hf")
@@ -394,6 +395,7 @@ class Decoder:
         st = r.state
         text = st.text if st.text is not None else self.e._decode(st.ids)
         self.out[(r.unit.owner, r.sample)] = Sample(text=text, tokens=st.tokens, finish_reason=st.reason)
+        report_progress(self.e, 1.0 / len(r.unit.samples))  # a request's worth per finished request
 
     def _generator(self, u: GenUnit, s: int) -> Any:
         if u.spec.greedy:

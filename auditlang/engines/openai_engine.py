@@ -45,7 +45,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,11 +242,13 @@ class OpenAIEngine:
         }
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """Requests run ``concurrency`` at a time; each result is yielded as soon as it finishes
+        (any order), so progress counts finished requests, not the first one submitted."""
         reqs = list(requests)
         with ThreadPoolExecutor(max_workers=self._opts.concurrency) as pool:
             futures = [pool.submit(self._one, r) for r in reqs]
             try:
-                for f in futures:
+                for f in as_completed(futures):
                     yield f.result()
             finally:
                 for f in futures:

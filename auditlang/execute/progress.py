@@ -1,9 +1,10 @@
 """Progress of request execution: a rich bar, plain log lines, or nothing.
 
 Counts advance as results stream from the engine and, for engines that report it, after each
-*engine* batch inside a commit batch (the optional ``progress_hook`` attribute an engine calls
-with the requests' worth of work it just finished; the hf engine does, per forward batch), so
-the display moves long before a commit batch of 64+ requests is complete.
+*engine* batch or finished request inside a commit batch (the engine protocol's optional
+``progress_hook``, core/engine.py ``ProgressHook``: the engine calls ``report_progress`` with the
+requests' worth of work it just finished; the hf engine does per scoring forward batch and per
+finished generation), so the display moves long before a commit batch of 64+ requests lands.
 
 Rates are honest: requests done divided by the seconds since execution started (no short
 window that turns one burst of 64 results into "80,000 req/s"); the eta is what is left at that

@@ -29,6 +29,9 @@ from auditlang.store.rundir import read_run_file, write_run_file
 from auditlang.execute.executor import execute
 from auditlang.plan.crossdata import cross_requests
 
+CACHE_KEY = "static_key:"  # a response cache's meta: static key -> fingerprint hash it loaded with
+
+
 def _load(cfg: ModelConfig):
     from auditlang.engines.registry import load_engine  # lazy: engine modules load only when a model runs
 
@@ -89,18 +92,54 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
             return engine_config(spec, plan, mid, engine_override)
 
         def unchanged(mid: str, needed) -> bool:
-            """Whether ``mid``'s static key is the recorded one and ``needed()`` (built with its
-            recorded fingerprint) is all committed: then the model need not be loaded."""
+            """Whether ``mid``'s static key is the recorded one (in run.json, or in the response
+            cache for a new run directory) and ``needed()`` (built with that fingerprint) is all
+            committed, or copied from the cache: then the model need not be loaded."""
             rec = statics.get(mid)
-            if not rec or rec.get("key") != static_key(config(mid)):
-                return False
-            if rec["fp"] not in journal.fingerprints():
-                return False
+            key = static_key(config(mid))
+            if not key or not rec or rec.get("key") != key or rec["fp"] not in journal.fingerprints():
+                return cached_fully(mid, key, needed) if key and cache is not None else False
             fps[mid] = rec["fp"]
             reqs = needed()
             if _missing(journal, fps, mid, reqs, retry_errors):
-                return False
+                return cached_fully(mid, key, needed) if cache is not None else False
             totals["cached"] += len({r.id for r in reqs})
+            return True
+
+        def cached_fully(mid: str, key: str, needed) -> bool:
+            """``--cache``: the cache knows the fingerprint this static key loaded with; copy every
+            request ``needed()`` lacks from it (stage 1 first, then the follow-ups built from it).
+            True when nothing is left to execute: the model is not loaded."""
+            fp = cache.get_meta(CACHE_KEY + key)  # type: ignore[union-attr]
+            known = cache.fingerprints() if fp else {}  # type: ignore[union-attr]
+            if fp not in known:
+                return False
+            journal.register_engine(known[fp].fingerprint, mid)
+            old = fps.get(mid)
+            fps[mid] = fp
+            copied = 0
+            for _ in range(4):  # stage 2 and cross requests are built from what stage 1 copied
+                reqs = needed()
+                committed = journal.committed([r.id for r in reqs], fp)
+                todo = [r for r in {r.id: r for r in reqs}.values()
+                        if r.id not in committed or (retry_errors and committed[r.id])]
+                hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp).items() if v.error is None}  # type: ignore[union-attr]
+                if hits:
+                    journal.put_requests([r for r in todo if r.id in hits], fp)
+                    journal.put_results(hits.values(), fp)
+                    copied += len(hits)
+                if len(hits) == len(todo):
+                    break
+            if _missing(journal, fps, mid, needed(), retry_errors):
+                if old is None:
+                    fps.pop(mid)
+                else:
+                    fps[mid] = old
+                totals["from_cache"] += copied  # counted as cached by the stage that runs now
+                return False
+            totals["from_cache"] += copied
+            totals["cached"] += len({r.id for r in needed()})
+            statics[mid] = {"key": key, "fp": fp}
             return True
 
         def run_phase(mid: str, work) -> None:
@@ -117,6 +156,8 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
                 key = static_key(cfg)
                 if key:
                     statics[mid] = {"key": key, "fp": fps[mid]}
+                    if cache is not None:  # a new run directory with this cache need not load it
+                        cache.put_meta(CACHE_KEY + key, fps[mid])
                 else:
                     statics.pop(mid, None)
                 write_run_file(run_dir, {**info, "fingerprints": fps, "plan_hash": plan.hash, "static_keys": statics})

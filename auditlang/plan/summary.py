@@ -14,6 +14,17 @@ from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 
 
+def axis_cells(counts: Counter) -> str:
+    """The cells of each value of one axis: ``24 each`` when equal, else ``a 30, b 18``."""
+    if not counts:
+        return "0"
+    values = set(counts.values())
+    if len(values) == 1:
+        n = values.pop()
+        return f"{n:,}" if len(counts) == 1 else f"{n:,} each"
+    return ", ".join(f"{k} {n:,}" for k, n in counts.items())
+
+
 def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Console | None = None) -> None:
     con = console or Console()
     est = " (estimated)" if plan.estimated else ""
@@ -24,10 +35,10 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     axes = Table(title="cells by axis", show_edge=False)
     axes.add_column("axis")
     axes.add_column("values")
-    axes.add_column("cells", justify="right")
+    axes.add_column("cells per value", justify="right")
     for axis in ("audit", "model", "dataset", "variant", "protocol", "evaluator"):
         c = Counter(getattr(cell, axis) for cell in plan.cells)
-        axes.add_row(axis, ", ".join(c), str(len(plan.cells)) if c else "0")
+        axes.add_row(axis, ", ".join(c), axis_cells(c))
     con.print(axes)
 
     ds = Table(title="datasets", show_edge=False)

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span, did_you_mean
+from auditlang.core.registry import REGISTRY, missing_plugin_note
 from auditlang.resolve import schema as S
 from auditlang.resolve.fallback import fallback_base, fallback_id
 from auditlang.resolve.modules import LoadedModule, load_modules, project_root
@@ -221,7 +222,10 @@ class _Resolver:
             msg = f"'{ref.dotted}' is a {self._kind_of(target)}, not a {kind} constructor"
         else:
             msg = f"unknown {kind} constructor '{ref.dotted}'"
-        self.bag.error("E107", msg, ref.span, hint=did_you_mean(ref.dotted, cands, f"{kind} constructors and {kind}s"))
+        hint = did_you_mean(ref.dotted, cands, f"{kind} constructors and {kind}s")
+        if target is None and "." not in ref.dotted and kind in REGISTRY.kinds:
+            hint = _with_plugin_note(hint, kind, ref.dotted, cands)
+        self.bag.error("E107", msg, ref.span, hint=hint)
 
     def _unknown_ref(self, mod: LoadedModule, kind: str, ref: A.Ref) -> None:
         target = self.lookup(mod, ref)
@@ -413,7 +417,9 @@ class _Resolver:
             return None
         reg = _metric_registry()
         if name not in reg:
-            self.bag.error("E130", f"unknown metric '{name}'", expr.span, hint=did_you_mean(name, reg, "metrics"))
+            hint = did_you_mean(name, reg, "metrics")
+            self.bag.error("E130", f"unknown metric '{name}'", expr.span,
+                           hint=_with_plugin_note(hint, "metric", name, reg))
             return None
         params: dict[str, Any] = {}
         spans: dict[str, Span] = {}
@@ -533,3 +539,16 @@ def _type_name(annotation: Any) -> str:
     if args:
         return " or ".join(dict.fromkeys(_type_name(a) for a in args))
     return getattr(annotation, "__name__", str(annotation))
+
+
+def _with_plugin_note(hint: str | None, kind: str, name: str, candidates) -> str | None:
+    """A did-you-mean hint for an unknown component name, followed by what a missing plugin means
+    unless the name is a plain typo of a known one (similarity 0.8 or more)."""
+    import difflib  # lazy: only for an unknown name
+
+    if difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.8):
+        return hint
+    note = missing_plugin_note(kind, name)
+    if not hint:
+        return note
+    return f"{hint} Or {note}" if hint.endswith("?") else f"{hint}; {note}"

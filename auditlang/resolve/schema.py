@@ -721,7 +721,8 @@ for _name, _schema, _impl, _meta in (
 
 # meta reads: "labels" (option letters: multiple choice and classification only) or "text";
 # followup: (role, request kind) of the evaluator's own model request, planned per item;
-# request_params: parameters that shape that request, not the scorer's text rule.
+# request_params: parameters that shape that request, not the scorer's text rule; needs_model: it
+# reads model requests of its own although they are planned elsewhere (not re-scorable offline).
 _E = "auditlang.evaluators."
 for _name, _schema, _impl, _meta in (
     ("first_char", FirstChar, "letters:FirstCharEvaluator", {"reads": "labels"}),
@@ -734,7 +735,7 @@ for _name, _schema, _impl, _meta in (
     ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
     ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
     # followup: planned per item by plan/planner.py (_evaluator_followups: its kind depends on target=)
-    ("loglik_argmax", LoglikArgmax, "loglik:LoglikArgmaxEvaluator", {"reads": "labels"}),
+    ("loglik_argmax", LoglikArgmax, "loglik:LoglikArgmaxEvaluator", {"reads": "labels", "needs_model": True}),
 ):
     register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
 

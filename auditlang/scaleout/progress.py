@@ -1,12 +1,19 @@
 """The Ray driver's progress: units done/total per model, requests/s and an eta, as plain lines
 (one per finished unit, and one every ``interval`` seconds while units run), fit for a terminal
-and for a job log alike."""
+and for a job log alike; and :func:`plain_worker_logs`, which keeps Ray's coloured worker-log
+prefixes out of a log file."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import sqlite3
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO
 
 from auditlang.store.rundir import JOURNAL
 
@@ -56,3 +63,44 @@ class DriverProgress:
             eta = "unknown"
         return (f"[ray] units {done_units}/{all_units} ({units}); requests ~{done}/{self.expected}; "
                 f"{rate:.1f} req/s; elapsed {elapsed:.0f}s; eta {eta}")
+
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # CSI sequences: colours, cursor moves
+
+
+class _PlainStream:
+    """A text stream that drops ANSI escape sequences before writing to the one it wraps."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(_ANSI.sub("", text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _plain(stream: TextIO) -> bool:
+    """Whether output to ``stream`` should carry no colour: not a terminal, or NO_COLOR is set."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return not tty or bool(os.environ.get("NO_COLOR"))
+
+
+@contextlib.contextmanager
+def plain_worker_logs() -> Iterator[None]:
+    """While the Ray driver runs: the worker log lines Ray forwards to this process (prefixed
+    ``(UnitWorker pid=...)`` in colour codes whatever the output is) reach a log file, ``nohup`` or
+    CI without escape sequences; a terminal keeps its colours (unless NO_COLOR is set)."""
+    saved = sys.stdout, sys.stderr
+    if _plain(sys.stdout):
+        sys.stdout = _PlainStream(sys.stdout)  # type: ignore[assignment]
+    if _plain(sys.stderr):
+        sys.stderr = _PlainStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

@@ -22,7 +22,7 @@ from pathlib import Path
 from auditlang.core.errors import AuditlangError, RuntimeFailure
 from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
-from auditlang.scaleout.progress import DriverProgress, committed_results
+from auditlang.scaleout.progress import DriverProgress, committed_results, plain_worker_logs
 from auditlang.scaleout.units import (
     Unit, UnitWorker, gpus_for, is_merged, mark_merged, plan_units, run_final, unit_request_count)
 from auditlang.store.rundir import read_run_file, write_run_file
@@ -132,6 +132,13 @@ def execute_on_ray(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: st
         raise RuntimeFailure("--shard and --executor ray do not combine: the Ray executor shards the run itself",
                              hint="use --ray-shards K to choose how many item shards per model")
     ray = require_ray()
+    with plain_worker_logs():  # Ray's coloured worker-log prefixes stay out of log files
+        return _execute(ray, spec, plan, run_dir, engine_override=engine_override, address=address, shards=shards,
+                        retry_errors=retry_errors, log=log, beat=beat, interval=interval, cache_dir=cache_dir)
+
+
+def _execute(ray, spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str | None, address: str | None,
+             shards: int | None, retry_errors: bool, log, beat, interval: float, cache_dir) -> dict[str, str]:
     beat = beat or (lambda **_: None)
     run_dir = Path(run_dir).resolve()
     started = _connect(ray, address, log)

@@ -19,6 +19,7 @@ from auditlang.resolve.spec import Spec
 from auditlang.evaluators.build import evaluator_ctor
 from auditlang.plan.stage2 import EVALUATOR_ROLES, Programs, item_stage2, label_answer
 from auditlang.store.journal import Journal
+from auditlang.store.integrity import OUTPUTS, record
 from auditlang.store.records import ExampleRecord, write_records
 from auditlang.plan.crossdata import CrossData
 from auditlang.evaluators.build import make_evaluator
@@ -315,4 +316,5 @@ def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) 
         records = score_cells(spec, plan, journal, fps)
     write_records(run_dir / RECORDS, records)
     write_cell_metrics(spec, plan, run_dir, records)
+    record(run_dir, OUTPUTS, journal=True)  # what later commands check (store/integrity.py)
     return records

@@ -7,12 +7,15 @@ See :mod:`auditlang.store.rundir` for the layout. Written once per ``auditc run`
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from auditlang.core.hashing import sha256_file
+from auditlang.core.registry import REGISTRY
 from auditlang.plan.model import Plan
+from auditlang.store.integrity import INPUTS, record
 from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
@@ -130,16 +133,56 @@ def save_data(plan: Plan, run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+_ABS_PATH = re.compile(r"(?<![\w.])/[^\s'\"(),]+")
+
+
+def portable_plan(d: dict[str, Any], spec: Spec, entry: str, data: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``plan.json`` as the run directory keeps it: no absolute path of the machine it ran on (the
+    spec's path is its copy's, a dataset's path its data copy's, a path in a note is made relative
+    to the project root, or shortened to its name). The paths are not hashed, so the hash stays."""
+    d = dict(d)
+    d["spec"] = {**d["spec"], "path": entry}
+    d["datasets"] = {k: ({**v, "path": data[k]["file"]} if k in data and v.get("path") else v)
+                     for k, v in d.get("datasets", {}).items()}
+    root = Path(spec.root).resolve()
+
+    def rel(m: re.Match) -> str:
+        p = Path(m.group(0))
+        inside = _inside(p, root)
+        return inside.as_posix() if inside is not None else f".../{p.name}"
+
+    d["notes"] = [_ABS_PATH.sub(rel, n) for n in d.get("notes", [])]
+    return d
+
+
+_PLUGIN_KINDS = {"protocol": "protocol", "evaluator": "evaluator", "perturbation": "perturbation", "compare": "comparison"}
+
+
+def plugin_components(spec: Spec) -> dict[str, str]:
+    """``"<kind> <name>"`` -> ``"<distribution> <version>"`` of every component the spec uses that
+    an installed plugin registered (run.json ``plugin_components``: a machine without the plugin
+    is told which one to install, ``api.load_run``)."""
+    used = {(_PLUGIN_KINDS[o.kind], o.ctor) for o in spec.objects.values() if o.kind in _PLUGIN_KINDS}
+    used |= {("metric", m.name) for m in spec.metrics.values()}
+    out = {}
+    for kind, name in sorted(used):
+        entry = REGISTRY.find(kind, name)
+        if entry is not None and entry.meta.get("plugin"):
+            out[f"{kind} {name}"] = str(entry.meta["plugin"])
+    return out
+
+
 def save_inputs(spec: Spec, plan: Plan, run_dir: Path, **run_fields: Any) -> dict[str, Any]:
     """Write spec, data, plan and plan ids; merge ``run_fields`` into ``run.json``. Returns run.json."""
     run_dir.mkdir(parents=True, exist_ok=True)
     entry = save_spec(spec, run_dir)
     data = save_data(plan, run_dir)
-    write_json_atomic(run_dir / PLAN_FILE, plan.to_dict(include_requests=False), indent=1)
+    write_json_atomic(run_dir / PLAN_FILE, portable_plan(plan.to_dict(include_requests=False), spec, entry, data), indent=1)
     write_plan_ids(run_dir, ((r.model, r.kind, r.id) for r in plan.requests))
     info = read_run_file(run_dir, lenient=True)  # a damaged run.json is rewritten
     info.update(run_fields)
     info.update({"format": RUN_FORMAT, "spec_entry": entry, "data": data, "plan_hash": plan.hash,
-                 "spec_source": spec.entry.name})
+                 "spec_source": spec.entry.name, "plugin_components": plugin_components(spec)})
+    record(run_dir, INPUTS, info=info)  # the hashes later commands check (store/integrity.py)
     write_run_file(run_dir, info)
     return info

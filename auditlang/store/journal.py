@@ -191,6 +191,18 @@ class Journal:
             if outer is None:
                 self._cache = None
 
+    # ------------------------------------------------------------------ meta
+
+    def get_meta(self, key: str) -> str | None:
+        """A value of the ``meta`` table (e.g. a response cache's static key -> fingerprint)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_meta(self, key: str, value: str) -> None:
+        with self._write():
+            self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
+                             "value = excluded.value", (key, value))
+
     # ------------------------------------------------------------------ engines
 
     def register_engine(self, fingerprint: dict[str, Any], model: str) -> str:
