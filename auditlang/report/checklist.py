@@ -405,6 +405,10 @@ def _seeds(rd: RunData) -> Entry:
                 e.flag(f"{D.UNSPECIFIED}: variant '{vid}' does not set fewshot_seed; the global seed was used")
         for pid in v.perturb:
             po = spec.get(pid)
+            if getattr(po.value, "index", None) is not None:  # one_shot(index=k): a fixed example, no draw
+                e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) uses the fixed example at index "
+                               f"{po.value.index} (no random draw, so no seed)")
+                continue
             e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) seed "
                            f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")
             if po.value.seed is None:
