@@ -47,13 +47,19 @@ def _formats(params: dict[str, Any]) -> set[str]:
     return {"latex", "markdown"} if fmt == "both" else {fmt}
 
 
-def _cells_table(cells: pd.DataFrame):
-
-    t = Table("cells", "Per-cell results (point estimate [95% bootstrap interval])", [str(c) for c in cells.columns])
+def _cells_table(cells: pd.DataFrame, excluded: dict[str, str]):
+    """metrics/cells.csv as a table, plus an ``excluded`` column: why the audit's own VPR rule
+    excludes a cell (empty for included cells)."""
+    t = Table("cells", "Per-cell results (point estimate [95% bootstrap interval])",
+              [str(c) for c in cells.columns] + ["excluded"])
     for row in cells.itertuples(index=False):
-        t.add(*[None if (isinstance(v, float) and v != v) else v for v in row])
+        vals = [None if (isinstance(v, float) and v != v) else v for v in row]
+        t.add(*vals, excluded.get(str(row[0])) if len(vals) else None)
     if cells.empty:
         t.notes.append("not computable: the run has no scored records")
+    if excluded:
+        t.notes.append(f"{len(excluded)} cells are excluded by their audit's verbal parse-rate rule (column "
+                       "'excluded'); their calibration values are shown for reference only")
     return t
 
 
@@ -69,7 +75,8 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     rd = load_run(spec, plan, run_dir)
     written: list[Path] = []
 
-    cells = _cells_table(rd.cells)
+    excl = T.excluded_cells(rd)
+    cells = _cells_table(rd.cells, excl)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
     comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
     figs, fig_note = [], ""
@@ -153,7 +160,8 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
                 ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
-                           cells_df=rd.cells, cite=M.to_html(cite))
+                           cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
+                           if not rd.cells.empty else rd.cells, cite=M.to_html(cite))
         (out / "report.html").write_text(html, encoding="utf-8")
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)
