@@ -758,6 +758,7 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
             c2.lines.append("the model's own first generated token (readout=first_token reads the answer-letter position)")
             c3.lines.append(f"first-token probability of the predicted label from a dedicated max_tokens={v.max_tokens} "
                             f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
+            c3.lines.append(f"label token form: {D.label_form_text(v)} (label_form={v.label_form})")
             c4.lines.append("bare query: the variant prompt itself")
         else:
             if v.source == "generation":
@@ -896,7 +897,11 @@ def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
                            f"{x.get('threshold_dev_size', '?')} dev items; 0.5 correction "
                            f"{'fired' if fired else 'not fired'})")
         elif "base_confidence" in x or "n_train" in x:
-            e.lines.append(f"{where}: fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else ""))
+            e.lines.append(f"{where}: fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else "")
+                           + (" (the fit did not converge)" if x.get("converged") is False else ""))
+        elif df["confidence_parsed"].any():  # runs from before the fit size was recorded
+            e.lines.append(f"{where}: fitted on the dev split ({int(df['confidence_parsed'].sum())} of {len(df)} "
+                           "items have a fitted confidence; the fit's size is not recorded in these records)")
         else:
             e.lines.append(f"{where}: not computable: the records carry no fitted parameters")
     if n_thr:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field as dc_field
 from auditlang.report.checklist import ITEMS, _metric_refs
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
+from auditlang.report.describe import label_form_text
 from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
@@ -57,17 +58,6 @@ def _join(xs: list[str]) -> str:
 
 def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
-
-
-def label_form_text(v) -> str:
-    """Which token form of an answer label a first-token readout scores (``label_form``)."""
-    if v.label_form == "space":
-        return 'label tokens with a leading space (" A")'
-    if v.label_form == "bare":
-        return 'label tokens without a leading space ("A")'
-    if getattr(v, "window", "full") == "top_k":
-        return 'both label-token forms (" A" and "A") summed'
-    return 'the label-token form that follows the prompt (" A" after text, "A" after a chat prompt)'
 
 
 def protocol_text(rd: RunData, pid: str) -> str:
@@ -117,6 +107,14 @@ def model_text(rd: RunData, mid: str) -> str:
         return f"{path} at revision {rev}"
     sha = fp.get("weights_sha256")
     return f"{path} (no revision recorded" + (f"; weights sha256 {sha[:12]}" if sha else "") + ")"
+
+
+def _evaluator_text(rd: RunData, eid: str) -> str:
+    if eid == DEFAULT_EVALUATOR:
+        return "the task's default evaluator"
+    o = rd.spec.get(eid)
+    form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
+    return f"{eid} ({o.ctor}{form})"
 
 
 def _distinct(texts: dict[str, str]) -> list[str]:
@@ -169,8 +167,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
                             [f"spec:{p}" for p in a.protocols]))
-        evs = [f"{e} ({rd.spec.get(e).ctor})" if e != DEFAULT_EVALUATOR else "the task's default evaluator"
-               for e in rd.evaluators(aid)]
+        evs = [_evaluator_text(rd, e) for e in rd.evaluators(aid)]
         out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)
         out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid, [f"spec:{aid}.metrics"]))
