@@ -150,3 +150,10 @@ def _idents(s: str) -> str:
 
 
 breakable = prose  # the earlier name
+
+
+def unmark(tex: str) -> str:
+    """``tex`` without the markup :func:`prose` adds (break points, the identifier macro): the
+    escaped text a reader sees, for comparisons in tests."""
+    tex = tex.replace("\\allowbreak ", "")
+    return re.sub(r"\\auditid\{([^{}]*)\}", r"\1", tex)

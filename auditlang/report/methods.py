@@ -201,7 +201,7 @@ def methods_paragraph(sentences: list[Sentence]) -> str:
 
 
 def traceability(sentences: list[Sentence]) -> list[str]:
-    return [f"Sentence {i}: checklist {s.where()}" + (f"; run directory: {', '.join(s.fields)}" if s.fields else "")
+    return [f"Sentence {i}: checklist {s.where()}" + (f"; run directory: {', '.join(f.replace(':', ' ', 1) for f in s.fields)}" if s.fields else "")
             for i, s in enumerate(sentences, 1)]
 
 
@@ -225,8 +225,9 @@ def to_latex_section(sentences: list[Sentence]) -> str:
                       "\\end{Verbatim}", "\\noindent Methods paragraph (methods.tex):\\par",
                       "\\begin{quote}\\emergencystretch=2em", breakable(methods_paragraph(sentences)), "\\end{quote}",
                       "\\noindent Where each sentence is stated in full:",
+                      "{\\raggedright\\emergencystretch=2em",
                       "\\begin{itemize}\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
-                     + [f"\\item {breakable(t)}" for t in traceability(sentences)] + ["\\end{itemize}"]) + "\n"
+                     + [f"\\item {breakable(t)}" for t in traceability(sentences)] + ["\\end{itemize}\\par}"]) + "\n"
 
 
 def to_html(sentences: list[Sentence]) -> str:

@@ -49,11 +49,11 @@ def test_no_vpr_exclusion_without_a_declared_threshold(no_threshold):
     rd, comps = no_threshold
     cl = build_checklist(rd, comps)
     vpr = entry(cl, "Audit main: shared", "vpr")
-    text = "\n".join(vpr.lines)
+    text = "\n".join(vpr.lines + [": ".join(r) for r in vpr.table[1]])
     assert "Inclusion threshold: none" in text and "no cell excluded (48 cells)" in text
-    assert "(excluded)" not in text and "(included)" not in text
+    assert ": excluded" not in text and ": included" not in text
     # the fixture's low-VPR cell (mid / mmlu / reorder, VPR about 0.5) stays in
-    assert "VPR mid / mmlu / reorder / verbal / fc: 0.5" in text and "(no threshold)" in text
+    assert "mid / mmlu / reorder / verbal / fc: 0.5" in text and ": no threshold" in text
     gap = next(c for c in comps if c.name == "gap")
     rows = gap.tables[0].records()
     assert all(r["included"] for r in rows)
@@ -103,11 +103,12 @@ def dev_run(tmp_path_factory):
 def test_fitted_thresholds_and_the_correction_are_reported(dev_run):
     cl, _ = dev_run
     fit = entry(cl, "Audit probes, cells of protocol ask", "fit")
-    text = "\n".join(fit.lines)
+    text = "\n".join(fit.lines + [": ".join(r) for r in (fit.table[1] if fit.table else [])])
     # 004 §5.5: "when an unreasonable threshold is detected, we override it and set the threshold to 0.5"
     assert "m / obqa / v / fc: threshold 0.5000 (fitted 0.9800 on 5 dev items; 0.5 correction fired)" in text
     assert "0.5 threshold correction (study 004 §5.5) fired in 1 of 1 cells" in text
-    full = "\n".join(entry(cl, "Audit full, cells of protocol ask", "fit").lines)
+    fe = entry(cl, "Audit full, cells of protocol ask", "fit")
+    full = "\n".join(fe.lines + [": ".join(r) for r in (fe.table[1] if fe.table else [])])
     assert "threshold 0.3100 (fitted 0.3100 on 5 dev items; 0.5 correction not fired)" in full
 
 
