@@ -98,6 +98,20 @@ class Checklist:
     def flags(self) -> list[str]:
         return [f for g in self.groups for e in g.entries for f in e.flags]
 
+    def summary_groups(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+        """[(kind, [(group > item, [flag text without its kind prefix])])]: UNSPECIFIED, then WARNING, then others."""
+        _, flagged = self.summary()
+        out: list[tuple[str, list[tuple[str, list[str]]]]] = []
+        for kind in ("UNSPECIFIED", "WARNING", ""):
+            by: dict[str, list[str]] = {}
+            for where, f in flagged:
+                k = next((x for x in ("UNSPECIFIED", "WARNING") if f.startswith(x)), "")
+                if k == kind:
+                    by.setdefault(where, []).append(f[len(kind) + 1:].strip() if kind else f)
+            if by:
+                out.append((kind or "other", list(by.items())))
+        return out
+
     def summary(self) -> tuple[str, list[tuple[str, str]]]:
         """(counts line, every UNSPECIFIED / WARNING flag with the group and item that raise it)."""
         flagged = [(f"{g.title} > {e.title}", f) for g in self.groups for e in g.entries for f in e.flags]
@@ -112,8 +126,10 @@ class Checklist:
     def to_markdown(self) -> str:
         out = [f"# {self.title}", "", "Generated from the spec, the plan and the run; every UNSPECIFIED line is a "
                "choice the spec left to a default.", ""]
-        counts, flagged = self.summary()
-        out += ["## Summary", "", counts, ""] + [f"- **{f}** ({where})" for where, f in flagged] + [""]
+        counts, _ = self.summary()
+        out += ["## Summary", "", counts, ""]
+        for kind, items in self.summary_groups():
+            out += [f"**{kind}**", ""] + [f"- {where}: " + " · ".join(fs) for where, fs in items] + [""]
         for g in self.groups:
             out += [f"## {g.title}", ""]
             for e in g.entries:
@@ -136,13 +152,14 @@ class Checklist:
         ragged-right in a group (a checklist of identifiers justifies badly), with a math bullet (the
         text bullet is a TS1 glyph: a bitmap Type 3 font where cm-super is not installed)."""
         out = ["\\begingroup\\raggedright\\emergencystretch=2em\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
-        counts, flagged = self.summary()
-        out += ["\\section*{Summary}", breakable(counts)]
-        if flagged:
-            out.append("\\begin{itemize}")
-            out += [f"\\item \\textbf{{{breakable(f, footnote_hashes=True)}}} ({breakable(where)})" for where, f in flagged]
+        counts, _ = self.summary()
+        out += ["\\section*{Summary}", breakable(counts) + "\\par", "{\\footnotesize"]
+        for kind, items in self.summary_groups():
+            out += [f"\\paragraph*{{{kind}}}", "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\setlength{\\parsep}{0pt}"]
+            out += [f"\\item \\textit{{{breakable(where)}}}: " + " $\\cdot$ ".join(breakable(f, footnote_hashes=True) for f in fs)
+                    for where, fs in items]
             out.append("\\end{itemize}")
-        out.append("\\clearpage")
+        out += ["\\par}", "\\clearpage"]
         for g in self.groups:
             out.append(f"\\section*{{{breakable(g.title)}}}")
             for e in g.entries:
