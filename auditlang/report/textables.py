@@ -151,11 +151,16 @@ def excluded_cells(rd: RunData) -> dict[str, str]:
             continue
         thr = rd.vpr_threshold(aid)
         verbal = set(verbal_protocols(rd, aid))
-        sub = rd.cells[(rd.cells["audit"] == aid) & rd.cells["protocol"].isin(verbal)]
+        sub = rd.cells[(_audits(rd.cells) == aid) & rd.cells["protocol"].isin(verbal)]
         for cid, vpr in zip(sub["cell_id"], sub["vpr"]):
             if _num(vpr) and float(vpr) < thr:
                 out[str(cid)] = f"VPR {float(vpr):.3f} < {thr:.2f}"
     return out
+
+
+def _audits(cells: pd.DataFrame) -> pd.Series:
+    """The audit of each row (from the cell id where an older cells.csv has no audit column)."""
+    return cells["audit"] if "audit" in cells.columns else cells["cell_id"].astype(str).str.split("/").str[0]
 
 
 def _metric_columns(cells: pd.DataFrame, aid: str, rd: RunData) -> list[str]:
@@ -170,7 +175,7 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
         return out
     excluded = excluded_cells(rd)
     for aid in rd.audit_ids():
-        cells = rd.cells[rd.cells["audit"] == aid]
+        cells = rd.cells[_audits(rd.cells) == aid]
         if cells.empty:
             continue
         metrics = _metric_columns(cells, aid, rd)

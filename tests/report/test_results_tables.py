@@ -128,3 +128,21 @@ def test_report_statement_chooses_the_tables(run, tmp_path):
     tables = {p.name for p in (out / "tables").glob("*.tex")}
     assert "cells_main.tex" not in tables and "rep.tex" in tables
     assert (out / "cells.md").is_file() and not (out / "comparisons.md").exists()
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+EXAMPLE_TABLES = sorted((REPO / "examples" / "reports").glob("s00*/tables/*.tex"))
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("tex", EXAMPLE_TABLES, ids=[f"{p.parent.parent.name}/{p.name}" for p in EXAMPLE_TABLES])
+def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
+    """The committed twin reports' tables: two-column fit, and the cells tables' first numbers
+    are the committed cells.csv's (answer parse rate, then the metrics)."""
+    fit = compile_fit(tex, tmp_path, twocolumn=True)
+    assert fit.returncode == 0 and fit.overfull == [] and "Float too large" not in fit.log, fit.overfull
+    if tex.name.startswith("cells_"):
+        cells = pd.read_csv(tex.parent.parent / "cells.csv")
+        for cid, body in rows_of(tex.read_text(encoding="utf-8")).items():
+            rec = cells[cells["cell_id"] == cid].iloc[0]
+            assert float(NUM.findall(body)[0]) == round(float(rec["answer_parse_rate"]), 3), cid
