@@ -82,9 +82,9 @@ def protocol_text(rd: RunData, pid: str) -> str:
         if ctor == "p_true":
             norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
             return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
-        when = ("prefilled in the answer slot" if v.prefill else
-                "in a follow-up turn" if v.mode == "followup" else "together with the answer")
-        return f"a stated confidence on the {v.scale} scale about {about}, asked {when}"
+        when = ("with that answer prefilled in the assistant's answer slot" if v.prefill else
+                "asked in a follow-up turn" if v.mode == "followup" else "asked together with the answer")
+        return f"a stated confidence on the {v.scale} scale about {about}, {when}"
     if ctor == "self_consistency":
         return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
     doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
