@@ -459,11 +459,42 @@ def robustness_table(c: Comparison) -> list[TexTable]:
 
 
 def aligned_table(c: Comparison) -> list[TexTable]:
-    """Study 003 Table 1: reversal counts and rates per metric and view."""
+    """Study 003 Table 1 (per confidence method: the share of cases where exclusively IA, DA or CA
+    overturns the raw ECE winner, and the no-reversal rate NRR), then the reversal counts and rates
+    per metric and view."""
+    out = []
+    long = _table(c)
+    if long is not None and long.rows:
+        views = [v for v in ("IA", "DA", "CA") if v in set(long.column("view"))]
+        cases: dict[tuple, dict[str, Any]] = {}
+        for r in long.records():
+            if r["metric"] == "ECE" and r["view"] in views:
+                key = (r["protocol"], r["model_1"], r["model_2"], r["dataset"], r["variant"], r["evaluator"])
+                cases.setdefault(key, {})[r["view"]] = r["reversal"]
+        tt = TexTable(c.name + "_exclusive", f"Method-level ranking reversals ({c.name}, study 003 Table 1): % of cases "
+                      "where exclusively that view overturns the raw ECE winner; NRR = % of cases no view overturns.",
+                      ["Method", "Cases"] + [f"{v} only %" for v in views] + ["NRR %"], [False] + [True] * (len(views) + 2))
+        skipped = 0
+        by_method: dict[str, list[dict[str, Any]]] = {}
+        for key, flags in cases.items():
+            if any(not isinstance(flags.get(v), bool) for v in views):
+                skipped += 1  # a view that could not be computed: the case is left out
+                continue
+            by_method.setdefault(key[0], []).append(flags)
+        for method, lst in by_method.items():
+            n = len(lst)
+            row: list[Any] = [method, str(n)]
+            for v in views:
+                row.append(f"{100.0 * sum(1 for f in lst if f[v] and not any(f[w] for w in views if w != v)) / n:.1f}")
+            row.append(f"{100.0 * sum(1 for f in lst if not any(f.values())) / n:.1f}")
+            tt.add(row, method)
+        if skipped:
+            tt.notes.append(f"{skipped} cases with a view that could not be computed are left out.")
+        out.append(tt)
     t = _table(c, "_summary")
     if t is None:
-        return []
-    return [_generic(t, f"Ranking reversals against the raw metric per accuracy-controlled view ({c.name}, study 003 "
+        return out
+    return out + [_generic(t, f"Ranking reversals against the raw metric per accuracy-controlled view ({c.name}, study 003 "
                      "Table 1): cases, reversals and reversal rate.", None,
                      {"metric": "Metric", "view": "View", "n_cases": "Cases", "n_reversals": "Reversals",
                       "reversal rate": "Rate"})]

@@ -146,3 +146,20 @@ def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
         for cid, body in rows_of(tex.read_text(encoding="utf-8")).items():
             rec = cells[cells["cell_id"] == cid].iloc[0]
             assert float(NUM.findall(body)[0]) == round(float(rec["answer_parse_rate"]), 3), cid
+
+
+def test_aligned_table_is_study_003_table_1(run):
+    """Exclusive reversal rates per method and NRR, recomputed from the long comparison CSV."""
+    long = pd.read_csv(run.report / "comparisons" / "al.csv")
+    ece = long[(long["metric"] == "ECE") & (long["view"] != "raw")]
+    views = sorted(set(ece["view"]), key=["IA", "DA", "CA"].index)
+    rows = rows_of((run.report / "tables" / "al.tex").read_text(encoding="utf-8"))
+    for method, g in ece.groupby("protocol"):
+        piv = g.pivot_table(index=["model_1", "model_2", "dataset", "variant", "evaluator"], columns="view",
+                            values="reversal", aggfunc="first").dropna()
+        piv = piv.astype(str) == "True"
+        n = len(piv)
+        want = [100 * ((piv[v]) & ~piv.drop(columns=v).any(axis=1)).sum() / n for v in views]
+        want.append(100 * (~piv.any(axis=1)).sum() / n)
+        cells = [c.strip() for c in rows[method].rsplit("\\\\", 1)[0].split("&")]
+        assert cells[1] == str(n) and [float(x) for x in cells[2:]] == [round(w, 1) for w in want], method
