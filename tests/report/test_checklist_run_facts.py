@@ -155,3 +155,32 @@ def test_self_consistency_run_one_must_decode_like_the_samples(tmp_path):
     flags = "\n".join(e.flags)
     assert "scores the answer of variant 'greedy' as run 1" in flags
     assert "variant 'sampled'" not in flags
+
+
+def test_fitted_probe_cells_say_they_fitted(tmp_path):
+    """Study 004's Embedding probe: a cell whose records carry the fit size says so; records of an
+    older run without it but with fitted confidences say the cell fitted (not "not computable")."""
+    p = tmp_path / "emb.audit"
+    p.write_text(DEV_SPEC.replace("DATA", str(DATA)).replace("protocol ask = ask_cal()", "protocol ask = embedding_probe()"),
+                 encoding="utf-8")
+    spec = compile_spec(p)
+    plan = Planner(spec, str(DATA), load_data=True, limit=2).build()
+    recs = []
+    for c in plan.cells:
+        for k, item in enumerate(plan.datasets[c.dataset]["indices"]):
+            extras = {"n_train": 5, "converged": True} if c.dataset == "obqa" else {}
+            recs.append(ExampleRecord(
+                cell_id=c.id, model=c.model, dataset=c.dataset, variant=c.variant, protocol=c.protocol,
+                evaluator=c.evaluator, item_id=f"{c.dataset}-{item}", item_index=int(item), gold="A", pred="A",
+                parsed=True, parse_rule="first", correct=1.0, confidence=0.7, confidence_parsed=True,
+                confidence_kind="embedding_probe", extras=extras, request_ids={"answer": f"r-{c.id}-{k}"},
+                generation="A"))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_records(run_dir / "records.parquet", recs)
+    cl = build_checklist(load_run(spec, plan, run_dir), [])
+    rows = {r[0]: r[1] for a in ("probes", "full") for r in entry(cl, f"Audit {a}, cells of protocol ask", "fit").table[1]}
+    assert rows["m / obqa / v / fc"] == "fitted on the dev split (5 items)"
+    assert rows["m / arc / v / fc"].startswith("fitted on the dev split (2 of 2 items have a fitted confidence")
+    assert not [v for v in rows.values() if "not computable" in v]
+
