@@ -17,14 +17,16 @@ from auditlang.report.rundata import load_run
 from auditlang.resolve import compile_spec
 
 
-def run_with(run, tmp_path, old: str, new: str, keep_compare: str | None = None):
+def run_with(run, tmp_path, old: str, new: str, keep_compare: str | None = None, more: tuple = ()):
     """RunData of the fixture's run directory under the fixture spec with ``old`` replaced by ``new``
-    (and, with ``keep_compare``, only the compare statements of that constructor)."""
+    (and the ``(old, new)`` pairs of ``more``; with ``keep_compare``, only the compare statements of
+    that constructor)."""
     from auditlang.plan.planner import build_plan
 
     text = SPEC.replace("DATA", str(DATA))
-    assert old in text, old
-    text = text.replace(old, new)
+    for o, n in ((old, new), *more):
+        assert o in text, o
+        text = text.replace(o, n)
     if keep_compare:
         text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("compare ") or keep_compare in ln)
     path = tmp_path / "variant.audit"

@@ -163,3 +163,29 @@ def test_aligned_table_is_study_003_table_1(run):
         want.append(100 * (~piv.any(axis=1)).sum() / n)
         cells = [c.strip() for c in rows[method].rsplit("\\\\", 1)[0].split("&")]
         assert cells[1] == str(n) and [float(x) for x in cells[2:]] == [round(w, 1) for w in want], method
+
+
+def test_two_grids_with_different_readouts_give_study_001_table_9(run, tmp_path):
+    """Two protocol_grids of one audit whose configurations read T1 and T2: one table of A-B per readout."""
+    from test_methods_truth import run_with
+
+    from auditlang.report.comparisons import compute_all
+    from auditlang.report.textables import comparison_tables
+
+    rd = run_with(run, tmp_path, "protocols = [tok_norm, tok_raw, verbal, tok_bare, tok_prefix]",
+                  "protocols = [tok_norm, tok_raw, verbal, tok_bare, tok_prefix, tok_bare2, tok_prefix2]",
+                  keep_compare="protocol_grid",
+                  more=[("protocol nota = nota()", "protocol nota = nota()\nprotocol tok_bare2 = tok_bare with "
+                         "(readout=T2)\nprotocol tok_prefix2 = tok_prefix with (readout=T2)"),
+                        ("compare grid = ", "compare grid2 = protocol_grid(main, verbal=verbal, configs=[tok_bare2, "
+                         "tok_prefix2], estimators=[ece10, binfree])\ncompare grid = ")])
+    tables = comparison_tables(rd, compute_all(rd))
+    t = tables["readouts_main"][0]
+    assert t.header[:2] == ["Variant", "Evaluator"] and set(t.header[2:]) == {"A-B (T1, grid)", "A-B (T2, grid2)"}
+    j = t.header.index("A-B (T1, grid)")
+    macro = pd.read_csv(run.report / "comparisons" / "grid_macro_ci.csv")
+    ab = macro[macro["quantity"] == "g_A - g_B"].set_index(["variant", "evaluator"])
+    for row, key in zip(t.rows, t.keys):
+        var, ev = key.split("/")
+        v = row[j][0] if isinstance(row[j], tuple) else row[j]
+        assert v == f"{ab.loc[(var, ev), 'macro mean']:.3f}"
