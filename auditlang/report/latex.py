@@ -79,14 +79,16 @@ HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
 SHORT_HASH = 12
 
 # \auditid{s000.token\_norm}: an identifier in typewriter type that may break after "." "_" "/" "-"
-# (never with an added hyphen: typewriter fonts do not hyphenate). Pure TeX, no package; robust, so
+# (never with an added hyphen: typewriter fonts do not hyphenate), and, only where a column is
+# narrower than a name part (penalty 5000), between two letters. Pure TeX, no package; robust, so
 # it survives \caption. Every generated fragment starts with this block (defining it twice is harmless).
 IDENT_DEF = r"""\makeatletter
 \DeclareRobustCommand\auditid[1]{{\ttfamily\auditid@scan#1\auditid@end}}
 \def\auditid@end{\auditid@end}
 \def\auditid@scan#1{\ifx#1\auditid@end\else\auditid@one{#1}\expandafter\auditid@scan\fi}
-\def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\ifx#1.\allowbreak\fi\ifx#1/\allowbreak\fi
-  \ifx#1-\allowbreak\fi\fi}
+\def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\auditid@brk#1\fi}
+\def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\else
+  \penalty5000\hskip0pt\relax\fi\fi\fi}
 \makeatother
 """
 # an identifier: a dotted or slashed name (s000.token_norm, org/model-1b, arc_challenge.jsonl) or a
