@@ -26,8 +26,11 @@ _UNICODE = {
 def escape(text: object) -> str:
     """Escape ``text`` for LaTeX body text; non-ASCII characters without a mapping become ``[U+XXXX]``."""
     out = []
-    for ch in str(text):
-        if ch in _SPECIAL:
+    text = str(text)
+    for i, ch in enumerate(text):
+        if ch == "-" and text[i + 1:i + 2] == "-":
+            out.append("-{}")  # "--limit", not an en dash
+        elif ch in _SPECIAL:
             out.append(_SPECIAL[ch])
         elif ch in _UNICODE:
             out.append(_UNICODE[ch])
