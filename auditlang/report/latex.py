@@ -69,6 +69,7 @@ PREAMBLE = r"""\documentclass[10pt]{article}
 \usepackage{graphicx}
 \usepackage{amssymb}
 \usepackage{xcolor}
+\raggedbottom
 """
 
 
