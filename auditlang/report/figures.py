@@ -86,8 +86,8 @@ def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], titl
         ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col)
         hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1, ls=ls)
         handles.append(Line2D([], [], color=col, marker=mk, ms=3, ls=ls, lw=1, label=f"n={rb.n}"))
-    ax.legend(handles=handles, loc="upper left", fontsize=5.5, title="items in this panel", title_fontsize=5.5,
-              handlelength=2.2, framealpha=0.8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=5.5,
+              title="n in this panel", title_fontsize=5.5, handlelength=2.2)  # beside the panel: hides no point
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("accuracy")
@@ -127,7 +127,7 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                 continue
             ncol = 2 if len(panels) == 4 else min(len(panels), 3)
             nrow = math.ceil(len(panels) / ncol)
-            fig = plt.figure(figsize=(max(3.1 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
+            fig = plt.figure(figsize=(max(4.0 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
             gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)
             for k, (d, curves) in enumerate(panels):
                 r, c = divmod(k, ncol)
