@@ -954,7 +954,7 @@ def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
         df = rd.rows(aid, model=c.model, dataset=c.dataset, variant=c.variant, protocol=pid, evaluator=c.evaluator)
         where = f"{c.model} / {c.dataset} / {c.variant} / {c.evaluator}"
         if df.empty:
-            add(where, f"not computable: no records")
+            add(where, "not computable: no records")
             continue
         x = rd.extras(int(df.index[0]))
         if x.get("fit_error"):
@@ -969,13 +969,13 @@ def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
                            f"{x.get('threshold_dev_size', '?')} dev items; 0.5 correction "
                            f"{'fired' if fired else 'not fired'})")
         elif "base_confidence" in x or "n_train" in x:
-            add(where, f"fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else "")
+            add(where, "fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else "")
                            + (" (the fit did not converge)" if x.get("converged") is False else ""))
         elif df["confidence_parsed"].any():  # runs from before the fit size was recorded
             add(where, f"fitted on the dev split ({int(df['confidence_parsed'].sum())} of {len(df)} "
                            "items have a fitted confidence; the fit's size is not recorded in these records)")
         else:
-            add(where, f"not computable: the records carry no fitted parameters")
+            add(where, "not computable: the records carry no fitted parameters")
     if rows:
         e.table = (["cell: model / dataset / variant / evaluator", "fitted on the dev split"], rows)
     if n_thr:
