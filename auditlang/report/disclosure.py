@@ -81,6 +81,13 @@ def applicable(ctor: str, v: Any, axis: str) -> bool:
     return True
 
 
+def _evaluator_shown(rd: RunData, eid: str) -> str:
+    """An evaluator with its label token form where it has one (two loglik evaluators may differ only there)."""
+    if eid not in rd.spec.objects or not hasattr(rd.spec.get(eid).value, "label_form"):
+        return eid
+    return f"{eid} (label_form={rd.spec.get(eid).value.label_form})"
+
+
 def _compared(ctor: str, pv: Any, qv: Any, axis: str) -> bool:
     """Whether two protocols' values of ``axis`` are a difference between them: the axis applies to
     either (token_prob), or to both for the answer shown and the wrong-answer source (a self and a
@@ -195,7 +202,8 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if len(evs) > 1:
         rep = next((cid for cid, o in rd.spec.of_kind("compare").items()
                     if o.value.audit == aid and o.ctor == "evaluator_repair"), None)
-        t.add("Evaluator", evs[0], "; ".join(evs[1:]), "generations, protocols, models, data",
+        shown = [_evaluator_shown(rd, e) for e in evs]
+        t.add("Evaluator", shown[0], "; ".join(shown[1:]), "generations, protocols, models, data",
               f"evaluator repair ({rep})" if rep else "same generations re-scored")
     _decoding_rows_and_notes(rd, aid, t)
     sources = [x for d in rd.audit(aid).datasets if (x := data_source(d, rd.plan.datasets.get(d, {})))]

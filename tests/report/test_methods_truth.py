@@ -145,3 +145,15 @@ def test_one_shot_by_index_has_no_seed_flag(run, tmp_path):
     md = build_checklist(rd, []).to_markdown()
     assert "uses the fixed example at index 1 (no random draw, so no seed)" in md
     assert not [ln for ln in md.splitlines() if "UNSPECIFIED" in ln and "one_shot" in ln]
+
+
+def test_evaluators_differing_only_in_label_form_are_told_apart(run, tmp_path):
+    rd = run_with(run, tmp_path, "evaluators = [fc, rx]", "evaluators = [fc, rx, ll_space, ll_bare]",
+                  more=[("evaluator rx = regex_reparse(tail=150)",
+                         "evaluator rx = regex_reparse(tail=150)\nevaluator ll_space = loglik_argmax(label_form=space)\n"
+                         "evaluator ll_bare = loglik_argmax(label_form=bare)")], keep_compare="no compare")
+    text = paragraph(rd)
+    assert 'll_space (loglik_argmax, label tokens with a leading space (" A"))' in text
+    assert 'll_bare (loglik_argmax, label tokens without a leading space ("A"))' in text
+    disc = "\n".join(t.to_markdown() for t in disclosure_tables(rd))
+    assert "ll_space (label_form=space); ll_bare (label_form=bare)" in disc
