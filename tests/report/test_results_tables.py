@@ -189,3 +189,20 @@ def test_two_grids_with_different_readouts_give_study_001_table_9(run, tmp_path)
         var, ev = key.split("/")
         v = row[j][0] if isinstance(row[j], tuple) else row[j]
         assert v == f"{ab.loc[(var, ev), 'macro mean']:.3f}"
+
+
+def test_report_statement_in_the_spec_language(run, tmp_path):
+    """`report cells(format=latex), comparisons(format=markdown)` written in the spec: cells as LaTeX
+    only, comparisons as Markdown only."""
+    from test_methods_truth import run_with
+
+    from auditlang.report import build_report
+
+    line = "compare cons = consistency(probes, probes=[nota, moreinfo, selfref])"
+    rd = run_with(run, tmp_path, line, line + "\nreport cells(format=latex), comparisons(format=markdown)")
+    assert rd.spec.report == [("cells", {"format": "latex"}), ("comparisons", {"format": "markdown"})]
+    run_dir = tmp_path / "run"
+    shutil.copytree(run.run_dir, run_dir, ignore=shutil.ignore_patterns("report"))
+    out = build_report(rd.spec, rd.plan, run_dir)
+    assert {p.name for p in (out / "tables").glob("*.tex")} == {"cells_main.tex", "cells_probes.tex"}
+    assert (out / "comparisons.md").is_file() and not (out / "cells.md").exists()
