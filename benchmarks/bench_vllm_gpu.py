@@ -92,7 +92,7 @@ class Recorder:
 
         def patched_stream(llm: Any, vllm: Any, jobs: Any, **kw: Any) -> Any:
             for j in jobs:
-                rec.jobs.append((list(j.prompt), copy.deepcopy(j.params)))
+                rec.jobs.append((j.prompt, j.params))  # not copied: the engine never changes them after adding
             for job, out in stream(llm, vllm, jobs, **kw):
                 if not isinstance(out, Exception) and job.params.temperature == 0 and job.params.max_tokens > 1:
                     rec.greedy[_key(job.prompt, job.params)] = list(out.outputs[0].token_ids)

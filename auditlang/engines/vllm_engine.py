@@ -467,17 +467,40 @@ class VLLMEngine:
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         """Render every prompt first (EngineError for misconfiguration, e.g. chat messages for
-        a base model), then execute in chunks of ``chunk_size`` requests, grouped by kind."""
+        a base model), then stream every request through vLLM (see ``_run``)."""
         reqs = list(requests)
-        encoded: list[list[int] | Exception] = []
-        for r in reqs:
+        return self._run(reqs, self.encode_all([r.prompt for r in reqs]))
+
+    def encode_all(self, prompts: list[Prompt]) -> list[list[int] | Exception]:
+        """``encode_prompt`` for many prompts: each one of the same prompt rendered and tokenized
+        once, the tokenization in two batched calls (raw text with special tokens, chats without),
+        as the hf engine's ``_encode_all``."""
+        out: list[list[int] | Exception] = []
+        texts: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+        rendered: list[tuple[bool, str] | None] = []
+        for p in prompts:
             try:
-                encoded.append(self.encode_prompt(r.prompt))
+                text = self.render_prompt(p)
             except EngineError:
                 raise
             except Exception as e:  # noqa: BLE001 - a template that rejects these messages
-                encoded.append(e)
-        return self._run(reqs, encoded)
+                out.append(e)
+                rendered.append(None)
+                continue
+            special = p.text is not None
+            texts[special].setdefault(text, [])
+            out.append([])
+            rendered.append((special, text))
+        for special, by_text in texts.items():
+            if by_text:
+                uniq = list(by_text)
+                ids = self.tokenizer(uniq, add_special_tokens=special)["input_ids"]
+                for t, row in zip(uniq, ids):
+                    by_text[t] = row if type(row) is list else [int(x) for x in row]
+        for i, r in enumerate(rendered):
+            if r is not None:
+                out[i] = texts[r[0]][r[1]]
+        return out
 
     def close(self) -> None:
         for llm in (self._pool, getattr(self, "llm", None)):

@@ -233,6 +233,14 @@ def test_seeded_sampling_is_reproducible_and_prefix_stable(vllm_engine, vllm_res
 
 
 @needs_vllm
+def test_batched_encoding_equals_one_by_one(vllm_engine, requests_) -> None:
+    """run() tokenizes all prompts in batched calls, each distinct prompt once; the ids are
+    those of encode_prompt, prompt by prompt (raw text with special tokens, chats without)."""
+    prompts = [r.prompt for g in ("choice", "cont", "greedy", "prefill") for r in requests_[g]]
+    assert vllm_engine.encode_all(prompts) == [vllm_engine.encode_prompt(p) for p in prompts]
+
+
+@needs_vllm
 def test_first_token_window_is_a_one_token_request(vllm_engine, vllm_results, requests_) -> None:
     """Issue 22: a first-token window (``first_top_logprobs``) is not asked on every decoding step
     but served by a one-token request of the same prompt: position 0 carries the wide window
