@@ -83,8 +83,12 @@ def cmd_diff(args) -> int:
         settings[cid] = (args.resamples or B, seed if args.seed is None else args.seed,
                          level if args.level is None else args.level)
     result = diff_runs(rec_a, rec_b, metrics, settings)
+    models = {"A": _models(run_a, shared), "B": _models(run_b, shared)}
     if args.format == "json":
+        from auditlang.score.rundiff import cautions  # lazy: as above
+
         body = {"run_a": str(args.run_a), "run_b": str(args.run_b), "difference": "B - A",
+                "models_a": models["A"], "models_b": models["B"], "cautions": cautions(result.rows),
                 "bootstrap": "paired percentile bootstrap over the items both runs scored",
                 "rows": [_jsonable(r.to_dict()) for r in result.rows], "only_a": result.only_a, "only_b": result.only_b}
         sys.stdout.write(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
@@ -100,8 +104,24 @@ def cmd_diff(args) -> int:
             w.writerow({**r.to_dict(), "statement": significance(r)})
         sys.stdout.write(buf.getvalue())
         return EXIT_OK
-    print(render_table(args.run_a, args.run_b, result, shared))
+    print(render_table(args.run_a, args.run_b, result, shared, models))
     return EXIT_OK
+
+
+def _models(run, cells: list[str]) -> dict[str, str]:
+    """model name -> what ran under it in this run (engine and model id; a --swap-model says so)."""
+    out: dict[str, str] = {}
+    swaps = getattr(run.spec, "model_swaps", {}) or {}
+    for mid in dict.fromkeys(c.split("/")[1] for c in cells if c.count("/") >= 1):
+        if mid not in run.spec.objects:
+            continue
+        o = run.spec.get(mid)
+        v = o.value
+        name = getattr(v, "path", None) or getattr(v, "name", mid)
+        rev = getattr(v, "revision", None)
+        out[mid] = (f"{o.ctor} {name}" + (f" at revision {rev}" if rev else "")
+                    + (f" (--swap-model {mid}={swaps[mid]})" if mid in swaps else ""))
+    return out
 
 
 def _records(run):
@@ -116,14 +136,19 @@ def _jsonable(d: dict) -> dict:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
+def _ran(models: dict[str, str] | None) -> str:
+    return ("; ran " + ", ".join(f"{mid} = {what}" for mid, what in models.items())) if models else ""
+
+
 def _f(v: float) -> str:
     return "–" if math.isnan(v) else f"{v:.3f}"
 
 
-def render_table(a: str, b: str, result, shared: list[str]) -> str:
-    from auditlang.score.rundiff import significance  # lazy: as above
+def render_table(a: str, b: str, result, shared: list[str], models: dict[str, dict[str, str]] | None = None) -> str:
+    from auditlang.score.rundiff import cautions, significance  # lazy: as above
 
-    lines = [f"A = {a}", f"B = {b}",
+    models = models or {}
+    lines = [f"A = {a}" + _ran(models.get("A")), f"B = {b}" + _ran(models.get("B")),
              f"{len(shared)} cell(s) in both runs, {len(result.only_a)} only in A, {len(result.only_b)} only in B"]
     settings = sorted({(r.B, r.seed, r.level) for r in result.rows})
     for B, seed, level in settings:
@@ -140,6 +165,7 @@ def render_table(a: str, b: str, result, shared: list[str]) -> str:
             lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         n_sig = sum(1 for r in result.rows if r.significant)
         lines += ["", f"{n_sig} of {len(result.rows)} difference(s) significant (interval excludes 0)"]
+        lines += cautions(result.rows)
     for title, cells in (("only in A", result.only_a), ("only in B", result.only_b)):
         if cells:
             lines += ["", f"{title} ({len(cells)}):"] + [f"  {c}" for c in cells]

@@ -408,7 +408,8 @@ class EmbeddingProgram(Program):
                              f"fitted on {mean.size}")
         z = (np.asarray(h, dtype=float) - mean) / np.asarray(fitted["scale"])
         p = float(_expit(z @ np.asarray(fitted["coef"]) + float(fitted["intercept"])))
-        return Readout(p, True, readout.kind, p < 0.5, extras)
+        fit = {"n_train": int(fitted["n_train"]), "converged": bool(fitted["converged"])}  # for the checklist
+        return Readout(p, True, readout.kind, p < 0.5, {**extras, **fit})
 
 
 # ----------------------------------------------------------------------------- Platt scaling

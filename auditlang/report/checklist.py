@@ -74,6 +74,7 @@ class Entry:
     lines: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (caption, verbatim text)
+    table: tuple[list[str], list[list[str]]] | None = None  # per-cell detail: (columns, rows), first column X
 
     @property
     def title(self) -> str:
@@ -98,16 +99,48 @@ class Checklist:
     def flags(self) -> list[str]:
         return [f for g in self.groups for e in g.entries for f in e.flags]
 
+    def summary_groups(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+        """[(kind, [(group > item, [flag text without its kind prefix])])]: UNSPECIFIED, then WARNING, then others."""
+        _, flagged = self.summary()
+        out: list[tuple[str, list[tuple[str, list[str]]]]] = []
+        for kind in ("UNSPECIFIED", "WARNING", ""):
+            by: dict[str, list[str]] = {}
+            for where, f in flagged:
+                k = next((x for x in ("UNSPECIFIED", "WARNING") if f.startswith(x)), "")
+                if k == kind:
+                    by.setdefault(where, []).append(f[len(kind) + 1:].strip() if kind else f)
+            if by:
+                out.append((kind or "other", list(by.items())))
+        return out
+
+    def summary(self) -> tuple[str, list[tuple[str, str]]]:
+        """(counts line, every UNSPECIFIED / WARNING flag with the group and item that raise it)."""
+        flagged = [(f"{g.title} > {e.title}", f) for g in self.groups for e in g.entries for f in e.flags]
+        n_u = sum(1 for _, f in flagged if f.startswith("UNSPECIFIED"))
+        n_w = sum(1 for _, f in flagged if f.startswith("WARNING"))
+        n_items = sum(len(g.entries) for g in self.groups)
+        return (f"{n_items} items in {len(self.groups)} groups; {n_u} UNSPECIFIED (a choice left to a default), "
+                f"{n_w} WARNING (a design weaker than the studies recommend), {len(flagged) - n_u - n_w} other flags. "
+                "Every flag is listed here; the groups below state each item in full.", flagged)
+
     # ------------------------------------------------------------ renderers
     def to_markdown(self) -> str:
         out = [f"# {self.title}", "", "Generated from the spec, the plan and the run; every UNSPECIFIED line is a "
                "choice the spec left to a default.", ""]
+        counts, _ = self.summary()
+        out += ["## Summary", "", counts, ""]
+        for kind, items in self.summary_groups():
+            out += [f"**{kind}**", ""] + [f"- {where}: " + " · ".join(fs) for where, fs in items] + [""]
         for g in self.groups:
             out += [f"## {g.title}", ""]
             for e in g.entries:
                 out += [f"### {e.title}", ""]
                 out += [f"- {ln}" for ln in e.lines]
                 out += [f"- **{fl}**" for fl in e.flags]
+                if e.table:
+                    cols, rows = e.table
+                    out += ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+                    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
                 for cap, text in e.blocks:
                     fence = "````" if "```" in text else "```"
                     out += ["", f"{cap}:", "", fence + "text", text, fence]
@@ -120,6 +153,14 @@ class Checklist:
         ragged-right in a group (a checklist of identifiers justifies badly), with a math bullet (the
         text bullet is a TS1 glyph: a bitmap Type 3 font where cm-super is not installed)."""
         out = ["\\begingroup\\raggedright\\emergencystretch=2em\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
+        counts, _ = self.summary()
+        out += ["\\section*{Summary}", breakable(counts) + "\\par", "{\\footnotesize"]
+        for kind, items in self.summary_groups():
+            out += [f"\\paragraph*{{{kind}}}", "\\begin{itemize}\\setlength{\\itemsep}{0pt}\\setlength{\\parsep}{0pt}"]
+            out += [f"\\item \\textit{{{breakable(where)}}}: " + " $\\cdot$ ".join(breakable(f, footnote_hashes=True) for f in fs)
+                    for where, fs in items]
+            out.append("\\end{itemize}")
+        out += ["\\par}", "\\clearpage"]
         for g in self.groups:
             out.append(f"\\section*{{{breakable(g.title)}}}")
             for e in g.entries:
@@ -129,6 +170,8 @@ class Checklist:
                     out += [f"\\item {breakable(ln, footnote_hashes=True)}" for ln in e.lines]
                     out += [f"\\item \\textbf{{{breakable(fl, footnote_hashes=True)}}}" for fl in e.flags]
                     out.append("\\end{itemize}")
+                if e.table:
+                    out += _latex_table(*e.table)
                 for cap, text in e.blocks:
                     out += [f"\\noindent {breakable(cap, footnote_hashes=True)}:",
                             VERBATIM,
@@ -141,7 +184,10 @@ class Checklist:
         return document(self.to_latex_body(), self.title)
 
     def to_html(self) -> str:
-        out = []
+        counts, flagged = self.summary()
+        out = [f"<h3>Summary</h3><p>{html.escape(counts)}</p><ul>"]
+        out += [f'<li class="flag">{html.escape(f)} <small>({html.escape(where)})</small></li>' for where, f in flagged]
+        out.append("</ul>")
         for g in self.groups:
             out.append(f"<h3>{html.escape(g.title)}</h3>")
             for e in g.entries:
@@ -149,10 +195,30 @@ class Checklist:
                 out += [f"<li>{html.escape(ln)}</li>" for ln in e.lines]
                 out += [f'<li class="flag">{html.escape(fl)}</li>' for fl in e.flags]
                 out.append("</ul>")
+                if e.table:
+                    cols, rows = e.table
+                    out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr></thead><tbody>"
+                               + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+                               + "</tbody></table>")
                 for cap, text in e.blocks:
                     out.append(f"<p>{html.escape(cap)}:</p><pre>{html.escape(text)}</pre>")
                 out.append("</div>")
         return "\n".join(out)
+
+
+TABLE_ROWS = 30  # rows per tabular (a tabular does not break across pages)
+
+
+def _latex_table(cols: list[str], rows: list[list[str]]) -> list[str]:
+    """Per-cell detail as booktabs tabulars of the column width (first column wraps), 30 rows each."""
+    spec = "@{}>{\\raggedright\\arraybackslash}X" + "l" * (len(cols) - 1) + "@{}"
+    out = []
+    for start in range(0, max(len(rows), 1), TABLE_ROWS):
+        out += ["\\par\\noindent{\\footnotesize", f"\\begin{{tabularx}}{{\\linewidth}}{{{spec}}}", "\\toprule",
+                " & ".join(breakable(c) for c in cols) + " \\\\", "\\midrule"]
+        out += [" & ".join(breakable(c) for c in r) + " \\\\" for r in rows[start:start + TABLE_ROWS]]
+        out += ["\\bottomrule", "\\end{tabularx}}\\par\\smallskip"]
+    return out
 
 
 # ============================================================== building
@@ -428,6 +494,10 @@ def _seeds(rd: RunData) -> Entry:
                 e.flag(f"{D.UNSPECIFIED}: variant '{vid}' does not set fewshot_seed; the global seed was used")
         for pid in v.perturb:
             po = spec.get(pid)
+            if getattr(po.value, "index", None) is not None:  # one_shot(index=k): a fixed example, no draw
+                e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) uses the fixed example at index "
+                               f"{po.value.index} (no random draw, so no seed)")
+                continue
             e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) seed "
                            f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")
             if po.value.seed is None:
@@ -636,9 +706,10 @@ def _vpr(rd: RunData, aid: str) -> Entry:
     if not declared:
         e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; no cell is excluded for its "
                "verbal parse rate")
-    for (m, d, v, p, ev), vpr in s.cells.items():
-        mark = ("excluded" if vpr < s.threshold else "included") if declared else "no threshold"
-        e.lines.append(f"VPR {m} / {d} / {v} / {p} / {ev}: {vpr:.3f} ({mark})")
+    e.table = (["cell: model / dataset / variant / protocol / evaluator", "VPR", "status"],
+               [[f"{m} / {d} / {v} / {p} / {ev}", f"{vpr:.3f}",
+                 ("excluded" if vpr < s.threshold else "included") if declared else "no threshold"]
+                for (m, d, v, p, ev), vpr in s.cells.items()])
     if s.excluded:
         e.lines.append(f"{len(s.excluded)} of {len(s.cells)} cells excluded: " +
                        "; ".join(f"{' / '.join(k)} ({reason})" for k, _, reason in s.excluded))
@@ -777,6 +848,7 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
             c2.lines.append("the model's own first generated token (readout=first_token reads the answer-letter position)")
             c3.lines.append(f"first-token probability of the predicted label from a dedicated max_tokens={v.max_tokens} "
                             f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
+            c3.lines.append(f"label token form: {D.label_form_text(v)} (label_form={v.label_form})")
             c4.lines.append("bare query: the variant prompt itself")
         else:
             if v.source == "generation":
@@ -896,28 +968,39 @@ def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
         return e
     cells = [c for c in rd.plan.cells if c.audit == aid and c.protocol == pid]
     n_fired = n_thr = 0
+    rows: list[list[str]] = []
+
+    def add(where: str, text: str) -> None:
+        rows.append([where, text])
+
     for c in cells:
         df = rd.rows(aid, model=c.model, dataset=c.dataset, variant=c.variant, protocol=pid, evaluator=c.evaluator)
         where = f"{c.model} / {c.dataset} / {c.variant} / {c.evaluator}"
         if df.empty:
-            e.lines.append(f"{where}: not computable: no records")
+            add(where, "not computable: no records")
             continue
         x = rd.extras(int(df.index[0]))
         if x.get("fit_error"):
-            e.lines.append(f"{where}: nothing fitted ({x['fit_error']}); the cell has no confidences")
+            add(where, f"nothing fitted ({x['fit_error']}); the cell has no confidences")
         elif "threshold" in x:
             n_thr += 1
             fired = bool(x.get("threshold_corrected"))
             n_fired += fired
             fitted = x.get("threshold_fitted")
             fitted_text = "not recorded" if fitted is None else f"{float(fitted):.4f}"
-            e.lines.append(f"{where}: threshold {float(x['threshold']):.4f} (fitted {fitted_text} on "
+            add(where, f"threshold {float(x['threshold']):.4f} (fitted {fitted_text} on "
                            f"{x.get('threshold_dev_size', '?')} dev items; 0.5 correction "
                            f"{'fired' if fired else 'not fired'})")
         elif "base_confidence" in x or "n_train" in x:
-            e.lines.append(f"{where}: fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else ""))
+            add(where, "fitted on the dev split" + (f" ({x['n_train']} items)" if "n_train" in x else "")
+                           + (" (the fit did not converge)" if x.get("converged") is False else ""))
+        elif df["confidence_parsed"].any():  # runs from before the fit size was recorded
+            add(where, f"fitted on the dev split ({int(df['confidence_parsed'].sum())} of {len(df)} "
+                           "items have a fitted confidence; the fit's size is not recorded in these records)")
         else:
-            e.lines.append(f"{where}: not computable: the records carry no fitted parameters")
+            add(where, "not computable: the records carry no fitted parameters")
+    if rows:
+        e.table = (["cell: model / dataset / variant / evaluator", "fitted on the dev split"], rows)
     if n_thr:
         e.lines.append(f"0.5 threshold correction (study 004 §5.5) fired in {n_fired} of {n_thr} cells")
     return e

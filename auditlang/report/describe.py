@@ -28,6 +28,17 @@ def unspecified(obj: Resolved, param: str, what: str | None = None) -> str | Non
     return f"{UNSPECIFIED}: {obj.kind} '{obj.id}' does not set {param}{about}; the default {val!r} was used"
 
 
+def label_form_text(v) -> str:
+    """Which token form of an answer label a first-token readout scores (``label_form``)."""
+    if v.label_form == "space":
+        return 'label tokens with a leading space (" A")'
+    if v.label_form == "bare":
+        return 'label tokens without a leading space ("A")'
+    if getattr(v, "window", "full") == "top_k":
+        return 'both label-token forms (" A" and "A") summed'
+    return 'the label-token form that follows the prompt (" A" after text, "A" after a chat prompt)'
+
+
 def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]]:
     """(constructor, the exact rule of the evaluator the run builds, flags).
 

@@ -23,7 +23,8 @@ AXES: dict[str, list[tuple[str, str]]] = {
     "token_prob": [("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
                    ("context", "Conditioning context (C4)"), ("normalise", "Token normalisation"),
                    ("window", "Logprob window"), ("top_k", "Window size (top-k)"), ("prefix", "Verbal-prefix template"),
-                   ("prefill", "Answer slot"), ("source", "Token logprobs from")],
+                   ("prefill", "Answer slot"), ("source", "Token logprobs from"),
+                   ("label_form", "Label token form")],
     "aux_classifier": [("features", "Classifier features"), ("dims", "Feature dimensions"), ("gamma", "Focal-loss gamma"),
                        ("l2", "L2 penalty")],
     "random_baseline": [("seed", "Random-baseline seed")],
@@ -61,9 +62,13 @@ _SUBORDINATE = {"prefix": "context", "prefill": "context"}
 
 def applicable(ctor: str, v: Any, axis: str) -> bool:
     """Whether ``axis`` is a setting protocol value ``v`` (of constructor ``ctor``) actually uses."""
+    if ctor in ("verbalized", "p_true") and axis in ("answer_form", "wrong_from"):
+        # the model's own answer is shown only under provenance=self; wrong answers come from
+        # other models only under provenance=plausible_wrong
+        return v.provenance == ("self" if axis == "answer_form" else "plausible_wrong")
     if ctor != "token_prob":
         return True
-    if axis in ("normalise", "window"):
+    if axis in ("normalise", "window", "label_form"):
         return v.readout == "first_token"
     if axis == "top_k":
         return v.readout == "first_token" and v.window == "top_k"
@@ -74,6 +79,22 @@ def applicable(ctor: str, v: Any, axis: str) -> bool:
     if axis in ("scored", "context"):
         return v.readout != "first_token"
     return True
+
+
+def _evaluator_shown(rd: RunData, eid: str) -> str:
+    """An evaluator with its label token form where it has one (two loglik evaluators may differ only there)."""
+    if eid not in rd.spec.objects or not hasattr(rd.spec.get(eid).value, "label_form"):
+        return eid
+    return f"{eid} (label_form={rd.spec.get(eid).value.label_form})"
+
+
+def _compared(ctor: str, pv: Any, qv: Any, axis: str) -> bool:
+    """Whether two protocols' values of ``axis`` are a difference between them: the axis applies to
+    either (token_prob), or to both for the answer shown and the wrong-answer source (a self and a
+    plausible-wrong protocol do not differ in ``answer_form``, which only the self one uses)."""
+    if ctor in ("verbalized", "p_true") and axis in ("answer_form", "wrong_from"):
+        return applicable(ctor, pv, axis) and applicable(ctor, qv, axis)
+    return applicable(ctor, pv, axis) or applicable(ctor, qv, axis)
 
 
 def _shown(ctor: str, v: Any, axis: str) -> str:
@@ -134,8 +155,7 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
 
         def diff(p: str, q: str, axes: list[tuple[str, str]] = axes, ctor: str = ctor) -> list[str]:
             pv, qv = rd.spec.get(p).value, rd.spec.get(q).value
-            out = [ax for ax, _ in axes if (applicable(ctor, pv, ax) or applicable(ctor, qv, ax))
-                   and getattr(pv, ax, None) != getattr(qv, ax, None)]
+            out = [ax for ax, _ in axes if _compared(ctor, pv, qv, ax) and getattr(pv, ax, None) != getattr(qv, ax, None)]
             # a prefix / answer slot that changes with the context is part of the context axis
             return [ax for ax in out if _SUBORDINATE.get(ax) not in out]
 
@@ -182,7 +202,8 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if len(evs) > 1:
         rep = next((cid for cid, o in rd.spec.of_kind("compare").items()
                     if o.value.audit == aid and o.ctor == "evaluator_repair"), None)
-        t.add("Evaluator", evs[0], "; ".join(evs[1:]), "generations, protocols, models, data",
+        shown = [_evaluator_shown(rd, e) for e in evs]
+        t.add("Evaluator", shown[0], "; ".join(shown[1:]), "generations, protocols, models, data",
               f"evaluator repair ({rep})" if rep else "same generations re-scored")
     _decoding_rows_and_notes(rd, aid, t)
     sources = [x for d in rd.audit(aid).datasets if (x := data_source(d, rd.plan.datasets.get(d, {})))]

@@ -64,22 +64,30 @@ def _safe(s: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in s)
 
 
-def _reliability_panel(ax, hax, curves: list[tuple[int, str, str, object]], title: str) -> None:
+STYLES = ("-", "--", ":", "-.")  # one line style per evaluator
+
+
+def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], title: str) -> None:
     """Reliability points (hollow for bins with < SPARSE items; lines only between adjacent dense
-    bins) over a step histogram of the bin counts, one colour per protocol."""
-    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--", label="perfect calibration")
-    for k, p, ctor, rb in curves:
-        col = plt.cm.tab10(k % 10)
+    bins) over a step histogram of the bin counts; colour = protocol, line style = evaluator. A
+    legend inside the panel gives each curve's n in this panel."""
+    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--")
+    handles = []
+    for k, j, ctor, rb in curves:
+        col, ls = plt.cm.tab10(k % 10), STYLES[j % len(STYLES)]
         mk = "o" if ctor in TOKEN_CTORS else "s"
         dense = rb.counts >= SPARSE
         x, y = rb.mean_conf, rb.accuracy
         for i in range(len(x) - 1):  # join adjacent dense bins only
             if dense[i] and dense[i + 1]:
-                ax.plot(x[i:i + 2], y[i:i + 2], "-", color=col, lw=1)
+                ax.plot(x[i:i + 2], y[i:i + 2], ls, color=col, lw=1)
         ax.plot(x[dense], y[dense], mk, ms=4, color=col)
         sparse = (rb.counts > 0) & ~dense
         ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col)
-        hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1)
+        hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1, ls=ls)
+        handles.append(Line2D([], [], color=col, marker=mk, ms=3, ls=ls, lw=1, label=f"n={rb.n}"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=5.5,
+              title="n in this panel", title_fontsize=5.5, handlelength=2.2)  # beside the panel: hides no point
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("accuracy")
@@ -92,31 +100,34 @@ def _reliability_panel(ax, hax, curves: list[tuple[int, str, str, object]], titl
 
 
 def reliability_figures(rd: RunData) -> list[Figure]:
-    """One figure per (audit, model), one panel per dataset; variants are pooled (stated in the title)."""
+    """One figure per (audit, model), one panel per dataset, one curve per protocol and evaluator
+    (an evaluator repair shows as the same protocol's curves under each evaluator); variants are
+    pooled (stated in the title)."""
     figs = []
     for aid in rd.audit_ids():
         a = rd.audit(aid)
         protos = [p for p in a.protocols if rd.protocol_ctor(p) in TOKEN_CTORS + VERBAL_CTORS]
         if not protos:
             continue
-        ev = rd.evaluators(aid)[0]
+        evs = rd.evaluators(aid)
         pooled = f"pooled over {len(a.variants)} variants" if len(a.variants) > 1 else f"variant {a.variants[0]}"
         for m in a.models:
             panels = []
             for d in a.datasets:
                 curves = []
                 for p in protos:
-                    df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
-                    if not df.empty:
-                        rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
-                        curves.append((protos.index(p), p, rd.protocol_ctor(p), rb))
+                    for ev in evs:
+                        df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
+                        if not df.empty:
+                            rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
+                            curves.append((protos.index(p), evs.index(ev), rd.protocol_ctor(p), rb))
                 if curves:
                     panels.append((d, curves))
             if not panels:
                 continue
             ncol = 2 if len(panels) == 4 else min(len(panels), 3)
             nrow = math.ceil(len(panels) / ncol)
-            fig = plt.figure(figsize=(max(3.1 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
+            fig = plt.figure(figsize=(max(4.0 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
             gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)
             for k, (d, curves) in enumerate(panels):
                 r, c = divmod(k, ncol)
@@ -124,18 +135,21 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                 hax = fig.add_subplot(gs[2 * r + 1, c], sharex=ax)
                 _reliability_panel(ax, hax, curves, f"dataset {d}")
             handles = [Line2D([], [], color="0.6", ls="--", lw=0.8, label="perfect calibration")]
+            drawn = {(k, j) for _, cs in panels for k, j, _, _ in cs}
             for k, p in enumerate(protos):
-                n = sum(rb.n for _, cs in panels for _, q, _, rb in cs if q == p)
-                if n:
-                    handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if rd.protocol_ctor(p) in
-                                          TOKEN_CTORS else "s", ms=4, ls="-", lw=1, label=f"{p} ({rd.protocol_ctor(p)}, n={n})"))
+                for j, ev in enumerate(evs):
+                    if (k, j) in drawn:
+                        label = f"{p} ({rd.protocol_ctor(p)})" + (f", evaluator {ev}" if len(evs) > 1 else "")
+                        handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if rd.protocol_ctor(p) in
+                                              TOKEN_CTORS else "s", ms=4, ls=STYLES[j % len(STYLES)], lw=1, label=label))
             handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", ls="", ms=4,
                                   label=f"bin with < {SPARSE} items (not joined)"))
-            fig.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)))
-            head = f"Reliability, model {m}, audit {aid}, evaluator {ev}; {pooled}; 10 equal-width bins"
+            fig.legend(handles=handles, loc="outside lower center", ncol=min(2 if len(evs) > 1 else 3, len(handles)))
+            who = f"evaluator {evs[0]}" if len(evs) == 1 else f"{len(evs)} evaluators (line style)"
+            head = f"Reliability, model {m}, audit {aid}, {who}; {pooled}; 10 equal-width bins"
             fig.suptitle(head, fontsize=8)
             figs.append(_save(fig, _safe(f"reliability_{aid}_{m}"), head + f"; hollow points: bins with fewer than "
-                              f"{SPARSE} items; lower panels: items per bin"))
+                              f"{SPARSE} items; lower panels: items per bin; n per curve in each panel"))
     return figs
 
 
@@ -167,11 +181,13 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
         for ax, d in zip(axes[0], datasets):
             rs = [r for r in rows if r["dataset"] == d and r["evaluator"] == ev]
             many = len({r["protocol"] for r in rs}) > 1
+            step = min(0.12, 0.6 / max(len(variants), 1))  # variants side by side: equal values stay visible
             for k, r in enumerate(rs):
                 vals = [r["values"][v] for v in variants]
                 ax.vlines(k, np.nanmin(vals), np.nanmax(vals), color="0.6", lw=2)
                 for j, (v, y) in enumerate(zip(variants, vals)):
-                    ax.plot(k, y, "o^sDv<>"[j % 7], ms=4, color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
+                    ax.plot(k + (j - (len(variants) - 1) / 2) * step, y, "o^sDv<>"[j % 7], ms=4,
+                            color=plt.cm.tab10(j % 10), label=v if k == 0 else None)
             ax.set_xticks(range(len(rs)))
             ax.set_xticklabels([r["model"] + (f" / {r['protocol']}" if many else "") for r in rs], rotation=30, ha="right")
             ax.set_xlim(-0.6, len(rs) - 0.4)

@@ -21,7 +21,7 @@ LABEL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
 
 def metric_columns(cells: pd.DataFrame) -> list[str]:
     """Metric columns in table order (accuracy first), without their ``lo`` / ``hi`` companions."""
-    skip = set(IDS) | set(COUNTS) | {"cell_id"}
+    skip = set(IDS) | set(COUNTS) | {"cell_id", "excluded"}
     cols = [c for c in cells.columns if c not in skip and not (c.endswith((" lo", " hi")) and c[:-3] in cells.columns)]
     return sorted(cols, key=lambda c: (c != "accuracy", list(cells.columns).index(c)))
 
@@ -63,7 +63,10 @@ def label(row: pd.Series) -> str:
     """model · dataset · variant · protocol · evaluator (+ confidence kind), HTML-escaped."""
     parts = [html.escape(str(row[a])) for a in LABEL_AXES if a in row and isinstance(row[a], str)]
     kind = row.get("confidence_kind")
-    return " · ".join(parts) + (f' <span class="kind">{html.escape(str(kind))}</span>' if isinstance(kind, str) else "")
+    why = row.get("excluded")
+    return (" · ".join(parts) + (f' <span class="kind">{html.escape(str(kind))}</span>' if isinstance(kind, str) else "")
+            + (f' <strong class="excluded">excluded ({html.escape(why)}): calibration values for reference only'
+               '</strong>' if isinstance(why, str) and why else ""))
 
 
 def errors_note(cells: pd.DataFrame) -> str:

@@ -12,22 +12,25 @@ import re
 _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"$\{$", "}": r"$\}$", "~": r"\~{}", "^": r"\^{}",
-    "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': "''",
+    "<": r"$<$", ">": r"$>$", "|": r"$|$", '"': r"{\ttfamily\char34}",  # a straight quote (" A" is a token)
     "\n": " ", "\t": " ", "\r": " ",  # a blank line would end a paragraph inside a command argument
 }
 _UNICODE = {
     "–": "--", "—": "---", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$", "±": r"$\pm$",
     "Δ": r"$\Delta$", "ρ": r"$\rho$", "λ": r"$\lambda$", "σ": r"$\sigma$", "…": r"\ldots{}",
     "’": "'", "‘": "`", "“": "``", "”": "''", "→": r"$\rightarrow$", "∩": r"$\cap$", "ℓ": r"$\ell$",
-    "✗": r"$\times$", "✓": r"$\checkmark$", "−": "-", "\u00a0": "~",
+    "✗": r"$\times$", "†": r"$^{\dagger}$", "✓": r"$\checkmark$", "−": "-", "\u00a0": "~",
 }
 
 
 def escape(text: object) -> str:
     """Escape ``text`` for LaTeX body text; non-ASCII characters without a mapping become ``[U+XXXX]``."""
     out = []
-    for ch in str(text):
-        if ch in _SPECIAL:
+    text = str(text)
+    for i, ch in enumerate(text):
+        if ch == "-" and text[i + 1:i + 2] == "-":
+            out.append("-{}")  # "--limit", not an en dash
+        elif ch in _SPECIAL:
             out.append(_SPECIAL[ch])
         elif ch in _UNICODE:
             out.append(_UNICODE[ch])
@@ -66,52 +69,97 @@ PREAMBLE = r"""\documentclass[10pt]{article}
 \usepackage{graphicx}
 \usepackage{amssymb}
 \usepackage{xcolor}
+\raggedbottom
 """
 
 
 def document(body: str, title: str) -> str:
     """A standalone document around ``body`` (compiles with pdflatex from texlive-latex-recommended)."""
-    return (PREAMBLE + "\\title{" + escape(title) + "}\n\\date{}\n\\begin{document}\n\\maketitle\n"
+    return (PREAMBLE + "\\title{" + escape(title) + "}\n\\date{}\n\\begin{document}\n" + IDENT_DEF + "\\maketitle\n"
             + body + "\n\\end{document}\n")
 
 
 HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
 SHORT_HASH = 12
-_BREAK_AFTER = "_/=;:|-("
-BREAK = "\\penalty100\\hskip0pt\\relax{}"  # a break point TeX takes only where no space is near (the
-# glue after it lets TeX hyphenate the next word)
-_RUN = 14  # a longer run of letters/digits gets a break point every _RUN characters
+
+# \auditid{s000.token\_norm}: an identifier in typewriter type that may break after "." "_" "/" "-"
+# (never with an added hyphen: typewriter fonts do not hyphenate), and, only where a column is
+# narrower than a name part (penalty 5000), between two letters. Pure TeX, no package; robust, so
+# it survives \caption. Every generated fragment starts with this block (defining it twice is harmless).
+IDENT_DEF = r"""\makeatletter
+\DeclareRobustCommand\auditid[1]{{\ttfamily\auditid@scan#1\auditid@end}}
+\def\auditid@end{\auditid@end}
+\def\auditid@scan#1{\ifx#1\auditid@end\else\auditid@one{#1}\expandafter\auditid@scan\fi}
+\def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\auditid@brk#1\fi}
+\def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\else
+  \penalty5000\hskip0pt\relax\fi\fi\fi}
+\makeatother
+"""
+# an identifier: a dotted or slashed name (s000.token_norm, org/model-1b, arc_challenge.jsonl) or a
+# name with an underscore (first_char); "e.g." and numbers (0.95) are prose
+IDENT = re.compile(r"(?<![\w\\.])[A-Za-z][\w-]*(?:[./][A-Za-z0-9_][\w-]*)+(?![\w])|(?<![\w\\.])[A-Za-z][\w-]*_[\w-]*(?!\w)")
 
 
-def breakable(text: object, footnote_hashes: bool = False) -> str:
-    """:func:`escape` plus line-break points, so no word is wider than a narrow column.
+def ident(name: object) -> str:
+    """``\\auditid{...}`` for one identifier (letters, digits, ``. _ / -``; anything else escaped plainly)."""
+    s = str(name)
+    if not s or not re.fullmatch(r"[\w./-]+", s) or not s.isascii():
+        return escape(s)
+    return "\\auditid{" + s.replace("_", "\\_") + "}"
 
-    Break points follow ``_ / = ; : | - (`` and a dot before a letter and fall every 14 characters inside longer runs.
+
+def _is_ident(tok: str) -> bool:
+    if "_" in tok:
+        return True
+    if "/" in tok:
+        return any(ch.islower() for ch in tok)  # org/model-1b, not DA/CA
+    return all(len(part) >= 2 for part in tok.split("."))  # "s000.fewshot", not "e.g"
+
+
+def prose(text: object, footnote_hashes: bool = False) -> str:
+    """Escaped text with identifiers in :func:`ident` (line breaks at their ``. _ / -``).
+
     Hex hashes of 24+ digits are shortened to 12 with the full value in a footnote when
-    ``footnote_hashes`` (body text), else broken like any long run (tables, footnotes).
+    ``footnote_hashes`` (body text), else in typewriter type with a break point every 16 digits.
     """
     s = str(text)
     out, pos = [], 0
-    for m in HASH.finditer(s) if footnote_hashes else ():
-        out.append(_breaks(s[pos:m.start()]))
+    for m in HASH.finditer(s):
+        out.append(_idents(s[pos:m.start()]))
         h = m.group(0)
-        out.append(f"\\texttt{{{h[:SHORT_HASH]}}}\\ldots\\footnote{{\\texttt{{{_breaks(h)}}}}}")
+        full = "\\allowbreak".join(f"\\texttt{{{h[i:i + 16]}}}" for i in range(0, len(h), 16))
+        out.append(f"\\texttt{{{h[:SHORT_HASH]}}}\\ldots\\footnote{{{full}}}" if footnote_hashes else full)
         pos = m.end()
-    out.append(_breaks(s[pos:]))
+    out.append(_idents(s[pos:]))
     return "".join(out)
 
 
-def _breaks(s: str) -> str:
-    out, run = [], 0
-    for i, ch in enumerate(s):
-        out.append(escape(ch))
-        if ch.isalnum():
-            run += 1
-            if run >= _RUN:
-                out.append(BREAK)
-                run = 0
-        else:
-            run = 0
-            if ch in _BREAK_AFTER or (ch == "." and s[i + 1:i + 2].isalpha()):  # "s000.token_norm", not "0.95"
-                out.append(BREAK)
-    return "".join(out)
+_JOIN = re.compile(r"(?<=\w[=(])(?=[A-Za-z])")  # "ece(bins=10": a break after "(" and "=" inside an expression
+
+
+def _plain(s: str) -> str:
+    return "\\allowbreak ".join(escape(part) for part in _JOIN.split(s))
+
+
+def _idents(s: str) -> str:
+    out, pos = [], 0
+    for m in IDENT.finditer(s):
+        if not _is_ident(m.group(0)):
+            continue
+        before = s[pos:m.start()]
+        out.append(_plain(before) + ("\\allowbreak " if re.search(r"\w[=(]$", before) else ""))
+        out.append(ident(m.group(0)))
+        pos = m.end()
+    out.append(_plain(s[pos:]))
+    text = "".join(out)
+    return "{[}" + text[1:] if text.startswith("[") else text
+
+
+breakable = prose  # the earlier name
+
+
+def unmark(tex: str) -> str:
+    """``tex`` without the markup :func:`prose` adds (break points, the identifier macro): the
+    escaped text a reader sees, for comparisons in tests."""
+    tex = tex.replace("\\allowbreak ", "")
+    return re.sub(r"\\auditid\{([^{}]*)\}", r"\1", tex)

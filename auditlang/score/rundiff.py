@@ -139,3 +139,26 @@ def significance(row: CellDiff) -> str:
     if row.significant:
         return f"B {'higher' if row.diff > 0 else 'lower'}: interval excludes 0 at {pct}"
     return f"no significant difference at {pct} (interval includes 0)"
+
+
+SMALL_N = 30  # fewer paired items than this: a percentile bootstrap interval under-covers
+
+
+def cautions(rows: list[CellDiff]) -> list[str]:
+    """What a reader must weigh before calling a difference real: significant differences on few
+    paired items, and the number of intervals computed without a multiple-comparison correction."""
+    out: list[str] = []
+    sig = [r for r in rows if r.significant]
+    small = [r for r in sig if r.n_paired < SMALL_N]
+    if small:
+        out.append(f"caution: {len(small)} of the {len(sig)} significant difference(s) rest on fewer than {SMALL_N} "
+                   f"paired items (smallest n = {min(r.n_paired for r in small)}); a percentile bootstrap on so few "
+                   "items gives intervals that are too narrow: treat them as exploratory")
+    tested = [r for r in rows if r.significant is not None]
+    if len(tested) > 1:
+        alpha = 1 - tested[0].level
+        out.append(f"caution: {len(tested)} intervals were computed and none is corrected for multiple comparisons; "
+                   f"with no real difference about {len(tested) * alpha:.1f} of them would exclude 0 by chance at "
+                   f"{tested[0].level * 100:g} % (Bonferroni: level 1 - {alpha:g}/{len(tested)} per interval)")
+    return out
+

@@ -137,3 +137,27 @@ def test_diff_of_a_run_without_records_is_a_user_error(tmp_path: Path, monkeypat
     (a / "records.parquet").unlink()
     assert main(["diff", str(a), str(a)]) == 1
     assert "holds no scored records" in capsys.readouterr().err
+
+
+def test_diff_cautions_small_samples_and_many_comparisons_and_names_the_models(tmp_path: Path, monkeypatch,
+                                                                               capsys) -> None:
+    """Issue 23: significant differences on few paired items carry a small-sample caution, several
+    intervals a multiple-comparison one, and after --swap-model each run says which model ran."""
+    use_scripted_engine(monkeypatch, _answers(lambda t: "B"))
+    a = _run(tmp_path, "a", SPEC.replace("sample=30", "sample=12"), capsys)
+    use_scripted_engine(monkeypatch, _answers(lambda t: "A"))
+    b = _run(tmp_path, "b", SPEC.replace("sample=30", "sample=12"), capsys,
+             "--swap-model", 'm=hf("org/other-scripted", dtype=float32, revision="r2")')
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "A = " in out and "ran m = hf org/scripted" in out
+    assert "ran m = hf org/other-scripted at revision r2 (--swap-model m=" in out
+    n_sig = int(out.split(" of 2 difference(s) significant")[0].rsplit("\n", 1)[1])
+    assert n_sig >= 1  # every answer changed: accuracy moves
+    assert f"caution: {n_sig} of the {n_sig} significant difference(s) rest on fewer than 30 paired items" in out
+    assert "caution: 2 intervals were computed and none is corrected for multiple comparisons" in out
+    assert main(["diff", str(a), str(b), "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["models_b"] == {"m": 'hf org/other-scripted at revision r2 (--swap-model m=hf("org/other-scripted", '
+                                     'dtype=float32, revision="r2"))'}
+    assert len(body["cautions"]) == 2

@@ -76,4 +76,4 @@ def test_s002_methods_and_self_consistency_run(tmp_path: Path, shared_data: Path
             assert len(sup) == 2 and all(c["confidence"] is not None and 0 <= c["confidence"] <= 1 for c in sup), p
     md = (out / "report" / "checklist.md").read_text(encoding="utf-8")
     assert "k=3 runs per item: the scored answer (run 1) and k-1=2 samples" in md
-    assert "smol / arc / sampled / s000.first_char: fitted on the dev split (12 items)" in md
+    assert "| smol / arc / sampled / s000.first_char | fitted on the dev split (12 items) |" in md

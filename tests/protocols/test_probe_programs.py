@@ -193,6 +193,8 @@ def test_embedding_probe_fit_matches_sklearn(sb):
     np.testing.assert_allclose([a.confidence for a in applied], p_ref, atol=1e-4)
     assert [a.abstain for a in applied] == list(p_ref < 0.5)
     assert "hidden" not in applied[0].extras
+    # the fit's size is in every applied record: the checklist reads it (issue 23: "not computable" for cells that fitted)
+    assert all(a.extras["n_train"] == 60 and a.extras["converged"] is True for a in applied)
     with pytest.raises(ValueError, match="both outcomes"):
         prog.fit([{**row, "correct": True} for row in rows])
 

@@ -8,7 +8,7 @@ import pytest
 
 from auditlang.resolve.templates import compile_obj
 from auditlang.report.checklist import ITEMS
-from auditlang.report.latex import BREAK, escape
+from auditlang.report.latex import unmark, escape
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def md(run) -> str:
 
 @pytest.fixture(scope="module")
 def tex(run) -> str:
-    return (run.report / "checklist.tex").read_text(encoding="utf-8").replace(BREAK, "")
+    return unmark((run.report / "checklist.tex").read_text(encoding="utf-8"))
 
 
 def test_every_item_in_every_group(md, tex):
@@ -50,11 +50,10 @@ def test_unspecified_flags(md):
 
 def test_single_phrasing_warning_and_excluded_cells(md):
     assert "WARNING: audit 'main' elicits verbal confidence with one phrasing only" in md
-    assert "VPR mid / mmlu / reorder / verbal / fc: 0.525 (excluded)" in md or \
-        re.search(r"VPR mid / mmlu / reorder / verbal / fc: 0\.\d+ \(excluded\)", md)
+    assert re.search(r"\| mid / mmlu / reorder / verbal / fc \| 0\.\d+ \| excluded \|", md)  # the per-cell table
     assert "2 of 48 cells excluded: mid / mmlu / reorder / verbal / fc" in md
     assert "Inclusion threshold: VPR >= 0.80 (audit vpr_threshold" in md
-    assert re.search(r"VPR small / arc / plain / verbal / fc: 0\.\d+ \(included\)", md)
+    assert re.search(r"\| small / arc / plain / verbal / fc \| 0\.\d+ \| included \|", md)
 
 
 def test_templates_hashes_indices_and_engines(run, md):
@@ -102,3 +101,24 @@ def test_evaluator_rule_reflects_spec_parameters(md):
     assert "does not take" not in md
     assert "the last standalone upper-case valid letter in the final 150 characters" in md
     assert "upper case only" in md  # regex_reparse case_sensitive=true (the default) is disclosed
+
+
+def test_checklist_opens_with_a_summary_of_every_flag(run, md):
+    """Issue 25 item 2: counts, then every UNSPECIFIED / WARNING item, before the first group; the
+    per-cell VPR detail is one table, not a bullet per cell."""
+    head, rest = md.split("\n## Run\n", 1)
+    assert "## Summary" in head
+    flags = [ln for ln in rest.splitlines() if ln.startswith("- **UNSPECIFIED") or ln.startswith("- **WARNING")]
+    assert flags
+    for ln in flags:  # "- **UNSPECIFIED: text**" is listed under **UNSPECIFIED** as "- Group > Item: text"
+        kind, text = ln[4:-2].split(": ", 1)
+        section = head.split(f"**{kind}**", 1)[1].split("\n\n**", 1)[0]
+        assert text in section, ln
+    n_u = sum("UNSPECIFIED" in ln for ln in flags)
+    n_w = sum("WARNING" in ln for ln in flags)
+    assert f"{n_u} UNSPECIFIED" in head and f"{n_w} WARNING" in head
+    assert not [ln for ln in md.splitlines() if ln.startswith("- VPR ")]
+    assert "| cell: model / dataset / variant / protocol / evaluator | VPR | status |" in md
+    tex = (run.report / "checklist.tex").read_text(encoding="utf-8")
+    assert tex.index("\\section*{Summary}") < tex.index("\\section*{Run}")
+    assert "\\begin{tabularx}{\\linewidth}" in tex

@@ -49,11 +49,11 @@ def test_no_vpr_exclusion_without_a_declared_threshold(no_threshold):
     rd, comps = no_threshold
     cl = build_checklist(rd, comps)
     vpr = entry(cl, "Audit main: shared", "vpr")
-    text = "\n".join(vpr.lines)
+    text = "\n".join(vpr.lines + [": ".join(r) for r in vpr.table[1]])
     assert "Inclusion threshold: none" in text and "no cell excluded (48 cells)" in text
-    assert "(excluded)" not in text and "(included)" not in text
+    assert ": excluded" not in text and ": included" not in text
     # the fixture's low-VPR cell (mid / mmlu / reorder, VPR about 0.5) stays in
-    assert "VPR mid / mmlu / reorder / verbal / fc: 0.5" in text and "(no threshold)" in text
+    assert "mid / mmlu / reorder / verbal / fc: 0.5" in text and ": no threshold" in text
     gap = next(c for c in comps if c.name == "gap")
     rows = gap.tables[0].records()
     assert all(r["included"] for r in rows)
@@ -103,11 +103,12 @@ def dev_run(tmp_path_factory):
 def test_fitted_thresholds_and_the_correction_are_reported(dev_run):
     cl, _ = dev_run
     fit = entry(cl, "Audit probes, cells of protocol ask", "fit")
-    text = "\n".join(fit.lines)
+    text = "\n".join(fit.lines + [": ".join(r) for r in (fit.table[1] if fit.table else [])])
     # 004 §5.5: "when an unreasonable threshold is detected, we override it and set the threshold to 0.5"
     assert "m / obqa / v / fc: threshold 0.5000 (fitted 0.9800 on 5 dev items; 0.5 correction fired)" in text
     assert "0.5 threshold correction (study 004 §5.5) fired in 1 of 1 cells" in text
-    full = "\n".join(entry(cl, "Audit full, cells of protocol ask", "fit").lines)
+    fe = entry(cl, "Audit full, cells of protocol ask", "fit")
+    full = "\n".join(fe.lines + [": ".join(r) for r in (fe.table[1] if fe.table else [])])
     assert "threshold 0.3100 (fitted 0.3100 on 5 dev items; 0.5 correction not fired)" in full
 
 
@@ -154,3 +155,32 @@ def test_self_consistency_run_one_must_decode_like_the_samples(tmp_path):
     flags = "\n".join(e.flags)
     assert "scores the answer of variant 'greedy' as run 1" in flags
     assert "variant 'sampled'" not in flags
+
+
+def test_fitted_probe_cells_say_they_fitted(tmp_path):
+    """Study 004's Embedding probe: a cell whose records carry the fit size says so; records of an
+    older run without it but with fitted confidences say the cell fitted (not "not computable")."""
+    p = tmp_path / "emb.audit"
+    p.write_text(DEV_SPEC.replace("DATA", str(DATA)).replace("protocol ask = ask_cal()", "protocol ask = embedding_probe()"),
+                 encoding="utf-8")
+    spec = compile_spec(p)
+    plan = Planner(spec, str(DATA), load_data=True, limit=2).build()
+    recs = []
+    for c in plan.cells:
+        for k, item in enumerate(plan.datasets[c.dataset]["indices"]):
+            extras = {"n_train": 5, "converged": True} if c.dataset == "obqa" else {}
+            recs.append(ExampleRecord(
+                cell_id=c.id, model=c.model, dataset=c.dataset, variant=c.variant, protocol=c.protocol,
+                evaluator=c.evaluator, item_id=f"{c.dataset}-{item}", item_index=int(item), gold="A", pred="A",
+                parsed=True, parse_rule="first", correct=1.0, confidence=0.7, confidence_parsed=True,
+                confidence_kind="embedding_probe", extras=extras, request_ids={"answer": f"r-{c.id}-{k}"},
+                generation="A"))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_records(run_dir / "records.parquet", recs)
+    cl = build_checklist(load_run(spec, plan, run_dir), [])
+    rows = {r[0]: r[1] for a in ("probes", "full") for r in entry(cl, f"Audit {a}, cells of protocol ask", "fit").table[1]}
+    assert rows["m / obqa / v / fc"] == "fitted on the dev split (5 items)"
+    assert rows["m / arc / v / fc"].startswith("fitted on the dev split (2 of 2 items have a fitted confidence")
+    assert not [v for v in rows.values() if "not computable" in v]
+

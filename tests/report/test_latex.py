@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from auditlang.report.latex import BREAK, document, escape
+from auditlang.report.latex import unmark, document, escape
 from auditlang.report.tables import Table
 
 pytestmark = pytest.mark.latex
@@ -45,7 +45,7 @@ def test_standalone_disclosure_starts_on_its_title_page(run, tmp_path):
 
 @needs_pdflatex
 def test_disclosure_fragment_is_booktabs(run):
-    frag = (run.report / "disclosure.tex").read_text().replace(BREAK, "")
+    frag = unmark((run.report / "disclosure.tex").read_text())
     assert frag.count("\\toprule") == frag.count("\\bottomrule") == 2  # one table per audit
     assert "\\textbf{Axis} & \\textbf{Main setting} & \\textbf{Alternative} & \\textbf{Held fixed} & " in frag
     assert "Conditioning context (C4) & context=bare (tok\\_bare) & context=verbal\\_prefix (tok\\_prefix)" in frag

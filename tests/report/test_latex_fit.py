@@ -65,3 +65,25 @@ def test_every_example_has_its_latex(folder):
     """Each twin's report carries the LaTeX a paper inputs (its spec asks for disclosure(format=both))."""
     for name in ("disclosure.tex", "disclosure_wide.tex", "methods.tex", "checklist.tex"):
         assert (folder / name).is_file(), f"{folder.name}/{name} (regenerate examples/reports)"
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("twin", ["s000", "s001", "s002", "s004"])
+def test_twin_disclosure_fits_a_column_of_a_two_column_article(twin, tmp_path):
+    """The identifier macro's breaks (issue 25 item 3) in the narrowest layout: each twin spec's
+    disclosure table (built from the spec and plan) in one column of a two-column article."""
+    from auditlang.plan.planner import build_plan
+    from auditlang.report.disclosure import disclosure_tables
+    from auditlang.report.latex import IDENT_DEF
+    from auditlang.report.rundata import load_run
+    from auditlang.resolve import compile_spec
+
+    data = REPO.parent / "shared" / "data"
+    if not data.is_dir():
+        pytest.skip("../shared/data is not available")
+    spec = compile_spec(REPO / "examples" / f"{twin}_twin.audit")
+    rd = load_run(spec, build_plan(spec, str(data), limit=1), tmp_path / "no-run")
+    tex = tmp_path / "disclosure.tex"
+    tex.write_text(IDENT_DEF + "\n".join(t.to_latex(caption=t.title, label=f"tab:{t.name}")
+                                         for t in disclosure_tables(rd)), encoding="utf-8")
+    check(tex, tmp_path / "build", twocolumn=True)

@@ -37,7 +37,8 @@ def table(run, name: str) -> pd.DataFrame:
 def test_cells_table_is_the_run_cell_metrics(run):
     ours = pd.read_csv(run.report / "cells.csv")
     theirs = pd.read_csv(run.run_dir / "metrics" / "cells.csv")
-    pd.testing.assert_frame_equal(ours, theirs, check_dtype=False)
+    pd.testing.assert_frame_equal(ours.drop(columns=["excluded"]), theirs, check_dtype=False)
+    assert list(ours.columns)[-1] == "excluded"  # why the audit's VPR rule excludes a cell (issue 23)
     md = (run.report / "cells.md").read_text()
     row = theirs.iloc[0]
     assert f"{row['accuracy']:.3f} [{row['accuracy lo']:.3f}, {row['accuracy hi']:.3f}]" in md

@@ -103,17 +103,49 @@ def test_reliability_figures_per_dataset_with_counts():
 
     conf = np.array([0.05, 0.15, 0.55, 0.56, 0.57, 0.58, 0.59, 0.95])
     rb = reliability_bins(conf, np.array([0, 0, 1, 0, 1, 1, 0, 1.0]), bins=10)
-    F._reliability_panel(Ax(), Ax(), [(0, "tok", "token_prob", rb)], "dataset arc")
+    F._reliability_panel(Ax(), Ax(), [(0, 0, "token_prob", rb)], "dataset arc")
     lines = [a for n, a, k in calls if n == "plot" and len(a) > 2 and a[2] == "-"]
     assert lines == []  # only one dense bin (0.5-0.6, 5 items): nothing to join
     hollow = [k for n, a, k in calls if n == "plot" and k.get("mfc") == "none"]
     assert len(hollow) == 1
     assert any(n == "step" for n, a, k in calls)
+    legend = next(k for n, a, k in calls if n == "legend")  # the panel's own legend: n of each curve here
+    assert [h.get_label() for h in legend["handles"]] == ["n=8"]
+
+
+def test_reliability_figures_plot_every_evaluator_and_spread_markers_do_not_hide(run, monkeypatch):
+    """Issue 25 item 5: one curve per protocol and evaluator (the repair audit shows the repair),
+    n per dataset panel, and equal values of two variants at different x positions."""
+    import matplotlib.pyplot as plt
+
+    from auditlang.report import figures as F
+    from auditlang.report.comparisons import compute_all
+    from auditlang.report.rundata import load_run
+
+    rd = load_run(run.spec, run.plan, run.run_dir)
+    drawn = []
+    real = F._reliability_panel
+    monkeypatch.setattr(F, "_reliability_panel", lambda ax, hax, curves, title: (drawn.append((title, curves)),
+                                                                               real(ax, hax, curves, title)))
+    with plt.rc_context(F.RC):
+        F.reliability_figures(rd)
+    panels = [(t, c) for t, c in drawn]
+    # audit main: 3 token/verbal protocols of interest x 2 evaluators per dataset panel
+    main_small = panels[0][1]
+    assert {(k, j) for k, j, _, _ in main_small} >= {(0, 0), (0, 1)}
+    ns = [rb.n for _, _, _, rb in main_small]
+    arc = rd.rows("main", model="small", dataset="arc", protocol="tok_norm", evaluator="rx")
+    assert int(arc["confidence"].notna().sum()) in ns  # n of this dataset only, not of both panels
+    xs = []
+    monkeypatch.setattr(plt.Axes, "plot", lambda self, *a, **k: xs.append(a[0]) or [])
+    with plt.rc_context(F.RC):
+        F.spread_figures([c for c in compute_all(rd) if c.ctor == "spread"], rd)
+    assert len(set(x for x in xs if isinstance(x, float))) > 1  # variants are offset around each model
 
 
 def test_reliability_titles_state_the_pooling(run):
     html = (run.report / "report.html").read_text(encoding="utf-8")
-    assert "Reliability, model small, audit main, evaluator fc; pooled over 4 variants; 10 equal-width bins" in html
+    assert "Reliability, model small, audit main, 2 evaluators (line style); pooled over 4 variants; 10 equal-width bins" in html
 
 
 def test_methods_paragraph_traced_to_checklist(run):
@@ -134,10 +166,10 @@ def test_methods_paragraph_traced_to_checklist(run):
                                 rf".*?(?=^## |\Z)", md, re.S | re.M)
             for item in items.split(" + "):
                 assert section and f"### {item}" in section.group(0), part
-    assert "percentile-bootstrap intervals over items (B=200, seed 42)" in md
-    assert "Audit main evaluates 3 models (small, mid and big) on 2 datasets (arc and mmlu)" in md
+    assert "percentile-bootstrap intervals over the items of each cell" in md and "(B=200, seed 42)" in md
+    assert "Audit main evaluates 3 models (org/small-1b at revision rev-small, " in md
     tex = (run.report / "methods.tex").read_text(encoding="utf-8")
-    assert "\\emergencystretch" in tex and "Confidence is elicited with 5 protocols" in tex
+    assert "\\emergencystretch" in tex and "Confidence is measured as (1) the first-token probability" in tex
 
 
 @pytest.mark.parametrize("folder", sorted((REPO / "examples" / "reports").glob("s00*")), ids=lambda p: p.name)

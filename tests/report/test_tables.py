@@ -40,12 +40,20 @@ def test_not_computable_reasons_are_grouped():
 
 
 def test_latex_table_is_booktabs():
-    from auditlang.report.latex import BREAK
+    from auditlang.report.latex import unmark
 
-    tex = make().to_latex(label="tab:x").replace(BREAK, "")
+    tex = unmark(make().to_latex(label="tab:x"))
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
-    assert "Title $|$ x" in tex and "0.123 {[}0.100, 0.200]" in tex  # a bracket cannot open an optional argument
+    assert "Title $|$ x" in tex and "0.123 [0.100, 0.200]" in tex
+    assert unmark(make().to_latex(label="tab:x")).count("{[}") == 0 and prose_starts_safe()
 
 
 def test_fmt():
     assert fmt(0.5) == "0.500" and fmt(float("nan")) == "–" and fmt(None) == "–" and fmt(False) == "no" and fmt(3) == "3"
+
+
+def prose_starts_safe() -> bool:
+    """A cell or line that starts with "[" cannot open an optional argument (\\\\ [x], \\item [x])."""
+    from auditlang.report.latex import prose
+
+    return prose("[0.1, 0.2] s000.first_char").startswith("{[}")
