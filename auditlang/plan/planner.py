@@ -7,9 +7,11 @@ it counts cells and requests from the declared sample sizes and marks the figure
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,20 @@ from types import SimpleNamespace
 from auditlang.plan.cross import cross_sources
 from auditlang.core.capabilities import ENGINE_CAPABILITIES
 from auditlang.resolve.modules import stdlib_root
+
+@contextmanager
+def _no_cycle_collection():
+    """Python's cyclic garbage collector paused while a plan is built: the plan allocates millions
+    of acyclic objects (contexts, requests, ids) that every full collection would walk again,
+    40 % of a study-scale plan's CPU; the few cycles left are collected afterwards as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
 
 def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
     """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit: its own
@@ -344,6 +360,10 @@ class Planner:
         stage-1 requests, the cells and the follow-up counts (:meth:`_plan_unit`); then the cross
         stage, the engine-capability check, the Plan itself, and the counts of data that is
         missing (:meth:`_estimate_missing`)."""
+        with _no_cycle_collection():
+            return self._build()
+
+    def _build(self) -> Plan:
         self._start_build()
         for aid, aobj in self.spec.of_kind("audit").items():
             a = aobj.value
@@ -352,6 +372,7 @@ class Planner:
                 ok, ds = self._read_for_plan(dsid)
                 if not ok:
                     continue
+                self.step(f"planning audit {aid} on dataset {dsid}")  # the read above was a step of its own
                 for mid in a.models:
                     for vid in a.variants:
                         for split in self._splits(a):
@@ -377,6 +398,8 @@ class Planner:
         self._per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
         self._tokens = [0, 0]  # prompt tokens, generated tokens (max) of the main loop's requests
         self._keep_ctx = self._cross_targets() if self.lean else None
+        # a plan that only counts (lean, nothing streamed): the order requests are first seen in does not matter
+        self._counts_only = self.lean and self.sink is None
         self._naive = 0
         self._deferred: Counter = Counter()  # (model, source, role, kind) -> follow-up requests
         self._estimated = False
@@ -432,9 +455,10 @@ class Planner:
         unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
         self._units[(aid, mid, dsid, vid, split)] = unit
         evaluators = a.evaluators or ["<default>"]
-        for pid in a.protocols:
-            if split == "dev" and not self._programs[pid].needs_dev:
-                continue
+        planned = [pid for pid in a.protocols if split == "test" or self._programs[pid].needs_dev]
+        if planned and self._counts_only:  # every protocol of the unit shares its answer requests: count them once
+            self._count_answers(ctxs)
+        for pid in planned:
             self._plan_protocol(unit, pid, evaluators, n_items, ds)
         for eid in evaluators:
             for target, role, kind, count in _evaluator_followups(self.spec, eid, mid, ctxs, n_items):
@@ -472,20 +496,52 @@ class Planner:
         """Per item {role: request} (the answer request and the protocol's own), each request
         counted once by id; a lean plan keeps only the first item's (its width). Stops at the
         first item the protocol cannot use (E163/E164)."""
+        if self._counts_only:
+            return self._count_stage1(pid, prog, ctxs)
         per_item = []
+        unique, lean, count = self._unique, self.lean, self._count_request
+        stage1 = prog.stage1
         for ctx in ctxs:
             try:
-                reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
+                reqs = {"answer": ctx.answer_request(), **stage1(ctx)}
             except ValueError as e:  # the item lacks what the protocol reads
                 self._item_error(pid, e)
                 break
-            if not self.lean or not per_item:
+            if not lean or not per_item:
                 per_item.append(reqs)
             for role, r in reqs.items():
-                got = self._count_request(r, main=True)
-                if got is not r:  # keep one object per request id
-                    reqs[role] = got
+                if r.id not in unique:
+                    count(r, main=True)
+                elif not lean and unique[r.id] is not r:  # keep one object per request id
+                    reqs[role] = unique[r.id]
         return per_item
+
+    def _count_answers(self, ctxs: list[ItemCtx]) -> None:
+        """A counting plan: the answer requests of a unit's items, once per unit."""
+        unique, count = self._unique, self._count_request
+        for ctx in ctxs:
+            r = ctx.answer_request()
+            if r.id not in unique:
+                count(r, main=True)
+
+    def _count_stage1(self, pid: str, prog, ctxs: list[ItemCtx]) -> list[dict[str, Request]]:
+        """:meth:`_stage1_requests` of a counting plan (lean, no sink): the protocol's own requests
+        of every item are counted (the answer requests were, by :meth:`_count_answers`); the first
+        item's {role: request} is returned (the unit's width)."""
+        first: list[dict[str, Request]] = []
+        unique, count, stage1 = self._unique, self._count_request, prog.stage1
+        for ctx in ctxs:
+            try:
+                own = stage1(ctx)
+            except ValueError as e:  # the item lacks what the protocol reads
+                self._item_error(pid, e)
+                break
+            if not first:
+                first.append({"answer": ctx.answer_request(), **own})
+            for r in own.values():
+                if r.id not in unique:
+                    count(r, main=True)
+        return first
 
     def _count_request(self, r: Request, main: bool = False) -> Request | None:
         """Count a stage-1 request once by id (kinds, per-model token sums, the sink) and return
@@ -799,10 +855,25 @@ def _estimate_tokens(r: Request) -> tuple[int, int]:
     """Cheap estimate: characters / 4 for the prompt; the budget for generation."""
     p = r.prompt
     chars = len(p.text) if p.text is not None else sum(len(m.content) for m in p.messages or ())
-    d = dict(r.params)
-    n = int(d.get("n", 1) or 1)
-    gen = int(d.get("max_tokens", 0) or 0) * n if r.kind == "generate" else (1 if r.kind in ("choice_logprobs", "constrained_choice") else 0)
-    return chars // 4 + 1, gen
+    return chars // 4 + 1, _generated_budget(r.kind, r.params)
+
+
+_BUDGETS: dict[int, tuple[Any, int]] = {}  # id(params) -> (params, budget): requests of one maker share params
+
+
+def _generated_budget(kind: str, params: tuple) -> int:
+    """Tokens a request may generate: max_tokens x n for generate, 1 for a label readout."""
+    if kind != "generate":
+        return 1 if kind in ("choice_logprobs", "constrained_choice") else 0
+    hit = _BUDGETS.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    d = dict(params)
+    gen = int(d.get("max_tokens", 0) or 0) * int(d.get("n", 1) or 1)
+    if len(_BUDGETS) > 10_000:
+        _BUDGETS.clear()
+    _BUDGETS[id(params)] = (params, gen)
+    return gen
 
 
 def _engine_of(spec: Spec, mid: str) -> str:
