@@ -560,8 +560,7 @@ class Planner:
         if acc is None:
             acc = self._per_model[r.model] = [0, 0, 0]
         acc[0] += pt
-        if gt > acc[1]:
-            acc[1] = gt
+        acc[1] = max(acc[1], gt)
         acc[2] += 1
         if self.sink is not None:
             self.sink(r)

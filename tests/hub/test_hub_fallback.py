@@ -333,7 +333,7 @@ def _fresh_plan(spec: Path, env: dict, *extra: str) -> tuple[dict, bool]:
     code = ("import json, sys\nfrom auditlang.cli import main\nrc = main(sys.argv[1:])\n"
             "print(json.dumps({'rc': rc, 'datasets': 'datasets' in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code, "plan", str(spec), "--format", "json", *extra],
-                         env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+                         env={**os.environ, **env}, check=False, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     *body, last = out.stdout.strip().splitlines()
     status = json.loads(last)

@@ -15,7 +15,7 @@ QUICK = Path(__file__).resolve().parents[2] / "examples" / "quickstart.audit"
 
 
 def test_unchanged_runs_reuse_the_figures_and_changed_inputs_redraw_them(tmp_path: Path, monkeypatch) -> None:
-    import auditlang.report.figures as figures
+    from auditlang.report import figures
 
     calls = []
     real = figures.all_figures
