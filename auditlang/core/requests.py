@@ -111,6 +111,16 @@ class Request:
 
     @staticmethod
     def make(model: str, kind: str, prompt: Prompt, seed: int = 0, **params: Any) -> "Request":
+        types = tuple(map(type, params.values()))
+        if _PLAIN.issuperset(types) and type(seed) is int:
+            # scalars: the values with their types (1, 1.0 and True apart) key one maker
+            key = (model, kind, seed, tuple(params.items()), types)
+            mk = _MAKERS.get(key)
+            if mk is None:
+                if len(_MAKERS) > 10_000:
+                    _MAKERS.clear()
+                mk = _MAKERS[key] = RequestMaker(model, kind, seed, **params)
+            return mk(prompt)
         if all(type(v) in _PLAIN or (type(v) in (list, tuple) and all(type(x) in _PLAIN for x in v))
                for v in params.values()):
             # repr is faithful for these values (and keeps 1, 1.0 and True apart): one maker per key
@@ -170,9 +180,17 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_thaw)
 
 
-@lru_cache(maxsize=200_000)
 def prompt_digest(prompt: Prompt) -> str:
-    """SHA-256 of the prompt's canonical JSON; cached, since many requests share one prompt."""
+    """SHA-256 of the prompt's canonical JSON; cached on the prompt object (not a field: equality,
+    hashing and serialisation ignore it) and by value, since many requests share one prompt."""
+    got = prompt.__dict__.get("_digest")
+    if got is None:
+        got = prompt.__dict__["_digest"] = _prompt_digest(prompt)
+    return got
+
+
+@lru_cache(maxsize=200_000)
+def _prompt_digest(prompt: Prompt) -> str:
     return hashlib.sha256(canonical_json(prompt.to_dict()).encode("utf-8")).hexdigest()
 
 
@@ -216,7 +234,11 @@ class RequestMaker:
     def __call__(self, prompt: Prompt) -> Request:
         payload = self._head + prompt_digest(prompt) + self._tail
         rid = "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
-        return Request(self.model, self.kind, prompt, self.params, self.seed, rid)
+        # the checked fields of Request(...) without its frozen __setattr__ per field (the kind was
+        # checked when the maker was built); millions of these per study-scale plan
+        r = object.__new__(Request)
+        r.__dict__.update(model=self.model, kind=self.kind, prompt=prompt, params=self.params, seed=self.seed, id=rid)
+        return r
 
 
 _PARAMS_JSON: dict[str, str] = {}

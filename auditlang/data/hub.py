@@ -13,10 +13,12 @@ instead of retrying the Hub for a minute.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
 import socket
+import sys
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
@@ -90,11 +92,71 @@ def _cached_commit(split) -> str | None:
     return None
 
 
+def _cache_dirs() -> list[Path]:
+    """Where ``datasets`` looks for a split offline: its prepared-split cache and the Hub download
+    cache, as the libraries compute them from the environment (or as already configured)."""
+    home = os.path.expanduser(os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface")))
+    dirs = [Path(os.getenv("HF_DATASETS_CACHE", os.path.join(home, "datasets"))).expanduser()]
+    mod = sys.modules.get("datasets")
+    if mod is not None:
+        dirs.append(Path(str(mod.config.HF_DATASETS_CACHE)).expanduser())
+    try:
+        import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub datasets (light module)
+
+        dirs.append(Path(hc.HF_HUB_CACHE).expanduser())
+    except ImportError:
+        dirs.append(Path(home) / "hub")
+    return dirs
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def may_be_cached(hub_id: str) -> bool:
+    """Whether a local cache may hold some split of ``hub_id`` (a folder named after it: the
+    prepared splits ``NAMESPACE___NAME``, the Hub download ``datasets--NAMESPACE--NAME``). False
+    means ``datasets`` offline cannot load it; names are compared loosely, so True may be wrong."""
+    want = {_squash(hub_id.replace("/", "___")), _squash("datasets--" + hub_id.replace("/", "--"))}
+    for d in _cache_dirs():
+        try:
+            if any(_squash(e.name) in want for e in os.scandir(d)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _not_cached_offline(ds: Resolved, what: str, no_download: str | None) -> None:
+    """HubError (unavailable) without importing ``datasets`` when it could not load the split
+    anyway: not installed, or offline / not allowed to download / Hub unreachable with no cache
+    folder of the dataset. A ``fallback=`` file is then read at once (auditc plan and run alike)."""
+    if "datasets" in sys.modules:
+        return  # imported already: its own offline lookup costs nothing more
+    if importlib.util.find_spec("datasets") is None:
+        raise HubError(f"dataset '{ds.id}' reads the Hugging Face Hub, but the `datasets` package is not installed",
+                       hint=HUB_HINT_INSTALL, unavailable="the `datasets` package is not installed")
+    import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub datasets (light module)
+
+    offline = offline_env()
+    if not offline and no_download is None and _reachable(hc.ENDPOINT):
+        return
+    if may_be_cached(ds.value.id_):
+        return
+    why = ("offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE)" if offline else no_download if no_download is not None
+           else f"{hc.ENDPOINT} is unreachable")
+    raise HubError(f"cannot load hub dataset {what}: it is not in the local datasets cache ({_cache_dirs()[0]})",
+                   hint=f"{why}: only splits already in the local datasets cache ({_cache_dirs()[0]}) load; load it "
+                        "once with network access (same HF_HOME), or declare a local copy with fallback=jsonl(...)",
+                   unavailable=f"{why}, and the split is not in the local datasets cache")
+
+
 def read_hub(ds: Resolved, no_download: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(rows, identity) of a hub dataset. Raises :class:`HubError` with the real cause.
     ``no_download``: read the local cache only, for this reason (the Hub host is not allowed)."""
     v = ds.value
     what = f"'{v.id_}'" + (f" (config {v.config!r})" if v.config else "") + f", split {v.split!r}"
+    _not_cached_offline(ds, what, no_download)  # before importing `datasets` (seconds), when that settles it
     try:
         import datasets  # type: ignore
     except ImportError:

@@ -7,9 +7,11 @@ it counts cells and requests from the declared sample sizes and marks the figure
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,20 @@ from types import SimpleNamespace
 from auditlang.plan.cross import cross_sources
 from auditlang.core.capabilities import ENGINE_CAPABILITIES, call_shape
 from auditlang.resolve.modules import stdlib_root
+
+@contextmanager
+def _no_cycle_collection():
+    """Python's cyclic garbage collector paused while a plan is built: the plan allocates millions
+    of acyclic objects (contexts, requests, ids) that every full collection would walk again,
+    40 % of a study-scale plan's CPU; the few cycles left are collected afterwards as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
 
 def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
     """(model, role, kind, count) of the stage-2 requests an evaluator adds to one unit: its own
@@ -338,158 +354,256 @@ class Planner:
 
     # -------------------------------------------------------------- plan
     def build(self) -> Plan:
-        spec = self.spec
-        cells: list[Cell] = []
-        lean, sink = self.lean, self.sink
-        # id -> Request (full plan), or id -> None (lean plan: dedup by id only)
-        unique: dict[str, Request | None] = {}
-        kinds: Counter = Counter()  # (model, kind) -> unique stage-1 requests
-        shapes: Counter = Counter()  # (model, kind, call shape) -> unique stage-1 requests
-        per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
-        self._unique, self._kinds, self._per_model = unique, kinds, per_model
-        keep_ctx = self._cross_targets() if lean else None
-        naive = 0
-        deferred: Counter = Counter()
-        estimated = False
-        units: dict[tuple, Unit] = {}
-        ds_info: dict[str, dict[str, Any]] = {}
-        tok_prompt = tok_gen = 0
-        programs = {}
-        first_windows = self._first_windows(programs)
-        est1 = self._est1 = {}  # without data: (unit key, role, kind) -> (model, kind, n)
-        for aid, aobj in spec.of_kind("audit").items():
+        """Spec + data -> Plan, in the order of ARCHITECTURE.md's plan stage: for every audit
+        and dataset, read the data (:meth:`_read_for_plan`); for every unit (model × dataset ×
+        variant × split) render the item contexts and, per protocol, collect the deduplicated
+        stage-1 requests, the cells and the follow-up counts (:meth:`_plan_unit`); then the cross
+        stage, the engine-capability check, the Plan itself, and the counts of data that is
+        missing (:meth:`_estimate_missing`)."""
+        with _no_cycle_collection():
+            return self._build()
+
+    def _build(self) -> Plan:
+        self._start_build()
+        for aid, aobj in self.spec.of_kind("audit").items():
             a = aobj.value
             self.step(f"planning audit {aid}")
-            evaluators = a.evaluators or ["<default>"]
             for dsid in a.datasets:
-                ds = self.dataset(dsid)
-                dobj = spec.get(dsid)
-                if ds is None and dsid in self.failed:
+                ok, ds = self._read_for_plan(dsid)
+                if not ok:
                     continue
-                if ds is None:
-                    n = estimated_size(dobj)
-                    if n is None:
-                        self.bag.error("E171", f"dataset '{dsid}' is not available and declares no sample size",
-                                       dobj.span, hint="add sample=N (or size=N for hub datasets) so the plan can be estimated")
-                        continue
-                    estimated = True
-                    ds_info[dsid] = {"path": getattr(dobj.value, "path", None), "available": False, "n_sample": n}
-                else:
-                    ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
-                                     "n_sample": len(ds.indices), "seed": spec.get(ds.decl or dsid).value.seed,
-                                     "indices": ds.indices,
-                                     "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
-                                     **ds.meta}
-                    if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
-                        ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
+                self.step(f"planning audit {aid} on dataset {dsid}")  # the read above was a step of its own
                 for mid in a.models:
                     for vid in a.variants:
-                        for pid in a.protocols:
-                            if pid not in programs:
-                                programs[pid] = program_for(spec.get(pid), spec)
-                        needs_dev = any(programs[p].needs_dev for p in a.protocols)
-                        splits = ["test"] + (["dev"] if needs_dev else [])
-                        for split in splits:
-                            ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
-                            if first_windows.get((mid, dsid, vid)):
-                                for ctx in ctxs:
-                                    ctx.extras["first_window"] = first_windows[(mid, dsid, vid)]
-                            n_items = len(ctxs) if ds is not None else (estimated_size(dobj) if split == "test" else 0)
-                            unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
-                            units[(aid, mid, dsid, vid, split)] = unit
-                            for pid in a.protocols:
-                                prog = programs[pid]
-                                if split == "dev" and not prog.needs_dev:
-                                    continue
-                                per_item = []
-                                for ctx in ctxs:
-                                    try:
-                                        reqs = {"answer": ctx.answer_request(), **prog.stage1(ctx)}
-                                    except ValueError as e:  # the item lacks what the protocol reads
-                                        self._item_error(pid, e)
-                                        break
-                                    if not lean or not per_item:
-                                        per_item.append(reqs)  # a lean plan keeps the first (its width)
-                                    for role, r in reqs.items():
-                                        rid = r.id
-                                        if rid not in unique:
-                                            unique[rid] = None if lean else r
-                                            pt, gt = _estimate_tokens(r)
-                                            tok_prompt += pt
-                                            tok_gen += gt
-                                            kinds[(r.model, r.kind)] += 1
-                                            shapes[(r.model, r.kind, call_shape(r.kind, r.p))] += 1
-                                            acc = per_model.get(r.model)
-                                            if acc is None:
-                                                acc = per_model[r.model] = [0, 0, 0]
-                                            acc[0] += pt
-                                            if gt > acc[1]:
-                                                acc[1] = gt
-                                            acc[2] += 1
-                                            if sink is not None:
-                                                sink(r)
-                                        elif not lean:
-                                            got = unique[rid]
-                                            if got is not r:  # keep one object per request id
-                                                reqs[role] = got
-                                if not lean:
-                                    unit.stage1[pid] = per_item
-                                if ds is None and n_items:
-                                    key = (mid, dsid, vid, split)
-                                    est1[(key, "answer")] = (mid, "generate", n_items)
-                                    for role, kind in _stage1_roles(prog).items():
-                                        # protocols asking the same role of one prompt share it (token_norm, token_raw)
-                                        est1[(key, role, kind)] = (mid, kind, n_items)
-                                n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
-                                roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
-                                for eid in evaluators:
-                                    extra2 = sum(f[3] for f in _evaluator_followups(spec, eid, mid, ctxs, n_items))
-                                    naive += n_items * (n1 + len(roles2)) + extra2
-                                    if split == "test":
-                                        cells.append(self._cell(aid, mid, dsid, vid, pid, eid, n_items, ds))
-                                # stage-2 requests are per item and protocol; the evaluator ones per evaluator
-                                for role, kind in roles2.items():
-                                    deferred[(mid, pid, role, kind)] += n_items
-                            for eid in evaluators:
-                                for target, role, kind, count in _evaluator_followups(spec, eid, mid, ctxs, n_items):
-                                    deferred[(target, eid, role, kind)] += count
-                            if lean:
-                                self._release(unit, keep_ctx)
+                        for split in self._splits(a):
+                            self._plan_unit(aid, a, mid, dsid, vid, split, ds)
         self.step("planning the cross stage")
-        naive += self._plan_cross(units, programs, unique, deferred)
-        check_capabilities(spec, programs, self.bag)
+        self._naive += self._plan_cross(self._units, self._programs, self._unique, self._deferred)
+        check_capabilities(self.spec, self._programs, self.bag)
         self.bag.raise_if_errors()
+        plan = self._assemble()
+        self._estimate_missing(plan)
+        plan.token_estimate_followups = _followup_tokens(plan, self._per_model)
+        plan.units = self._units
+        plan.warnings = self.bag.warnings
+        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
+        return plan
+
+    def _start_build(self) -> None:
+        """The state one build accumulates: unique requests, their counts, cells, follow-ups."""
+        self._cells: list[Cell] = []
+        # id -> Request (full plan), or id -> None (lean plan: dedup by id only)
+        self._unique: dict[str, Request | None] = {}
+        self._kinds: Counter = Counter()  # (model, kind) -> unique stage-1 requests
+        self._shapes: Counter = Counter()  # (model, kind, call shape) -> unique stage-1 requests
+        self._per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
+        self._tokens = [0, 0]  # prompt tokens, generated tokens (max) of the main loop's requests
+        self._keep_ctx = self._cross_targets() if self.lean else None
+        # a plan that only counts (lean, nothing streamed): the order requests are first seen in does not matter
+        self._counts_only = self.lean and self.sink is None
+        self._naive = 0
+        self._deferred: Counter = Counter()  # (model, source, role, kind) -> follow-up requests
+        self._estimated = False
+        self._units: dict[tuple, Unit] = {}
+        self._ds_info: dict[str, dict[str, Any]] = {}
+        self._programs: dict = {}
+        self._first_windows = self._first_windows_of(self._programs)
+        self._est1 = {}  # without data: (unit key, role, kind) -> (model, kind, n)
+
+    def _read_for_plan(self, dsid: str) -> tuple[bool, DatasetItems | None]:
+        """Read a dataset and record what the plan says of it (``datasets`` of plan.json):
+        (False, None) when it is planned no further (unreadable, or missing with no declared size),
+        (True, None) when its counts are estimated from the declared size."""
+        spec = self.spec
+        ds = self.dataset(dsid)
+        dobj = spec.get(dsid)
+        if ds is None and dsid in self.failed:
+            return False, None
+        if ds is None:
+            n = estimated_size(dobj)
+            if n is None:
+                self.bag.error("E171", f"dataset '{dsid}' is not available and declares no sample size",
+                               dobj.span, hint="add sample=N (or size=N for hub datasets) so the plan can be estimated")
+                return False, None
+            self._estimated = True
+            self._ds_info[dsid] = {"path": getattr(dobj.value, "path", None), "available": False, "n_sample": n}
+            return True, None
+        self._ds_info[dsid] = {"path": ds.path, "available": True, "n_items": len(ds.items),
+                               "n_sample": len(ds.indices), "seed": spec.get(ds.decl or dsid).value.seed,
+                               "indices": ds.indices,
+                               "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
+                               **ds.meta}
+        if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
+            self._ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
+        return True, ds
+
+    def _splits(self, a) -> list[str]:
+        """The splits an audit's units cover: test, and dev when a protocol needs a dev set."""
+        for pid in a.protocols:
+            if pid not in self._programs:
+                self._programs[pid] = program_for(self.spec.get(pid), self.spec)
+        return ["test"] + (["dev"] if any(self._programs[p].needs_dev for p in a.protocols) else [])
+
+    def _plan_unit(self, aid: str, a, mid: str, dsid: str, vid: str, split: str, ds: DatasetItems | None) -> None:
+        """One unit (audit, model, dataset, variant, split): its item contexts, then per protocol
+        its stage-1 requests and cells, then the evaluators' own follow-ups."""
+        ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+        window = self._first_windows.get((mid, dsid, vid))
+        if window:
+            for ctx in ctxs:
+                ctx.extras["first_window"] = window
+        n_items = len(ctxs) if ds is not None else (estimated_size(self.spec.get(dsid)) if split == "test" else 0)
+        unit = Unit(aid, mid, dsid, vid, split, ctxs, {})
+        self._units[(aid, mid, dsid, vid, split)] = unit
+        evaluators = a.evaluators or ["<default>"]
+        planned = [pid for pid in a.protocols if split == "test" or self._programs[pid].needs_dev]
+        if planned and self._counts_only:  # every protocol of the unit shares its answer requests: count them once
+            self._count_answers(ctxs)
+        for pid in planned:
+            self._plan_protocol(unit, pid, evaluators, n_items, ds)
+        for eid in evaluators:
+            for target, role, kind, count in _evaluator_followups(self.spec, eid, mid, ctxs, n_items):
+                self._deferred[(target, eid, role, kind)] += count
+        if self.lean:
+            self._release(unit, self._keep_ctx)
+
+    def _plan_protocol(self, unit: Unit, pid: str, evaluators: list[str], n_items: int, ds: DatasetItems | None) -> None:
+        """One protocol of a unit: the stage-1 requests of every item (or, without data, their
+        count from the declared size), a cell per evaluator (test split), the naive request count
+        and the protocol's stage-2 follow-ups."""
+        prog = self._programs[pid]
+        mid, ctxs = unit.model, unit.contexts
+        per_item = self._stage1_requests(pid, prog, ctxs)
+        if not self.lean:
+            unit.stage1[pid] = per_item
+        if ds is None and n_items:
+            key = (mid, unit.dataset, unit.variant, unit.split)
+            self._est1[(key, "answer")] = (mid, "generate", n_items)
+            for role, kind in _stage1_roles(prog).items():
+                # protocols asking the same role of one prompt share it (token_norm, token_raw)
+                self._est1[(key, role, kind)] = (mid, kind, n_items)
+        n1 = len(per_item[0]) if per_item else 1 + _stage1_width(prog)
+        roles2 = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
+        for eid in evaluators:
+            extra2 = sum(f[3] for f in _evaluator_followups(self.spec, eid, mid, ctxs, n_items))
+            self._naive += n_items * (n1 + len(roles2)) + extra2
+            if unit.split == "test":
+                self._cells.append(self._cell(unit.audit, mid, unit.dataset, unit.variant, pid, eid, n_items, ds))
+        # stage-2 requests are per item and protocol; the evaluator ones per evaluator
+        for role, kind in roles2.items():
+            self._deferred[(mid, pid, role, kind)] += n_items
+
+    def _stage1_requests(self, pid: str, prog, ctxs: list[ItemCtx]) -> list[dict[str, Request]]:
+        """Per item {role: request} (the answer request and the protocol's own), each request
+        counted once by id; a lean plan keeps only the first item's (its width). Stops at the
+        first item the protocol cannot use (E163/E164)."""
+        if self._counts_only:
+            return self._count_stage1(pid, prog, ctxs)
+        per_item = []
+        unique, lean, count = self._unique, self.lean, self._count_request
+        stage1 = prog.stage1
+        for ctx in ctxs:
+            try:
+                reqs = {"answer": ctx.answer_request(), **stage1(ctx)}
+            except ValueError as e:  # the item lacks what the protocol reads
+                self._item_error(pid, e)
+                break
+            if not lean or not per_item:
+                per_item.append(reqs)
+            for role, r in reqs.items():
+                if r.id not in unique:
+                    count(r, main=True)
+                elif not lean and unique[r.id] is not r:  # keep one object per request id
+                    reqs[role] = unique[r.id]
+        return per_item
+
+    def _count_answers(self, ctxs: list[ItemCtx]) -> None:
+        """A counting plan: the answer requests of a unit's items, once per unit."""
+        unique, count = self._unique, self._count_request
+        for ctx in ctxs:
+            r = ctx.answer_request()
+            if r.id not in unique:
+                count(r, main=True)
+
+    def _count_stage1(self, pid: str, prog, ctxs: list[ItemCtx]) -> list[dict[str, Request]]:
+        """:meth:`_stage1_requests` of a counting plan (lean, no sink): the protocol's own requests
+        of every item are counted (the answer requests were, by :meth:`_count_answers`); the first
+        item's {role: request} is returned (the unit's width)."""
+        first: list[dict[str, Request]] = []
+        unique, count, stage1 = self._unique, self._count_request, prog.stage1
+        for ctx in ctxs:
+            try:
+                own = stage1(ctx)
+            except ValueError as e:  # the item lacks what the protocol reads
+                self._item_error(pid, e)
+                break
+            if not first:
+                first.append({"answer": ctx.answer_request(), **own})
+            for r in own.values():
+                if r.id not in unique:
+                    count(r, main=True)
+        return first
+
+    def _count_request(self, r: Request, main: bool = False) -> Request | None:
+        """Count a stage-1 request once by id (kinds, per-model token sums, the sink) and return
+        the one object kept for its id (``r`` itself in a lean plan). ``main``: a request of the
+        main loop, whose tokens also go into the plan's ``token_estimate``."""
+        rid = r.id
+        if rid in self._unique:
+            return r if self.lean else self._unique[rid]
+        self._unique[rid] = None if self.lean else r
+        pt, gt = _estimate_tokens(r)
+        if main:
+            self._tokens[0] += pt
+            self._tokens[1] += gt
+        self._kinds[(r.model, r.kind)] += 1
+        self._shapes[(r.model, r.kind, call_shape(r.kind, r.p))] += 1
+        acc = self._per_model.get(r.model)
+        if acc is None:
+            acc = self._per_model[r.model] = [0, 0, 0]
+        acc[0] += pt
+        acc[1] = max(acc[1], gt)
+        acc[2] += 1
+        if self.sink is not None:
+            self.sink(r)
+        return r
+
+    def _assemble(self) -> Plan:
+        """The Plan of what the build collected (its hash covers cells, counts and requests)."""
+        spec = self.spec
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
-        plan = Plan(
+        deferred = [{"model": m, "source": s, "role": r, "kind": k, "count": c}
+                    for (m, s, r, k), c in sorted(self._deferred.items())]
+        return Plan(
             version=PLAN_VERSION, spec_path=str(spec.entry), spec_hash=_spec_hash(spec), seed=spec.settings.seed,
-            cells=cells, requests=[] if lean else list(unique.values()),
-            deferred=[{"model": m, "source": s, "role": r, "kind": k, "count": c} for (m, s, r, k), c in sorted(deferred.items())],
-            naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
-            token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
-            request_counts=dict(kinds), lean=lean, call_shapes=dict(shapes),
+            cells=self._cells, requests=[] if self.lean else list(self._unique.values()), deferred=deferred,
+            naive_request_count=self._naive, datasets=self._ds_info, estimated=self._estimated, notes=self.notes,
+            token_estimate={"prompt_tokens": self._tokens[0], "generated_tokens_max": self._tokens[1]}, models=models,
+            request_counts=dict(self._kinds), lean=self.lean, call_shapes=dict(self._shapes),
         )
+
+    def _estimate_missing(self, plan: Plan) -> None:
+        """Stage-1 counts of datasets without data (``plan.estimated_stage1``): from the declared
+        sizes, or, when the spec's templates render them, from a second plan on placeholder items
+        so that request sharing between cells is counted as the real run would."""
+        spec = self.spec
         by_kind: Counter = Counter()
-        for m, k, n in est1.values():
+        for m, k, n in self._est1.values():
             by_kind[(m, k)] += n
-        missing = frozenset(d for d, i in ds_info.items() if not i.get("available")) | frozenset(
+        missing = frozenset(d for d, i in self._ds_info.items() if not i.get("available")) | frozenset(
             d for d in self.data if self.data[d] is None and d not in self.failed)
         missing |= frozenset(spec.get(d).value.dev for d in missing
                              if getattr(spec.get(d).value, "dev", None) and self.data.get(spec.get(d).value.dev) is None)
-        if estimated and missing and not self.synthetic:
+        if self._estimated and missing and not self.synthetic:
             self.step(f"counting requests on placeholder items for {', '.join(sorted(missing))} (no data)")
             exact = self._estimate_with_placeholders(missing)
             if exact is not None:
                 by_kind, plan.deferred = exact
                 plan.notes.append(PLACEHOLDER_NOTE)
         plan.estimated_stage1 = [{"model": m, "kind": k, "count": c} for (m, k), c in sorted(by_kind.items()) if c]
-        plan.token_estimate_followups = _followup_tokens(plan, per_model)
-        plan.units = units
-        plan.warnings = self.bag.warnings
-        plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
-        return plan
 
-    def _first_windows(self, programs: dict) -> dict[tuple[str, str, str], int]:
+    def _first_windows_of(self, programs: dict) -> dict[tuple[str, str, str], int]:
         """(model, dataset, variant) -> the widest first-position window any audit's protocol
         reads from the greedy answer generation (``Program.first_window``): the answer request
         of those prompts carries it, so the one-token window calls fold into it (one engine pass
@@ -523,20 +637,6 @@ class Planner:
         extra = Counter(synth.request_counts)
         extra.subtract(self._kinds)
         return extra, synth.deferred
-
-    def _add_request(self, r: Request) -> None:
-        """Count a stage-1 request of the cross stage once (the main loop does the same inline)."""
-        if r.id in self._unique:
-            return
-        self._unique[r.id] = None if self.lean else r
-        self._kinds[(r.model, r.kind)] += 1
-        pt, gt = _estimate_tokens(r)
-        acc = self._per_model.setdefault(r.model, [0, 0, 0])
-        acc[0] += pt
-        acc[1] = max(acc[1], gt)
-        acc[2] += 1
-        if self.sink is not None:
-            self.sink(r)
 
     def _cross_targets(self) -> tuple[set, set]:
         """Units whose item contexts the cross stage reads: (units whose sampled answers it plans,
@@ -590,7 +690,7 @@ class Planner:
                     for ctx in ctxs:
                         for r in prog.stage1(ctx).values():
                             added += 1
-                            self._add_request(r)
+                            self._count_request(r)
                     if no_data and n:  # without data: the sampled answers, from the declared size
                         for role, kind in _stage1_roles(prog).items():
                             self._est1[(target[1:], f"samples:{src.samples}", role, kind)] = (unit.model, kind, n)
@@ -756,10 +856,25 @@ def _estimate_tokens(r: Request) -> tuple[int, int]:
     """Cheap estimate: characters / 4 for the prompt; the budget for generation."""
     p = r.prompt
     chars = len(p.text) if p.text is not None else sum(len(m.content) for m in p.messages or ())
-    d = dict(r.params)
-    n = int(d.get("n", 1) or 1)
-    gen = int(d.get("max_tokens", 0) or 0) * n if r.kind == "generate" else (1 if r.kind in ("choice_logprobs", "constrained_choice") else 0)
-    return chars // 4 + 1, gen
+    return chars // 4 + 1, _generated_budget(r.kind, r.params)
+
+
+_BUDGETS: dict[int, tuple[Any, int]] = {}  # id(params) -> (params, budget): requests of one maker share params
+
+
+def _generated_budget(kind: str, params: tuple) -> int:
+    """Tokens a request may generate: max_tokens x n for generate, 1 for a label readout."""
+    if kind != "generate":
+        return 1 if kind in ("choice_logprobs", "constrained_choice") else 0
+    hit = _BUDGETS.get(id(params))
+    if hit is not None and hit[0] is params:
+        return hit[1]
+    d = dict(params)
+    gen = int(d.get("max_tokens", 0) or 0) * int(d.get("n", 1) or 1)
+    if len(_BUDGETS) > 10_000:
+        _BUDGETS.clear()
+    _BUDGETS[id(params)] = (params, gen)
+    return gen
 
 
 def _engine_of(spec: Spec, mid: str) -> str:

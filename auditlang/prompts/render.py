@@ -76,7 +76,10 @@ def letters(n: int) -> list[str]:
         raise ValueError(f"letters() needs a non-negative integer, got {n!r}")
     if n > MAX_LETTERS:
         raise ValueError(f"letters() supports at most {MAX_LETTERS} choices, got {n}")
-    return [chr(ord("A") + i) for i in range(n)]
+    return list(_LETTERS[:n])
+
+
+_LETTERS = tuple(chr(ord("A") + i) for i in range(26))
 
 
 _PLACEHOLDER = re.compile(r"\{(label|text)\}")
@@ -97,19 +100,17 @@ def options(choices: Sequence[str] | None, fmt: str = "{label}. {text}", sep: st
     if len(labs) != len(choices):
         raise ValueError(f"options got {len(choices)} choices but {len(labs)} labels")
 
-    parts = _format_parts(fmt)
-
-    def one(label: str, text: Any) -> str:
-        values = {"label": str(label), "text": str(text)}
-        return "".join(values[p] if i % 2 else p for i, p in enumerate(parts))
-
-    return sep.join(one(lab, txt) for lab, txt in zip(labs, choices))
+    one = _format_parts(fmt).format
+    return sep.join([one(str(lab), str(txt)) for lab, txt in zip(labs, choices)])
 
 
 @lru_cache(maxsize=256)
-def _format_parts(fmt: str) -> tuple[str, ...]:
-    """``fmt`` cut at its placeholders: literal, name, literal, ..., literal (odd items are names)."""
-    return tuple(_PLACEHOLDER.split(fmt))
+def _format_parts(fmt: str) -> str:
+    """``fmt`` as a ``str.format`` pattern of two positional fields, {0} the label and {1} the
+    text, every other brace escaped (the pattern is built here, never taken from a template)."""
+    parts = _PLACEHOLDER.split(fmt)  # literal, name, literal, ..., literal (odd items are names)
+    return "".join(("{0}" if p == "label" else "{1}") if i % 2 else p.replace("{", "{{").replace("}", "}}")
+                   for i, p in enumerate(parts))
 
 
 def _finalize(value: Any) -> Any:

@@ -8,7 +8,11 @@ spec has none) under ``run_dir/report/``. See docs/report.md for every file.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,8 @@ from auditlang.report.html import render_html
 from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report.rundata import load_run
+from auditlang.core.hashing import sha256_file
+from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
@@ -84,12 +90,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
     figs, fig_note = [], ""
     if "figures" in want or "html" in want:
-        try:
-            from auditlang.report.figures import all_figures  # lazy: auditlang.report.figures imports matplotlib, needed only here
-        except ImportError as err:  # matplotlib is the optional `report` extra
-            fig_note = f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
-        else:
-            figs = all_figures(rd, comps)
+        figs, fig_note = _figures(rd, comps, out)
     checklist = build_checklist(rd, comps) if ("checklist" in want or "html" in want) else None
     disclosure = disclosure_tables(rd) if ("disclosure" in want or "html" in want) else []
     cite = M.methods_sentences(rd) if ("checklist" in want or "html" in want) else []
@@ -180,6 +181,86 @@ def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@dataclass
+class _StoredFigure:
+    """A figure read back from the figure cache (the fields of ``report.figures.Figure`` that the
+    report uses), so an unchanged report imports no matplotlib."""
+
+    name: str
+    title: str
+    png: bytes
+    pdf: bytes
+
+    def write(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        out = [folder / f"{self.name}.png", folder / f"{self.name}.pdf"]
+        out[0].write_bytes(self.png)
+        out[1].write_bytes(self.pdf)
+        return out
+
+
+def _figures(rd, comps, out: Path) -> tuple[list, str]:
+    """(figures, note): drawn again only when what they are drawn from changed (records, cell
+    metrics, the spec and plan, the report code, matplotlib); else read from
+    ``report/.figures-cache/`` (an unchanged rerun or `auditc report` redrew them in 15 of 20 s)."""
+    cache = out / FIGURE_CACHE_DIR
+    key = _figure_key(rd)
+    stored = _read_figure_cache(cache, key)
+    if stored is not None:
+        return stored, ""
+    try:
+        from auditlang.report.figures import all_figures  # lazy: auditlang.report.figures imports matplotlib, needed only here
+    except ImportError as err:  # matplotlib is the optional `report` extra
+        return [], f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
+    figs = all_figures(rd, comps)
+    _write_figure_cache(cache, key, figs)
+    return figs, ""
+
+
+def _figure_key(rd) -> str | None:
+    """Hash of every input of the figures, or None when one cannot be read (then they are drawn)."""
+    h = hashlib.sha256()
+    try:
+        for f in [rd.run_dir / RECORDS, *sorted((rd.run_dir / METRICS_DIR).glob("*"))]:
+            h.update(f.name.encode() + b"\0" + (sha256_file(f) if f.is_file() else "-").encode())
+        code = Path(__file__).resolve().parents[1]
+        for f in sorted([*(code / "report").rglob("*.py"), *(code / "metrics").rglob("*.py")]):
+            h.update(f.relative_to(code).as_posix().encode() + b"\0" + f.read_bytes())
+    except OSError:
+        return None
+    h.update(json.dumps([rd.plan.hash, sorted(rd.spec.files.values()), importlib.metadata.version("matplotlib")]).encode())
+    return h.hexdigest()
+
+
+def _read_figure_cache(cache: Path, key: str | None) -> list | None:
+    if key is None:
+        return None
+    try:
+        index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
+        if index.get("key") != key:
+            return None
+        return [_StoredFigure(f["name"], f["title"], (cache / f"{f['name']}.png").read_bytes(),
+                              (cache / f"{f['name']}.pdf").read_bytes()) for f in index["figures"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_figure_cache(cache: Path, key: str | None, figs: list) -> None:
+    if key is None:
+        return
+    try:
+        if cache.is_dir():
+            shutil.rmtree(cache)
+        cache.mkdir(parents=True)
+        for f in figs:
+            (cache / f"{f.name}.png").write_bytes(f.png)
+            (cache / f"{f.name}.pdf").write_bytes(f.pdf)
+        index = {"key": key, "figures": [{"name": f.name, "title": f.title} for f in figs]}
+        (cache / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")  # last: marks it complete
+    except OSError:
+        pass  # a read-only run directory only costs drawing them next time
 
 
 def _remove_previous(out: Path) -> None:

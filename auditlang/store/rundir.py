@@ -44,6 +44,7 @@ JOURNAL = "journal.sqlite"
 RECORDS = "records.parquet"
 METRICS_DIR = "metrics"
 REPORT_DIR = "report"
+FIGURE_CACHE_DIR = ".figures-cache"  # under report/: the figures last drawn and the hash of their inputs
 PROJECT_MARKER = "auditlang.toml"  # makes spec/project/ the project root when compiled from the copy
 
 

@@ -322,3 +322,45 @@ def test_show_and_the_python_api_read_the_same_source(no_hub_cache, tmp_path, ca
     run = auditlang.run(str(spec), out=tmp_path / "api_run", engine="dryrun")
     assert run.plan.datasets["arc"]["source"] == "fallback"
     assert run.plan.hash == json.loads((tmp_path / "api_run" / "plan.json").read_text(encoding="utf-8"))["hash"]
+
+
+def _fresh_plan(spec: Path, env: dict, *extra: str) -> tuple[dict, bool]:
+    """`auditc plan SPEC --format json` in a fresh process: (the plan, whether `datasets` was imported)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys\nfrom auditlang.cli import main\nrc = main(sys.argv[1:])\n"
+            "print(json.dumps({'rc': rc, 'datasets': 'datasets' in sys.modules}))")
+    out = subprocess.run([sys.executable, "-c", code, "plan", str(spec), "--format", "json", *extra],
+                         env={**os.environ, **env}, check=False, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    *body, last = out.stdout.strip().splitlines()
+    status = json.loads(last)
+    assert status["rc"] == 0, out.stderr
+    return json.loads("\n".join(body)), status["datasets"]
+
+
+def test_the_fallback_is_read_without_importing_datasets_when_nothing_is_cached(hub_cache, tmp_path, tmp_path_factory):
+    """Offline (or the Hub host not allowed) with no cache folder of the dataset, `datasets` could
+    not load the split: the fallback is read at once, without importing it (seconds at start-up)."""
+    spec = _spec(tmp_path, hub_cache["rows"])
+    empty = tmp_path_factory.mktemp("empty_hf_home")
+    plan, imported = _fresh_plan(spec, {"HF_HOME": str(empty), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    d = plan["datasets"]["arc"]
+    assert d["source"] == "fallback" and "not in the local datasets cache" in d["hub_unavailable"]
+    assert not imported
+    plan, imported = _fresh_plan(spec, {"HF_HOME": str(empty), "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"})
+    assert plan["datasets"]["arc"]["source"] == "fallback" and "--allow-host" in plan["datasets"]["arc"]["hub_unavailable"]
+    assert not imported
+    # the split in the local cache: `datasets` reads it (the Hub split is preferred to the fallback)
+    plan, imported = _fresh_plan(spec, {"HF_HOME": str(hub_cache["home"]), "HF_HUB_OFFLINE": "1",
+                                        "HF_DATASETS_OFFLINE": "1"})
+    assert plan["datasets"]["arc"]["source"] == "hub" and imported
+
+
+def test_a_local_spec_plans_without_importing_datasets(tmp_path):
+    """A spec whose datasets are local files never touches the Hub client."""
+    repo = Path(__file__).resolve().parents[2]
+    _, imported = _fresh_plan(repo / "examples" / "quickstart.audit", {})
+    assert not imported

@@ -1,0 +1,48 @@
+"""An unchanged rerun or `auditc report` reads its figures from report/.figures-cache instead of
+drawing them again (issue 27: redrawing unchanged figures was 15 of 20 s of a rerun); any change
+to what they are drawn from redraws them. User path: `auditc run` / `auditc report`, dry-run engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+
+pytest.importorskip("matplotlib")
+QUICK = Path(__file__).resolve().parents[2] / "examples" / "quickstart.audit"
+
+
+def test_unchanged_runs_reuse_the_figures_and_changed_inputs_redraw_them(tmp_path: Path, monkeypatch) -> None:
+    from auditlang.report import figures
+
+    calls = []
+    real = figures.all_figures
+    monkeypatch.setattr(figures, "all_figures", lambda *a: calls.append(1) or real(*a))
+    run = tmp_path / "r"
+    args = ["run", str(QUICK), "--limit", "2", "--engine", "dryrun", "--out", str(run), "--display", "none"]
+    assert main(args) == 0 and len(calls) == 1
+    pngs = sorted((run / "report" / "figures").glob("*.png"))
+    first = {p.name: p.read_bytes() for p in pngs}
+    assert (run / "report" / "report.html").is_file()
+    assert main(args) == 0 and main(["report", str(run)]) == 0
+    assert len(calls) == 1  # nothing redrawn
+    assert {p.name: p.read_bytes() for p in sorted((run / "report" / "figures").glob("*.png"))} == first
+    cells = run / "metrics" / "cells.csv"
+    cells.write_text(cells.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # an input changed
+    assert main(["report", str(run)]) == 0 and len(calls) == 2
+
+
+def test_stored_figures_read_back_byte_for_byte(tmp_path: Path) -> None:
+    from auditlang.report import _read_figure_cache, _write_figure_cache
+    from auditlang.report.figures import Figure
+
+    figs = [Figure("reliability_a_m", "Reliability: a, m", b"\x89PNG one", b"%PDF one"),
+            Figure("spread_c", "Spread: c", b"\x89PNG two", b"%PDF two")]
+    _write_figure_cache(tmp_path / "c", "k1", figs)
+    back = _read_figure_cache(tmp_path / "c", "k1")
+    assert [(f.name, f.title, f.png, f.pdf) for f in back] == [(f.name, f.title, f.png, f.pdf) for f in figs]
+    assert _read_figure_cache(tmp_path / "c", "k2") is None  # another key: drawn again
+    written = back[0].write(tmp_path / "out")
+    assert [p.read_bytes() for p in written] == [figs[0].png, figs[0].pdf]
