@@ -583,7 +583,11 @@ class EceGap(_Compare):
     verbal: str
     token: str
     datasets: list[str] = []  # restrict to these datasets of the audit (000 Table 2: MMLU-Pro only); empty = all
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset"}
+    # restrict to these variants (000 Table 2: the "valid variants", Table 6: surface_paraphrase,
+    # instruction_reorder, implicit_framing); empty = all
+    variants: list[str] = []
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset",
+                                      "variants": "variant"}
 
 
 class NormShift(_Compare):

@@ -167,6 +167,25 @@ def test_ece_gap_restricted_to_a_dataset(run, rec):
     assert got["mean accuracy"] == pytest.approx(np.mean(accs), abs=1e-12)
 
 
+def test_ece_gap_means_over_the_valid_variants_only(run, rec):
+    # 000 Table 2's caption: "means over variants with VPR >= 0.80; n = 2-3 valid variants per
+    # cell", the valid variants being surface_paraphrase, instruction_reorder, implicit_framing
+    # (Table 6): variants= keeps those, and the VPR rule drops the cells below 0.80 among them.
+    # Here mid / mmlu has plain, reorder (VPR 0.5: excluded) and framing; cot passes the VPR
+    # rule but is not a valid variant, so mid's mean is over plain and framing only (n = 2).
+    t = table(run, "gap_valid")
+    assert set(t["variant"]) == {"plain", "reorder", "framing"} and len(t) == 3 * 3 * 2
+    by_model = table(run, "gap_valid_by_model")
+    got = by_model[(by_model["model"] == "mid") & (by_model["evaluator"] == "fc")].iloc[0]
+    assert got["n_included"] == 2 and got["n_excluded"] == 1
+    full = table(run, "gap_mmlu")
+    mid = full[(full["model"] == "mid") & (full["evaluator"] == "fc")].set_index("variant")
+    assert bool(mid.loc["cot", "included"])  # cot passes VPR 0.80, but is no valid variant
+    for col in ("ece_gap", "ece_verbal", "ece_token"):
+        assert got[f"mean {col}"] == pytest.approx(np.mean([mid.loc["plain", col], mid.loc["framing", col]]), abs=1e-12)
+    assert got["mean ece_gap"] != pytest.approx(mid.loc[mid["included"].astype(bool), "ece_gap"].mean(), abs=1e-9)
+
+
 def test_protocol_grid_gaps(run, rec):
     t = table(run, "grid")
     r = t.iloc[3]

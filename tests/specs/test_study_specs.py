@@ -130,10 +130,12 @@ def test_s000_comparisons_follow_tables_1_and_2() -> None:
     # (94.0 % = (0.712 - 0.098) / (0.751 - 0.098) for Llama-3.2-3B)
     rep = spec.get("arc_repair").value
     assert rep.references() == four and rep.reference_variant is None and rep.variant == "s000.format_change"
-    # Table 2: MMLU-Pro only, means over variants with VPR >= 0.80 (the audit's threshold)
+    # Table 2: MMLU-Pro only, means over the valid variants (Table 6: surface_paraphrase,
+    # instruction_reorder, implicit_framing) with VPR >= 0.80 (the audit's threshold): n = 2-3
+    valid = ["s000.surface_paraphrase", "s000.instruction_reorder", "s000.implicit_framing"]
     gap = spec.get("verbal_gap").value
-    assert gap.datasets == ["mmlu_pro"] and gap.verbal == "s000.verbal_decimal"
-    assert spec.get("verbal_gap_pct").value.datasets == ["mmlu_pro"]
+    assert gap.datasets == ["mmlu_pro"] and gap.verbal == "s000.verbal_decimal" and gap.variants == valid
+    assert spec.get("verbal_gap_pct").value.datasets == ["mmlu_pro"] and spec.get("verbal_gap_pct").value.variants == valid
     assert spec.get(gap.audit).value.vpr_threshold == 0.8
     assert sorted(spec.get("verbal_gap_easier").value.datasets) == ["ag_news", "arc", "mnli", "sst2"]
     # §3 / Table 3: spread over the four non-format_change variants (the primary panel too)
