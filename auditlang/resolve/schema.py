@@ -605,10 +605,13 @@ class EvaluatorRepair(_Compare):
     # several (000 Table 1: the mean of the four non-format_change variants); exactly one is given
     reference_variant: str | None = None
     reference_variants: list[str] = []
+    # the audit the reference accuracy is read from (default: this one): the repairs can then run
+    # on the repaired variant only (000 repairs ARC format_change: 2,500 constrained calls, not 12,500)
+    reference_audit: str | None = None
     variant: str
     REFS: ClassVar[dict[str, str]] = {
         **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
-        "reference_variants": "variant", "variant": "variant",
+        "reference_variants": "variant", "variant": "variant", "reference_audit": "audit",
     }
 
     def references(self) -> list[str]:

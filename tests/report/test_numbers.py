@@ -135,6 +135,38 @@ def test_evaluator_repair_reference_is_the_mean_of_variants(run, rec):
         assert r["gap recovery %"] == pytest.approx(100 * (rep - base) / (ref - base), abs=1e-9)
 
 
+def test_evaluator_repair_reads_the_reference_from_another_audit(tmp_path, run):
+    # 000 repairs ARC format_change only: the repair audit holds the cot cells alone and the
+    # reference (the base evaluator's mean accuracy on the other variants) comes from the audit
+    # with all variants, reference_audit=. The numbers equal the one-audit comparison rep3.
+    from report_fixtures import SPEC, build_run
+
+    from auditlang.report import build_report
+
+    extra = """
+audit repair_fc {
+  models = [small, mid, big]
+  datasets = [arc]
+  variants = [cot]
+  protocols = [tok_norm]
+  evaluators = [fc, rx]
+}
+compare rep_ref = evaluator_repair(repair_fc, base=fc, repairs=[rx], reference_audit=main,
+                                   reference_variants=[plain, reorder, framing], variant=cot)
+"""
+    spec, plan, run_dir = build_run(tmp_path, SPEC + extra)
+    assert {c.variant for c in plan.cells if c.audit == "repair_fc"} == {"cot"}
+    report = build_report(spec, plan, run_dir)
+    got = pd.read_csv(report / "comparisons" / "rep_ref.csv").set_index("model")
+    want = table(run, "rep3")
+    want = want[want["dataset"] == "arc"].set_index("model")
+    assert len(got) == 3
+    for col in ("acc fc @ mean of 3 variants", "acc fc @ cot", "acc repair", "gap recovery %"):
+        assert np.allclose(got[col].to_numpy(float), want.loc[got.index, col].to_numpy(float), equal_nan=True), col
+    md = (report / "comparisons.md").read_text(encoding="utf-8")
+    assert "read from audit 'main'" in md
+
+
 def test_gap_recovery_paper_case_and_no_gap():
     from auditlang.report.comparisons.repair import gap_recovery
 
