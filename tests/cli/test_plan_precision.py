@@ -114,12 +114,16 @@ def test_declared_comparisons_give_their_pairs(tmp_path: Path, capsys) -> None:
     spec = tmp_path / "cmp.audit"
     spec.write_text(SPEC.replace("protocols = [s000.verbal_decimal]", "protocols = [s000.verbal_decimal, s000.token_norm]")
                     + "compare gap = ece_gap(a, verbal=s000.verbal_decimal, token=s000.token_norm, metric=s000.ece10)\n"
+                      "compare gap1 = ece_gap(a, verbal=s000.verbal_decimal, token=s000.token_norm, metric=s000.ece10, "
+                      "variants=[s000.implicit_framing])\n"
                       "compare sp = spread(a, metric=accuracy)\ncompare sz = size_spread(a, metric=accuracy)\n",
                     encoding="utf-8")
     body = _plan_json(capsys, str(spec), "--data-root", str(DATA))
     gap = [r for r in body["rows"] if r["group"] == "compare gap"]
     assert len(gap) == 2 and all(r["cell_a"].split("/")[4] == "s000.token_norm" and r["cell"].split("/")[4] ==
                                  "s000.verbal_decimal" and r["metric"] == "s000.ece10" for r in gap)
+    gap1 = [r for r in body["rows"] if r["group"] == "compare gap1"]  # variants=: the pairs of those variants
+    assert len(gap1) == 1 and gap1[0]["cell"].split("/")[3] == "s000.implicit_framing"
     sp = [r for r in body["rows"] if r["group"] == "compare sp"]
     assert len(sp) == 2 and sp[0]["mdd"] == pytest.approx(K * math.sqrt(0.5 / 30))
     sz = [r for r in body["rows"] if r["group"] == "compare sz"]
