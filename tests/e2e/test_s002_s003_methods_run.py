@@ -50,7 +50,10 @@ def test_s002_methods_and_self_consistency_run(tmp_path: Path, shared_data: Path
     by = {p: g for p, g in df.groupby("protocol")}
     assert set(by) == {"prob_gen", "s002.calib1", "s002.random_bl", "sc3"} and all(len(g) == 4 for g in by.values())
     for p, g in by.items():
-        assert g["confidence_parsed"].all() and g["confidence"].between(0, 1).all(), p
+        ok = g["confidence_parsed"].astype(bool)
+        # sc3: 003 skips an item whose run 1 (the sampled scored answer) has no extracted letter;
+        # which items those are depends on the sampled answers (their seeds)
+        assert (ok.sum() >= 2 if p == "sc3" else ok.all()) and g.loc[ok, "confidence"].between(0, 1).all(), p
     # Prob. from the answer generation's own logprobs: geometric mean over its tokens
     for _, r in by["prob_gen"].iterrows():
         x = json.loads(r["extras"])
@@ -61,6 +64,9 @@ def test_s002_methods_and_self_consistency_run(tmp_path: Path, shared_data: Path
     # self-consistency: run 1 is the scored answer (its extracted letter is the reference), k = 3
     for _, r in by["sc3"].iterrows():
         x = json.loads(r["extras"])
+        if not r["confidence_parsed"]:
+            assert x["answers"][0] is None and x["reason"].startswith("reference answer missing")
+            continue
         assert x["k"] == 3 and len(x["answers"]) == 3 and x["answers"][0] == r["pred"] == x["reference"]
         assert r["confidence"] == pytest.approx(sum(a == x["reference"] for a in x["answers"]) / 3)
     # 4 test answers + 12 dev answers + 4 sampling requests of n = 2 (sc3): no 11th (here 4th)
