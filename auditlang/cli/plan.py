@@ -125,6 +125,8 @@ def print_precision(pp, console=None) -> None:
     from rich.console import Console  # lazy: as the planner above
     from rich.table import Table  # lazy: as the planner above
 
+    from auditlang.metrics import precision as prec  # lazy: numpy only when --precision asks for it
+
     con = console or Console()
     if not con.is_terminal and con.width < 130:  # a log or a pipe: no terminal to fit, keep the rows on one line
         con = Console(width=130, file=con.file)
@@ -182,14 +184,18 @@ def print_precision(pp, console=None) -> None:
     k = pp.to_dict()["mdd_factor"]
     lines = [f"MDD = (z_{{1-α/2}} + z_{{power}}) · sd_d / √n = {k:.3f} · sd_d / √n; half-width of a difference = z · sd_d / √n"]
     if pp.pilot:
-        lines += ["cells: the audit's percentile bootstrap (its B and seed) on the pilot's items, scaled by √(n_pilot/N);",
-                  "contrasts: sd_d = SD of the per-item differences (accuracy, brier, nll, mean confidence), else √n_pilot × "
-                  "SD of the paired bootstrap replicates;",
+        lines += ["cells: the audit's percentile bootstrap (its B and seed) on the pilot's items, scaled by √(n_pilot/N); "
+                  "binned ECE: plug-in variance, z·s/√N with s the pilot's SD of the per-item ECE terms "
+                  "sign(bin gap)·(c − y);",
+                  "contrasts: sd_d = SD of the per-item differences (accuracy, brier, nll, mean confidence), else "
+                  "√n_pilot × SD of the paired bootstrap replicates;",
                   "metrics without a batch form (smooth/kde/binfree ECE): the delete-one jackknife SE instead of the bootstrap;",
                   "N is scaled by the pilot's usable fraction (column usable) where items lack a confidence"]
     else:
-        lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier, mean confidence: bound "
-                  "z·0.5/√N (a [0,1] value has variance ≤ 1/4); auroc: Hanley–McNeil SE at AUROC 0.5;",
+        lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier: plug-in z·s/√N with "
+                  f"s = {prec.calibrated_brier_sd(pp.p):.3f}, the per-item SD under an assumption: "
+                  f"{prec.BRIER_ASSUMPTION} (--pilot measures it); mean confidence: bound z·0.5/√N (a [0,1] value "
+                  "has variance ≤ 1/4); auroc: Hanley–McNeil SE at AUROC 0.5;",
                   f"contrasts: sd_d = √(2 s² (1 - ρ)) at ρ={pp.rho:g} (--precision-rho; items shared by both cells "
                   "usually correlate, ρ > 0, which lowers the MDD); ECE-type metrics, NLL, AURC: n/a (use --pilot)"]
     if any(g["estimated"] for g in groups):

@@ -124,13 +124,13 @@ class Request:
         if all(type(v) in _PLAIN or (type(v) in (list, tuple) and all(type(x) in _PLAIN for x in v))
                for v in params.values()):
             # repr is faithful for these values (and keeps 1, 1.0 and True apart): one maker per key
-            key = (model, kind, seed if type(seed) is int else repr(seed), repr(params))
+            key = (model, kind, repr(params))
             mk = _MAKERS.get(key)
             if mk is None:
                 if len(_MAKERS) > 10_000:
                     _MAKERS.clear()
-                mk = _MAKERS[key] = RequestMaker(model, kind, seed, **params)
-            return mk(prompt)
+                mk = _MAKERS[key] = RequestMaker(model, kind, 0, **params)
+            return mk(prompt, seed)
         return Request(model=model, kind=kind, prompt=prompt, params=_freeze(params), seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,9 +217,10 @@ _MAKERS: dict[tuple, "RequestMaker"] = {}
 
 
 class RequestMaker:
-    """Requests of one model, kind, seed and parameters that differ only in their prompt: the
-    frozen parameters and the payload around the prompt digest are built once, so each request
-    costs one prompt digest and one SHA-256 (ids equal :func:`request_hash`'s)."""
+    """Requests of one model, kind, seed and parameters that differ only in their prompt (and,
+    when the call passes one, their seed: sampled requests get a seed per item): the frozen
+    parameters and the payload around the prompt digest are built once, so each request costs
+    one prompt digest and one SHA-256 (ids equal :func:`request_hash`'s)."""
 
     __slots__ = ("model", "kind", "seed", "params", "_head", "_tail")
 
@@ -231,13 +232,17 @@ class RequestMaker:
         self._head = f'{{"a":{a},"k":{canonical_json(kind)},"m":{canonical_json(model)},"p":"'
         self._tail = f'","s":{str(seed) if type(seed) is int else canonical_json(seed)}}}'
 
-    def __call__(self, prompt: Prompt) -> Request:
-        payload = self._head + prompt_digest(prompt) + self._tail
+    def __call__(self, prompt: Prompt, seed: int | None = None) -> Request:
+        if seed is None or (seed == self.seed and type(seed) is type(self.seed)):
+            seed, tail = self.seed, self._tail
+        else:
+            tail = f'","s":{str(seed) if type(seed) is int else canonical_json(seed)}}}'
+        payload = self._head + prompt_digest(prompt) + tail
         rid = "r" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:20]
         # the checked fields of Request(...) without its frozen __setattr__ per field (the kind was
         # checked when the maker was built); millions of these per study-scale plan
         r = object.__new__(Request)
-        r.__dict__.update(model=self.model, kind=self.kind, prompt=prompt, params=self.params, seed=self.seed, id=rid)
+        r.__dict__.update(model=self.model, kind=self.kind, prompt=prompt, params=self.params, seed=seed, id=rid)
         return r
 
 

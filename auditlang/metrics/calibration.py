@@ -249,6 +249,22 @@ def ece(
     return value, rb
 
 
+def ece_terms(conf: ArrayLike, correct: ArrayLike, bins: int = 10, binning: str = "equal_width",
+              closed: str = "left", missing: str = "error") -> np.ndarray:
+    """Per-item terms ``sign(S_b) (c_i - y_i)`` of :func:`ece` (``S_b`` = the sum of ``c - y`` in item
+    ``i``'s bin ``b``): their mean is the ECE exactly, and their variance / N is ECE's plug-in
+    (delta-method) variance with the bins' signs taken as known (``auditc plan --precision``)."""
+    bins = _check_bin_args("ece", bins, binning, closed)
+    c, y = prepare("ece", conf, correct, missing)
+    W = _ones(c.size)
+    if binning == "equal_width":
+        idx = _equal_width_index(c, bins, closed)
+    else:
+        idx = _equal_mass_index(W, c, bins, closed)[0][0]
+    gap = np.bincount(idx, weights=c - y, minlength=bins)
+    return np.sign(gap)[idx] * (c - y)
+
+
 def reliability_bins(conf: ArrayLike, correct: ArrayLike, bins: int = 10, binning: str = "equal_width",
                      closed: str = "left", missing: str = "error") -> ReliabilityBins:
     """Per-bin counts, mean confidence, accuracy and edges; same conventions as :func:`ece`."""

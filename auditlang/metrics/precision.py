@@ -4,7 +4,10 @@ Two sources, both pure numpy:
 
 * **analytic**, from the declared number of items ``n`` alone (no run):
   accuracy — binomial, ``h = z * sqrt(p(1-p)/n)`` at a planning accuracy ``p`` (0.5: the widest);
-  brier and mean confidence — a bound: a per-item value in [0, 1] has variance <= 1/4
+  brier — the plug-in variance of the per-item loss ``(c - y)^2`` under a stated assumption: a
+  calibrated model (``y ~ Bernoulli(c)``) whose confidence is ``Beta(2p, 2(1-p))`` (mean ``p``;
+  uniform at p = 0.5, per-item SD 0.197; the worst-case bound 0.5 was 2.7x too wide for a
+  calibrated model); mean confidence — a bound: a per-item value in [0, 1] has variance <= 1/4
   (Popoviciu), so ``h <= z * 0.5 / sqrt(n)``; auroc — Hanley & McNeil (1982), with
   ``n1 = round(p n)`` correct and ``n0 = n - n1`` wrong items at AUROC 0.5 (its SE's maximum for
   balanced classes, within 3 % of it down to 10 % wrong items);
@@ -14,7 +17,14 @@ Two sources, both pure numpy:
   ``-log(eps)``; a pilot run gives them.
 * **pilot**, from a finished small run's per-item values: the project's percentile bootstrap
   (:func:`~auditlang.metrics.bootstrap.bootstrap_ci`, same B and seed) gives the half-width at the
-  pilot's ``n_p``, scaled to the declared ``n`` as ``h_n = h_p * sqrt(n_p / n)``.
+  pilot's ``n_p``, scaled to the declared ``n`` as ``h_n = h_p * sqrt(n_p / n)``. Binned ECE
+  (``ece``) takes its plug-in variance instead: the SD ``s`` of its per-item terms
+  ``sign(S_b)(c_i - y_i)`` (:func:`~auditlang.metrics.calibration.ece_terms`, mean = ECE) on the
+  pilot, ``h = z s / sqrt(n)``: the bootstrap of a small pilot under-states an over-confident
+  cell's ECE spread (30 items planned at 300: 0.8x of the simulated spread; plug-in 0.97x), while
+  near ECE 0 (bins whose gap sign is uncertain) the plug-in leans conservative (1.7x). A paired
+  ECE difference keeps the paired bootstrap below: the linearisation misses items that change
+  bins between the two cells (0.7x for two near-identical protocols).
 
 Paired contrasts (two cells on the same items): the per-item difference ``d_i`` has standard
 deviation ``sd_d``; the interval half-width of the mean difference is ``z_{1-a/2} sd_d / sqrt(n)``
@@ -43,12 +53,16 @@ from typing import Any
 import numpy as np
 
 from auditlang.metrics.bootstrap import bootstrap_ci, has_batch, masked_replicates, resample_indices
+from auditlang.metrics.calibration import ece_terms
 from auditlang.metrics.registry import METRICS
 
 MEAN_CONFIDENCE = "mean_confidence"  # the statistic of study 001's supplied-answer contrasts (a pseudo-metric here)
 
 # metrics that are the mean of one value per item: (conf, correct) -> per-item values
 _PER_ITEM = {"accuracy", "brier", "nll", MEAN_CONFIDENCE}
+# metrics whose pilot figure is a plug-in variance of per-item terms (their mean is the metric), not the bootstrap
+_PLUG_IN = {"ece"}
+BRIER_ASSUMPTION = "a calibrated model (y ~ Bernoulli(c)) with confidence c ~ Beta(2p, 2(1-p))"
 
 NO_ANALYTIC = {
     "ece": "binned ECE is biased upward at small n and not normal near 0: no honest analytic half-width; use --pilot",
@@ -144,11 +158,29 @@ class Estimate:
         return {"half_width": self.half_width, "mdd": self.mdd, "sd": self.sd, "method": self.method, "note": self.note}
 
 
+def calibrated_brier_sd(p: float) -> float:
+    """SD of the per-item Brier loss ``(c - y)^2`` when ``c ~ Beta(2p, 2(1-p))`` and ``y ~ Bernoulli(c)``:
+    ``E[b] = E[c(1-c)]``, ``E[b^2] = E[c(1-c)^4 + (1-c)c^4]`` by Beta moments (0.197 at p = 0.5)."""
+    _check_p(p)
+    if p in (0.0, 1.0):
+        return 0.0
+    a, b = 2 * p, 2 * (1 - p)
+
+    def m(k: int, j: int) -> float:  # E[c^k (1-c)^j] = B(a+k, b+j) / B(a, b)
+        return math.exp(math.lgamma(a + k) + math.lgamma(b + j) - math.lgamma(a + b + k + j)
+                        - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b))
+
+    mean = m(1, 1)
+    return math.sqrt(max(m(1, 4) + m(4, 1) - mean * mean, 0.0))
+
+
 def _per_item_sd(metric: str, p: float, params: Mapping[str, Any]) -> tuple[float, str] | None:
     """The planning SD of one item's value for metrics that are a mean over items."""
     if metric == "accuracy":
         return math.sqrt(p * (1 - p)), f"binomial at p={p:g}"
-    if metric in ("brier", MEAN_CONFIDENCE):
+    if metric == "brier":
+        return calibrated_brier_sd(p), f"plug-in variance, assumption: {BRIER_ASSUMPTION} at p={p:g}"
+    if metric == MEAN_CONFIDENCE:
         return 0.5, "bound: per-item value in [0, 1], variance <= 1/4"
     return None
 
@@ -275,6 +307,11 @@ def pilot(metric: str, arrays: Sequence[np.ndarray], n: float, B: int = 1000, se
     if vals is not None and float(np.ptp(vals)) == 0.0:
         return Estimate(0.0, f"pilot bootstrap at n_p={n_p}", sd=0.0,
                         note="no variation in the pilot (every item scored the same): 0 is no planning figure")
+    if metric in _PLUG_IN:
+        kw = {k: v for k, v in _kwargs(params).items() if k in ("bins", "binning", "closed")}
+        sd = float(np.std(ece_terms(arrs[0], arrs[1], **kw), ddof=1))
+        return Estimate(z_level(level) * sd / math.sqrt(n), f"pilot plug-in variance at n_p={n_p}: SD of the "
+                        "per-item terms sign(gap of the bin)(c - y), whose mean is the ECE; z*sd/sqrt(n)", sd=sd)
     if jackknifed(metric):
         se = jackknife_se(leave_one_out(metric, arrs, params) if loo is None else loo)
         if se is None:

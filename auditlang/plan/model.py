@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditlang.core.requests import Request, canonical_json
+from auditlang.prompts.seeds import REQUEST_SEED_RULE
 
 PLAN_VERSION = "auditlang.plan/1"
 
@@ -98,6 +99,7 @@ class Plan:
             "version": self.version,
             "spec": {"path": self.spec_path, "hash": self.spec_hash},
             "seed": self.seed,
+            "sampling_seeds": REQUEST_SEED_RULE,
             "estimated": self.estimated,
             "notes": self.notes,
             "models": self.models,

@@ -34,6 +34,7 @@ from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
 from types import SimpleNamespace
 from auditlang.plan.cross import cross_sources
+from auditlang.plan.followups import FollowupCounter
 from auditlang.core.capabilities import ENGINE_CAPABILITIES, call_shape
 from auditlang.resolve.modules import stdlib_root
 
@@ -383,7 +384,7 @@ class Planner:
         self.bag.raise_if_errors()
         plan = self._assemble()
         self._estimate_missing(plan)
-        plan.token_estimate_followups = _followup_tokens(plan, self._per_model)
+        plan.token_estimate_followups = _followup_tokens(plan, self._per_model, self._followups.gen)
         plan.units = self._units
         plan.warnings = self.bag.warnings
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
@@ -403,6 +404,7 @@ class Planner:
         self._counts_only = self.lean and self.sink is None
         self._naive = 0
         self._deferred: Counter = Counter()  # (model, source, role, kind) -> follow-up requests
+        self._followups = FollowupCounter()  # follow-ups shared by protocols, audits or stage 1: counted once
         self._estimated = False
         self._units: dict[tuple, Unit] = {}
         self._ds_info: dict[str, dict[str, Any]] = {}
@@ -461,9 +463,13 @@ class Planner:
             self._count_answers(ctxs)
         for pid in planned:
             self._plan_protocol(unit, pid, evaluators, n_items, ds)
+        fu = self._followups
         for eid in evaluators:
+            if not fu.evaluator_new((mid, dsid, vid, split), self.spec.get(eid).params() if eid in self.spec.objects else eid):
+                continue  # the same evaluator in another audit of this unit: the same follow-ups
             for target, role, kind, count in _evaluator_followups(self.spec, eid, mid, ctxs, n_items):
                 self._deferred[(target, eid, role, kind)] += count
+                fu.note_evaluator(target, eid, role, kind, _evaluator_budget(self.spec, eid, kind))
         if self.lean:
             self._release(unit, self._keep_ctx)
 
@@ -490,7 +496,11 @@ class Planner:
             if unit.split == "test":
                 self._cells.append(self._cell(unit.audit, mid, unit.dataset, unit.variant, pid, eid, n_items, ds))
         # stage-2 requests are per item and protocol; the evaluator ones per evaluator
-        for role, kind in roles2.items():
+        # follow-ups are built from the answer as the audit's first evaluator reads it
+        spec = self.spec
+        first = spec.get(evaluators[0]).params() if evaluators[0] in spec.objects else evaluators[0]
+        ukey = (mid, unit.dataset, unit.variant, unit.split, repr(first))
+        for role, kind in self._followups.protocol_roles(ukey, pid, prog, ctxs, roles2, self._unique).items():
             self._deferred[(mid, pid, role, kind)] += n_items
 
     def _stage1_requests(self, pid: str, prog, ctxs: list[ItemCtx]) -> list[dict[str, Request]]:
@@ -629,9 +639,11 @@ class Planner:
         templates need fields the placeholders lack (the role-count estimate stands)."""
         try:
             read = {d: ds for d, ds in self.data.items() if ds is not None and not ds.path.startswith("hub:")}
-            synth = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing, lean=True,
-                            data_files={d: Path(ds.path) for d, ds in read.items()},
-                            data_meta={d: ds.meta for d, ds in read.items()}).build()
+            planner = Planner(self.spec, None, load_data=True, limit=self.limit, synthetic=missing, lean=True,
+                              data_files={d: Path(ds.path) for d, ds in read.items()},
+                              data_meta={d: ds.meta for d, ds in read.items()})
+            synth = planner.build()
+            self._followups.gen.update(planner._followups.gen)
         except Exception:  # noqa: BLE001 - placeholders cannot render: keep the simpler estimate
             return None
         extra = Counter(synth.request_counts)
@@ -679,6 +691,9 @@ class Planner:
             for src in sources:
                 width = 1
                 if src.protocol is not None:  # wrong_from: one supplied-answer request per item
+                    if ctxs:
+                        self._followups.note_candidates(unit.model, f"cross:{src.protocol}", programs[src.protocol], ctxs[0],
+                                                        supplied=True)
                     for role, kind in programs[src.protocol].cross_roles().items():
                         deferred[(unit.model, f"cross:{src.protocol}", role, kind)] += n
                         added += n
@@ -705,10 +720,26 @@ class Planner:
                     base = getattr(prog, "base", None)
                     if base is not None and base.obj.id in pids:
                         continue  # platt over a protocol of the audit: the same requests
-                    for role, kind in (prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)).items():
+                    roles = prog.roles2(ctxs[0]) if ctxs else _roles2_without_data(prog)
+                    if src.key.startswith("variant:") and ctxs:  # the source's own follow-up: counted there
+                        dup = self._followups.duplicated_roles(prog, ctxs[0], self._first_context(src.unit))
+                        roles = {r: k for r, k in roles.items() if r not in dup}
+                    if ctxs:
+                        self._followups.note_candidates(unit.model, f"cross:{pid}", prog, ctxs[0])
+                    for role, kind in roles.items():
                         deferred[(unit.model, f"cross:{pid}", role, kind)] += n * width
                         added += n * width
         return added
+
+    def _first_context(self, key: tuple) -> ItemCtx | None:
+        """The first item's context of unit ``key`` (audit, model, dataset, variant, split), or None."""
+        cache = self.__dict__.setdefault("_first_ctx", {})
+        if key not in cache:
+            aid, mid, dsid, vid, split = key
+            ds = self.data.get(dsid)
+            ctxs = self._contexts(aid, mid, dsid, vid, split, ds) if ds is not None else []
+            cache[key] = ctxs[0] if ctxs else None
+        return cache[key]
 
     def _item_error(self, pid: str, err: ValueError) -> None:
         """E164: a data item the protocol cannot use (no gold answer, no choices), once per protocol."""
@@ -831,18 +862,28 @@ def _stage1_roles(prog) -> dict[str, str]:
         return {}
 
 
-def _followup_tokens(plan: Plan, per_model: dict[str, list[int]]) -> dict[str, int]:
+def _followup_tokens(plan: Plan, per_model: dict[str, list[int]], budgets: dict | None = None) -> dict[str, int]:
     """Rough token estimate of the follow-up requests (built at run time from stage-1 outputs):
     each re-sends about its model's mean stage-1 prompt plus that model's answer budget
-    (``per_model``: model -> [stage-1 prompt tokens, largest generation budget, requests])."""
+    (``per_model``: model -> [stage-1 prompt tokens, largest generation budget, requests]) and
+    generates at most its own budget (``budgets``: (model, source, role, kind) -> tokens, from
+    the follow-up built for a placeholder answer; else the model's largest stage-1 budget)."""
     prompt = gen = 0
+    budgets = budgets or {}
     for d in plan.deferred:
         acc = per_model.get(d["model"])
         if not acc or not acc[2]:
             continue
         prompt += d["count"] * (acc[0] // acc[2] + acc[1])
-        gen += d["count"] * acc[1]
+        gen += d["count"] * budgets.get((d["model"], d["source"], d["role"], d["kind"]), acc[1])
     return {"prompt_tokens": prompt, "generated_tokens_max": gen} if prompt else {}
+
+
+def _evaluator_budget(spec: Spec, eid: str, kind: str) -> int:
+    """Tokens one evaluator follow-up may generate: the judge's ``max_tokens``, one for a choice."""
+    if kind == "generate":
+        return int(getattr(spec.get(eid).value, "max_tokens", 0) or 0)
+    return 1 if kind in ("choice_logprobs", "constrained_choice") else 0
 
 
 def _stage1_width(prog) -> int:

@@ -11,6 +11,7 @@ from auditlang.core.requests import Message, Prompt, Request, RequestMaker, Resu
 from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.context import build_context
 from auditlang.prompts.render import letters
+from auditlang.prompts.seeds import request_seed
 from auditlang.core.requests import Sample
 
 
@@ -25,8 +26,8 @@ RENDERS = "_renders"  # ItemCtx.extras key of the planner's shared render cache
 
 
 @lru_cache(maxsize=1024)
-def _answer_maker(model: str, seed, _seed_type, max_tokens, _mt_type, temperature: float, top_p, top_k, first: int):
-    return RequestMaker(model, "generate", seed=seed, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
+def _answer_maker(model: str, max_tokens, _mt_type, temperature: float, top_p, top_k, first: int):
+    return RequestMaker(model, "generate", seed=0, max_tokens=max_tokens, temperature=temperature, top_p=top_p,
                         top_k=top_k, top_logprobs=0, first_top_logprobs=first or None)
 
 
@@ -98,10 +99,22 @@ class ItemCtx:
         raw = (self.system_text + "\n\n" if self.system_text else "") + self.user_text + answer_text + "\n\n" + followup_text + "\n"
         return Prompt(text=raw + (assistant_prefix or ""))
 
+    def sampling_seed(self, purpose: str, base: int | None = None) -> int:
+        """The seed of this item's sampled request for ``purpose`` (``prompts.seeds.request_seed``
+        of ``base``, default the model seed, the item id and the purpose): distinct per item and
+        per purpose, so no two sampled requests share a random stream. Greedy requests keep the
+        model seed (it changes nothing they return)."""
+        return request_seed(self.seed if base is None else base, str(self.item.get("id")), purpose)
+
+    def request_seed(self, temperature: float | None, purpose: str, base: int | None = None) -> int:
+        """:meth:`sampling_seed` for a sampled request (``temperature > 0``), else the model seed."""
+        return self.sampling_seed(purpose, base) if temperature else self.seed
+
     def answer_request(self) -> Request:
         """The answer-scoring generation shared by every protocol of a cell: greedy unless the
-        variant sets a temperature (study 003 samples its answers at temperature 1.0).
-        Built once per context (the planner asks for it once per protocol)."""
+        variant sets a temperature (study 003 samples its answers at temperature 1.0; its seed is
+        then ``sampling_seed("answer")``). Built once per context (the planner asks for it once
+        per protocol)."""
         cached = self.extras.get("_answer_request")
         if cached is not None:
             return cached
@@ -117,8 +130,8 @@ class ItemCtx:
         top_p = float(top_p) if temperature > 0 and top_p is not None else None
         top_k = int(top_k) if temperature > 0 and top_k else None
         # every item of a unit shares these: one RequestMaker (typed key: 1, 1.0 and True differ)
-        mt, seed = self.answer_max_tokens, self.seed
-        return _answer_maker(self.model.id, seed, type(seed), mt, type(mt), temperature, top_p, top_k, first)(self.prompt())
+        mt, seed = self.answer_max_tokens, self.request_seed(temperature, "answer")
+        return _answer_maker(self.model.id, mt, type(mt), temperature, top_p, top_k, first)(self.prompt(), seed)
 
     # ------------------------------------------------------------ protocol helpers
     def prefilled(self, user_text: str, prefill: str) -> Prompt:

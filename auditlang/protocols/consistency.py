@@ -6,7 +6,9 @@ the same answer-generation prompt and decoding setup" and the confidence is
 cell's scored answer (the answer request, sampled with the variant's decoding; 003's Tables
 10-14 give one accuracy per model for all three methods, so the scored answer is shared): the
 protocol draws the other K-1 runs (role ``samples``: one ``generate`` request with ``n=k-1`` at
-``temperature`` / ``top_p`` and the protocol's seed), K responses per item in all, not K+1. The
+``temperature`` / ``top_p``), K responses per item in all, not K+1. The samples' request seed is
+``ItemCtx.sampling_seed("self_consistency", base=seed)`` (the protocol's seed, else the model's):
+per item, and never the scored answer's (``"answer"``), so run 2 is not a copy of run 1. The
 item is skipped (NaN, ``parsed=False``) when run 1 has no extracted answer (003:
 ``is_attempted=False``); a missing answer in a later run stays in the denominator.
 
@@ -89,7 +91,7 @@ class SelfConsistencyProgram(Program):
 
     def stage1(self, ctx: ItemCtx) -> dict[str, Request]:
         p = self.p
-        seed = p.seed if p.seed is not None else ctx.seed
+        seed = ctx.request_seed(p.temperature, "self_consistency", base=p.seed)
         return {"samples": Request.make(ctx.model.id, "generate", ctx.prompt(), seed=seed, n=self.sample_count(),
                                         temperature=p.temperature, top_p=p.top_p, top_k=p.sample_top_k,
                                         max_tokens=p.max_tokens or ctx.answer_max_tokens, top_logprobs=0)}

@@ -112,7 +112,8 @@ class _PromptedProbe(Program):
 
     def _generate(self, ctx: ItemCtx, prompt: Prompt) -> Request:
         p = self.p
-        return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=p.max_tokens,
+        seed = ctx.request_seed(p.temperature, self.ROLE)  # sampled: per item and purpose
+        return Request.make(ctx.model.id, "generate", prompt, seed=seed, max_tokens=p.max_tokens,
                             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
                             top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 

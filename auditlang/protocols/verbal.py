@@ -257,7 +257,8 @@ class VerbalProgram(SuppliedAnswers, Program):
 
     def _request(self, ctx: ItemCtx, prompt: Prompt) -> Request:
         p = self.p
-        return Request.make(ctx.model.id, "generate", prompt, seed=ctx.seed, max_tokens=p.max_tokens,
+        seed = ctx.request_seed(p.temperature, "verbal")  # sampled: per item and purpose
+        return Request.make(ctx.model.id, "generate", prompt, seed=seed, max_tokens=p.max_tokens,
                             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
                             top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 

@@ -485,6 +485,9 @@ def _seeds(rd: RunData) -> Entry:
         mo = spec.get(mid)
         e.lines.append(f"model {mid}: generation seed {mo.value.seed if mo.value.seed is not None else spec.settings.seed}"
                        + ("" if mo.value.seed is not None else " (the global seed)"))
+    if rd.plan_json.get("sampling_seeds"):  # issue 23: each sampled request's own seed
+        e.lines.append(f"sampled requests: a seed per item and purpose, derived from the generation seed (or a "
+                       f"protocol's seed): {rd.plan_json['sampling_seeds']}")
     for vid in dict.fromkeys(v for aid in rd.audit_ids() for v in rd.audit(aid).variants):
         v = spec.get(vid).value
         if v.fewshot:

@@ -100,15 +100,18 @@ def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
         if audit_id not in spec.objects:
             continue
         a = spec.get(audit_id).value
+        ref_id = getattr(comp.value, "reference_audit", None)
+        ref = spec.get(ref_id).value if ref_id in spec.objects and spec.get(ref_id).kind == "audit" else a
         for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols),
-                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", a.variants)):
+                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", ref.variants)):
             for x in getattr(comp.value, fld, []) or []:
                 if x not in pool:
                     what = "protocols" if fld in ("probes", "configs", "protocols") else fld.replace("reference_", "")
-                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' {what}",
-                              comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}")
+                    where = ref_id if fld == "reference_variants" and ref is not a else audit_id
+                    bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{where}' {what}",
+                              comp.param_span(fld), hint=f"audit '{where}' has: {', '.join(pool)}")
         if comp.ctor == "evaluator_repair":
-            _check_repair_reference(comp, a, audit_id, bag)
+            _check_repair_reference(comp, a, audit_id, bag, ref, ref_id if ref is not a else audit_id)
         for fld in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type"):
             x = getattr(comp.value, fld, None)
             if x and x not in a.protocols:
@@ -138,19 +141,31 @@ def _check_sample_per(ds, bag: DiagnosticBag) -> None:
                   ds.param_span("sample"), hint=f"drop sample= or set it to {sum(v.sample_per)}")
 
 
-def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
-    """evaluator_repair: exactly one of reference_variant= / reference_variants=, variants of the audit."""
+def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag, ref=None, ref_id: str = "") -> None:
+    """evaluator_repair: exactly one of reference_variant= / reference_variants=, variants of the
+    reference audit (``ref``: ``reference_audit=``, default the compare's audit), which must score
+    the same generations with the base evaluator (the audit's first protocol)."""
     c = comp.value
+    ref, ref_id = (ref, ref_id) if ref is not None else (audit, audit_id)
+    if ref is not audit:
+        span = comp.param_span("reference_audit")
+        if audit.protocols and audit.protocols[0] not in ref.protocols:
+            bag.error("E156", f"compare '{comp.id}': reference audit '{ref_id}' lacks protocol '{audit.protocols[0]}' "
+                      f"(audit '{audit_id}''s first, whose generations the repair reads)", span,
+                      hint=f"audit '{ref_id}' has: {', '.join(ref.protocols)}")
+        if c.base not in (ref.evaluators or []):
+            bag.error("E156", f"compare '{comp.id}': reference audit '{ref_id}' does not score with the base evaluator "
+                      f"'{c.base}'", span, hint=f"add {c.base} to audit '{ref_id}''s evaluators")
     if bool(c.reference_variant) == bool(c.reference_variants):
         bag.error("E159", f"compare '{comp.id}': give either reference_variant= (one variant) or reference_variants= "
                   f"(the mean over several), {'not both' if c.reference_variant else 'one is required'}",
                   comp.param_span("reference_variants" if c.reference_variants else "reference_variant") or comp.span,
                   hint="study 000 Table 1 uses the mean of the four non-format_change variants: reference_variants=[...]")
-    for fld in ("reference_variant", "variant"):
+    for fld, pool, where in (("reference_variant", ref, ref_id), ("variant", audit, audit_id)):
         x = getattr(c, fld, None)
-        if x and x not in audit.variants:
-            bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' variants", comp.param_span(fld),
-                      hint=f"audit '{audit_id}' has: {', '.join(audit.variants)}")
+        if x and x not in pool.variants:
+            bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{where}' variants", comp.param_span(fld),
+                      hint=f"audit '{where}' has: {', '.join(pool.variants)}")
     if c.variant in c.references():
         bag.error("E159", f"compare '{comp.id}': the repaired variant '{c.variant}' is also a reference variant",
                   comp.param_span("reference_variants" if c.reference_variants else "reference_variant"),

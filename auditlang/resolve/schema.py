@@ -604,7 +604,11 @@ class EceGap(_Compare):
     verbal: str
     token: str
     datasets: list[str] = []  # restrict to these datasets of the audit (000 Table 2: MMLU-Pro only); empty = all
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset"}
+    # restrict to these variants (000 Table 2: the "valid variants", Table 6: surface_paraphrase,
+    # instruction_reorder, implicit_framing); empty = all
+    variants: list[str] = []
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset",
+                                      "variants": "variant"}
 
 
 class NormShift(_Compare):
@@ -622,10 +626,13 @@ class EvaluatorRepair(_Compare):
     # several (000 Table 1: the mean of the four non-format_change variants); exactly one is given
     reference_variant: str | None = None
     reference_variants: list[str] = []
+    # the audit the reference accuracy is read from (default: this one): the repairs can then run
+    # on the repaired variant only (000 repairs ARC format_change: 2,500 constrained calls, not 12,500)
+    reference_audit: str | None = None
     variant: str
     REFS: ClassVar[dict[str, str]] = {
         **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
-        "reference_variants": "variant", "variant": "variant",
+        "reference_variants": "variant", "variant": "variant", "reference_audit": "audit",
     }
 
     def references(self) -> list[str]:

@@ -172,6 +172,8 @@ def compare_pairs(spec: Spec, cells: list[Cell]) -> list[tuple[str, str, list[tu
         elif ctor in ("ece_gap", "norm_shift"):
             a, b = (c.token, c.verbal) if ctor == "ece_gap" else (c.norm, c.raw)
             fixed = {"dataset": list(c.datasets)} if ctor == "ece_gap" and c.datasets else {}
+            if ctor == "ece_gap" and c.variants:
+                fixed["variant"] = list(c.variants)
             pairs = _pairs_between(mine, "protocol", a, [b], **fixed)
             metrics = [_ref(spec, c.metric, ECE10)]
         elif ctor == "evaluator_repair":

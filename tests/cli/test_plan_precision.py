@@ -61,8 +61,11 @@ def test_analytic_precision_of_the_quickstart(capsys) -> None:
         assert r["half_width"] == pytest.approx(Z * 0.5 / math.sqrt(r["n"]))
     ratio = by_ds["capitals"]["half_width"] / by_ds["arithmetic"]["half_width"]
     assert ratio == pytest.approx(math.sqrt(100 / 60))  # half-width ~ 1/sqrt(N)
+    # brier: plug-in variance under the stated assumption (a calibrated model with Beta(1, 1)
+    # confidence at p = 0.5: per-item SD sqrt(1/15 - 1/36)), not the worst-case bound 0.5
     brier = _rows(body, "cell", "brier")[0]
-    assert brier["half_width"] == pytest.approx(Z * 0.5 / math.sqrt(brier["n"]))
+    assert brier["half_width"] == pytest.approx(Z * math.sqrt(7 / 180) / math.sqrt(brier["n"]))
+    assert "assumption: a calibrated model" in brier["method"]
     ece = _rows(body, "cell", "s000.ece10")  # shown as the spec names it
     assert ece and all(r["half_width"] is None and "biased upward" in r["note"] for r in ece)
     auroc = _rows(body, "cell", "auroc")[0]
@@ -98,6 +101,8 @@ def test_precision_table_and_formulas_are_printed(capsys) -> None:
     assert line.split()[-2:] == [f"{Z * math.sqrt(0.5) / 10:.3f}", f"{K * math.sqrt(0.5) / 10:.3f}"]
     assert "MDD = (z_{1-α/2} + z_{power}) · sd_d / √n = 2.802 · sd_d / √n" in out
     assert "binned ECE is biased upward at small n" in out
+    # the Brier figure names the assumption it rests on
+    assert "brier: plug-in z·s/√N with s = 0.197, the per-item SD under an assumption: a calibrated model" in out
     # without data the sizes are the declared sample sizes, marked as estimated
     assert main(["plan", str(QUICKSTART), "--no-data", "--precision"]) == 0
     out = capsys.readouterr().out
@@ -109,12 +114,16 @@ def test_declared_comparisons_give_their_pairs(tmp_path: Path, capsys) -> None:
     spec = tmp_path / "cmp.audit"
     spec.write_text(SPEC.replace("protocols = [s000.verbal_decimal]", "protocols = [s000.verbal_decimal, s000.token_norm]")
                     + "compare gap = ece_gap(a, verbal=s000.verbal_decimal, token=s000.token_norm, metric=s000.ece10)\n"
+                      "compare gap1 = ece_gap(a, verbal=s000.verbal_decimal, token=s000.token_norm, metric=s000.ece10, "
+                      "variants=[s000.implicit_framing])\n"
                       "compare sp = spread(a, metric=accuracy)\ncompare sz = size_spread(a, metric=accuracy)\n",
                     encoding="utf-8")
     body = _plan_json(capsys, str(spec), "--data-root", str(DATA))
     gap = [r for r in body["rows"] if r["group"] == "compare gap"]
     assert len(gap) == 2 and all(r["cell_a"].split("/")[4] == "s000.token_norm" and r["cell"].split("/")[4] ==
                                  "s000.verbal_decimal" and r["metric"] == "s000.ece10" for r in gap)
+    gap1 = [r for r in body["rows"] if r["group"] == "compare gap1"]  # variants=: the pairs of those variants
+    assert len(gap1) == 1 and gap1[0]["cell"].split("/")[3] == "s000.implicit_framing"
     sp = [r for r in body["rows"] if r["group"] == "compare sp"]
     assert len(sp) == 2 and sp[0]["mdd"] == pytest.approx(K * math.sqrt(0.5 / 30))
     sz = [r for r in body["rows"] if r["group"] == "compare sz"]
@@ -186,6 +195,15 @@ def test_pilot_precision_scales_the_bootstrap_of_the_pilot(tmp_path: Path, monke
     assert p20["mdd"] / pair[0]["mdd"] == pytest.approx(math.sqrt(30 / 20))
     ece = _rows(full, "contrast", "s000.ece10", "variant pairs")[0]
     assert ece["source"] == "pilot" and ece["mdd"] > 0 and "paired bootstrap" in ece["method"]
+    # a cell's binned ECE: the plug-in variance of its per-item terms on the pilot, at the used N
+    from auditlang.metrics.calibration import ece_terms
+
+    for cid, df in rec.groupby("cell_id"):
+        d = df[df.confidence.notna()]
+        re = next(r for r in _rows(full, "cell", "s000.ece10") if r["cell"] == cid)
+        terms = ece_terms(d.confidence.to_numpy(float), d.correct.to_numpy(float), bins=10)
+        assert "plug-in" in re["method"]
+        assert re["half_width"] == pytest.approx(Z * np.std(terms, ddof=1) / math.sqrt(re["n_used"]))
     # the summary (the printed lines) takes median / max over the cells of a row
     acc_rows = _rows(full, "cell", "accuracy")
     g = next(x for x in full["summary"] if x["kind"] == "cell" and x["metric"] == "accuracy")
@@ -198,6 +216,7 @@ def test_pilot_precision_scales_the_bootstrap_of_the_pilot(tmp_path: Path, monke
     assert main(["plan", str(spec), "--data-root", str(DATA), "--precision", "--pilot", str(pilot)]) == 0
     out = capsys.readouterr().out
     assert f"precision (from pilot run {pilot})" in out and "percentile bootstrap" in out
+    assert "binned ECE: plug-in variance" in out
     line = next(x for x in out.splitlines() if x.startswith("capitals") and " accuracy " in x)
     assert "100 %" in line and f"{g['half_width']['median']:.3f}" in line
 

@@ -7,6 +7,7 @@ accuracy per model for all three methods, Tables 10-14), so the protocol samples
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import pytest
@@ -30,14 +31,29 @@ def test_samples_request(sb):
     reqs = prog.stage1(ctx)
     assert set(reqs) == set(prog.stage1_roles()) == {"samples"}
     r = reqs["samples"]
-    assert r.kind == "generate" and r.seed == 7 and r.prompt == ctx.prompt()
+    # the seed is per item and purpose (SHA-256 of base seed, item id, "request:self_consistency")
+    item_id = ctx.item["id"]
+    assert r.kind == "generate" and r.seed == expected_seed(7, item_id, "self_consistency") and r.prompt == ctx.prompt()
     # 003 App. D.3: 10 responses in all = the scored answer (run 1) + 9 samples, never 11
     assert r.p == {"n": 9, "temperature": 1.0, "top_p": 1.0, "max_tokens": 32, "top_logprobs": 0}
     assert prog.sample_count() == 9
     ref = sb.program("sa", "self_consistency", k=10, reference="answer")
     assert ref.stage1(ctx)["samples"].p["n"] == 10 and ref.sample_count() == 10
     assert "Provide your final answer in the following format: \\boxed{A}" in r.prompt.messages[0].content
-    assert sb.program("d", "self_consistency").stage1(ctx)["samples"].seed == 42  # model seed by default
+    # the model seed is the base by default
+    assert sb.program("d", "self_consistency").stage1(ctx)["samples"].seed == expected_seed(42, item_id, "self_consistency")
+    # a sampled scored answer (003's T=1 variant) has another seed: sample 1 is not a copy of it
+    ctx.extras.update(temperature=1.0, top_p=1.0)
+    answer = ctx.answer_request()
+    assert answer.seed == expected_seed(42, item_id, "answer") != r.seed
+    assert make_ctx(read_item("arc_challenge", 1), "s003/answer/multiple_choice").item["id"] != item_id
+    other = prog.stage1(make_ctx(read_item("arc_challenge", 1), "s003/answer/multiple_choice"))["samples"]
+    assert other.seed != r.seed  # and no two items share a random stream
+
+
+def expected_seed(base: int, item_id: str, purpose: str) -> int:
+    digest = hashlib.sha256(f"{base}\x1f{item_id}\x1frequest:{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 2**63
 
 
 def runs(answer: str, samples: list[str]) -> dict:

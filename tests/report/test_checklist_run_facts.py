@@ -35,6 +35,15 @@ def test_spread_is_over_the_spread_comparisons_variants(md):
     assert "over all 4 variants" not in md
 
 
+def test_sampled_request_seeds_are_stated_from_plan_json(md, run):
+    # issue 23: each sampled request has a seed of its own item and purpose; the checklist states
+    # the rule plan.json records (not only "generation seed 42")
+    import json
+
+    rule = json.loads((run.run_dir / "plan.json").read_text(encoding="utf-8"))["sampling_seeds"]
+    assert f"sampled requests: a seed per item and purpose, derived from the generation seed (or a protocol's seed): {rule}" in md
+
+
 @pytest.fixture(scope="module")
 def no_threshold(tmp_path_factory):
     """The report fixture's run without any vpr_threshold (as study 001 declares none)."""

@@ -136,6 +136,38 @@ def test_evaluator_repair_reference_is_the_mean_of_variants(run, rec):
         assert r["gap recovery %"] == pytest.approx(100 * (rep - base) / (ref - base), abs=1e-9)
 
 
+def test_evaluator_repair_reads_the_reference_from_another_audit(tmp_path, run):
+    # 000 repairs ARC format_change only: the repair audit holds the cot cells alone and the
+    # reference (the base evaluator's mean accuracy on the other variants) comes from the audit
+    # with all variants, reference_audit=. The numbers equal the one-audit comparison rep3.
+    from report_fixtures import SPEC, build_run
+
+    from auditlang.report import build_report
+
+    extra = """
+audit repair_fc {
+  models = [small, mid, big]
+  datasets = [arc]
+  variants = [cot]
+  protocols = [tok_norm]
+  evaluators = [fc, rx]
+}
+compare rep_ref = evaluator_repair(repair_fc, base=fc, repairs=[rx], reference_audit=main,
+                                   reference_variants=[plain, reorder, framing], variant=cot)
+"""
+    spec, plan, run_dir = build_run(tmp_path, SPEC + extra)
+    assert {c.variant for c in plan.cells if c.audit == "repair_fc"} == {"cot"}
+    report = build_report(spec, plan, run_dir)
+    got = pd.read_csv(report / "comparisons" / "rep_ref.csv").set_index("model")
+    want = table(run, "rep3")
+    want = want[want["dataset"] == "arc"].set_index("model")
+    assert len(got) == 3
+    for col in ("acc fc @ mean of 3 variants", "acc fc @ cot", "acc repair", "gap recovery %"):
+        assert np.allclose(got[col].to_numpy(float), want.loc[got.index, col].to_numpy(float), equal_nan=True), col
+    md = (report / "comparisons.md").read_text(encoding="utf-8")
+    assert "read from audit 'main'" in md
+
+
 def test_gap_recovery_paper_case_and_no_gap():
     from auditlang.report.comparisons.repair import gap_recovery
 
@@ -166,6 +198,25 @@ def test_ece_gap_restricted_to_a_dataset(run, rec):
     accs = [cell(rec, audit="main", model="mid", dataset="mmlu", variant=v, protocol="verbal", evaluator="fc")["correct"].mean()
             for v in mid["variant"]]
     assert got["mean accuracy"] == pytest.approx(np.mean(accs), abs=1e-12)
+
+
+def test_ece_gap_means_over_the_valid_variants_only(run, rec):
+    # 000 Table 2's caption: "means over variants with VPR >= 0.80; n = 2-3 valid variants per
+    # cell", the valid variants being surface_paraphrase, instruction_reorder, implicit_framing
+    # (Table 6): variants= keeps those, and the VPR rule drops the cells below 0.80 among them.
+    # Here mid / mmlu has plain, reorder (VPR 0.5: excluded) and framing; cot passes the VPR
+    # rule but is not a valid variant, so mid's mean is over plain and framing only (n = 2).
+    t = table(run, "gap_valid")
+    assert set(t["variant"]) == {"plain", "reorder", "framing"} and len(t) == 3 * 3 * 2
+    by_model = table(run, "gap_valid_by_model")
+    got = by_model[(by_model["model"] == "mid") & (by_model["evaluator"] == "fc")].iloc[0]
+    assert got["n_included"] == 2 and got["n_excluded"] == 1
+    full = table(run, "gap_mmlu")
+    mid = full[(full["model"] == "mid") & (full["evaluator"] == "fc")].set_index("variant")
+    assert bool(mid.loc["cot", "included"])  # cot passes VPR 0.80, but is no valid variant
+    for col in ("ece_gap", "ece_verbal", "ece_token"):
+        assert got[f"mean {col}"] == pytest.approx(np.mean([mid.loc["plain", col], mid.loc["framing", col]]), abs=1e-12)
+    assert got["mean ece_gap"] != pytest.approx(mid.loc[mid["included"].astype(bool), "ece_gap"].mean(), abs=1e-9)
 
 
 def test_protocol_grid_gaps(run, rec):

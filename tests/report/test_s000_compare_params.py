@@ -61,3 +61,20 @@ def test_ece_gap_datasets_must_be_the_audits(tmp_path, capsys):
     assert rc == 0, out
     rc, out = check(tmp_path, "compare g = ece_gap(a, verbal=vb, token=tok, datasets=[mmlu])", capsys)
     assert rc != 0 and "error[E156]" in out and "'mmlu' is not in audit 'a' datasets" in out, out
+
+
+def test_repair_reference_audit_is_checked(tmp_path, capsys):
+    # reference_audit=: the reference variants are the other audit's, and it must score the same
+    # generations with the base evaluator
+    extra = "audit r { models = [m]  datasets = [arc]  variants = [cot]  protocols = [tok]  evaluators = [fc, rx] }\n"
+    rc, out = check(tmp_path, extra + "compare rep = evaluator_repair(r, base=fc, repairs=[rx], reference_audit=a, "
+                                      "reference_variants=[plain, reorder], variant=cot)", capsys)
+    assert rc == 0, out
+    rc, out = check(tmp_path, extra + "compare rep = evaluator_repair(r, base=fc, repairs=[rx], "
+                                      "reference_variants=[plain, reorder], variant=cot)", capsys)
+    assert rc != 0 and "'plain' is not in audit 'r' variants" in out, out
+    other = "audit b { models = [m]  datasets = [arc]  variants = [plain, reorder]  protocols = [vb]  evaluators = [fc] }\n"
+    rc, out = check(tmp_path, extra + other + "compare rep = evaluator_repair(r, base=rx, repairs=[fc], "
+                                              "reference_audit=b, reference_variants=[plain], variant=cot)", capsys)
+    assert rc != 0 and "reference audit 'b' lacks protocol 'tok'" in out, out
+    assert "reference audit 'b' does not score with the base evaluator 'rx'" in out and "Traceback" not in out

@@ -6,7 +6,9 @@ set against the base evaluator's:
     gap recovery % = 100 (acc_repair - acc_base) / (acc_reference - acc_base)
 
 where acc_base is the base evaluator's accuracy on ``variant`` and acc_reference its accuracy on
-``reference_variant``, or the mean of its per-variant accuracies over ``reference_variants``
+``reference_variant``, or the mean of its per-variant accuracies over ``reference_variants``, read
+from ``reference_audit`` when given (an audit with the other variants, so the repairs need only run
+on ``variant``)
 (000 Table 1: the mean of the four non-format_change variants, e.g. Llama-3.2-3B
 (0.712 - 0.098) / (0.751 - 0.098) = 94.0 %). The recovery is defined only when the base evaluator
 loses accuracy on ``variant`` (acc_reference > acc_base): with no gap, or a negative one, a ratio
@@ -30,6 +32,7 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     protocol = a.protocols[0]
     refs = c.references()
+    ref_audit = c.reference_audit or c.audit
     ref_label = refs[0] if len(refs) == 1 else f"mean of {len(refs)} variants"
     out = Comparison(name, "evaluator_repair", c.audit)
     t = Table(name, f"Evaluator repair ({name}): {c.base} vs {', '.join(c.repairs)} on variant {c.variant}",
@@ -40,7 +43,8 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
         for ds in a.datasets:
             ref_accs, missing = [], []
             for rv in refs:
-                ref = known(rd.rows(c.audit, model=model, dataset=ds, variant=rv, protocol=protocol, evaluator=c.base), False)
+                ref = known(rd.rows(ref_audit, model=model, dataset=ds, variant=rv, protocol=protocol, evaluator=c.base),
+                            False)
                 if ref.empty:
                     missing.append(rv)
                 else:
@@ -72,6 +76,9 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
                     per_repair[rep].append(rec)
                 broken = int(np.sum((zb == 1) & (zr == 0)))
                 t.add(model, ds, rep, len(items), acc_ref, acc_b, acc_r, rec, broken)
+    if ref_audit != c.audit:
+        t.notes.append(f"The reference accuracy is read from audit '{ref_audit}' (the same generations: the base "
+                       f"evaluator on protocol '{protocol}'); the repairs run on variant '{c.variant}' only.")
     if len(refs) == 1:
         t.notes.append(f"Accuracy on the generations of protocol '{protocol}'; reference = base evaluator on "
                        f"'{refs[0]}' (study 000 Table 1 averages the four non-format_change variants instead).")

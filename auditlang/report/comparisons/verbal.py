@@ -98,9 +98,10 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     per_model: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     vprs: dict[Any, float] = {}
     datasets = [d for d in a.datasets if not c.datasets or d in c.datasets]
+    variants = [v for v in a.variants if not c.variants or v in c.variants]
     for m in a.models:
         for d in datasets:
-            for v in a.variants:
+            for v in variants:
                 for e in rd.evaluators(c.audit):
                     vr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
                     tr = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.token, evaluator=e)
@@ -150,6 +151,7 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                        "enters the means (study 000's VPR >= 0.80 applies only where declared).")
     out.tables.append(t)
     scope = f" on {', '.join(datasets)}" if c.datasets else ""
+    scope += f", variants {', '.join(variants)}" if c.variants else ""
     s = Table(f"{name}_by_model", f"Means over VPR-passing cells{scope} ({name})",
               ["model", "evaluator", "n_included", "n_excluded", "mean accuracy", "mean ece_token", "mean ece_verbal",
                "mean ece_gap"])
@@ -163,7 +165,10 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
                 s.notes.append(not_computable(f"mean ECE_gap for {m} / {e}: no cell passes VPR >= {thr:.2f}"))
     if c.datasets:
         s.notes.append(f"Datasets: {', '.join(datasets)} only (datasets=); study 000 Table 2 reports MMLU-Pro, means over "
-                       "the variants with VPR >= 0.80.")
+                       "the valid variants with VPR >= 0.80.")
+    if c.variants:
+        s.notes.append(f"Variants: {', '.join(variants)} only (variants=); n_included counts the cells of these variants "
+                       "that pass the VPR threshold.")
     out.tables.append(s)
     out.data = {"excluded": sel.excluded, "threshold": thr}
     out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}"
