@@ -7,20 +7,25 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditlang import stdlib_location
 from auditlang.core.errors import UserError
+from auditlang.plan.crossdata import cross_requests
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
+from auditlang.plan.stage2 import stage2_requests
 from auditlang.resolve import compile_spec
 from auditlang.resolve.spec import Spec
+from auditlang.store.inputs import save_inputs
+from auditlang.store.journal import Journal
 from auditlang.store.rundir import (
     METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     read_run_file)
-import time
+from auditlang.store.runlock import RunLock
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -159,10 +164,6 @@ def changed_cells(run: Run, new_plan: Plan) -> list[str]:
 def missing_requests(run: Run, spec: Spec, plan: Plan) -> int:
     """How many requests ``plan`` needs (stage 1, follow-ups, cross stage) that the run's
     journal does not hold under the run's engine fingerprints."""
-    from auditlang.plan.crossdata import cross_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.plan.stage2 import stage2_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.store.journal import Journal  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     fps = run.fingerprints
     n = 0
     with Journal(run.run_dir) as journal:
@@ -187,8 +188,6 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     """``auditc report RUN_DIR --spec NEW``: re-plan NEW on the run's stored data; when every cell
     and request NEW needs was executed by this run, NEW becomes the run's spec (its sources are
     copied into the run directory); otherwise a UserError names the cells that must run first."""
-    from auditlang.store.inputs import save_inputs  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
@@ -216,7 +215,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
 
 
 def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
-    from auditlang.report import build_report  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.report import build_report  # lazy: report code (pandas, matplotlib) only when a report is written
 
     return build_report(spec, plan, Path(run_dir))
 
@@ -233,10 +232,8 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     returns None: merge, then report. ``executor``: a function with ``execute_plan``'s signature
     that executes elsewhere (the Ray driver, ``auditlang.scaleout.rayexec.execute_on_ray``);
     default: this process."""
-    from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
-    from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
-    from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
-    from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
+    from auditlang.execute.runner import execute_plan  # lazy: the engine machinery only for runs (not show, plan --pilot)
+    from auditlang.score.stage import score_and_write  # lazy: pandas only for runs (not show, plan --pilot)
 
     announce = announce or (lambda msg: None)
     run_dir = Path(run_dir)

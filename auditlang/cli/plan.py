@@ -6,17 +6,21 @@ import json
 import sys
 from pathlib import Path
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.errors import UsageError
+from auditlang.execute.access import access_record, load_allowances, offline_hubs, run_access
+from auditlang.plan.jsonout import RequestSpool, write_plan_json
+from auditlang.plan.planner import build_plan
+from auditlang.plan.summary import print_summary
+from auditlang.resolve import compile_spec
 
 
 def cmd_plan(args) -> int:
-    from auditlang.plan.planner import build_plan  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
-    from auditlang.execute.access import access_record, load_allowances, offline_hubs, run_access  # lazy: keeps start-up of the light commands fast
-
     _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
@@ -28,8 +32,6 @@ def cmd_plan(args) -> int:
     # request has them spooled to temporary files as they are found (auditlang/plan/jsonout.py).
     spool = None
     if args.format == "json" and not args.no_requests:
-        from auditlang.plan.jsonout import RequestSpool  # lazy: as the planner above
-
         spool = RequestSpool()
     plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
                       no_download=offline, lean=True, sink=spool)
@@ -47,8 +49,6 @@ def cmd_plan(args) -> int:
         indent = None if args.compact else 1
         extra = {"access": access, **({"precision": precision.to_dict()} if precision is not None else {})}
         if spool is not None:
-            from auditlang.plan.jsonout import write_plan_json  # lazy: as the planner above
-
             try:
                 if args.output:
                     with open(args.output, "w", encoding="utf-8") as fh:
@@ -89,8 +89,6 @@ def _precision(args, spec, plan):
 
     records = None
     if args.pilot:
-        from auditlang.api import load_run  # lazy: as above
-
         run = load_run(args.pilot)
         try:
             records = run.records
@@ -116,10 +114,6 @@ def _fmt_stat(st: dict | None) -> str:
 
 def print_precision(pp, console=None) -> None:
     """The precision plan as two tables per audit (cells, paired contrasts) and the formulas behind them."""
-    from rich import box  # lazy: as the planner above
-    from rich.console import Console  # lazy: as the planner above
-    from rich.table import Table  # lazy: as the planner above
-
     con = console or Console()
     if not con.is_terminal and con.width < 130:  # a log or a pipe: no terminal to fit, keep the rows on one line
         con = Console(width=130, file=con.file)

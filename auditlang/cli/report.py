@@ -12,11 +12,10 @@ from pathlib import Path
 
 from auditlang.api import adopt_spec, load_run, write_report
 from auditlang.cli.common import EXIT_OK
+from auditlang.score.stage import score_and_write
 
 
 def cmd_report(args) -> int:
-    from auditlang.score.stage import score_and_write  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     run = load_run(Path(args.run_dir))
     rescore = not (run.run_dir / "records.parquet").exists()
     if getattr(args, "spec", None):

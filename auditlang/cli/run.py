@@ -18,6 +18,7 @@ from auditlang.core.trust import enforce
 from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
+from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.store.rundir import JOURNAL, check_out_dir
 from auditlang.store.shards import Shard
 
@@ -37,8 +38,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 def env_settings(spec) -> dict[str, str]:
     """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
-    from auditlang.resolve.models import OPENAI_BASE_URL_ENV  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     url = os.environ.get(OPENAI_BASE_URL_ENV)
     if not url:
         return {}

@@ -13,19 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from auditlang.api import plan_spec
 from auditlang.cli.common import EXIT_OK, StepLog, print_diags
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
+from auditlang.execute.access import load_allowances, offline_hubs, run_access
+from auditlang.resolve import compile_spec
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
 
 
 def cmd_show(args) -> int:
-    from auditlang.api import plan_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
-    from auditlang.execute.access import load_allowances, offline_hubs, run_access  # lazy: as above
-
     spec = compile_spec(args.spec)
     step = StepLog()
     # a Hub dataset with a fallback file is read as `auditc run` (without --allow-host) reads it
