@@ -4,7 +4,9 @@
   included, and no modules form an import cycle;
 * an import inside a function carries a one-line reason comment (``# lazy: ...``);
 * compiling, planning, checking and reporting load no engine module and no torch / transformers /
-  vLLM (a subprocess, so the test sees a fresh interpreter).
+  vLLM (a subprocess, so the test sees a fresh interpreter);
+* `auditc --version` and `auditc check` on a study spec load no pandas, no engine and no report
+  code (issue 26, item 5; the times are measured by benchmarks/bench_startup.py, not here).
 """
 
 from __future__ import annotations
@@ -188,3 +190,34 @@ report cells, checklist
     assert _probe("status", str(tmp_path / "run"), cwd=tmp_path) == (0, "")
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["format"] == "auditlang.run/2"
+
+
+STARTUP_PROBE = """
+import sys
+from auditlang.cli import main
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as e:
+    rc = e.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "pyarrow", "matplotlib", "torch", "transformers")
+                or m.startswith(("auditlang.engines.", "auditlang.report", "auditlang.score", "auditlang.execute.")))
+print("PROBE", rc, len([m for m in sys.modules if m.startswith("auditlang")]), ",".join(loaded))
+"""
+
+
+def _startup(*args: str) -> tuple[int, int, str]:
+    out = subprocess.run([sys.executable, "-c", STARTUP_PROBE, *args], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO),
+                              "AUDITLANG_NO_PLUGINS": "1"}, timeout=600)
+    line = [x for x in out.stdout.splitlines() + out.stderr.splitlines() if x.startswith("PROBE")]
+    assert line, out.stderr[-2000:]
+    _, rc, n, *heavy = line[-1].split(" ")
+    return int(rc), int(n), "".join(heavy)
+
+
+def test_version_and_check_load_no_pandas_engine_or_report() -> None:
+    rc, n, heavy = _startup("--version")
+    assert (rc, heavy) == (0, "") and n <= 8, f"`auditc --version` loaded {n} auditlang modules: {heavy}"
+    for spec in ("specs/s000_multivariant_audit.audit", "specs/s003_accuracy_controlled.audit"):
+        rc, _, heavy = _startup("check", spec)
+        assert (rc, heavy) == (0, ""), f"`auditc check {spec}` loaded {heavy}"

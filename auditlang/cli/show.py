@@ -19,6 +19,7 @@ from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 from auditlang.execute.access import load_allowances, offline_hubs, run_access
 from auditlang.resolve import compile_spec
+from auditlang.resolve.models import model_config
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
 
@@ -187,8 +188,7 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
     """(tokenizer or None, where it came from or why there is none, chat-template kwargs) of
     spec model ``mid``. Only tokenizer files are read: no weights, no conversion, no download."""
     from auditlang.engines import embedded  # lazy: engine modules only for the command that needs a tokenizer
-    from auditlang.engines.params import chat_template_kwargs  # lazy: as above
-    from auditlang.resolve.models import model_config  # lazy: as above
+    from auditlang.engines.params import chat_template_kwargs  # lazy: engine modules only for the command that needs a tokenizer
 
     config = model_config(spec, mid)
     try:

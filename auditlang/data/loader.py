@@ -24,6 +24,7 @@ from typing import Any
 
 from auditlang.core.confine import ENV_DATA_ROOT, inside, outside_hint, user_data_roots
 from auditlang.core.hashing import sha256_file
+from auditlang.data.hub import HubError, read_hub
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
@@ -303,8 +304,6 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
     meta = dict(meta or {})
     fb = fallback_of(spec, ds)
     if ds.ctor == "hub" and file is None:
-        from auditlang.data.hub import HubError, read_hub  # lazy: `datasets` is an optional extra
-
         try:
             rows, meta = read_hub(ds, no_download)
         except HubError as e:

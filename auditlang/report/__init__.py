@@ -24,6 +24,7 @@ from auditlang.report.comparisons import compute_all, vpr_tables
 from auditlang.report.disclosure import disclosure_tables
 from auditlang.report.html import render_html
 from auditlang.report.latex import document
+from auditlang.report import methods as M
 from auditlang.report.rundata import load_run
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
@@ -58,8 +59,6 @@ def _cells_table(cells: pd.DataFrame):
 
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     """Write ``run_dir/report/`` from stored records and metrics; returns the report folder."""
-    from auditlang.report import methods as M  # lazy: imports the checklist and the evaluators (as the lines above)
-
     run_dir = Path(run_dir)
     out = run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
