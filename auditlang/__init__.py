@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-__version__ = "0.1.0"
+from auditlang.core.version import __version__
 
 __all__ = ["__version__", "compile", "open_run", "plan", "run"]
 

@@ -44,8 +44,39 @@ def _package(mod: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+# Calls of importlib.import_module whose module is not a literal: each is a deliberate late-binding
+# point (the registry's "module:attr" implementations and built-in tables, a subcommand's module),
+# listed here with its reason so a new one is a decision, not an accident.
+DYNAMIC_IMPORTS = {
+    "auditlang.core.registry": "built-in tables and lazy 'module:attr' implementations of later layers, by design",
+    "auditlang.engines.registry": "an engine class named in core/capabilities.py's table",
+}
+
+
+def _import_module_target(node: ast.Call, mod: str) -> str | None:
+    """The module an ``importlib.import_module(...)`` call imports: a literal, or the literal prefix
+    of an f-string (``f"auditlang.cli.{name}"`` -> the package ``auditlang.cli``); ``""`` when the
+    argument is computed."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name != "import_module" or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        head = arg.values[0]
+        if isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name) and head.value.id == "__name__":
+            return mod
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return head.value.rstrip(".")
+    return ""
+
+
 def _imports(mod: str, path: Path):
-    """(target module, line, inside a function, source line, previous line) for every internal import."""
+    """(target module, line, inside a function, source line, previous line) for every internal import:
+    ``import``, ``from ... import`` (``from auditlang import x`` is an import of the package
+    ``auditlang`` itself unless ``x`` is a submodule) and ``importlib.import_module("...")``."""
     src = path.read_text(encoding="utf-8")
     lines = src.splitlines()
     tree = ast.parse(src)
@@ -54,6 +85,17 @@ def _imports(mod: str, path: Path):
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             in_fn.update(id(n) for n in ast.walk(f) if n is not f)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            target = _import_module_target(node, mod)
+            if target is None:
+                continue
+            line = lines[node.lineno - 1]
+            prev = lines[node.lineno - 2] if node.lineno > 1 else ""
+            if target == "":
+                yield "?", node.lineno, id(node) in in_fn, line, prev
+            elif target.split(".")[0] == "auditlang" and target in MODS and target != mod:
+                yield target, node.lineno, id(node) in in_fn, line, prev
+            continue
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.Import):
@@ -64,7 +106,8 @@ def _imports(mod: str, path: Path):
                 pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
                 pkg = pkg[: len(pkg) - node.level + 1]
                 base = ".".join(pkg + ([base] if base else []))
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
+            subs = [f"{base}.{a.name}" for a in node.names]  # submodules, or names defined in ``base``
+            names = ([base] if any(t not in MODS for t in subs) else []) + [t for t in subs if t in MODS]
         line = lines[node.lineno - 1]
         prev = lines[node.lineno - 2] if node.lineno > 1 else ""
         for t in names:
@@ -72,7 +115,8 @@ def _imports(mod: str, path: Path):
                 if id(node) in in_fn:
                     yield None, node.lineno, True, line, prev
                 break
-            if t in MODS and t != mod and not mod.startswith(t + "."):
+            own_package = mod.startswith(t + ".") and t != "auditlang"
+            if t in MODS and t != mod and (not own_package):
                 yield t, node.lineno, id(node) in in_fn, line, prev
 
 
@@ -84,7 +128,7 @@ def test_imports_point_down_the_layers() -> None:
     bad = []
     for mod, path in MODS.items():
         for target, line, _, _, _ in _imports(mod, path):
-            if target is None:
+            if target in (None, "?"):
                 continue
             a, b = _package(mod), _package(target)
             if a != b and LAYERS.index(b) > LAYERS.index(a):
@@ -96,7 +140,7 @@ def test_no_import_cycles_between_modules() -> None:
     graph = {m: set() for m in MODS}
     for mod, path in MODS.items():
         for target, *_ in _imports(mod, path):
-            if target is not None:
+            if target not in (None, "?"):
                 graph[mod].add(target)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -132,6 +176,20 @@ def test_no_import_cycles_between_modules() -> None:
         if v not in index:
             visit(v)
     assert not cycles, f"import cycles: {cycles}"
+
+
+def test_computed_imports_are_the_known_late_binding_points() -> None:
+    found = {mod for mod, path in MODS.items() for target, *_ in _imports(mod, path) if target == "?"}
+    assert found == set(DYNAMIC_IMPORTS), ("importlib.import_module with a computed module name outside the known "
+                                           f"late-binding points (or one of them gone): {sorted(found ^ set(DYNAMIC_IMPORTS))}")
+
+
+def test_the_layer_test_sees_every_form_of_import(tmp_path: Path) -> None:
+    src = tmp_path / "probe.py"
+    src.write_text("import importlib\nfrom auditlang import __version__\nfrom auditlang import stdlib_location\n"
+                   "def f():\n    return importlib.import_module('auditlang.report.html')  # lazy: test\n", encoding="utf-8")
+    found = {t for t, *_ in _imports("auditlang.core.probe", src)}
+    assert found == {"auditlang", "auditlang.stdlib_location", "auditlang.report.html"}
 
 
 def test_imports_inside_functions_say_why() -> None:

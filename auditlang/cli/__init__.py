@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 
-from auditlang import __version__
+from auditlang.core.version import __version__
 from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags  # noqa: F401
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError

@@ -76,7 +76,7 @@ class Entry:
         if not isinstance(self.impl, str):
             return self.impl
         module, _, attr = self.impl.partition(":")
-        obj: Any = importlib.import_module(module)
+        obj: Any = importlib.import_module(module)  # lazy: a "module:attr" implementation, imported on first use
         for part in attr.split("."):
             obj = getattr(obj, part)
         return obj
@@ -165,7 +165,7 @@ class Registry:
         self._check_kind(kind)
         module = self._pending.pop(kind, None)
         if module is not None:
-            importlib.import_module(module)
+            importlib.import_module(module)  # lazy: the later layer that registers this kind's built-ins (BUILTINS)
 
     def _load(self, kind: str) -> None:
         """Before the first lookup: ``kind``'s built-ins, then, once per process, the installed
@@ -174,7 +174,7 @@ class Registry:
         if self._plugins_pending:  # every kind's built-ins first, so a plugin cannot shadow them unnoticed
             self._plugins_pending = False
             while self._pending:
-                importlib.import_module(self._pending.pop(next(iter(self._pending))))
+                importlib.import_module(self._pending.pop(next(iter(self._pending))))  # lazy: as in _load_builtins
             self.load_plugins()
 
     def load_plugins(self) -> None:
