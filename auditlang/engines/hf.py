@@ -485,7 +485,7 @@ class HFEngine:
                 out.append([])
             except EngineError:
                 raise
-            except Exception as e:  # a chat template that rejects these messages, ...
+            except Exception as e:  # noqa: BLE001  (a chat template that rejects these messages, ...)
                 out.append(e)
         for special, items in texts.items():
             if items:

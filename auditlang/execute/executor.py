@@ -161,13 +161,13 @@ def execute(
                 done = f"{executed}/{len(todo)} requests of this call committed"
                 cause = failed.cause
                 if isinstance(cause, KeyboardInterrupt):
-                    raise cause
+                    raise cause  # noqa: B904  (the interrupt itself, not a new error)
                 if isinstance(cause, EngineError):
                     raise EngineError(
                         f"engine for model {model!r} failed: {cause} ({done}; rerun to resume)", hint=cause.hint
                     ) from cause
                 cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
-                raise cause
+                raise cause  # noqa: B904  (the engine's own exception, annotated, not a new error)
             journal.put_results(results, fp_hash, shard=label)
             if cache is not None:
                 cache.put_results([r for r in results if r.error is None], fp_hash)

@@ -68,7 +68,7 @@ def _reliability_panel(ax, hax, curves: list[tuple[int, str, str, object]], titl
     """Reliability points (hollow for bins with < SPARSE items; lines only between adjacent dense
     bins) over a step histogram of the bin counts, one colour per protocol."""
     ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--", label="perfect calibration")
-    for k, p, ctor, rb in curves:
+    for k, _proto, ctor, rb in curves:
         col = plt.cm.tab10(k % 10)
         mk = "o" if ctor in TOKEN_CTORS else "s"
         dense = rb.counts >= SPARSE

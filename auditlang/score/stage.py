@@ -16,7 +16,6 @@ from auditlang.plan.model import Plan
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
-from auditlang.evaluators.build import evaluator_ctor
 from auditlang.plan.stage2 import Programs, item_stage2, label_answer
 from auditlang.store.journal import Journal
 from auditlang.store.records import ExampleRecord, write_records

@@ -7,7 +7,6 @@ failure. Each test takes the user's path: a hostile spec file on disk and `audit
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import sqlite3
@@ -62,7 +61,7 @@ def test_data_file_outside_the_project_and_data_root_is_refused(tmp_path, outsid
     (proj / "s.audit").write_text(BASE.replace('"arc.jsonl"', f'"{path}"'), encoding="utf-8")
     assert main(["plan", "s.audit", "--data-root", "data"]) == 1
     err = capsys.readouterr().err
-    assert "error[E118]" in err and f"s.audit:3:" in err and "--data-root" in err
+    assert "error[E118]" in err and "s.audit:3:" in err and "--data-root" in err
     # the same file is readable once the user names its folder as a data root
     monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(outside))
     assert main(["plan", "s.audit", "--data-root", "data"]) == 0

@@ -4,7 +4,6 @@ study 000 App. E.2 resampling units, study 001 §3.2 macro bootstrap and the A-D
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
