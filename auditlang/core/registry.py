@@ -40,7 +40,7 @@ KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "c
 # of that kind, so a lookup never depends on which modules happen to be imported already. By name
 # because they belong to later layers (resolve/, evaluators/, metrics/) that import this module.
 BUILTINS: dict[str, str] = {
-    "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.resolve.schema",
+    "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.evaluators.registry",
     "perturbation": "auditlang.resolve.schema", "comparison": "auditlang.resolve.schema",
     "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics",
     "engine": "auditlang.core.capabilities",
@@ -97,8 +97,13 @@ class Registry:
     def register(self, kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "",
                  aliases: tuple[str, ...] = (), replace: bool = False, **meta: Any) -> Entry:
         """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string.
+        Without ``schema``, a class's own ``Params`` (an evaluator's constructor model) is the
+        schema and its ``DOC`` the doc: a component declares its parameters once.
         The built-ins of ``kind`` are loaded first, so a clash with one is reported here."""
         self._load_builtins(kind)
+        if schema is None and isinstance(impl, type):
+            schema = getattr(impl, "Params", None)
+            doc = doc or getattr(schema, "DOC", "")
         if not isinstance(name, str) or not name.isidentifier():
             raise RegistryError(f"register: a {kind} name must be an identifier, got {name!r}")
         if isinstance(impl, str):

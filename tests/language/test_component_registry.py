@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from auditlang.evaluators.string_match import Extract
 from auditlang.core.diagnostics import CompileError
 from auditlang.resolve import compile_spec
 
@@ -186,7 +187,7 @@ def test_registry_lookup_suggestions_aliases_and_lazy_loading() -> None:
 
 class MyMatch(S.Obj):
     DOC: typing.ClassVar[str] = "A plugin evaluator (test)."
-    extract: S.Extract = "first_line"
+    extract: Extract = "first_line"
 
 
 def test_a_component_registered_from_outside_is_a_language_constructor(tmp_path: Path, capsys) -> None:
