@@ -193,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc rescore runs/quickstart --evaluator exact_match --evaluator lenient_match")
     p.add_argument("run_dir", help="a run directory written by `auditc run`")
     p.add_argument("--evaluator", action="append", required=True,
-                   help="evaluator name (first_char, regex_reparse, exact_match, lenient_match, alias_match); repeatable")
+                   help="a registered evaluator that needs no model call (first_char, exact_match, ...; an unknown "
+                        "name lists them all); repeatable")
 
     p = _sub(sub, "report", "(re)write the report of a run directory from stored results",
              "Rebuild RUN_DIR/report/ from stored results (no model loaded), under the spec, stdlib and data\n"

@@ -11,20 +11,21 @@ from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UserError
+from auditlang.evaluators.registry import offline_evaluators
 from auditlang.score.cellmetrics import cell_table, to_markdown
 from auditlang.score.stage import score_cells
 from auditlang.store.journal import Journal
 from auditlang.store.records import read_records, write_records
 
-RESCORABLE = ("first_char", "regex_reparse", "exact_match", "lenient_match", "alias_match")
-
 
 def cmd_rescore(args) -> int:
+    offline = offline_evaluators()  # every registered evaluator that needs no model call, plugins' included
     for name in args.evaluator:
-        if name not in RESCORABLE:
+        if name not in offline:
             raise UserError(f"cannot re-score offline with evaluator '{name}'",
-                            hint=did_you_mean(name, RESCORABLE, "offline evaluators") or
-                            "constrained, loglik_argmax and llm_judge need a model; add them to the spec and run again")
+                            hint=did_you_mean(name, offline, "offline evaluators") or
+                            "evaluators that need a model call (constrained, loglik_argmax, llm_judge) are run by "
+                            "adding them to the spec and running it again")
     run = load_run(Path(args.run_dir))
     with run.stdlib(), Journal(run.run_dir) as journal, journal.cached_reads():
         for name in dict.fromkeys(args.evaluator):
