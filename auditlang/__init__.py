@@ -54,11 +54,7 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     ``auditc run``, a model may contact a non-loopback host or read an environment variable only
     when ``allow_hosts`` / ``allow_secrets`` (or the user config file) allow it (docs/security.md);
     otherwise ``CompileError`` (E180/E181)."""
-    from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
-    from auditlang.core.diagnostics import CompileError  # lazy: see above
-    from auditlang.core.trust import enforce  # lazy: see above
-    from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access  # lazy: see above
-    from auditlang.store.rundir import check_out_dir  # lazy: see above
+    from auditlang.api import plan_run, start_run  # lazy: `import auditlang` stays instant
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
     execute = None
@@ -67,18 +63,11 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
 
         require_ray()
         execute = partial(execute_on_ray, address=address, shards=ray_shards)
-    allow = load_allowances(list(allow_hosts), list(allow_secrets))
-    access = run_access(spec, engine)
-    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
-    if bag.errors:
-        raise CompileError(bag)
-    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
-    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
-    p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
-    check_out_dir(Path(out))
-    enforce(allow)
-    return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
-                    run_fields={"access": access_record(access, allow)}, executor=execute)
+    # the pipeline `auditc run` takes too: access checked before planning, allowances enforced
+    # while it runs and recorded in run.json (api.plan_run, api.start_run)
+    rp = plan_run(spec, None if data_root is None else str(data_root), limit, engine=engine,
+                  allow_hosts=allow_hosts, allow_secrets=allow_secrets)
+    return start_run(rp, Path(out), limit=limit, engine=engine, report=report, progress=progress, executor=execute)
 
 
 def open_run(run_dir: str | Path):

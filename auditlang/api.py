@@ -7,24 +7,29 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditlang import stdlib_location
+from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import UserError
+from auditlang.core.trust import enforce
+from auditlang.execute.access import access_record, check_access, load_allowances, offline_hubs, run_access
 from auditlang.plan.crossdata import cross_requests
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.plan.stage2 import stage2_requests
 from auditlang.resolve import compile_spec
+from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.resolve.spec import Spec
 from auditlang.store.inputs import save_inputs
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import (
-    METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
-    read_run_file)
+    CELLS_CSV, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
+    check_out_dir, read_run_file)
 from auditlang.store.runlock import RunLock
 
 
@@ -83,7 +88,7 @@ class Run:
         """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
         import pandas as pd  # lazy: pandas only when asked
 
-        return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
+        return pd.read_csv(self.run_dir / CELLS_CSV)
 
     @property
     def comparisons(self) -> dict[str, Any]:
@@ -254,3 +259,58 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
             announce(f"scored in {time.perf_counter() - t0:.1f}s; writing the report ...")
             write_report(spec, plan, run_dir)
     return Run(run_dir, spec, plan, {**info, **read_run_file(run_dir), "fingerprints": fps})
+
+
+@dataclass
+class RunPlan:
+    """A spec planned for a run (``auditc run`` and ``auditlang.run()`` both build it with
+    :func:`plan_run` and start it with :func:`start_run`): the plan, the user's allowances and
+    what the run will contact, and the models whose server URL comes from the environment."""
+
+    spec: Spec
+    plan: Plan
+    allow: Any
+    access: list
+    env_settings: dict[str, str]
+
+
+def env_settings(spec: Spec) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+    url = os.environ.get(OPENAI_BASE_URL_ENV)
+    if not url:
+        return {}
+    return {mid: url for mid, o in spec.of_kind("model").items()
+            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
+
+
+def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: str | None = None,
+             allow_hosts=(), allow_secrets=(), step=None) -> RunPlan:
+    """Check what the run may contact against the allowances (docs/security.md; CompileError
+    E180/E181 before anything is downloaded), then plan it; a plan with no cell is a UserError."""
+    allow = load_allowances(list(allow_hosts), list(allow_secrets))
+    access = run_access(spec, engine)
+    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
+    if bag.errors:
+        raise CompileError(bag)
+    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
+    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
+    plan = plan_spec(spec, data_root, limit, step=step, no_download=offline)
+    if not plan.cells:
+        raise UserError(f"nothing to run: {spec.entry.name} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
+                        hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
+    return RunPlan(spec, plan, allow, access, env_settings(spec))
+
+
+def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict[str, Any] | None = None,
+              **kw: Any) -> Run | None:
+    """Execute, score and report ``rp`` into ``run_dir`` (``run_spec``'s keyword arguments), with
+    the allowances enforced for the run's duration and recorded in run.json with the access list
+    and the environment's settings."""
+    check_out_dir(run_dir)
+    fields = {"env_settings": {m: {"base_url": u, "from": OPENAI_BASE_URL_ENV} for m, u in rp.env_settings.items()},
+              "access": access_record(rp.access, rp.allow), **(run_fields or {})}
+    enforce(rp.allow)
+    try:
+        return run_spec(rp.spec, rp.plan, run_dir, limit=limit, run_fields=fields, **kw)
+    finally:
+        enforce(None)

@@ -279,3 +279,50 @@ def test_version_and_check_load_no_pandas_engine_or_report() -> None:
     for spec in ("specs/s000_multivariant_audit.audit", "specs/s003_accuracy_controlled.audit"):
         rc, _, heavy = _startup("check", spec)
         assert (rc, heavy) == (0, ""), f"`auditc check {spec}` loaded {heavy}"
+
+
+RUN_DIR_NAMES = ("records.parquet", "records.jsonl", "journal.sqlite", "run.json", "plan.json", "cells.csv",
+                 "heartbeat.json", "run.lock", "plan.requests.tsv.gz")
+
+
+def test_run_directory_names_are_spelled_only_in_store_rundir() -> None:
+    """One owner for the run directory's layout (issue 26, item 2): code builds its paths from
+    store/rundir.py's constants; messages, docstrings and comments may mention the names."""
+    bad = []
+    for mod, path in MODS.items():
+        if mod == "auditlang.store.rundir":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                    and " " not in node.value.strip()):  # a name or path, not a sentence
+                hits = [n for n in RUN_DIR_NAMES if n in node.value]
+                if hits:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {hits[0]}")
+    assert not bad, "run-directory names outside store/rundir.py (use its constants):\n" + "\n".join(bad)
+
+
+# exceptions that never leave the module that raises them (internal control flow)
+INTERNAL_EXCEPTIONS = {"auditlang.engines.openai_engine.RequestFailed", "auditlang.execute.executor._BatchFailed"}
+
+
+def test_every_deliberate_error_is_under_the_one_root() -> None:
+    """ARCHITECTURE.md: everything raised on purpose derives from core.errors.AuditlangError (so the
+    CLI prints it with its hint and exit code, never as an internal error)."""
+    code = ("import importlib, inspect, json, pkgutil, sys, auditlang\n"
+            "from auditlang.core.errors import AuditlangError\n"
+            "out = []\n"
+            f"for m in {sorted(m for m in MODS if not m.startswith(('auditlang.engines.hf', 'auditlang.engines.vllm', 'auditlang.lsp.server', 'auditlang.scaleout')) and not m.endswith('__main__'))!r}:\n"
+            "    mod = importlib.import_module(m)\n"
+            "    for n, c in vars(mod).items():\n"
+            "        if inspect.isclass(c) and issubclass(c, Exception) and c.__module__ == m and not issubclass(c, AuditlangError):\n"
+            "            out.append(f'{m}.{n}')\n"
+            "print(json.dumps(sorted(set(out))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO)}, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    outside = set(json.loads(r.stdout.splitlines()[-1])) - INTERNAL_EXCEPTIONS
+    assert not outside, f"errors outside the AuditlangError root: {sorted(outside)}"

@@ -270,7 +270,7 @@ def _guarded(work) -> int:
         return 130
     except AuditlangError as e:
         print(f"error: {e}", file=sys.stderr)
-        if e.hint:
+        if e.hint and e.hint not in str(e):  # a TemplateError's message already carries its hint
             print(f"  hint: {e.hint}", file=sys.stderr)
         return e.exit_code
     except Exception:  # noqa: BLE001  (anything else is a bug by definition)

@@ -16,6 +16,7 @@ from auditlang.metrics.registry import METRICS
 from auditlang.resolve.spec import MetricRef
 from auditlang.score.cellmetrics import DEFAULT_METRICS, audit_bootstrap
 from auditlang.score.rundiff import DiffMetric, diff_runs, significance
+from auditlang.store.rundir import RECORDS
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 
@@ -101,7 +102,7 @@ def _records(run):
     try:
         return run.records
     except FileNotFoundError:
-        raise UserError(f"{run.run_dir} holds no scored records (records.parquet): its run did not get to scoring",
+        raise UserError(f"{run.run_dir} holds no scored records ({RECORDS}): its run did not get to scoring",
                         hint=f"rerun the same `auditc run` (stored results are reused), or `auditc status {run.run_dir}`") from None
 
 

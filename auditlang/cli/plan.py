@@ -18,6 +18,7 @@ from auditlang.plan.jsonout import RequestSpool, write_plan_json
 from auditlang.plan.planner import build_plan
 from auditlang.plan.summary import print_summary
 from auditlang.resolve import compile_spec
+from auditlang.store.rundir import RECORDS
 
 
 def cmd_plan(args) -> int:
@@ -93,7 +94,7 @@ def _precision(args, spec, plan):
         try:
             records = run.records
         except FileNotFoundError:
-            raise UsageError(f"--pilot {args.pilot}: the run holds no scored records (records.parquet): it did not "
+            raise UsageError(f"--pilot {args.pilot}: the run holds no scored records ({RECORDS}): it did not "
                              "get to scoring", hint=f"finish it first: rerun the same `auditc run`, or `auditc status "
                              f"{args.pilot}`") from None
         matched = set(records["cell_id"]) & {c.id for c in plan.cells}

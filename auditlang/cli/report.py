@@ -13,11 +13,12 @@ from pathlib import Path
 from auditlang.api import adopt_spec, load_run, write_report
 from auditlang.cli.common import EXIT_OK
 from auditlang.score.stage import score_and_write
+from auditlang.store.rundir import RECORDS
 
 
 def cmd_report(args) -> int:
     run = load_run(Path(args.run_dir))
-    rescore = not (run.run_dir / "records.parquet").exists()
+    rescore = not (run.run_dir / RECORDS).exists()
     if getattr(args, "spec", None):
         run = adopt_spec(run, args.spec)
         rescore = True

@@ -16,6 +16,7 @@ from auditlang.score.cellmetrics import cell_table, to_markdown
 from auditlang.score.stage import score_cells
 from auditlang.store.journal import Journal
 from auditlang.store.records import read_records, write_records
+from auditlang.store.rundir import CELLS_CSV, RECORDS, RESCORE_DIR
 
 
 def cmd_rescore(args) -> int:
@@ -30,11 +31,12 @@ def cmd_rescore(args) -> int:
     with run.stdlib(), Journal(run.run_dir) as journal, journal.cached_reads():
         for name in dict.fromkeys(args.evaluator):
             records = score_cells(run.spec, run.plan, journal, run.fingerprints, evaluator_override=[(name, name)])
-            out = run.run_dir / "rescore" / name
+            out = run.run_dir / RESCORE_DIR / name
             out.mkdir(parents=True, exist_ok=True)
-            write_records(out / "records.parquet", records)
-            table = cell_table(run.spec, run.plan, read_records(out / "records.parquet"))
-            table.to_csv(out / "cells.csv", index=False)
-            (out / "cells.md").write_text(to_markdown(table), encoding="utf-8")
+            write_records(out / RECORDS, records)
+            table = cell_table(run.spec, run.plan, read_records(out / RECORDS))
+            cells = out / Path(CELLS_CSV).name
+            table.to_csv(cells, index=False)
+            cells.with_suffix(".md").write_text(to_markdown(table), encoding="utf-8")
             print(f"re-scored {len(records)} examples under {name} -> {out}")
     return EXIT_OK

@@ -11,7 +11,7 @@ from pathlib import Path
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.errors import UserError
 from auditlang.store.journal import Journal
-from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR, read_plan_file, read_plan_ids, read_run_file
+from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR, RUN_FILE, read_plan_file, read_plan_ids, read_run_file
 from auditlang.store.runlock import is_live, read_heartbeat
 
 
@@ -42,7 +42,7 @@ def cmd_status(args) -> int:
     run_dir = Path(args.run_dir)
     info = read_run_file(run_dir)
     if not info:
-        raise UserError(f"{run_dir} is not a run directory (no run.json)", hint="run `auditc run SPEC --out DIR` first")
+        raise UserError(f"{run_dir} is not a run directory (no {RUN_FILE})", hint="run `auditc run SPEC --out DIR` first")
     plan = read_plan_file(run_dir)
     ids = read_plan_ids(run_dir)
     fps = info.get("fingerprints", {})

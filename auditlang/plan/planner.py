@@ -26,7 +26,7 @@ from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
 from auditlang.protocols.base import RENDERS, ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
-from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.resolve.models import declared_model
 from auditlang.resolve.spec import Spec
 from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
@@ -86,9 +86,7 @@ class Unit:
 
 def model_info(spec: Spec, mid: str) -> ModelInfo:
     m = spec.get(mid).value
-    chat = m.chat
-    if spec.get(mid).ctor == "embedded" and "chat" not in dict(spec.get(mid).param_spans):
-        chat = EMBEDDED_MODELS[m.name]["chat"]
+    chat = declared_model(spec, mid)[2]
     seed = m.seed if m.seed is not None else spec.settings.seed
     return ModelInfo(mid, chat, m.max_tokens, seed)
 
@@ -761,13 +759,11 @@ def _estimate_tokens(r: Request) -> tuple[int, int]:
 
 
 def _engine_of(spec: Spec, mid: str) -> str:
-    o = spec.get(mid)
-    return o.value.engine if o.ctor == "embedded" else o.ctor
+    return declared_model(spec, mid)[0]
 
 
 def _path_of(spec: Spec, mid: str) -> str:
-    o = spec.get(mid)
-    return o.value.name if o.ctor == "embedded" else o.value.path
+    return declared_model(spec, mid)[1]
 
 
 def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,

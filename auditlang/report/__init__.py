@@ -26,6 +26,7 @@ from auditlang.report.html import render_html
 from auditlang.report.latex import document
 from auditlang.report import methods as M
 from auditlang.report.rundata import load_run
+from auditlang.store.rundir import REPORT_DIR
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
@@ -60,7 +61,7 @@ def _cells_table(cells: pd.DataFrame):
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     """Write ``run_dir/report/`` from stored records and metrics; returns the report folder."""
     run_dir = Path(run_dir)
-    out = run_dir / "report"
+    out = run_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     _remove_previous(out)
     want = requested_outputs(spec)

@@ -24,8 +24,8 @@ from auditlang.evaluators.build import make_evaluator
 from auditlang.plan.crossdata import group_labels, role_of, source_followups
 from auditlang.evaluators.string_match import normalize_answer
 from auditlang.score.cellmetrics import write_cell_metrics
+from auditlang.store.rundir import RECORDS
 
-RECORDS = "records.parquet"
 FIT_ERROR = "__fit_error__"
 
 
