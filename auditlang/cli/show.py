@@ -176,9 +176,10 @@ def render_prompt(prompt, tokenizer, template_kwargs: dict[str, Any]) -> tuple[s
         cont = "; the last assistant message is continued" if prompt.continue_final else ""
         return (f"chat messages as role-tagged text: {why}, so no chat template applied{cont}",
                 "\n".join(f"[{m['role']}] {m['content']}" for m in msgs))
+    from auditlang.engines.params import apply_chat  # lazy: engine modules only for the command that needs a tokenizer
+
     cf = prompt.continue_final
-    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=not cf,
-                                         continue_final_message=cf, **template_kwargs)
+    text = apply_chat(tokenizer, msgs, cf, template_kwargs)  # as the engines render it
     n = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     how = "continuing the assistant message" if cf else "with the generation prompt"
     return f"chat template applied {how}, {n} tokens", text
