@@ -286,7 +286,7 @@ def env_settings(spec: Spec) -> dict[str, str]:
 def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: str | None = None,
              allow_hosts=(), allow_secrets=(), step=None) -> RunPlan:
     """Check what the run may contact against the allowances (docs/security.md; CompileError
-    E180/E181 before anything is downloaded), then plan it; a plan with no cell is a UserError."""
+    E180/E181 before anything is downloaded), then plan it."""
     allow = load_allowances(list(allow_hosts), list(allow_secrets))
     access = run_access(spec, engine)
     bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
@@ -295,10 +295,15 @@ def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: st
     offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     plan = plan_spec(spec, data_root, limit, step=step, no_download=offline)
-    if not plan.cells:
+    return RunPlan(spec, plan, allow, access, env_settings(spec))
+
+
+def require_cells(rp: RunPlan) -> None:
+    """A plan with no cell is a UserError (`auditc run` says so after the spec's warnings)."""
+    if not rp.plan.cells:
+        spec = rp.spec
         raise UserError(f"nothing to run: {spec.entry.name} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
                         hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
-    return RunPlan(spec, plan, allow, access, env_settings(spec))
 
 
 def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict[str, Any] | None = None,
@@ -306,6 +311,7 @@ def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict
     """Execute, score and report ``rp`` into ``run_dir`` (``run_spec``'s keyword arguments), with
     the allowances enforced for the run's duration and recorded in run.json with the access list
     and the environment's settings."""
+    require_cells(rp)
     check_out_dir(run_dir)
     fields = {"env_settings": {m: {"base_url": u, "from": OPENAI_BASE_URL_ENV} for m, u in rp.env_settings.items()},
               "access": access_record(rp.access, rp.allow), **(run_fields or {})}

@@ -10,7 +10,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from auditlang.api import default_run_dir, plan_run, start_run
+from auditlang.api import default_run_dir, plan_run, require_cells, start_run
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.errors import RuntimeFailure, UsageError
 from auditlang.execute.runner import item_shard_key
@@ -71,6 +71,7 @@ def cmd_run(args) -> int:
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
     if warned:
         print_diags(warned)
+    require_cells(rp)
     for note in plan.notes:
         if "data root" in note or "fallback file" in note:
             print(f"note: {note}", file=sys.stderr)
