@@ -306,11 +306,10 @@ class Planner:
             for pid in var.perturb:
                 pobj = spec.get(pid)
                 pseed = pobj.value.seed if pobj.value.seed is not None else base_seed
-                opts = {}
-                if pobj.ctor == "one_shot":
-                    opts = {"bank": getattr(pobj.value, "bank", None) or ("hellaswag" if "hellaswag" in dsid else "mmlu")}
-                    if getattr(pobj.value, "index", None) is not None:
-                        opts["index"] = pobj.value.index
+                # every parameter the perturbation declares goes to its function (a plugin's too)
+                opts = {k: v for k, v in pobj.value.values().items() if k != "seed"}
+                if pobj.ctor == "one_shot" and opts.get("bank") is None:  # one_shot's default bank: by dataset
+                    opts["bank"] = "hellaswag" if "hellaswag" in dsid else "mmlu"
                 try:
                     item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:

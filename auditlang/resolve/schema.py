@@ -286,7 +286,9 @@ class Template(Obj):
 
 class SpaceInsertion(Obj):
     DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("n_spaces",)
     seed: int | None = None
+    n_spaces: int = Field(default=1, ge=1, description="spaces inserted (the paper does not say; one)")
 
 
 class OptionShuffle(Obj):
