@@ -24,13 +24,10 @@ from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 
-# Each subcommand's module, imported only when that subcommand runs: `auditc --version` and
-# `auditc check` never load pandas, the engines or the report (benchmarks/bench_startup.py).
-COMMANDS = ("check", "plan", "show", "fmt", "run", "rescore", "report", "diff", "merge", "status", "lsp")
-
-
 def _handler(command: str):
-    """``cmd_<command>`` of ``auditlang.cli.<command>`` (a subcommand module of this package)."""
+    """``cmd_<command>`` of ``auditlang.cli.<command>``: each subcommand's module is imported only
+    when that subcommand runs, so `auditc --version` and `auditc check` never load pandas, the
+    engines or the report (benchmarks/bench_startup.py)."""
     return getattr(importlib.import_module(f"auditlang.cli.{command}"), f"cmd_{command}")
 
 
