@@ -75,3 +75,60 @@ def capabilities_for(config: ModelConfig) -> frozenset[str]:
 def _check_name(engine: str) -> None:
     if REGISTRY.find("engine", engine) is None:
         raise EngineError(f"unknown engine {engine!r}", hint=REGISTRY.suggest("engine", engine))
+
+
+# -- execution strategies: how each engine turns a request into its own calls ----------------
+# The plan's requests are engine-neutral; each engine executes them its cheapest correct way.
+# `auditc plan` shows the result per model (plan/summary.py) from these static rules, which
+# mirror the engines' code (engines/vllm_engine.py builders, engines/hf.py's fold).
+
+
+def call_shape(kind: str, params: Mapping[str, object]) -> str:
+    """The engine-neutral features of a request that decide how engines execute it:
+    ``first=K`` (a wider top-k window at the first generated position), ``top=K`` (a window at
+    every position, or at the scored position), ``samples=N`` (sampled generations)."""
+    def num(key: str, default: float = 0) -> float:
+        v = params.get(key, default)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else default
+
+    top = int(num("top_logprobs"))
+    if kind == "generate":
+        first = int(num("first_top_logprobs"))
+        samples = int(num("n", 1)) if num("temperature") > 0 else 1
+        return f"first={first if first > top else 0};top={top};samples={samples}"
+    if kind in ("choice_logprobs", "continuation_logprobs"):
+        return f"top={top}"
+    return ""
+
+
+def engine_calls(engine: str, kind: str, shape: str) -> list[str]:
+    """The calls ``engine`` makes for one request of ``kind`` and :func:`call_shape` ``shape``."""
+    f = dict(p.split("=") for p in shape.split(";") if "=" in p)
+    first, top, samples = int(f.get("first", 0)), int(f.get("top", 0)), int(f.get("samples", 1))
+    if engine == "vllm":
+        if kind == "generate":
+            calls = [f"generate, logprobs={top} per step"] * samples
+            return calls + ([f"1-token window, logprobs={first} (shares the prompt's prefix cache)"] if first else [])
+        if kind == "choice_logprobs":
+            return ["1-token label logprobs (logprob_token_ids)"] + ([f"1-token window, logprobs={top}"] if top else [])
+        if kind == "continuation_logprobs":
+            return [f"prompt_logprobs={top} prefill (no prefix-cache read)"]
+        if kind == "constrained_choice":
+            return ["greedy generate under a choice grammar"]
+        return ["pooling prefill (last hidden state)"]
+    if engine == "hf":
+        if kind == "generate":
+            return [f"generate, window {max(first, top)} at position 0 folded into the answer's forward"
+                    if first else f"generate, window {top} per step"] * samples
+        if kind == "choice_logprobs":
+            return ["label logprobs from the prompt's shared prefill" + (f", window {top}" if top else "")]
+        if kind == "continuation_logprobs":
+            return ["teacher-forced forward of prompt + continuation"]
+        if kind == "constrained_choice":
+            return ["teacher-forced forward per choice (argmax of summed logprobs)"]
+        return ["forward for hidden states"]
+    if engine == "openai":
+        if kind == "generate":
+            return [f"HTTP completion, top_logprobs={max(first, top)} per step"] * samples
+        return [f"HTTP {kind} request"]
+    return [kind]

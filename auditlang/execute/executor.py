@@ -19,6 +19,10 @@ past ``batch_size`` until the key changes, by at most another ``batch_size`` req
 batches end does not matter for resuming (each batch commits on its own; a rerun cuts the
 requests still missing afresh).
 
+Engines that declare ``streams = True`` (the vLLM engine) get the whole call in one ``run``
+and yield results as they finish; the executor commits them every ``batch_size`` results, so
+the engine's scheduler stays full and a ``kill -9`` still loses only uncommitted results.
+
 Engines with a ``work_counters()`` hook (cumulative integer counters, e.g. the hf engine's
 generation counters: forwards, prefilled prompts, row-steps, tokens) have the counters' change
 over the call reported as ``ExecStats.engine_work``.
@@ -76,6 +80,8 @@ def default_batch_size(engine: Engine) -> int:
     """Commit batch when none is given: the engine's ``call_size`` when it declares one (the
     requests it serves best in one call, e.g. the vLLM engine's chunk, so continuous batching
     is not cut into small calls), else 4 engine batches, at least 32 and at most 512 requests."""
+    if getattr(engine, "streams", False) is True:
+        return 256  # results per commit while the engine streams the whole call
     call = getattr(engine, "call_size", None)
     if isinstance(call, int) and not isinstance(call, bool) and call >= 1:
         return call
@@ -149,15 +155,25 @@ def execute(
     label = shard.label if shard is not None else None
     counters = getattr(engine, "work_counters", None)
     work_before = counters() if callable(counters) else None
+    streams = getattr(engine, "streams", False) is True
+    calls = [(0, len(todo))] if streams and todo else list(commit_batches(engine, todo, batch_size))
     with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
-        for start, end in commit_batches(engine, todo, batch_size):
+        for start, end in calls:
             batch = todo[start:end]
             bar.begin_batch(len(batch))
+
+            def commit(results: list[Result]) -> None:
+                nonlocal executed, errors
+                journal.put_results(results, fp_hash, shard=label)
+                if cache is not None:
+                    cache.put_results([r for r in results if r.error is None], fp_hash)
+                executed += len(results)
+                errors += sum(r.error is not None for r in results)
+
             try:
-                results = _run_batch(engine, batch, bar)
+                _run_batch(engine, batch, bar, commit, commit_every=batch_size if streams else len(batch))
             except _BatchFailed as failed:
-                journal.put_results(failed.results, fp_hash, shard=label)
-                executed += len(failed.results)
+                commit(failed.results)
                 done = f"{executed}/{len(todo)} requests of this call committed"
                 cause = failed.cause
                 if isinstance(cause, KeyboardInterrupt):
@@ -168,11 +184,6 @@ def execute(
                     ) from cause
                 cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
                 raise cause  # noqa: B904  (the engine's own exception, annotated, not a new error)
-            journal.put_results(results, fp_hash, shard=label)
-            if cache is not None:
-                cache.put_results([r for r in results if r.error is None], fp_hash)
-            executed += len(results)
-            errors += sum(r.error is not None for r in results)
 
     work = None
     if work_before is not None:
@@ -237,10 +248,14 @@ class _BatchFailed(Exception):
         self.cause = cause
 
 
-def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[Result]:
-    """All results of one batch, validated against the engine contract (one per request)."""
+def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress, commit: Callable[[list[Result]], None],
+               commit_every: int) -> None:
+    """Run one ``engine.run`` call over ``batch``, validating each result against the engine
+    contract (one per request) and committing every ``commit_every`` results as they arrive
+    (an engine that streams a whole stage commits as it goes; others commit once at the end)."""
     expected = {r.id: r for r in batch}
-    got: dict[str, Result] = {}
+    got: set[str] = set()
+    buffer: list[Result] = []
     stream: Iterator[Result] | None = None
     hooked = hasattr(engine, "progress_hook")
     if hooked:
@@ -249,8 +264,12 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[
         stream = iter(engine.run(batch))
         for res in stream:
             _check_result(engine, res, expected, got)
-            got[res.request_id] = res
+            got.add(res.request_id)
+            buffer.append(res)
             bar.advance(1, errors=int(res.error is not None))
+            if len(buffer) >= commit_every:
+                commit(buffer)
+                buffer = []
         lost = [rid for rid in expected if rid not in got]
         if lost:
             raise EngineError(
@@ -258,17 +277,18 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress) -> list[
                 hint="an engine must yield exactly one Result per request (with error set on failure)",
             )
     except BaseException as e:  # KeyboardInterrupt included: keep what finished
-        raise _BatchFailed(list(got.values()), e) from e
+        raise _BatchFailed(buffer, e) from e
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
         if hooked:
             engine.progress_hook = None  # type: ignore[attr-defined]
-    return list(got.values())
+    if buffer:
+        commit(buffer)
 
 
-def _check_result(engine: Engine, res: object, expected: dict[str, Request], got: dict[str, Result]) -> None:
+def _check_result(engine: Engine, res: object, expected: dict[str, Request], got: set[str]) -> None:
     if not isinstance(res, Result):
         raise EngineError(f"engine yielded {type(res).__name__}, not a Result")
     req = expected.get(res.request_id)

@@ -56,6 +56,8 @@ class Plan:
     # and no Request objects (``requests`` is empty, ``lean`` is True, units hold no items)
     request_counts: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
     lean: bool = field(default=False, repr=False)
+    # (model, kind, core.capabilities.call_shape) -> unique stage-1 requests: what each engine executes
+    call_shapes: dict[tuple[str, str, str], int] = field(default_factory=dict, repr=False)
     sources: dict[str, Any] = field(default_factory=dict, repr=False)  # dataset id -> DatasetItems read (incl. dev sets)
     warnings: list = field(default_factory=list, repr=False)  # warning Diagnostics of planning (data warnings)
 

@@ -32,7 +32,7 @@ from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
 from types import SimpleNamespace
 from auditlang.plan.cross import cross_sources
-from auditlang.core.capabilities import ENGINE_CAPABILITIES
+from auditlang.core.capabilities import ENGINE_CAPABILITIES, call_shape
 from auditlang.resolve.modules import stdlib_root
 
 def _evaluator_followups(spec: Spec, eid: str, mid: str, ctxs: list, n_items: int) -> list[tuple[str, str, str, int]]:
@@ -341,6 +341,7 @@ class Planner:
         # id -> Request (full plan), or id -> None (lean plan: dedup by id only)
         unique: dict[str, Request | None] = {}
         kinds: Counter = Counter()  # (model, kind) -> unique stage-1 requests
+        shapes: Counter = Counter()  # (model, kind, call shape) -> unique stage-1 requests
         per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
         self._unique, self._kinds, self._per_model = unique, kinds, per_model
         keep_ctx = self._cross_targets() if lean else None
@@ -414,6 +415,7 @@ class Planner:
                                             tok_prompt += pt
                                             tok_gen += gt
                                             kinds[(r.model, r.kind)] += 1
+                                            shapes[(r.model, r.kind, call_shape(r.kind, r.p))] += 1
                                             acc = per_model.get(r.model)
                                             if acc is None:
                                                 acc = per_model[r.model] = [0, 0, 0]
@@ -462,7 +464,7 @@ class Planner:
             deferred=[{"model": m, "source": s, "role": r, "kind": k, "count": c} for (m, s, r, k), c in sorted(deferred.items())],
             naive_request_count=naive, datasets=ds_info, estimated=estimated, notes=self.notes,
             token_estimate={"prompt_tokens": tok_prompt, "generated_tokens_max": tok_gen}, models=models,
-            request_counts=dict(kinds), lean=lean,
+            request_counts=dict(kinds), lean=lean, call_shapes=dict(shapes),
         )
         by_kind: Counter = Counter()
         for m, k, n in est1.values():

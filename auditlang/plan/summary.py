@@ -7,6 +7,7 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from auditlang.core.capabilities import engine_calls
 from auditlang.plan.model import Plan
 from auditlang.plan.planner import PLACEHOLDER_NOTE
 from auditlang.resolve.models import model_config
@@ -54,6 +55,9 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         req.add_row(d["model"], plan.models.get(d["model"], {}).get("engine", "?"), d["kind"], stage,
                     f"{d['count']:,}", _deferred_label(d))
     con.print(req)
+    calls = engine_calls_table(spec, plan)
+    if calls is not None:
+        con.print(calls)
     pc = prefix_caching_line(spec, plan)
     if pc:
         con.print(pc, highlight=False)
@@ -81,6 +85,24 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         con.print("[bold]cells[/bold] (id · items · content hash; * = estimated)")
         for c in plan.cells:
             con.print(f"  {c.id}  {c.n_items}{'*' if c.estimated else ''}  {c.hash}", soft_wrap=True, highlight=False)
+
+
+def engine_calls_table(spec: Spec, plan: Plan) -> Table | None:
+    """What each model's engine actually executes for the stage-1 requests: its calls per request
+    shape (core/capabilities.py's execution strategies), e.g. vLLM's one-token window requests."""
+    if not plan.call_shapes:
+        return None
+    counts: Counter = Counter()
+    for (mid, kind, shape), n in plan.call_shapes.items():
+        engine = model_config(spec, mid, kinds=plan.model_kinds(mid)).engine
+        for call in engine_calls(engine, kind, shape):
+            counts[(mid, engine, kind, call)] += n
+    t = Table(title="stage-1 engine calls (how each engine executes the requests above)", show_edge=False)
+    for col in ("model", "engine", "kind", "engine call", "calls"):
+        t.add_column(col, justify="right" if col == "calls" else "left")
+    for (mid, engine, kind, call), n in sorted(counts.items()):
+        t.add_row(mid, engine, kind, call, f"{n:,}")
+    return t
 
 
 def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:

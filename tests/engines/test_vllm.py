@@ -71,6 +71,8 @@ def _build_requests() -> dict[str, list[Request]]:
                  Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8, temperature=1.0, top_k=1),
                  Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8),
                  Request.make("m", "generate", _chat(rows[1]), seed=7, max_tokens=8, temperature=1.0, top_k=-4)],
+        "first": [Request.make("m", "generate", _chat(r), max_tokens=5, top_logprobs=2, first_top_logprobs=20) for r in rows[:3]],
+        "first_ref": [Request.make("m", "generate", _chat(r), max_tokens=5, top_logprobs=20) for r in rows[:3]],
         "constrained": [Request.make("m", "constrained_choice", _chat(r), choices=_labels(r)) for r in rows]
         + [Request.make("m", "constrained_choice", raw, choices=[" Paris", " London", " Berlin"])],
         "hidden": [Request.make("m", "hidden_states", _chat(r)) for r in rows[:2]],
@@ -228,6 +230,30 @@ def test_seeded_sampling_is_reproducible_and_prefix_stable(vllm_engine, vllm_res
     assert [s.text for s in again.samples] == [s.text for s in three.samples]
     for s in three.samples:
         assert all(t.logprob <= 0.0 and len(t.top) == 2 for t in s.tokens)
+
+
+@needs_vllm
+def test_batched_encoding_equals_one_by_one(vllm_engine, requests_) -> None:
+    """run() tokenizes all prompts in batched calls, each distinct prompt once; the ids are
+    those of encode_prompt, prompt by prompt (raw text with special tokens, chats without)."""
+    prompts = [r.prompt for g in ("choice", "cont", "greedy", "prefill") for r in requests_[g]]
+    assert vllm_engine.encode_all(prompts) == [vllm_engine.encode_prompt(p) for p in prompts]
+
+
+@needs_vllm
+def test_first_token_window_is_a_one_token_request(vllm_engine, vllm_results, requests_) -> None:
+    """Issue 22: a first-token window (``first_top_logprobs``) is not asked on every decoding step
+    but served by a one-token request of the same prompt: position 0 carries the wide window
+    (equal to a request asking that window on every step), later positions only ``top_logprobs``.
+    All of it ran in the same stream as the choice_logprobs requests (label ids run as their own
+    phase on Model Runner V1, so the windows are real top-k windows)."""
+    for req, ref in zip(requests_["first"], requests_["first_ref"]):
+        got, want = _ok(vllm_results, req).samples[0].tokens, _ok(vllm_results, ref).samples[0].tokens
+        assert [t.token_id for t in got] == [t.token_id for t in want]
+        assert len(got[0].top) == 20 and set(got[0].top) == set(want[0].top)
+        assert all(abs(got[0].top[k] - want[0].top[k]) < TOL for k in got[0].top)
+        assert all(len(t.top) <= 2 for t in got[1:])
+        assert all(abs(a.logprob - b.logprob) < TOL for a, b in zip(got, want))
 
 
 @needs_vllm

@@ -226,6 +226,28 @@ def test_default_commit_batch_follows_the_engines_call_size(requests_100, journa
     assert default_batch_size(wide) == 32
 
 
+def test_streaming_engine_gets_the_whole_stage_and_commits_as_results_arrive(requests_100, tmp_path) -> None:
+    """An engine declaring ``streams = True`` (vLLM) gets every request in ONE run call (its
+    scheduler stays full); results are committed every batch_size as they stream, so a failure
+    after 70 results keeps the 64 committed ones plus the 6 in the buffer, and a rerun executes
+    exactly the other 30."""
+    from auditlang.execute import default_batch_size
+
+    eng = HashEngine(raise_after=70)
+    eng.streams = True
+    assert default_batch_size(eng) == 256
+    with Journal(tmp_path / "run") as j:
+        with pytest.raises(EngineError, match="70/100 requests of this call committed"):
+            execute(eng, requests_100, j, batch_size=32, progress=False)
+        assert eng.batches == [100]
+        assert j.counts().results == 70
+        again = HashEngine()
+        again.streams = True
+        stats = execute(again, requests_100, j, batch_size=32, progress=False)
+        assert again.batches == [30] and stats.executed == 30 and stats.cached == 70
+    assert dump_results(tmp_path / "run" / "journal.sqlite") == _clean_run(tmp_path, requests_100)
+
+
 def test_scoring_reads_a_models_newest_fingerprint(tmp_path: Path) -> None:
     """After an engine upgrade a run folder holds two fingerprints of one model; replies of a
     model scored from another unit (judges) come from the newest one, not the first."""

@@ -1,0 +1,117 @@
+"""Feed vLLM a whole stage and hand back each request's output as soon as it finishes.
+
+``LLM.generate`` returns only when its last request is done, so feeding it in chunks turns
+every chunk into a barrier that drains vLLM's continuous batch. Instead, :func:`stream` adds
+the jobs with ``LLMEngine.add_request`` (``RequestOutputKind.FINAL_ONLY``, as ``LLM.generate``
+sets it) and drives ``LLMEngine.step()`` itself, the loop ``LLM._run_engine`` runs (vLLM
+0.26-0.33), yielding ``(job, RequestOutput)`` per finished job. At most ``max_in_flight`` jobs
+sit in vLLM at once (default: all), topped up as jobs finish, so the scheduler stays full.
+
+Jobs go in sorted by prompt tokens, so requests of one prompt (and prompts sharing a prefix,
+e.g. one few-shot context) are adjacent and reach vLLM's prefix cache together.
+
+Phases: vLLM computes a step's top-k logprobs at the widest k of any request in the step, for
+every row (``max_num_logprobs`` in both model runners), so one-token top-k windows (logprobs=200)
+run as their own first phase: mixed into decoding they made every decoding step of the stage pay
+for a 200-wide top-k (H100, study-000 design: 188 s for stage 1 instead of ~50 s). And on Model
+Runner V1 a batch step that holds any ``logprob_token_ids`` request gives those
+ids batch-wide precedence over plain ``logprobs=k`` windows (shared/notes/vllm.md §1.5), so
+``phases`` separates them: each phase is streamed whole, one after the other. Model Runner V2
+handles mixed steps per row: one phase.
+
+A job vLLM rejects when it is added (an impossible parameter) fails alone: ``(job, exception)``.
+A failure inside ``step()`` is the engine's, not a request's: it propagates after the jobs in
+flight are aborted. Closing the generator early (interrupt, consumer error) aborts them too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from auditlang.core.engine import EngineError
+
+_IDS = itertools.count()
+
+
+class Job(Protocol):
+    prompt: list[int]
+    params: Any
+
+
+def _is_window(job: Job) -> bool:
+    """A one-token top-k window request (a first-token or choice window)."""
+    p = job.params
+    return p.max_tokens == 1 and bool(p.logprobs) and not getattr(p, "logprob_token_ids", None)
+
+
+def phases(jobs: Sequence[Job], mixed_ok: bool) -> list[list[Job]]:
+    """The jobs split into phases streamed one after the other (see the module docstring):
+    one-token top-k windows first (vLLM computes a step's top-k at the batch's widest k for every
+    row, so a window mixed into decoding steps makes every row of every step pay for it), then
+    the rest; on Model Runner V1 the ``logprob_token_ids`` requests last, on their own."""
+    windows = [j for j in jobs if _is_window(j)]
+    rest = [j for j in jobs if not _is_window(j)]
+    if mixed_ok:
+        return [p for p in (windows, rest) if p]
+    ids = [j for j in rest if getattr(j.params, "logprob_token_ids", None)]
+    plain = [j for j in rest if not getattr(j.params, "logprob_token_ids", None)]
+    return [p for p in (windows, plain, ids) if p]
+
+
+def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_flight: int | None = None,
+           on_fail: Callable[[BaseException], None] | None = None) -> Iterator[tuple[Job, Any]]:
+    """``(job, RequestOutput | Exception)`` for every job, in finishing order."""
+    from vllm.sampling_params import RequestOutputKind  # lazy: vLLM only when a model runs
+
+    engine = llm.llm_engine
+    for phase in phases(jobs, mixed_ok):
+        queue = iter(sorted(phase, key=lambda j: j.prompt))
+        live: dict[str, Job] = {}
+        limit = max_in_flight or len(phase)
+
+        def top_up(live=live, limit=limit, queue=queue) -> Iterator[tuple[Job, Any]]:  # this phase's, bound now
+            while len(live) < limit:
+                job = next(queue, None)
+                if job is None:
+                    return
+                job.params.output_kind = RequestOutputKind.FINAL_ONLY
+                rid = f"al-{next(_IDS)}"
+                try:
+                    engine.add_request(rid, vllm.TokensPrompt(prompt_token_ids=job.prompt), job.params)
+                except Exception as e:  # noqa: BLE001 - vLLM's validation: this request fails alone
+                    if on_fail is not None:
+                        on_fail(e)
+                    yield job, e
+                    continue
+                live[rid] = job
+
+        try:
+            yield from top_up()
+            while live:
+                try:
+                    outs = engine.step()
+                except Exception as e:  # noqa: BLE001 - the engine's failure, not a request's
+                    if on_fail is not None:
+                        on_fail(e)  # raises for a dead engine core
+                    raise EngineError(f"vLLM failed while executing requests ({type(e).__name__}: {e})",
+                                      hint="see vLLM's log above; rerun `auditc run` to resume") from e
+                for out in outs:
+                    if not getattr(out, "finished", False):
+                        continue
+                    job = live.pop(out.request_id, None)
+                    if job is not None:
+                        yield job, out
+                if not outs and live and not engine.has_unfinished_requests():
+                    lost = list(live.values())
+                    live.clear()
+                    for job in lost:  # vLLM dropped them: a failure of each, never an answer
+                        yield job, RuntimeError("vLLM finished without returning this request's output")
+                yield from top_up()
+        finally:
+            if live:
+                try:
+                    engine.abort_request(list(live))
+                except Exception:  # noqa: BLE001 - best effort; the engine may be dead already
+                    pass
