@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-__version__ = "0.1.0"
+from auditlang.core.version import __version__
 
 __all__ = ["CompileError", "__version__", "compile", "open_run", "plan", "run"]
 
@@ -66,14 +66,9 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
     when ``allow_hosts`` / ``allow_secrets`` (or the user config file) allow it (docs/security.md);
     otherwise ``CompileError`` (E180/E181). An ``out`` holding a run of another spec file is refused
     (``UserError``) unless ``replace=True`` (``auditc run --replace``)."""
-    from auditlang.api import plan_spec, run_spec  # lazy: `import auditlang` stays instant
-    from auditlang.core.diagnostics import CompileError  # lazy: see above
-    from auditlang.core.trust import enforce  # lazy: see above
-    from auditlang.execute.access import (  # lazy: see above
-        access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
+    from auditlang.api import plan_run, start_run  # lazy: `import auditlang` stays instant
     from auditlang.core.errors import UserError  # lazy: see above
     from auditlang.store.inputs import clear_outputs, run_owner  # lazy: see above
-    from auditlang.store.rundir import check_out_dir  # lazy: see above
 
     spec = spec if hasattr(spec, "objects") else compile(spec)
     execute = None
@@ -82,28 +77,17 @@ def run(spec: Any, *, out: str | Path, data_root: str | Path | None = None, limi
 
         require_ray()
         execute = partial(execute_on_ray, address=address, shards=ray_shards)
-    allow = load_allowances(list(allow_hosts), list(allow_secrets))
-    access = run_access(spec, engine)
-    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
-    if bag.errors:
-        raise CompileError(bag)
-    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
-    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
-    with withhold_hub_token(allow):  # the Hub token only when HF_TOKEN is allowed
-        p = plan_spec(spec, None if data_root is None else str(data_root), limit, no_download=offline)
-        check_out_dir(Path(out))
-        owner = run_owner(spec, Path(out))
-        if owner is not None and not replace:
-            raise UserError(f"{out} holds a run of another spec, {owner}; refusing to replace it, nothing was written",
-                            hint="pass another out= folder, or replace=True to make it a run of this spec")
-        if owner is not None:
-            clear_outputs(Path(out))
-        enforce(allow)
-        try:
-            return run_spec(spec, p, Path(out), limit=limit, engine=engine, report=report, progress=progress,
-                            run_fields={"access": access_record(access, allow)}, executor=execute)
-        finally:
-            enforce(None)
+    # the pipeline `auditc run` takes too: access checked before planning, allowances enforced
+    # while it runs and recorded in run.json (api.plan_run, api.start_run)
+    rp = plan_run(spec, None if data_root is None else str(data_root), limit, engine=engine,
+                  allow_hosts=allow_hosts, allow_secrets=allow_secrets)
+    owner = run_owner(spec, Path(out))
+    if owner is not None and not replace:
+        raise UserError(f"{out} holds a run of another spec, {owner}; refusing to replace it, nothing was written",
+                        hint="pass another out= folder, or replace=True to make it a run of this spec")
+    if owner is not None:
+        clear_outputs(Path(out))
+    return start_run(rp, Path(out), limit=limit, engine=engine, report=report, progress=progress, executor=execute)
 
 
 def open_run(run_dir: str | Path):

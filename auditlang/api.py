@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,15 +16,23 @@ from typing import Any
 from auditlang import stdlib_location
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import UserError
+from auditlang.core.trust import enforce
+from auditlang.execute.access import (
+    access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
+from auditlang.plan.crossdata import cross_requests
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
+from auditlang.plan.stage2 import stage2_requests
 from auditlang.resolve import compile_spec
+from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.resolve.spec import Spec
 from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record
+from auditlang.store.inputs import save_inputs
+from auditlang.store.journal import Journal
 from auditlang.store.rundir import (
-    METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
-    read_run_file)
-import time
+    CELLS_CSV, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
+    check_out_dir, read_run_file)
+from auditlang.store.runlock import RunLock
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -82,8 +91,8 @@ class Run:
         """Per-cell metrics with bootstrap intervals (``metrics/cells.csv``) as a DataFrame."""
         import pandas as pd  # lazy: pandas only when asked
 
-        check_outputs(self.run_dir, (f"{METRICS_DIR}/cells.csv",))
-        return pd.read_csv(self.run_dir / METRICS_DIR / "cells.csv")
+        check_outputs(self.run_dir, (CELLS_CSV,))
+        return pd.read_csv(self.run_dir / CELLS_CSV)
 
     @property
     def comparisons(self) -> dict[str, Any]:
@@ -191,10 +200,6 @@ def changed_cells(run: Run, new_plan: Plan) -> list[str]:
 def missing_requests(run: Run, spec: Spec, plan: Plan) -> int:
     """How many requests ``plan`` needs (stage 1, follow-ups, cross stage) that the run's
     journal does not hold under the run's engine fingerprints."""
-    from auditlang.plan.crossdata import cross_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.plan.stage2 import stage2_requests  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.store.journal import Journal  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     fps = run.fingerprints
     n = 0
     with Journal(run.run_dir) as journal:
@@ -219,8 +224,6 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     """``auditc report RUN_DIR --spec NEW``: re-plan NEW on the run's stored data; when every cell
     and request NEW needs was executed by this run, NEW becomes the run's spec (its sources are
     copied into the run directory); otherwise a UserError names the cells that must run first."""
-    from auditlang.store.inputs import save_inputs  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None)
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
@@ -248,7 +251,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
 
 
 def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
-    from auditlang.report import build_report  # lazy: keeps start-up of the light commands (check, plan, status) fast
+    from auditlang.report import build_report  # lazy: report code (pandas, matplotlib) only when a report is written
 
     return build_report(spec, plan, Path(run_dir))
 
@@ -265,10 +268,8 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     returns None: merge, then report. ``executor``: a function with ``execute_plan``'s signature
     that executes elsewhere (the Ray driver, ``auditlang.scaleout.rayexec.execute_on_ray``);
     default: this process."""
-    from auditlang.execute.runner import execute_plan  # lazy: execution machinery only for runs
-    from auditlang.score.stage import score_and_write  # lazy: scoring stage only for runs
-    from auditlang.store.inputs import save_inputs  # lazy: run-directory writing only for runs
-    from auditlang.store.runlock import RunLock  # lazy: run-directory writing only for runs
+    from auditlang.execute.runner import execute_plan  # lazy: the engine machinery only for runs (not show, plan --pilot)
+    from auditlang.score.stage import score_and_write  # lazy: pandas only for runs (not show, plan --pilot)
 
     announce = announce or (lambda msg: None)
     run_dir = Path(run_dir)
@@ -290,3 +291,66 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
             announce(f"scored in {time.perf_counter() - t0:.1f}s; writing the report ...")
             write_report(spec, plan, run_dir)
     return Run(run_dir, spec, plan, {**info, **read_run_file(run_dir), "fingerprints": fps})
+
+
+@dataclass
+class RunPlan:
+    """A spec planned for a run (``auditc run`` and ``auditlang.run()`` both build it with
+    :func:`plan_run` and start it with :func:`start_run`): the plan, the user's allowances and
+    what the run will contact, and the models whose server URL comes from the environment."""
+
+    spec: Spec
+    plan: Plan
+    allow: Any
+    access: list
+    env_settings: dict[str, str]
+
+
+def env_settings(spec: Spec) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+    url = os.environ.get(OPENAI_BASE_URL_ENV)
+    if not url:
+        return {}
+    return {mid: url for mid, o in spec.of_kind("model").items()
+            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
+
+
+def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: str | None = None,
+             allow_hosts=(), allow_secrets=(), step=None) -> RunPlan:
+    """Check what the run may contact against the allowances (docs/security.md; CompileError
+    E180/E181 before anything is downloaded), then plan it."""
+    allow = load_allowances(list(allow_hosts), list(allow_secrets))
+    access = run_access(spec, engine)
+    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
+    if bag.errors:
+        raise CompileError(bag)
+    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
+    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
+    with withhold_hub_token(allow):  # the Hub token only with --allow-secret HF_TOKEN
+        plan = plan_spec(spec, data_root, limit, step=step, no_download=offline)
+    return RunPlan(spec, plan, allow, access, env_settings(spec))
+
+
+def require_cells(rp: RunPlan) -> None:
+    """A plan with no cell is a UserError (`auditc run` says so after the spec's warnings)."""
+    if not rp.plan.cells:
+        spec = rp.spec
+        raise UserError(f"nothing to run: {spec.entry.name} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
+                        hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
+
+
+def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict[str, Any] | None = None,
+              **kw: Any) -> Run | None:
+    """Execute, score and report ``rp`` into ``run_dir`` (``run_spec``'s keyword arguments), with
+    the allowances enforced for the run's duration and recorded in run.json with the access list
+    and the environment's settings."""
+    require_cells(rp)
+    check_out_dir(run_dir)
+    fields = {"env_settings": {m: {"base_url": u, "from": OPENAI_BASE_URL_ENV} for m, u in rp.env_settings.items()},
+              "access": access_record(rp.access, rp.allow), **(run_fields or {})}
+    enforce(rp.allow)
+    try:
+        with withhold_hub_token(rp.allow):
+            return run_spec(rp.spec, rp.plan, run_dir, limit=limit, run_fields=fields, **kw)
+    finally:
+        enforce(None)

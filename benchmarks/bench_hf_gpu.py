@@ -50,7 +50,7 @@ def load_items(n: int, seed: int) -> tuple[list[dict[str, Any]], str]:
     rng = random.Random(seed)
     words = "energy plant water rock cell heat light sound force motion earth moon gas liquid".split()
     rows = []
-    for i in range(n):
+    for _ in range(n):
         q = " ".join(rng.choice(words) for _ in range(rng.randint(12, 40))) + "?"
         rows.append({"question": q, "choices": [" ".join(rng.choice(words) for _ in range(rng.randint(2, 6))) for _ in range(4)]})
     return rows, f"synthetic (seed {seed})"

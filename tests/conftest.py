@@ -1,4 +1,6 @@
-"""Shared pytest options: ``--update-goldens`` rewrites golden files instead of comparing."""
+"""Shared pytest options: ``--update-goldens`` (or ``AUDITLANG_UPDATE_GOLDENS=1``) rewrites golden
+files instead of comparing; without it a missing golden file fails the test (it is never
+written silently, so CI cannot pass on a golden it just wrote)."""
 
 from __future__ import annotations
 
@@ -17,19 +19,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite golden files (parse trees, diagnostics, plans) from the current output")
 
 
+UPDATE_GOLDENS_ENV = "AUDITLANG_UPDATE_GOLDENS"
+
+
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
-    return bool(request.config.getoption("--update-goldens"))
+    return bool(request.config.getoption("--update-goldens")) or os.environ.get(UPDATE_GOLDENS_ENV, "") not in ("", "0")
 
 
 @pytest.fixture
 def golden(update_goldens: bool):
-    """``golden(path, text)``: compare with (or, under --update-goldens, rewrite) a golden file."""
+    """``golden(path, text)``: compare with (or, under --update-goldens, rewrite) a golden file;
+    a missing golden file fails."""
 
     def check(path: Path, text: str) -> None:
-        if update_goldens or not path.exists():
-            if not update_goldens and os.environ.get("CI"):
-                pytest.fail(f"golden file {path} is missing; run pytest --update-goldens and commit it")
+        if not update_goldens and not path.exists():
+            pytest.fail(f"golden file {path} is missing; run pytest --update-goldens (or {UPDATE_GOLDENS_ENV}=1) "
+                        "and commit it")
+        if update_goldens:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             return

@@ -4,7 +4,9 @@
   included, and no modules form an import cycle;
 * an import inside a function carries a one-line reason comment (``# lazy: ...``);
 * compiling, planning, checking and reporting load no engine module and no torch / transformers /
-  vLLM (a subprocess, so the test sees a fresh interpreter).
+  vLLM (a subprocess, so the test sees a fresh interpreter);
+* `auditc --version` and `auditc check` on a study spec load no pandas, no engine and no report
+  code (issue 26, item 5; the times are measured by benchmarks/bench_startup.py, not here).
 """
 
 from __future__ import annotations
@@ -42,8 +44,39 @@ def _package(mod: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+# Calls of importlib.import_module whose module is not a literal: each is a deliberate late-binding
+# point (the registry's "module:attr" implementations and built-in tables, a subcommand's module),
+# listed here with its reason so a new one is a decision, not an accident.
+DYNAMIC_IMPORTS = {
+    "auditlang.core.registry": "built-in tables and lazy 'module:attr' implementations of later layers, by design",
+    "auditlang.engines.registry": "an engine class named in core/capabilities.py's table",
+}
+
+
+def _import_module_target(node: ast.Call, mod: str) -> str | None:
+    """The module an ``importlib.import_module(...)`` call imports: a literal, or the literal prefix
+    of an f-string (``f"auditlang.cli.{name}"`` -> the package ``auditlang.cli``); ``""`` when the
+    argument is computed."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name != "import_module" or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        head = arg.values[0]
+        if isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name) and head.value.id == "__name__":
+            return mod
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return head.value.rstrip(".")
+    return ""
+
+
 def _imports(mod: str, path: Path):
-    """(target module, line, inside a function, source line, previous line) for every internal import."""
+    """(target module, line, inside a function, source line, previous line) for every internal import:
+    ``import``, ``from ... import`` (``from auditlang import x`` is an import of the package
+    ``auditlang`` itself unless ``x`` is a submodule) and ``importlib.import_module("...")``."""
     src = path.read_text(encoding="utf-8")
     lines = src.splitlines()
     tree = ast.parse(src)
@@ -52,6 +85,17 @@ def _imports(mod: str, path: Path):
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             in_fn.update(id(n) for n in ast.walk(f) if n is not f)
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            target = _import_module_target(node, mod)
+            if target is None:
+                continue
+            line = lines[node.lineno - 1]
+            prev = lines[node.lineno - 2] if node.lineno > 1 else ""
+            if target == "":
+                yield "?", node.lineno, id(node) in in_fn, line, prev
+            elif target.split(".")[0] == "auditlang" and target in MODS and target != mod:
+                yield target, node.lineno, id(node) in in_fn, line, prev
+            continue
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.Import):
@@ -62,7 +106,8 @@ def _imports(mod: str, path: Path):
                 pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
                 pkg = pkg[: len(pkg) - node.level + 1]
                 base = ".".join(pkg + ([base] if base else []))
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
+            subs = [f"{base}.{a.name}" for a in node.names]  # submodules, or names defined in ``base``
+            names = ([base] if any(t not in MODS for t in subs) else []) + [t for t in subs if t in MODS]
         line = lines[node.lineno - 1]
         prev = lines[node.lineno - 2] if node.lineno > 1 else ""
         for t in names:
@@ -70,7 +115,8 @@ def _imports(mod: str, path: Path):
                 if id(node) in in_fn:
                     yield None, node.lineno, True, line, prev
                 break
-            if t in MODS and t != mod and not mod.startswith(t + "."):
+            own_package = mod.startswith(t + ".") and t != "auditlang"
+            if t in MODS and t != mod and (not own_package):
                 yield t, node.lineno, id(node) in in_fn, line, prev
 
 
@@ -82,7 +128,7 @@ def test_imports_point_down_the_layers() -> None:
     bad = []
     for mod, path in MODS.items():
         for target, line, _, _, _ in _imports(mod, path):
-            if target is None:
+            if target in (None, "?"):
                 continue
             a, b = _package(mod), _package(target)
             if a != b and LAYERS.index(b) > LAYERS.index(a):
@@ -94,7 +140,7 @@ def test_no_import_cycles_between_modules() -> None:
     graph = {m: set() for m in MODS}
     for mod, path in MODS.items():
         for target, *_ in _imports(mod, path):
-            if target is not None:
+            if target not in (None, "?"):
                 graph[mod].add(target)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -130,6 +176,20 @@ def test_no_import_cycles_between_modules() -> None:
         if v not in index:
             visit(v)
     assert not cycles, f"import cycles: {cycles}"
+
+
+def test_computed_imports_are_the_known_late_binding_points() -> None:
+    found = {mod for mod, path in MODS.items() for target, *_ in _imports(mod, path) if target == "?"}
+    assert found == set(DYNAMIC_IMPORTS), ("importlib.import_module with a computed module name outside the known "
+                                           f"late-binding points (or one of them gone): {sorted(found ^ set(DYNAMIC_IMPORTS))}")
+
+
+def test_the_layer_test_sees_every_form_of_import(tmp_path: Path) -> None:
+    src = tmp_path / "probe.py"
+    src.write_text("import importlib\nfrom auditlang import __version__\nfrom auditlang import stdlib_location\n"
+                   "def f():\n    return importlib.import_module('auditlang.report.html')  # lazy: test\n", encoding="utf-8")
+    found = {t for t, *_ in _imports("auditlang.core.probe", src)}
+    assert found == {"auditlang", "auditlang.stdlib_location", "auditlang.report.html"}
 
 
 def test_imports_inside_functions_say_why() -> None:
@@ -188,3 +248,81 @@ report cells, checklist
     assert _probe("status", str(tmp_path / "run"), cwd=tmp_path) == (0, "")
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["format"] == "auditlang.run/2"
+
+
+STARTUP_PROBE = """
+import sys
+from auditlang.cli import main
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as e:
+    rc = e.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("pandas", "pyarrow", "matplotlib", "torch", "transformers")
+                or m.startswith(("auditlang.engines.", "auditlang.report", "auditlang.score", "auditlang.execute.")))
+print("PROBE", rc, len([m for m in sys.modules if m.startswith("auditlang")]), ",".join(loaded))
+"""
+
+
+def _startup(*args: str) -> tuple[int, int, str]:
+    out = subprocess.run([sys.executable, "-c", STARTUP_PROBE, *args], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO),
+                              "AUDITLANG_NO_PLUGINS": "1"}, timeout=600)
+    line = [x for x in out.stdout.splitlines() + out.stderr.splitlines() if x.startswith("PROBE")]
+    assert line, out.stderr[-2000:]
+    _, rc, n, *heavy = line[-1].split(" ")
+    return int(rc), int(n), "".join(heavy)
+
+
+def test_version_and_check_load_no_pandas_engine_or_report() -> None:
+    rc, n, heavy = _startup("--version")
+    assert (rc, heavy) == (0, "") and n <= 8, f"`auditc --version` loaded {n} auditlang modules: {heavy}"
+    for spec in ("specs/s000_multivariant_audit.audit", "specs/s003_accuracy_controlled.audit"):
+        rc, _, heavy = _startup("check", spec)
+        assert (rc, heavy) == (0, ""), f"`auditc check {spec}` loaded {heavy}"
+
+
+RUN_DIR_NAMES = ("records.parquet", "records.jsonl", "journal.sqlite", "run.json", "plan.json", "cells.csv",
+                 "heartbeat.json", "run.lock", "plan.requests.tsv.gz")
+
+
+def test_run_directory_names_are_spelled_only_in_store_rundir() -> None:
+    """One owner for the run directory's layout (issue 26, item 2): code builds its paths from
+    store/rundir.py's constants; messages, docstrings and comments may mention the names."""
+    bad = []
+    for mod, path in MODS.items():
+        if mod == "auditlang.store.rundir":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                    and " " not in node.value.strip()):  # a name or path, not a sentence
+                hits = [n for n in RUN_DIR_NAMES if n in node.value]
+                if hits:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {hits[0]}")
+    assert not bad, "run-directory names outside store/rundir.py (use its constants):\n" + "\n".join(bad)
+
+
+# exceptions that never leave the module that raises them (internal control flow)
+INTERNAL_EXCEPTIONS = {"auditlang.engines.openai_engine.RequestFailed", "auditlang.execute.executor._BatchFailed"}
+
+
+def test_every_deliberate_error_is_under_the_one_root() -> None:
+    """ARCHITECTURE.md: everything raised on purpose derives from core.errors.AuditlangError (so the
+    CLI prints it with its hint and exit code, never as an internal error)."""
+    code = ("import importlib, inspect, json, pkgutil, sys, auditlang\n"
+            "from auditlang.core.errors import AuditlangError\n"
+            "out = []\n"
+            f"for m in {sorted(m for m in MODS if not m.startswith(('auditlang.engines.hf', 'auditlang.engines.vllm', 'auditlang.lsp.server', 'auditlang.scaleout')) and not m.endswith('__main__'))!r}:\n"
+            "    mod = importlib.import_module(m)\n"
+            "    for n, c in vars(mod).items():\n"
+            "        if inspect.isclass(c) and issubclass(c, Exception) and c.__module__ == m and not issubclass(c, AuditlangError):\n"
+            "            out.append(f'{m}.{n}')\n"
+            "print(json.dumps(sorted(set(out))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(REPO)}, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    outside = set(json.loads(r.stdout.splitlines()[-1])) - INTERNAL_EXCEPTIONS
+    assert not outside, f"errors outside the AuditlangError root: {sorted(outside)}"

@@ -14,29 +14,41 @@ Exit codes (docs/cli.md):
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib
 import os
 import sys
+import threading
 import traceback
 
-from auditlang import __version__
-from auditlang.cli.check import cmd_check
-from auditlang.cli.diff import cmd_diff
+from auditlang.core.version import __version__
 from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags  # noqa: F401
-from auditlang.cli.fmt import cmd_fmt
-from auditlang.cli.lsp import add_lsp_command
-from auditlang.cli.merge import cmd_merge
-from auditlang.cli.plan import cmd_plan
-from auditlang.cli.report import cmd_report
-from auditlang.cli.rescore import cmd_rescore
-from auditlang.cli.run import cmd_run
-from auditlang.cli.show import cmd_show
-from auditlang.cli.status import cmd_status
-from auditlang.core.capabilities import engine_names
 from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import AuditlangError
 from auditlang.core.terminal import visible
-import atexit
-import threading
+
+def _handler(command: str):
+    """``cmd_<command>`` of ``auditlang.cli.<command>``: each subcommand's module is imported only
+    when that subcommand runs, so `auditc --version` and `auditc check` never load pandas, the
+    engines or the report (benchmarks/bench_startup.py)."""
+    return getattr(importlib.import_module(f"auditlang.cli.{command}"), f"cmd_{command}")
+
+
+class _EngineNames:
+    """``--engine``'s choices, read from the component registry only when argparse checks or
+    lists them, so building the parser (``--version``, ``check``) loads no registry or plugin."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+    @staticmethod
+    def _names() -> tuple[str, ...]:
+        from auditlang.core.capabilities import engine_names  # lazy: the registry, only when --engine is given
+
+        return tuple(engine_names())
 
 
 def _access_args(p: argparse.ArgumentParser) -> None:
@@ -83,7 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
              "problems are printed as diagnostics with file:line:col, a caret excerpt and a hint (exit 1).",
              "  auditc check examples/quickstart.audit")
     p.add_argument("spec", help="the .audit file to check")
-    p.set_defaults(fn=cmd_check)
 
     p = _sub(sub, "plan", "preview every cell and request without touching a model",
              "Build the plan a run would execute: cells by axis, datasets, unique requests by model, kind and\n"
@@ -119,7 +130,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="planning accuracy for the analytic approximation (default 0.5, the widest)")
     p.add_argument("--precision-rho", type=float, default=0.0, metavar="RHO",
                    help="assumed item-level correlation of two paired cells for the analytic MDD (default 0)")
-    p.set_defaults(fn=cmd_plan)
 
     p = _sub(sub, "show", "the exact prompts a cell sends for one item (tokenizer only, no weights)",
              "For every cell matching CELL_OR_PATTERN (a cell id or an fnmatch glob over cell ids, as `auditc plan\n"
@@ -137,14 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
     _access_args(p)
-    p.set_defaults(fn=cmd_show)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
              "Rewrite spec files in canonical layout; comments are kept and formatting twice changes nothing.",
              "  auditc fmt spec.audit\n  auditc fmt --check specs/*.audit      # exit 1 when a file would change")
     p.add_argument("files", nargs="+", metavar="FILE", help=".audit files to format in place")
     p.add_argument("--check", action="store_true", help="only report files that would change (exit 1)")
-    p.set_defaults(fn=cmd_fmt)
 
     p = _sub(sub, "run", "execute a spec: generations, scores, metrics, report",
              "Plan, store the run's inputs (spec, stdlib, data, plan) in the run directory, execute every request\n"
@@ -163,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let this spec take over --out when it holds a run of another spec (its records and report "
                         "are removed; stored results the new plan shares are reused)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
-    p.add_argument("--engine", choices=list(engine_names()),
-                   help="override every model's engine (dryrun: no model, empty outputs; checks the pipeline)")
+    p.add_argument("--engine", choices=_EngineNames(), metavar="ENGINE",
+                   help="override every model's engine: %(choices)s (dryrun: no model, empty outputs; checks the pipeline)")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N sampled items of each dataset")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
     p.add_argument("--keep-errors", action="store_true",
@@ -187,7 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", metavar="HOST:PORT", help="--executor ray: the Ray cluster to join (or auto); "
                                                           "default $RAY_ADDRESS or a new local cluster")
     p.add_argument("--ray-shards", type=int, metavar="K", help="--executor ray: item shards per model (default 4)")
-    p.set_defaults(fn=cmd_run)
 
     p = _sub(sub, "rescore", "re-score stored generations under another evaluator (no model loaded)",
              "Score a run's stored generations again under other evaluators, with no model loaded. Each evaluator\n"
@@ -195,8 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc rescore runs/quickstart --evaluator exact_match --evaluator lenient_match")
     p.add_argument("run_dir", help="a run directory written by `auditc run`")
     p.add_argument("--evaluator", action="append", required=True,
-                   help="evaluator name (first_char, regex_reparse, exact_match, lenient_match, alias_match); repeatable")
-    p.set_defaults(fn=cmd_rescore)
+                   help="a registered evaluator that needs no model call (first_char, exact_match, ...; an unknown "
+                        "name lists them all); repeatable")
 
     p = _sub(sub, "report", "(re)write the report of a run directory from stored results",
              "Rebuild RUN_DIR/report/ from stored results (no model loaded), under the spec, stdlib and data\n"
@@ -205,7 +212,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
     p.add_argument("--spec", help="report under an edited spec: accepted when it needs no work the run did not do "
                                   "(new compare/report/metric statements); it then becomes the run's spec")
-    p.set_defaults(fn=cmd_report)
 
     p = _sub(sub, "diff", "compare two run directories cell by cell with paired bootstrap intervals",
              "Match the cells of RUN_A and RUN_B by cell id (unmatched cells are listed) and, for each shared cell\n"
@@ -224,7 +230,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, metavar="B", help="bootstrap resamples (default: the audit's bootstrap, else 1000)")
     p.add_argument("--seed", type=int, metavar="S", help="bootstrap seed (default: the audit's bootstrap seed, else 42)")
     p.add_argument("--level", type=float, metavar="L", help="interval level (default: the audit's, else 0.95)")
-    p.set_defaults(fn=cmd_diff)
 
     p = _sub(sub, "merge", "merge shard run directories into one (then `auditc report`)",
              "Merge the run directories of `auditc run --shard I/N` into TARGET: every shard must have run the\n"
@@ -233,20 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc merge runs/all runs/s0 runs/s1 && auditc report runs/all")
     p.add_argument("target", help="run directory to merge into (created when missing)")
     p.add_argument("sources", nargs="+", metavar="SHARD_DIR", help="--out directories of the shard runs")
-    p.set_defaults(fn=cmd_merge)
 
     p = _sub(sub, "status", "what a run directory holds and what is left to do",
              "Whether a run is live, interrupted or finished, and committed vs missing requests per model.\n"
              "Reads only the run directory (no spec compiled, no data read).",
              "  auditc status runs/quickstart")
     p.add_argument("run_dir", help="a run directory written by `auditc run`")
-    p.set_defaults(fn=cmd_status)
 
     p = _sub(sub, "lsp", "language server for editors (stdio; needs the `lsp` extra)",
              "The language server: the compiler's diagnostics as you type, hover docs, completion of "
              "stdlib names and parameters, go to definition and formatting, over stdio (docs/editors.md).",
              "  auditc lsp            # started by the editor (VS Code extension in editors/vscode)")
-    add_lsp_command(p)
+    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the only transport")
     return ap
 
 
@@ -255,12 +258,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    ap = build_parser()  # reads the component registry (installed plugins load here)
+    ap = build_parser()
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0) if e.code in (0, None) else EXIT_USAGE
-    return args.fn(args)
+    return _handler(args.command)(args)
 
 
 def _guarded(work) -> int:
@@ -276,7 +279,7 @@ def _guarded(work) -> int:
         return 130
     except AuditlangError as e:  # messages may quote data or a server's answer: control characters shown
         print(visible(f"error: {e}"), file=sys.stderr)
-        if e.hint:
+        if e.hint and e.hint not in str(e):  # a TemplateError's message already carries its hint
             print(visible(f"  hint: {e.hint}"), file=sys.stderr)
         return e.exit_code
     except Exception:  # noqa: BLE001  (anything else is a bug by definition)

@@ -8,17 +8,21 @@ import json
 import math
 import sys
 
+from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError, UserError
+from auditlang.metrics.registry import METRICS
+from auditlang.resolve.spec import MetricRef
+from auditlang.score.cellmetrics import DEFAULT_METRICS, audit_bootstrap
+from auditlang.score.rundiff import DiffMetric, cautions, diff_runs, significance
+from auditlang.store.rundir import RECORDS
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 
 
 def _audit_metrics(spec, audit: str) -> list:
     """(shown label, MetricRef) of an audit's metrics: the spec's metric ids (e.g. s000.ece10) by name."""
-    from auditlang.score.cellmetrics import DEFAULT_METRICS  # lazy: pandas only for the commands that score
-
     if audit not in spec.objects:
         return []
     ids = spec.get(audit).value.metrics
@@ -30,10 +34,6 @@ def _audit_metrics(spec, audit: str) -> list:
 
 
 def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str, list]:
-    from auditlang.metrics.registry import METRICS  # lazy: as above
-    from auditlang.resolve.spec import MetricRef  # lazy: as above
-    from auditlang.score.rundiff import DiffMetric  # lazy: as above
-
     out: dict[str, list] = {}
     known: set[str] = set()
     for cid in cells:
@@ -62,10 +62,6 @@ def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str,
 
 
 def cmd_diff(args) -> int:
-    from auditlang.api import load_run  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.score.cellmetrics import audit_bootstrap  # lazy: as above
-    from auditlang.score.rundiff import diff_runs  # lazy: as above
-
     if args.resamples is not None and args.resamples < 1:
         raise UsageError(f"--resamples {args.resamples}: expected a positive integer")
     if args.seed is not None and args.seed < 0:
@@ -98,8 +94,6 @@ def cmd_diff(args) -> int:
         fields = list(result.rows[0].to_dict()) if result.rows else ["cell_id", "metric"]
         w = csv.DictWriter(buf, fieldnames=fields + ["statement"], lineterminator="\n")
         w.writeheader()
-        from auditlang.score.rundiff import significance  # lazy: as above
-
         for r in result.rows:
             w.writerow({**r.to_dict(), "statement": significance(r)})
         sys.stdout.write(buf.getvalue())
@@ -128,7 +122,7 @@ def _records(run):
     try:
         return run.records
     except FileNotFoundError:
-        raise UserError(f"{run.run_dir} holds no scored records (records.parquet): its run did not get to scoring",
+        raise UserError(f"{run.run_dir} holds no scored records ({RECORDS}): its run did not get to scoring",
                         hint=f"rerun the same `auditc run` (stored results are reused), or `auditc status {run.run_dir}`") from None
 
 
@@ -145,8 +139,6 @@ def _f(v: float) -> str:
 
 
 def render_table(a: str, b: str, result, shared: list[str], models: dict[str, dict[str, str]] | None = None) -> str:
-    from auditlang.score.rundiff import cautions, significance  # lazy: as above
-
     models = models or {}
     lines = [f"A = {a}" + _ran(models.get("A")), f"B = {b}" + _ran(models.get("B")),
              f"{len(shared)} cell(s) in both runs, {len(result.only_a)} only in A, {len(result.only_b)} only in B"]

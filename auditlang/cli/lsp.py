@@ -7,12 +7,6 @@ import argparse
 from auditlang.core.errors import RuntimeFailure
 
 
-def add_lsp_command(p: argparse.ArgumentParser) -> None:
-    """The flags of ``auditc lsp`` on its (already created) subparser."""
-    p.add_argument("--stdio", action="store_true", help="accepted for editors that pass it; stdio is the only transport")
-    p.set_defaults(fn=cmd_lsp)
-
-
 def cmd_lsp(args: argparse.Namespace) -> int:
     try:
         from auditlang.lsp.server import serve  # lazy: pygls is an optional extra

@@ -6,18 +6,23 @@ import json
 import sys
 from pathlib import Path
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.errors import UsageError
+from auditlang.execute.access import (
+    access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
+from auditlang.plan.jsonout import RequestSpool, write_plan_json
+from auditlang.plan.planner import build_plan
+from auditlang.plan.summary import print_summary
+from auditlang.resolve import compile_spec
+from auditlang.store.rundir import RECORDS
 
 
 def cmd_plan(args) -> int:
-    from auditlang.plan.planner import build_plan  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.plan.summary import print_summary  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
-    from auditlang.execute.access import (  # lazy: keeps start-up of the light commands fast
-        access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
-
     _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
     spec = compile_spec(args.spec, swaps=swaps)
@@ -30,8 +35,6 @@ def cmd_plan(args) -> int:
     # request has them spooled to temporary files as they are found (auditlang/plan/jsonout.py).
     spool = None
     if args.format == "json" and not args.no_requests:
-        from auditlang.plan.jsonout import RequestSpool  # lazy: as the planner above
-
         spool = RequestSpool()
     with withhold_hub_token(allow):
         plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
@@ -52,8 +55,6 @@ def cmd_plan(args) -> int:
         indent = None if args.compact else 1
         extra = {"access": access, **({"precision": precision.to_dict()} if precision is not None else {})}
         if spool is not None:
-            from auditlang.plan.jsonout import write_plan_json  # lazy: as the planner above
-
             try:
                 if args.output:
                     with open(args.output, "w", encoding="utf-8") as fh:
@@ -94,13 +95,11 @@ def _precision(args, spec, plan):
 
     records = None
     if args.pilot:
-        from auditlang.api import load_run  # lazy: as above
-
         run = load_run(args.pilot)
         try:
             records = run.records
         except FileNotFoundError:
-            raise UsageError(f"--pilot {args.pilot}: the run holds no scored records (records.parquet): it did not "
+            raise UsageError(f"--pilot {args.pilot}: the run holds no scored records ({RECORDS}): it did not "
                              "get to scoring", hint=f"finish it first: rerun the same `auditc run`, or `auditc status "
                              f"{args.pilot}`") from None
         matched = set(records["cell_id"]) & {c.id for c in plan.cells}
@@ -121,10 +120,6 @@ def _fmt_stat(st: dict | None) -> str:
 
 def print_precision(pp, console=None) -> None:
     """The precision plan as two tables per audit (cells, paired contrasts) and the formulas behind them."""
-    from rich import box  # lazy: as the planner above
-    from rich.console import Console  # lazy: as the planner above
-    from rich.table import Table  # lazy: as the planner above
-
     from auditlang.metrics import precision as prec  # lazy: numpy only when --precision asks for it
 
     con = console or Console()

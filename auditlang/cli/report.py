@@ -16,15 +16,15 @@ from pathlib import Path
 
 from auditlang.api import adopt_spec, load_run, write_report
 from auditlang.cli.common import EXIT_OK
+from auditlang.score.cellmetrics import write_cell_metrics
+from auditlang.score.stage import score_and_write
 from auditlang.store.integrity import METRICS_FILES, record, stale_outputs
+from auditlang.store.rundir import RECORDS
 
 
 def cmd_report(args) -> int:
-    from auditlang.score.cellmetrics import write_cell_metrics  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.score.stage import score_and_write  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
     run = load_run(Path(args.run_dir))
-    rescore = not (run.run_dir / "records.parquet").exists()
+    rescore = not (run.run_dir / RECORDS).exists()
     remetric = False
     bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
     if bad_records:

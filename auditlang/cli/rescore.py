@@ -12,22 +12,16 @@ from auditlang.cli.common import EXIT_OK
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UserError
 from auditlang.core.registry import REGISTRY
+from auditlang.evaluators.registry import offline_evaluators
 from auditlang.score.cellmetrics import cell_table, to_markdown
 from auditlang.score.stage import score_cells
 from auditlang.store.journal import Journal
 from auditlang.store.records import read_records, write_records
-
-
-def rescorable() -> list[str]:
-    """Evaluators that label stored answer text with no model request of their own: every
-    registered evaluator (built-ins and installed plugins) without a ``followup`` or
-    ``needs_model`` entry in the registry (docs/registry.md)."""
-    return sorted(e.name for e in REGISTRY.entries("evaluator")
-                  if not e.meta.get("followup") and not e.meta.get("needs_model"))
+from auditlang.store.rundir import CELLS_CSV, RECORDS, RESCORE_DIR
 
 
 def cmd_rescore(args) -> int:
-    offline = rescorable()
+    offline = offline_evaluators()  # every registered evaluator that needs no model call, plugins' included
     for name in args.evaluator:
         if name not in offline:
             known = REGISTRY.find("evaluator", name) is not None
@@ -44,11 +38,12 @@ def cmd_rescore(args) -> int:
                 raise UserError(f"cannot re-score with evaluator '{name}' without parameters: {e}",
                                 hint="declare it with its parameters in the spec (evaluator x = "
                                      f"{name}(...)) and adopt it with `auditc report RUN_DIR --spec NEW`") from None
-            out = run.run_dir / "rescore" / name
+            out = run.run_dir / RESCORE_DIR / name
             out.mkdir(parents=True, exist_ok=True)
-            write_records(out / "records.parquet", records)
-            table = cell_table(run.spec, run.plan, read_records(out / "records.parquet"))
-            table.to_csv(out / "cells.csv", index=False)
-            (out / "cells.md").write_text(to_markdown(table), encoding="utf-8")
+            write_records(out / RECORDS, records)
+            table = cell_table(run.spec, run.plan, read_records(out / RECORDS))
+            cells = out / Path(CELLS_CSV).name
+            table.to_csv(cells, index=False)
+            cells.with_suffix(".md").write_text(to_markdown(table), encoding="utf-8")
             print(f"re-scored {len(records)} examples under {name} -> {out}")
     return EXIT_OK

@@ -11,17 +11,14 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from auditlang.api import default_run_dir, plan_spec, run_spec
+from auditlang.api import default_run_dir, plan_run, require_cells, start_run
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
-from auditlang.core.diagnostics import CompileError
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.terminal import visible
-from auditlang.core.trust import enforce
-from auditlang.execute.access import (
-    access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
-from auditlang.store.rundir import JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
+from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
 from auditlang.store.shards import Shard
 
 
@@ -36,17 +33,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     except ValueError as e:
         raise UsageError(f"--shard: {e}", hint="--shard 0/4 runs the first of four shards (0-based)") from None
     return s.index, s.count
-
-
-def env_settings(spec) -> dict[str, str]:
-    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
-    from auditlang.resolve.models import OPENAI_BASE_URL_ENV  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
-    url = os.environ.get(OPENAI_BASE_URL_ENV)
-    if not url:
-        return {}
-    return {mid: url for mid, o in spec.of_kind("model").items()
-            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
 
 
 def ray_executor(args, spec):
@@ -78,40 +64,30 @@ def cmd_run(args) -> int:
         check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
     spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
-    allow = load_allowances(args.allow_host, args.allow_secret)  # docs/security.md
-    access = run_access(spec, args.engine)
-    bag = check_access(spec, access, allow)  # before planning: a hub dataset is downloaded while planning
-    if bag.errors:
-        raise CompileError(bag)
-    offline = offline_hubs(spec, access, allow)  # hub datasets with a fallback file: not downloaded
-    access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     step = StepLog() if display != "none" else None
-    with withhold_hub_token(allow):  # the Hub token only with --allow-secret HF_TOKEN
-        plan = plan_spec(spec, args.data_root, args.limit, step=step, no_download=offline)
-    if step is not None:
-        step(None)
+    try:  # the pipeline auditlang.run() takes too (api.plan_run, api.start_run)
+        rp = plan_run(spec, args.data_root, args.limit, engine=args.engine, allow_hosts=args.allow_host,
+                      allow_secrets=args.allow_secret, step=step)
+    finally:
+        if step is not None:
+            step(None)
+    plan = rp.plan
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's
     if warned:
         print_diags(warned)
-    if not plan.cells:
-        raise UserError(f"nothing to run: {args.spec} plans 0 cells" + (" (it declares no audit)" if not spec.of_kind("audit") else ""),
-                        hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
+    require_cells(rp)
     for note in plan.notes:
         if "data root" in note or "fallback file" in note:
             print(visible(f"note: {note}"), file=sys.stderr)
     for name, expr in swaps.items():
         print(visible(f"note: model {name} swapped on the command line: {expr}"), file=sys.stderr)
-    from_env = env_settings(spec)
-    for mid, url in from_env.items():
-        print(f"note: model {mid} names no base_url: using $OPENAI_BASE_URL = {url}", file=sys.stderr)
+    for mid, url in rp.env_settings.items():
+        print(f"note: model {mid} names no base_url: using ${OPENAI_BASE_URL_ENV} = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     check_out_dir(run_dir)
     _check_owner(args, spec, run_dir)
-    enforce(allow)
     try:
-        with withhold_hub_token(allow):
-            return _execute(args, spec, plan, run_dir, shard_ix, display, cache_dir, swaps, from_env,
-                            access_record(access, allow), executor)
+        return _execute(args, rp, run_dir, shard_ix, display, cache_dir, swaps, executor)
     except shutil.Error as e:  # copytree gathers per-file failures: (src, dst, why)
         errs = e.args[0] if e.args and isinstance(e.args[0], list) and e.args[0] else None
         what = f"{errs[0][2]} (and {len(errs) - 1} more files)" if errs else str(e)
@@ -124,8 +100,6 @@ def cmd_run(args) -> int:
         if any(w in str(e).lower() for w in ("disk is full", "disk i/o", "readonly", "unable to open")):
             raise _write_failure(args, run_dir, f"{e} (the journal {run_dir / JOURNAL})") from None
         raise
-    finally:
-        enforce(None)
 
 
 def _check_owner(args, spec, run_dir: Path) -> None:
@@ -155,18 +129,17 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
                                "committed are kept")
 
 
-def _execute(args, spec, plan, run_dir: Path, shard_ix, display, cache_dir, swaps, from_env, access, executor) -> int:
+def _execute(args, rp, run_dir: Path, shard_ix, display, cache_dir, swaps, executor) -> int:
+    plan = rp.plan
     shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
-    run = run_spec(spec, plan, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
-                   progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
-                   log=lambda msg: print(visible(msg)),
-                   announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
-                   run_fields={"model_swaps": swaps,
-                               "env_settings": {m: {"base_url": u, "from": "OPENAI_BASE_URL"} for m, u in from_env.items()},
-                               "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None,
-                               "access": access})
+    run = start_run(rp, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
+                    progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
+                    log=lambda msg: print(visible(msg)),
+                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
+                    run_fields={"model_swaps": swaps,
+                                "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
         print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
               "then `auditc report TARGET`")
@@ -196,5 +169,5 @@ def _raise_request_errors(args, run_dir: Path) -> None:
     resume = f"auditc run {args.spec} --out {run_dir}" + (f" --data-root {args.data_root}" if args.data_root else "")
     raise RequestErrors(
         f"{count} request{'s' if count != 1 else ''} failed in the engine (first: {first}); their items are missing "
-        f"from the metrics, never scored (n_error in {run_dir / 'metrics' / 'cells.csv'} and the report)",
+        f"from the metrics, never scored (n_error in {run_dir / CELLS_CSV} and the report)",
         hint=f"fix the cause, then `{resume}` retries exactly the failed requests")

@@ -13,20 +13,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from auditlang.api import plan_spec
 from auditlang.cli.common import EXIT_OK, StepLog, print_diags
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 from auditlang.core.terminal import visible
+from auditlang.execute.access import load_allowances, not_downloaded, run_access, withhold_hub_token
+from auditlang.resolve import compile_spec
+from auditlang.resolve.models import model_config
 
 MAX_SHARED = 10  # other cells named per request; the rest are counted
 
 
 def cmd_show(args) -> int:
-    from auditlang.api import plan_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-    from auditlang.resolve import compile_spec  # lazy: keeps start-up of the light commands (check, plan, status) fast
-
-    from auditlang.execute.access import load_allowances, not_downloaded, run_access, withhold_hub_token  # lazy: as above
-
     spec = compile_spec(args.spec)
     step = StepLog()
     # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
@@ -180,9 +179,10 @@ def render_prompt(prompt, tokenizer, template_kwargs: dict[str, Any]) -> tuple[s
         cont = "; the last assistant message is continued" if prompt.continue_final else ""
         return (f"chat messages as role-tagged text: {why}, so no chat template applied{cont}",
                 "\n".join(f"[{m['role']}] {m['content']}" for m in msgs))
+    from auditlang.engines.params import apply_chat  # lazy: engine modules only for the command that needs a tokenizer
+
     cf = prompt.continue_final
-    text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=not cf,
-                                         continue_final_message=cf, **template_kwargs)
+    text = apply_chat(tokenizer, msgs, cf, template_kwargs)  # as the engines render it
     n = len(tokenizer(text, add_special_tokens=False)["input_ids"])
     how = "continuing the assistant message" if cf else "with the generation prompt"
     return f"chat template applied {how}, {n} tokens", text
@@ -192,8 +192,7 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
     """(tokenizer or None, where it came from or why there is none, chat-template kwargs) of
     spec model ``mid``. Only tokenizer files are read: no weights, no conversion, no download."""
     from auditlang.engines import embedded  # lazy: engine modules only for the command that needs a tokenizer
-    from auditlang.engines.params import chat_template_kwargs  # lazy: as above
-    from auditlang.resolve.models import model_config  # lazy: as above
+    from auditlang.engines.params import chat_template_kwargs  # lazy: engine modules only for the command that needs a tokenizer
 
     config = model_config(spec, mid)
     try:

@@ -15,7 +15,7 @@ from auditlang.core.errors import UserError
 from auditlang.store.journal import Journal, JournalCounts
 from auditlang.store.integrity import check_files, check_journal, stale_outputs
 from auditlang.store.rundir import (
-    JOURNAL, PLAN_FILE, PLAN_IDS_FILE, RECORDS, REPORT_DIR, read_plan_file, read_plan_ids, read_run_file)
+    JOURNAL, PLAN_FILE, PLAN_IDS_FILE, RECORDS, REPORT_DIR, RUN_FILE, read_plan_file, read_plan_ids, read_run_file)
 from auditlang.store.runlock import is_live, read_heartbeat
 
 
@@ -46,7 +46,7 @@ def cmd_status(args) -> int:
     run_dir = Path(args.run_dir)
     info = read_run_file(run_dir)
     if not info:
-        raise UserError(f"{run_dir} is not a run directory (no run.json)", hint="run `auditc run SPEC --out DIR` first")
+        raise UserError(f"{run_dir} is not a run directory (no {RUN_FILE})", hint="run `auditc run SPEC --out DIR` first")
     live = is_live(run_dir)
     check_files(run_dir, (PLAN_FILE, PLAN_IDS_FILE), info)  # as the run wrote them (store/integrity.py)
     if not live:  # a live run appends to it; committed successes are checked once it stops

@@ -24,6 +24,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import re
+import sys
 from importlib.metadata import entry_points
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +42,7 @@ KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "c
 # of that kind, so a lookup never depends on which modules happen to be imported already. By name
 # because they belong to later layers (resolve/, evaluators/, metrics/) that import this module.
 BUILTINS: dict[str, str] = {
-    "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.resolve.schema",
+    "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.evaluators.registry",
     "perturbation": "auditlang.resolve.schema", "comparison": "auditlang.resolve.schema",
     "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics",
     "engine": "auditlang.core.capabilities",
@@ -76,7 +78,7 @@ class Entry:
         if not isinstance(self.impl, str):
             return self.impl
         module, _, attr = self.impl.partition(":")
-        obj: Any = importlib.import_module(module)
+        obj: Any = importlib.import_module(module)  # lazy: a "module:attr" implementation, imported on first use
         for part in attr.split("."):
             obj = getattr(obj, part)
         return obj
@@ -92,14 +94,28 @@ class Registry:
         self._pending: dict[str, str] = dict(builtins or {})  # kind -> module still to import
         self._plugins_pending = builtins is not None  # the process-wide registry loads installed plugins
         self._plugin: str | None = None  # "distribution version" while a plugin registers
+        self._namespace: str | None = None  # the plugin's entry-point name while it registers
         self.plugins: dict[str, str] = {}  # distribution -> version of every loaded plugin
+        self.shadowed: list[str] = []  # warnings: plugin names a built-in (or an earlier plugin) kept
 
     def register(self, kind: str, name: str, *, impl: Any, schema: Any = None, doc: str = "",
                  aliases: tuple[str, ...] = (), replace: bool = False, **meta: Any) -> Entry:
         """Add ``name`` to ``kind``. ``impl`` is the implementation or a ``"module:attr"`` string.
-        The built-ins of ``kind`` are loaded first, so a clash with one is reported here."""
+        Without ``schema``, a class's own ``Params`` (an evaluator's constructor model) is the
+        schema and its ``DOC`` the doc: a component declares its parameters once.
+        The built-ins of ``kind`` are loaded first, so a clash with one is reported here.
+
+        While an installed plugin registers, its component is named ``<namespace>.<name>`` (the
+        entry point's name, e.g. ``example.last_letter``) and also ``name`` unless a built-in or
+        an earlier plugin has it: those keep the plain name, with a warning (``shadowed``), and
+        a spec reaches the plugin's under the namespaced one."""
         self._load_builtins(kind)
-        if not isinstance(name, str) or not name.isidentifier():
+        if schema is None and isinstance(impl, type):
+            schema = getattr(impl, "Params", None)
+            doc = doc or getattr(schema, "DOC", "")
+        if self._namespace is not None and not replace:
+            return self._register_from_plugin(kind, name, impl=impl, schema=schema, doc=doc, aliases=aliases, **meta)
+        if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
             raise RegistryError(f"register: a {kind} name must be an identifier, got {name!r}")
         if isinstance(impl, str):
             if ":" not in impl:
@@ -118,6 +134,21 @@ class Registry:
         for a in aliases:
             self._aliases[kind][a] = name
         return entry
+
+    def _register_from_plugin(self, kind: str, name: str, **kw: Any) -> Entry:
+        qualified = f"{self._namespace}.{name}"
+        ns, self._namespace = self._namespace, None  # the two registrations below are plain ones
+        try:
+            entry = self.register(kind, qualified, **{**kw, "aliases": ()})
+            if name in self._entries[kind] or name in self._aliases[kind]:
+                owner = self._entries[kind].get(self._aliases[kind].get(name, name))
+                who = f"plugin {owner.meta['plugin']}" if owner is not None and owner.meta.get("plugin") else "auditlang"
+                self.shadowed.append(f"plugin {self._plugin}: {kind} '{name}' is also {who}'s, which keeps the name; "
+                                     f"write '{qualified}' in a spec for the plugin's")
+                return entry
+            return self.register(kind, name, **kw)
+        finally:
+            self._namespace = ns
 
     def unregister(self, kind: str, name: str) -> None:
         """Remove an entry (tests and plugins that register temporarily)."""
@@ -165,7 +196,7 @@ class Registry:
         self._check_kind(kind)
         module = self._pending.pop(kind, None)
         if module is not None:
-            importlib.import_module(module)
+            importlib.import_module(module)  # lazy: the later layer that registers this kind's built-ins (BUILTINS)
 
     def _load(self, kind: str) -> None:
         """Before the first lookup: ``kind``'s built-ins, then, once per process, the installed
@@ -174,7 +205,7 @@ class Registry:
         if self._plugins_pending:  # every kind's built-ins first, so a plugin cannot shadow them unnoticed
             self._plugins_pending = False
             while self._pending:
-                importlib.import_module(self._pending.pop(next(iter(self._pending))))
+                importlib.import_module(self._pending.pop(next(iter(self._pending))))  # lazy: as in _load_builtins
             self.load_plugins()
 
     def load_plugins(self) -> None:
@@ -187,6 +218,8 @@ class Registry:
             dist = ep.dist.name if ep.dist is not None else ep.name
             version = ep.dist.version if ep.dist is not None else "?"
             self._plugin = f"{dist} {version}"
+            self._namespace = re.sub(r"\W", "_", ep.name)
+            seen = len(self.shadowed)
             try:
                 hook = ep.load()
                 if callable(hook):
@@ -197,8 +230,10 @@ class Registry:
                 raise RegistryError(f"plugin {dist} {version} ({ep.value}) failed to load: {type(e).__name__}: {e}",
                                     hint=f"fix or uninstall it; {NO_PLUGINS_ENV}=1 runs without plugins") from None
             finally:
-                self._plugin = None
+                self._plugin = self._namespace = None
             self.plugins[dist] = version
+            for line in self.shadowed[seen:]:
+                print(f"warning: {line}", file=sys.stderr)
 
     def _check_kind(self, kind: str) -> None:
         if kind not in self._entries:

@@ -26,21 +26,21 @@ from typing import Any
 from urllib.parse import urlparse
 
 from auditlang.resolve.schema import check_hub_id
+from auditlang.core.errors import UserError
 from auditlang.resolve.spec import Resolved
 
 HUB_HINT_INSTALL = "pip install 'auditlang[hub]'"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
 
-class HubError(Exception):
+class HubError(UserError):
     """A hub split that cannot be read; ``hint`` says what to do. ``unavailable``: why the split
     is not available offline (not installed, offline or unreachable and not in the local cache,
     another commit cached than the one pinned) -- the case a declared ``fallback=`` file covers;
     None for a failure with network access (a wrong id, config or split), which it does not."""
 
     def __init__(self, message: str, hint: str | None = None, unavailable: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
+        super().__init__(message, hint)
         self.unavailable = unavailable
 
 

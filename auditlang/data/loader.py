@@ -24,21 +24,23 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.confine import ENV_DATA_ROOT, inside, outside_hint, user_data_roots
+from auditlang.core.errors import UserError
 from auditlang.core.hashing import sha256_file
+from auditlang.data.hub import HubError, read_hub
 from auditlang.prompts.sampling import sample_indices
 from auditlang.resolve.spec import Resolved, Spec
 
 MAX_WARNED = 5  # example lines shown per data warning
 
 
-class DataError(Exception):
+class DataError(UserError):
     """A user-facing data problem, with the file and (where known) the line. ``decl``: the
     declaration it belongs to when that is not the dataset itself (a hub dataset's fallback)."""
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None, hint: str | None = None,
                  decl: str | None = None) -> None:
-        super().__init__(message)
-        self.file, self.line, self.hint, self.decl = file, line, hint, decl
+        super().__init__(message, hint)
+        self.file, self.line, self.decl = file, line, decl
 
 
 class ConfinementError(DataError):
@@ -318,8 +320,6 @@ def load_dataset(spec: Spec, ds_id: str, root: Path, file: Path | None = None,
     meta = dict(meta or {})
     fb = fallback_of(spec, ds)
     if ds.ctor == "hub" and file is None:
-        from auditlang.data.hub import HubError, read_hub  # lazy: `datasets` is an optional extra
-
         try:
             rows, meta = read_hub(ds, no_download)
         except HubError as e:

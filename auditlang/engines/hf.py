@@ -57,7 +57,7 @@ from auditlang.engines.gen import SAMPLER, _GenSpec, _GenState
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
-from auditlang.engines.params import chat_template_kwargs
+from auditlang.engines.params import chat_template_kwargs, chat_template_of, render_chat_prompt
 from auditlang.engines import embedded, hf_scoring
 from auditlang.engines.embedded import cache_root, sha256_file
 
@@ -537,7 +537,7 @@ class HFEngine:
                 out.append([])
             except EngineError:
                 raise
-            except Exception as e:  # a chat template that rejects these messages, ...
+            except Exception as e:  # noqa: BLE001  (a chat template that rejects these messages, ...)
                 out.append(e)
         for special, items in texts.items():
             if items:
@@ -557,24 +557,11 @@ class HFEngine:
     # -- prompts
 
     def _chat_template(self) -> str | None:
-        t = getattr(self.tokenizer, "chat_template", None)
-        return t if isinstance(t, str) and t else None
+        return chat_template_of(self.tokenizer)
 
     def render_prompt(self, prompt: Prompt) -> str:
-        """The text the model sees (before tokenization)."""
-        if prompt.text is not None:
-            return prompt.text
-        if not self.config.chat or self._chat_template() is None:
-            why = "chat is off for it" if not self.config.chat else "its tokenizer has no chat template (a base model)"
-            raise EngineError(
-                f"model {self.config.name!r} got chat messages but {why}",
-                hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
-            )
-        msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
-        kw = self._template_kwargs  # the model's chat-template variables (enable_thinking, ...)
-        if prompt.continue_final:
-            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True, **kw)
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kw)
+        """The text the model sees (before tokenization): engines/params.py's rule, shared with vllm."""
+        return render_chat_prompt(self.tokenizer, self.config, prompt, self._template_kwargs)
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         """Prompt token ids: raw text with the tokenizer's special tokens; a rendered chat

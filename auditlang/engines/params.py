@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditlang.core.engine import EngineError
 from auditlang.core.requests import Request, Result
 
 
@@ -87,3 +88,34 @@ def chat_template_kwargs(options: dict[str, Any], model: str) -> dict[str, Any]:
         if x is not None and not isinstance(x, str | int | float | bool):
             raise ValueError(f"model {model!r}: chat template argument {k!r} must be a string, number or boolean (got {x!r})")
     return dict(sorted(v.items()))
+
+
+def chat_template_of(tokenizer) -> str | None:
+    """The tokenizer's chat template, or None (a base model's tokenizer has none)."""
+    t = getattr(tokenizer, "chat_template", None)
+    return t if isinstance(t, str) and t else None
+
+
+def apply_chat(tokenizer, messages: list[dict[str, str]], continue_final: bool, template_kwargs: dict[str, Any]) -> str:
+    """The chat template applied to ``messages``: with the generation prompt, or continuing the
+    final assistant message (``continue_final``); ``template_kwargs``: the model's chat-template
+    variables (enable_thinking, ...), as ``LLM.chat(chat_template_kwargs=...)`` passes them. The one
+    rendering every engine and `auditc show` use."""
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=not continue_final,
+                                         continue_final_message=continue_final, **template_kwargs)
+
+
+def render_chat_prompt(tokenizer, config, prompt, template_kwargs: dict[str, Any]) -> str:
+    """The text a local model sees for ``prompt`` (before tokenization): a text prompt as it is,
+    chat messages through the tokenizer's chat template; EngineError when the model takes no chat
+    (``chat`` off, or a tokenizer without a chat template). Shared by the hf and vllm engines."""
+    if prompt.text is not None:
+        return prompt.text
+    if not config.chat or chat_template_of(tokenizer) is None:
+        why = "chat is off for it" if not config.chat else "its tokenizer has no chat template (a base model)"
+        raise EngineError(
+            f"model {config.name!r} got chat messages but {why}",
+            hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
+        )
+    msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
+    return apply_chat(tokenizer, msgs, prompt.continue_final, template_kwargs)

@@ -33,5 +33,5 @@ def check_config(config: ModelConfig) -> None:
     """Validate a configuration against the engine's own option parser without loading a model
     (the engine module is imported; torch, vLLM and HTTP clients are not)."""
     _check_name(config.engine)
-    module = importlib.import_module(ENGINE_CLASSES[config.engine][0])
+    module = importlib.import_module(ENGINE_CLASSES[config.engine][0])  # lazy: only the engine this model names
     module.check_config(config)

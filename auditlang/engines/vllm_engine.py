@@ -62,7 +62,7 @@ from typing import Any
 from auditlang.engines.gen import _GenSpec, sample_seed
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
-from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs
+from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, chat_template_of, render_chat_prompt
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
@@ -517,23 +517,10 @@ class VLLMEngine:
     # -- prompts (hf.py's rules)
 
     def _chat_template(self) -> str | None:
-        t = getattr(self.tokenizer, "chat_template", None)
-        return t if isinstance(t, str) and t else None
+        return chat_template_of(self.tokenizer)
 
     def render_prompt(self, prompt: Prompt) -> str:
-        if prompt.text is not None:
-            return prompt.text
-        if not self.config.chat or self._chat_template() is None:
-            why = "chat is off for it" if not self.config.chat else "its tokenizer has no chat template (a base model)"
-            raise EngineError(
-                f"model {self.config.name!r} got chat messages but {why}",
-                hint="give this model raw-text prompts (chat: off in the spec), or use an instruct model with a chat template",
-            )
-        msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
-        kw = self._template_kwargs  # what LLM.chat(chat_template_kwargs=...) would pass (notes/vllm.md §4)
-        if prompt.continue_final:
-            return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False, continue_final_message=True, **kw)
-        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True, **kw)
+        return render_chat_prompt(self.tokenizer, self.config, prompt, self._template_kwargs)  # hf.py's rule
 
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         text = self.render_prompt(prompt)
@@ -799,7 +786,7 @@ class VLLMEngine:
         c = out.outputs[0]
         ids = [int(t) for t in c.token_ids]
         toks: list[TokenLogprob] = []
-        for j, (t, pos) in enumerate(zip(ids, c.logprobs or [])):
+        for t, pos in zip(ids, c.logprobs or []):
             k = spec.top_logprobs
             window = self._window(((tid, v.logprob) for tid, v in pos.items()), k) if k else {}
             toks.append(TokenLogprob(self.token_str(t), t, float(pos[t].logprob), window))

@@ -71,7 +71,7 @@ def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_f
         live: dict[str, Job] = {}
         limit = max_in_flight or len(phase)
 
-        def top_up() -> Iterator[tuple[Job, Any]]:
+        def top_up(live=live, limit=limit, queue=queue) -> Iterator[tuple[Job, Any]]:  # this phase's, bound now
             while len(live) < limit:
                 job = next(queue, None)
                 if job is None:

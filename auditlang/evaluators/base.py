@@ -3,6 +3,9 @@
 Every component is built by a factory (its class) from keyword params; the resolved params
 (defaults filled in) are exposed as ``.params`` for the plan and the disclosure report, and
 ``describe()`` states the exact rule in one or two sentences for the reporting checklist.
+An evaluator declares its parameters once, as its ``Params`` constructor model (the same model
+the spec is checked against, the docs table and the language server show); a verbal parser as
+its ``PARAMS`` tuple.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from auditlang.evaluators.outcome import ParseOutcome
+from auditlang.resolve.schema import Obj, build_params
 
 _REQUIRED = object()
 
@@ -123,6 +127,12 @@ class Evaluator(_Component):
 
     _kind = "evaluator"
     requires_model: ClassVar[bool] = False
+
+    class Params(Obj):
+        """No parameters (a subclass declares its own ``Params``)."""
+
+    def __init__(self, **params: Any) -> None:
+        self._params = build_params(f"evaluator {self.name!r}", self.Params, params)
 
     @abstractmethod
     def label(self, text: str, item: Mapping[str, Any]) -> ParseOutcome:

@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from auditlang.evaluators.base import Evaluator, Param, VerbalParser
+from pydantic import Field
+
+from auditlang.evaluators.base import Evaluator, VerbalParser
 from auditlang.evaluators.letters import item_labels, letter_correct
 from auditlang.evaluators.outcome import NOT_TEXT, ParseOutcome, coerce_text, failure
+from auditlang.resolve.schema import Obj
 
 _BOXED_OPEN = re.compile(r"\\boxed[ \t]{0,3}\{")
 _BRACE = re.compile(r"[{}]")
@@ -102,7 +105,11 @@ class BoxedLetterEvaluator(Evaluator):
 
     name = "boxed_letter"
     source = "study 003 (arXiv 2606.30814), table 3 template I and appendix D.2"
-    PARAMS = (Param("case_sensitive", "bool", True, doc="accept only upper-case letters"),)
+
+    class Params(Obj):
+        DOC: ClassVar[str] = "Study 003: the letter inside the last \\boxed{...} of the answer."
+        OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("case_sensitive",)
+        case_sensitive: bool = Field(True, description="true: upper-case letters only; false: a lower-case letter is read upper-cased")
 
     def describe(self) -> str:
         return (

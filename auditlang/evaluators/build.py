@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from auditlang.core.registry import REGISTRY
 from auditlang.resolve.spec import Spec
 from auditlang.evaluators import EVALUATORS
 from auditlang.resolve.models import model_config
@@ -25,24 +24,13 @@ def evaluator_ctor(spec: Spec, eid: str, task: str) -> str:
 
 
 def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, params: dict[str, Any] | None = None):
-
+    """The evaluator the scorer uses for spec evaluator ``eid`` (or the task's default): its
+    class built from the spec object's parameters, which are the class's own ``Params``."""
     if ctor is None:
         ctor = evaluator_ctor(spec, eid, task)
         if eid != DEFAULT_EVALUATOR:
-            params = spec.get(eid).params()
-    factory = EVALUATORS[ctor]
+            params = spec.get(eid).value.values()
     params = dict(params or {})
-    # spec parameter names -> scorer parameter names
-    if ctor == "regex_reparse" and "tail" in params:
-        params["window"] = params.pop("tail")
-    if ctor == "llm_judge" and "judge" in params:
-
-        params["chat"] = model_config(spec, params["judge"]).chat
-        params["judge_model"] = params.pop("judge")
-    for k in REGISTRY.get("evaluator", ctor).meta.get("request_params", ()):  # the request's, not the rule's
-        params.pop(k, None)
-    known = {p.name for p in getattr(factory, "PARAMS", ())}
-    unknown = set(params) - known
-    if unknown:
-        raise ValueError(f"internal error: evaluator {ctor} got parameters {sorted(unknown)} the scorer does not know")
-    return factory(**params)
+    if ctor == "llm_judge":  # the judge's prompt form follows the judge model's own `chat`
+        return EVALUATORS[ctor](chat=model_config(spec, params["judge"]).chat, **params)
+    return EVALUATORS[ctor](**params)

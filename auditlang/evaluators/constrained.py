@@ -10,12 +10,15 @@ greedy). Here that is a ``constrained_choice`` request (auditlang.core.requests)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from auditlang.core.requests import Message, Prompt, Request, Result
-from auditlang.evaluators.base import Evaluator, Param
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.letters import item_labels, letter_correct
 from auditlang.evaluators.outcome import EMPTY, NOT_TEXT, ParseOutcome, coerce_text, failure
+from auditlang.resolve.schema import Obj
 
 FINAL_ANSWER_SUFFIX = "\n\nFinal answer:"
 
@@ -98,7 +101,12 @@ class ConstrainedEvaluator(Evaluator):
     name = "constrained"
     source = "study 000 (arXiv 2605.02038), appendix C.1 'Repair Path 2 - constrained-decoding pass'"
     requires_model = True
-    PARAMS = (Param("suffix", "str", FINAL_ANSWER_SUFFIX, doc="appended to the generation"),)
+
+    class Params(Obj):
+        DOC: ClassVar[str] = 'Study 000 C.1 repair path 2: generation + "\\n\\nFinal answer:" then one forced label.'
+        OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("suffix",)
+        max_tokens: int = Field(4, ge=1, description="token budget of the forced label (the paper: 4)")
+        suffix: str = Field(FINAL_ANSWER_SUFFIX, min_length=1, description="appended to the generation before the forced label")
 
     def describe(self) -> str:
         return (

@@ -14,14 +14,17 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from auditlang.core.requests import Message, Prompt, Request, Result
-from auditlang.evaluators.base import Evaluator, Param
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.judge_prompts import CORRECTNESS_PROMPT, GROUPING_PROMPT
 from auditlang.evaluators.letters import strip_class
 from auditlang.evaluators.outcome import EMPTY, NOT_TEXT, ParseOutcome, coerce_text, failure
-from auditlang.evaluators.string_match import EXTRACT_DOC, EXTRACT_MODES, extract_answer
+from auditlang.evaluators.string_match import EXTRACT_DOC, EXTRACT_PARAM_DOC, Extract, extract_answer
+from auditlang.resolve.schema import Obj
 
 _CORRECTNESS_SLOTS = re.compile(r"<question>|<answer>|<target>")
 _GROUPING_SLOTS = re.compile(r"<question>|<sampled answers >")
@@ -173,17 +176,25 @@ class LLMJudgeEvaluator(Evaluator):
     name = "llm_judge"
     source = "study 002 (arXiv 2601.08064), section 5 'Evaluation' and appendix A.1"
     requires_model = True
-    PARAMS = (
-        Param("judge_model", "str", doc="the spec's name of the judge model"),
-        Param("extract", "choice", "full", choices=EXTRACT_MODES, doc="answer extraction"),
-        Param("max_tokens", "int", 8, min=1, doc="judge reply budget"),
-        Param("chat", "bool", True, doc="send the prompt as one user message"),
-    )
+
+    class Params(Obj):
+        DOC: ClassVar[str] = "An LLM judge (study 002 A.1 semantic-equivalence prompt) with a named judge model."
+        POSITIONAL: ClassVar[tuple[str, ...]] = ("judge",)
+        REFS: ClassVar[dict[str, str]] = {"judge": "model"}
+        OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("extract",)
+        judge: str = Field(min_length=1, description="the judge model (a model of the spec)")
+        max_tokens: int = Field(8, ge=1, description="judge reply budget")
+        extract: Extract = Field("full", description=EXTRACT_PARAM_DOC + ", shown to the judge")
+
+    def __init__(self, chat: bool = True, **params: Any) -> None:
+        """``chat``: send the prompt as one user message (the judge model's own ``chat``)."""
+        super().__init__(**params)
+        self.chat = chat
 
     def describe(self) -> str:
         p = self.params
         return (
-            f"LLM judge (study 002, A.1): judge model {p['judge_model']!r} receives the A.1 semantic-equivalence "
+            f"LLM judge (study 002, A.1): judge model {p['judge']!r} receives the A.1 semantic-equivalence "
             f"prompt with the question, the answer ({EXTRACT_DOC[p['extract']]}) and the gold answer as reference, "
             "greedy; reply '1' or a leading YES means correct, '0' or NO wrong, anything else is an unparsed verdict."
         )
@@ -198,7 +209,7 @@ class LLMJudgeEvaluator(Evaluator):
         if not isinstance(pred, str):
             raise ValueError("llm_judge: no answer to judge (label() failed); count it as unparsed instead")
         p = self.params
-        return judge_request(p["judge_model"], q, pred, target, seed, p["max_tokens"], p["chat"])
+        return judge_request(p["judge"], q, pred, target, seed, p["max_tokens"], self.chat)
 
     def verdict(self, reply: Result | str) -> ParseOutcome:
         return parse_judge_reply(reply)

@@ -18,10 +18,13 @@ import string
 import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
-from auditlang.evaluators.base import Evaluator, Param
+from pydantic import Field
+
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.outcome import EMPTY, NOT_TEXT, ParseOutcome, coerce_text, failure
+from auditlang.resolve.schema import Obj
 
 LETTERS = string.ascii_uppercase
 
@@ -132,7 +135,11 @@ class FirstCharEvaluator(Evaluator):
 
     name = "first_char"
     source = "study 000 (arXiv 2605.02038), appendix A.3 'Answer-letter scoring'"
-    PARAMS = (Param("case_sensitive", "bool", True, doc="accept only upper-case letters"),)
+
+    class Params(Obj):
+        DOC: ClassVar[str] = "Study 000 A.3 extract_pred_letter."
+        OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("case_sensitive",)
+        case_sensitive: bool = Field(True, description="true: upper-case letters only (the paper's); false: also lower case")
 
     def describe(self) -> str:
         case = "" if self.params["case_sensitive"] else " (lower-case letters accepted)"

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from auditlang.core.requests import Prompt, Request, Result
-from auditlang.evaluators.base import Evaluator, Param
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.letters import item_labels, letter_correct
 from auditlang.evaluators.outcome import ParseOutcome, failure
+from auditlang.resolve.schema import Obj
 
 LABEL_FORMS = ("auto", "space", "bare")
 LETTER_WINDOW = 20  # top_logprobs of the letter request: token_prob's default, so the two share it
@@ -98,13 +101,15 @@ class LoglikArgmaxEvaluator(Evaluator):
     source = ("lm-evaluation-harness multiple_choice (acc, acc_norm); issue 10 item 3 (study 000 A.3 letter "
               "labels, study 001 §3.1 teacher-forced option scores)")
     requires_model = True
-    PARAMS = (
-        Param("target", "choice", "letter", choices=("letter", "option"),
-              doc="score the option labels (one token) or the option texts (continuations)"),
-        Param("normalise", "choice", "none", choices=("none", "chars", "bytes", "tokens"),
-              doc="target=option: divide the summed log-probability by the option's length"),
-        Param("label_form", "choice", "auto", choices=LABEL_FORMS, doc="separator before the scored label/text"),
-    )
+
+    class Params(Obj):
+        DOC: ClassVar[str] = ("Multiple-choice accuracy as lm-evaluation-harness computes it: argmax over the option "
+                              "labels' (or option texts') log-likelihoods; no generation is read.")
+        target: Literal["letter", "option"] = Field(
+            "letter", description="score the option labels (one token) or the option texts (continuations)")
+        normalise: Literal["none", "chars", "bytes", "tokens"] = Field(
+            "none", description="target=option: divide the summed log-probability by the option's length (acc_norm: chars)")
+        label_form: Literal["auto", "space", "bare"] = Field("auto", description="separator before the scored label/text")
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

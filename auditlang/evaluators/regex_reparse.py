@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from auditlang.evaluators.base import Evaluator, Param
+from pydantic import Field
+
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.letters import extract_pred_letter, item_labels, letter_correct
 from auditlang.evaluators.outcome import NOT_TEXT, ParseOutcome, coerce_text, failure
+from auditlang.resolve.schema import Obj
 
 # Between a marker and the letter: whitespace, markdown emphasis, quotes, opening brackets,
 # optionally the word "option"/"choice"/"letter". All quantifiers are bounded (linear time).
@@ -109,12 +112,13 @@ class RegexReparseEvaluator(Evaluator):
 
     name = "regex_reparse"
     source = "study 000 (arXiv 2605.02038), appendix C.1 'Repair Path 1 - regex re-parse'"
-    PARAMS = (
-        Param("window", "int", 150, min=1, doc="characters reverse-scanned for a standalone letter"),
-        Param("occurrence", "choice", "last", choices=("last", "first"), doc="which match of a marker wins"),
-        Param("case_sensitive", "bool", True,
-              doc="true: only upper-case letters (the paper's A-D/A-J); false: markers and the fallback also read lower case"),
-    )
+
+    class Params(Obj):
+        DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
+        tail: int = Field(150, ge=1, description="characters at the end reverse-scanned for a standalone letter")
+        occurrence: Literal["last", "first"] = Field("last", description="which match of a marker wins")
+        case_sensitive: bool = Field(True, description="true: upper-case letters only (the paper's A-D/A-J); false: "
+                                                       "markers and the fallback also read lower case")
 
     def describe(self) -> str:
         p = self.params
@@ -125,13 +129,13 @@ class RegexReparseEvaluator(Evaluator):
             f"(markers case-insensitive; X a valid choice letter, "
             f"{'upper case only' if p['case_sensitive'] else 'either case, read as upper case'}; "
             f"the {p['occurrence']} occurrence wins); "
-            f"if none matches, the last standalone upper-case valid letter in the final {p['window']} characters; "
+            f"if none matches, the last standalone upper-case valid letter in the final {p['tail']} characters; "
             f"otherwise the first-character rule of A.3{'' if p['case_sensitive'] else ' accepting lower case'}."
         )
 
     def label(self, text: str, item: Mapping[str, Any]) -> ParseOutcome:
         p = self.params
-        return regex_reparse(text, item_labels(item, self.name), p["window"], p["occurrence"], p["case_sensitive"])
+        return regex_reparse(text, item_labels(item, self.name), p["tail"], p["occurrence"], p["case_sensitive"])
 
     def correct(self, pred: Any, item: Mapping[str, Any]) -> bool | None:
         return letter_correct(pred, item)

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from auditlang.evaluators.base import Evaluator, Param
+from pydantic import Field
+
+from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.outcome import EMPTY, NOT_TEXT, ParseOutcome, coerce_text, failure
+from auditlang.resolve.schema import Obj
 
 _NON_ALNUM = re.compile(r"[\W_]+")
 
@@ -140,17 +143,15 @@ def gold_strings(item: Mapping[str, Any], use_aliases: bool) -> list[str]:
     return out
 
 
+Extract = Literal["first_line", "guess", "answer_tag", "full"]
+Golds = Literal["answer", "answer+aliases"]
+EXTRACT_PARAM_DOC = "which part of the generation is the answer (first_line, guess, answer_tag or full)"
+GOLDS_PARAM_DOC = "the gold set: the answer, or the answer and its aliases"
+
+
 class _StringMatch(Evaluator):
-    _default_extract = "first_line"
-    _default_golds = "answer+aliases"
     _lenient = False
 
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        cls.PARAMS = (
-            Param("extract", "choice", cls._default_extract, choices=EXTRACT_MODES, doc="answer extraction"),
-            Param("golds", "choice", cls._default_golds, choices=("answer+aliases", "answer"), doc="gold set"),
-        )
 
     def label(self, text: str, item: Mapping[str, Any]) -> ParseOutcome:
         out = extract_answer(text, self.params["extract"])
@@ -177,6 +178,11 @@ class ExactMatchEvaluator(_StringMatch):
     name = "exact_match"
     source = "study 001 (arXiv 2605.27752), section 3 and appendix M (table 22, 'exact match only')"
 
+    class Params(Obj):
+        DOC: ClassVar[str] = "Exact match after study 001 appendix M normalisation."
+        extract: Extract = Field("first_line", description=EXTRACT_PARAM_DOC)
+        golds: Golds = Field("answer+aliases", description=GOLDS_PARAM_DOC)
+
     def describe(self) -> str:
         return (
             f"Normalised exact match (study 001, App. M strict scorer): the answer is {EXTRACT_DOC[self.params['extract']]}; "
@@ -192,6 +198,11 @@ class LenientMatchEvaluator(_StringMatch):
     source = "study 001 (arXiv 2605.27752), section 3 and appendix M"
     _lenient = True
 
+    class Params(Obj):
+        DOC: ClassVar[str] = "Lenient (containment) match after study 001 appendix M normalisation."
+        extract: Extract = Field("first_line", description=EXTRACT_PARAM_DOC)
+        golds: Golds = Field("answer+aliases", description=GOLDS_PARAM_DOC)
+
     def describe(self) -> str:
         return (
             f"Lenient normalised match (study 001, section 3 / App. M): the answer is {EXTRACT_DOC[self.params['extract']]}; "
@@ -206,7 +217,11 @@ class AliasMatchEvaluator(_StringMatch):
 
     name = "alias_match"
     source = "study 003 (arXiv 2606.30814), appendix D.2 (TriviaQA) and table 3 template III"
-    _default_extract = "answer_tag"
+
+    class Params(Obj):
+        DOC: ClassVar[str] = "Match against any of the item's aliases (study 003 alias-aware exact match)."
+        extract: Extract = Field("answer_tag", description=EXTRACT_PARAM_DOC)
+        golds: Golds = Field("answer+aliases", description=GOLDS_PARAM_DOC)
 
     def describe(self) -> str:
         return (

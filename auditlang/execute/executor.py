@@ -185,13 +185,13 @@ def execute(
                 done = f"{executed}/{len(todo)} requests of this call committed"
                 cause = failed.cause
                 if isinstance(cause, KeyboardInterrupt):
-                    raise cause
+                    raise cause  # noqa: B904  (the interrupt itself, not a new error)
                 if isinstance(cause, EngineError):
                     raise EngineError(
                         f"engine for model {model!r} failed: {cause} ({done}; rerun to resume)", hint=cause.hint
                     ) from cause
                 cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
-                raise cause
+                raise cause  # noqa: B904  (the engine's own exception, annotated, not a new error)
 
     work = None
     if work_before is not None:

@@ -24,7 +24,7 @@ import os
 import platform
 from pathlib import Path
 
-from auditlang import __version__
+from auditlang.core.version import __version__
 from auditlang.core.engine import ModelConfig
 from auditlang.resolve.schema import EMBEDDED_MODELS
 

@@ -9,12 +9,14 @@ each field), the metric registry (:mod:`auditlang.metrics.registry`) and, when t
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import typing
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.registry import REGISTRY
 from auditlang.resolve import schema as S
 from auditlang.metrics.registry import METRICS
 
@@ -217,3 +219,40 @@ def metric_param_doc(metric: str, name: str) -> str | None:
         return None
     t = " | ".join(map(str, s.choices)) if s.choices else s.type.__name__
     return f"**{name}**: `{t}` ({'required' if s.required else f'default {s.default!r}'})\n\n{s.doc}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table_default(f) -> str:
+    if f.is_required():
+        return "required"
+    d = f.default
+    if isinstance(d, str):
+        return d if re.fullmatch(r"[\w+.-]+", d) else "`" + json.dumps(d).replace("|", "\\|") + "`"
+    return _default(f).removeprefix("default ")
+
+
+def params_summary(cls: type[S.Obj]) -> str:
+    """``tail`` (150), ``occurrence`` (last; `last` \\| `first`): a docs table cell."""
+    out = []
+    for name, f in params(cls).items():
+        choices = literal_choices(f.annotation)
+        allowed = "; " + " \\| ".join(f"`{c}`" for c in choices) if len(choices) > 1 else ""
+        out.append(f"`{name}` ({_table_default(f)}{allowed})")
+    return ", ".join(out) or "none"
+
+
+def registry_table(kind: str) -> str:
+    """The docs table of a component kind (docs/evaluators.md), derived from the registry: one row
+    per registered component with its parameters (its schema), its rule (``DOC``) and its
+    source (the class's ``source``, or the plugin that registered it). scripts/registry_docs.py
+    writes it into the docs; a test checks that the docs hold it."""
+    rows = ["| name | parameters (default; allowed values) | rule | source |", "|---|---|---|---|"]
+    for e in REGISTRY.entries(kind):
+        impl = e.load()
+        source = e.meta.get("plugin") and f"plugin {e.meta['plugin']}" or getattr(impl, "source", "")
+        doc = (getattr(e.schema, "DOC", "") or e.doc).strip()
+        rows.append(f"| `{e.name}` | {params_summary(e.schema)} | {_cell(doc)} | {_cell(source)} |")
+    return "\n".join(rows) + "\n"

@@ -16,7 +16,7 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from auditlang import __version__
+from auditlang.core.version import __version__
 from auditlang.core.diagnostics import CompileError
 from auditlang.lsp.analysis import check_text
 from auditlang.lsp.complete import complete

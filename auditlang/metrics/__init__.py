@@ -1,14 +1,12 @@
 """Metrics over per-example confidences and correctness: pure numpy functions, no model code.
 
 Core metrics (calibration, discrimination, selective prediction, bootstrap, correlation) are
-exported here; the study-specific modules listed in ``_STUDY_MODULES`` add their public names when
-present. See docs/metrics.md.
+exported here; the study-specific modules (token, verbal, protocol, ...) add their public names. See docs/metrics.md.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from auditlang.metrics import aligned, consistency, platt, protocol, robustness, spread, thresholds, token, verbal
 from auditlang.metrics._inputs import drop_missing
 from auditlang.metrics.bootstrap import (
     CI,
@@ -44,28 +42,14 @@ __all__ = [
     "selective_accuracy", "smooth_ece", "spearman", "validate_params",
 ]
 
-_STUDY_MODULES = (
-    "token", "verbal", "protocol", "robustness", "aligned", "consistency", "platt", "thresholds", "spread",
-)
 
-
-def _import_study_modules() -> None:
-    for mod_name in _STUDY_MODULES:
-        full = f"{__name__}.{mod_name}"
-        try:
-            mod = importlib.import_module(full)
-        except ModuleNotFoundError as exc:
-            if exc.name == full:  # the module itself is not there (yet); anything else is a real error
-                continue
-            raise
-        names = getattr(mod, "__all__", None)
-        if names is None:
-            names = [n for n, v in vars(mod).items()
-                     if not n.startswith("_") and getattr(v, "__module__", None) == full]
-        for n in names:
+def _export_study_modules() -> None:
+    """Each study module's public names (its ``__all__``) as names of this package."""
+    for mod in (aligned, consistency, platt, protocol, robustness, spread, thresholds, token, verbal):
+        for n in mod.__all__:
             globals()[n] = getattr(mod, n)
             if n not in __all__:
                 __all__.append(n)
 
 
-_import_study_modules()
+_export_study_modules()

@@ -28,7 +28,7 @@ from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
 from auditlang.protocols.base import RENDERS, ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
-from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.resolve.models import declared_model
 from auditlang.resolve.spec import Spec
 from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
@@ -103,9 +103,7 @@ class Unit:
 
 def model_info(spec: Spec, mid: str) -> ModelInfo:
     m = spec.get(mid).value
-    chat = m.chat
-    if spec.get(mid).ctor == "embedded" and "chat" not in dict(spec.get(mid).param_spans):
-        chat = EMBEDDED_MODELS[m.name]["chat"]
+    chat = declared_model(spec, mid)[2]
     seed = m.seed if m.seed is not None else spec.settings.seed
     return ModelInfo(mid, chat, m.max_tokens, seed)
 
@@ -325,11 +323,10 @@ class Planner:
             for pid in var.perturb:
                 pobj = spec.get(pid)
                 pseed = pobj.value.seed if pobj.value.seed is not None else base_seed
-                opts = {}
-                if pobj.ctor == "one_shot":
-                    opts = {"bank": getattr(pobj.value, "bank", None) or ("hellaswag" if "hellaswag" in dsid else "mmlu")}
-                    if getattr(pobj.value, "index", None) is not None:
-                        opts["index"] = pobj.value.index
+                # every parameter the perturbation declares goes to its function (a plugin's too)
+                opts = {k: v for k, v in pobj.value.values().items() if k != "seed"}
+                if pobj.ctor == "one_shot" and opts.get("bank") is None:  # one_shot's default bank: by dataset
+                    opts["bank"] = "hellaswag" if "hellaswag" in dsid else "mmlu"
                 try:
                     item = apply_perturbation(item, pobj.ctor, pseed, **opts)
                 except ValueError as e:
@@ -919,13 +916,11 @@ def _generated_budget(kind: str, params: tuple) -> int:
 
 
 def _engine_of(spec: Spec, mid: str) -> str:
-    o = spec.get(mid)
-    return o.value.engine if o.ctor == "embedded" else o.ctor
+    return declared_model(spec, mid)[0]
 
 
 def _path_of(spec: Spec, mid: str) -> str:
-    o = spec.get(mid)
-    return o.value.name if o.ctor == "embedded" else o.value.path
+    return declared_model(spec, mid)[1]
 
 
 def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,

@@ -27,6 +27,7 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from auditlang.core.errors import UserError
 from auditlang.stdlib_location import stdlib_root
 
 STDLIB_TEMPLATES_DIR: Path = stdlib_root() / "templates"  # the default location (see templates_dir())
@@ -39,10 +40,11 @@ TEMPLATE_SUFFIX = ".j2"
 MAX_LETTERS = 26
 
 
-class TemplateError(ValueError):
+class TemplateError(UserError, ValueError):
     """A template could not be compiled or rendered.
 
     ``line`` and ``col`` (1-based) locate the problem in the template source when known.
+    ``str()`` carries the hint; ``.hint`` holds it too.
     """
 
     def __init__(self, message: str, *, name: str = "<inline>", line: int | None = None,
@@ -61,6 +63,7 @@ class TemplateError(ValueError):
         if hint:
             text += f" (hint: {hint})"
         super().__init__(text)
+        self.hint = hint
 
 
 class TemplateNotFoundError(TemplateError):

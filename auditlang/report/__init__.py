@@ -30,9 +30,10 @@ from auditlang.report.disclosure import disclosure_tables
 from auditlang.report.html import render_html
 from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import IDENT_DEF, document
+from auditlang.report import methods as M
 from auditlang.report.rundata import load_run
 from auditlang.core.hashing import sha256_file
-from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS
+from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
@@ -74,10 +75,8 @@ def _cells_table(cells: pd.DataFrame, excluded: dict[str, str]):
 
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     """Write ``run_dir/report/`` from stored records and metrics; returns the report folder."""
-    from auditlang.report import methods as M  # lazy: imports the checklist and the evaluators (as the lines above)
-
     run_dir = Path(run_dir)
-    out = run_dir / "report"
+    out = run_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     _remove_previous(out)
     want = requested_outputs(spec)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from auditlang import __version__
+from auditlang.core.version import __version__
 from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
@@ -29,6 +29,7 @@ from auditlang.report.comparisons.common import CALIBRATION_METRICS
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
+from auditlang.resolve.models import declared_model
 from auditlang.resolve.spec import MetricRef
 from auditlang.report.latex import document
 from auditlang.store.journal import Journal
@@ -338,8 +339,7 @@ def _engines(rd: RunData) -> Entry:
     for mid in models:
         o = rd.spec.get(mid)
         v = o.value
-        engine = v.engine if o.ctor == "embedded" else o.ctor
-        path = v.name if o.ctor == "embedded" else v.path
+        engine, path, _ = declared_model(rd.spec, mid)
         fp = rd.fingerprints.get(mid)
         declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
         swap = getattr(rd.spec, "model_swaps", {}).get(mid)

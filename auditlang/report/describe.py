@@ -56,8 +56,8 @@ def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]
         ev = make_evaluator(spec, eid, task)
     except (ValueError, TypeError, KeyError, ImportError) as err:
         return ctor, f"rule not available: the evaluator cannot be built from the spec ({err})", flags
-    # make_evaluator maps every spec parameter onto the scorer's (tail -> window, judge -> judge_model)
-    # and refuses unknown ones, so describe() states exactly the rule that ran.
+    # the spec's parameters are the evaluator class's own (its Params), so describe() states
+    # exactly the rule that ran.
     return ctor, ev.describe(), flags
 
 

@@ -22,12 +22,8 @@ from auditlang.resolve.spec import Spec
 from auditlang.store.records import read_records
 from auditlang.score.cellmetrics import cell_table
 from auditlang.store.journal import Journal
+from auditlang.store.rundir import CELLS_CSV, JOURNAL, PLAN_FILE, RECORDS, RUN_FILE
 
-RECORDS = "records.parquet"
-CELLS_CSV = Path("metrics") / "cells.csv"
-RUN_FILE = "run.json"
-JOURNAL = "journal.sqlite"
-PLAN_FILE = "plan.json"
 DEFAULT_EVALUATOR = "<default>"
 AXES = ("audit", "model", "dataset", "variant", "protocol", "evaluator")
 

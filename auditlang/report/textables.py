@@ -397,7 +397,7 @@ def grid_table(c: Comparison) -> list[TexTable]:
         for r in mci.records():
             ci.setdefault((r["variant"], r["evaluator"]), {})[r["quantity"]] = r
         # the macro table names the gaps by configuration; map them onto g_A..g_D in order
-        for key, by in ci.items():
+        for _key, by in ci.items():
             gaps = [k for k in by if "|" in k]
             for q, k in zip([q for q in order if q.startswith("g_")], gaps):
                 by[q] = by[k]

@@ -31,6 +31,17 @@ ENGINE_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 
+def declared_model(spec: Spec, mid: str) -> tuple[str, str, bool]:
+    """(engine, model path or name, chat) as spec model ``mid`` declares them: an embedded model
+    names its engine in ``engine=`` and takes its chat flag from the shipped model unless the
+    spec writes ``chat``. The planner, the checklist and :func:`model_config` all read this."""
+    o = spec.get(mid)
+    v = o.value
+    if o.ctor == "embedded":
+        return v.engine, v.name, v.chat if "chat" in dict(o.param_spans) else EMBEDDED_MODELS[v.name]["chat"]
+    return o.ctor, v.path, v.chat
+
+
 def model_config(spec: Spec, mid: str, engine_override: str | None = None,
                  kinds: Collection[str] | None = None) -> ModelConfig:
     """The engine configuration of spec model ``mid``. ``engine_override`` (``auditc run --engine``)
@@ -43,11 +54,7 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
     (the engine's default, off, applies)."""
     o = spec.get(mid)
     v = o.value
-    if o.ctor == "embedded":
-        engine, path = v.engine, v.name
-        chat = v.chat if "chat" in dict(o.param_spans) else EMBEDDED_MODELS[v.name]["chat"]
-    else:
-        engine, path, chat = o.ctor, v.path, v.chat
+    engine, path, chat = declared_model(spec, mid)
     declared = engine
     if engine_override:
         engine = engine_override

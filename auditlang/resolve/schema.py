@@ -13,11 +13,14 @@ reads them from there, so a component registered from outside the package is a c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import difflib
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer
+from pydantic import (
+    BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator,
+    model_serializer)
 
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
@@ -26,11 +29,53 @@ TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
 
 
 class Obj(BaseModel):
+    """A constructor's parameters: one pydantic field each (type, default, limits, and its
+    documentation as ``Field(description=...)``). This is the one declaration the resolver
+    validates, the docs tables and the language server show, and a component is built from."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     REFS: ClassVar[dict[str, str]] = {}
     INLINE: ClassVar[dict[str, str]] = {}  # REFS that take only an object written inline: what to write
     POSITIONAL: ClassVar[tuple[str, ...]] = ()
     DOC: ClassVar[str] = ""
+    # parameters added after a release: left out of the object's parameters (and so of the cells'
+    # content hashes) while they hold their default, so specs written before them keep their hashes
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        for name in self.OMIT_AT_DEFAULT:
+            f = type(self).model_fields[name]
+            key = f.alias or name
+            if key in out and out[key] == f.default:
+                out.pop(key)
+        return out
+
+    def values(self) -> dict[str, Any]:
+        """Every parameter (defaults included, by its spec name): what a component is built with."""
+        return {f.alias or n: getattr(self, n) for n, f in type(self).model_fields.items()}
+
+
+def build_params(owner: str, schema: type[Obj], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` keyword parameters checked against ``schema`` (strictly: no coercion), with
+    defaults filled in; ValueError naming the parameter, the allowed values and the nearest name
+    otherwise. The Python API's check; a spec is checked by the resolver, with diagnostics."""
+    known = [f.alias or n for n, f in schema.model_fields.items()]
+    for key in given:
+        if key not in known:
+            hint = difflib.get_close_matches(key, known, n=1)
+            dym = f" Did you mean: {hint[0]}?" if hint else ""
+            raise ValueError(f"{owner}: unknown parameter {key!r}.{dym} Allowed parameters: {', '.join(known) or '(none)'}")
+    try:
+        return schema.model_validate(dict(given), strict=True).values()
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "parameters"
+        if err["type"] == "missing":
+            raise ValueError(f"{owner}: parameter {where!r} is required") from None
+        value = given.get(where, "")
+        raise ValueError(f"{owner}: parameter {where}={value!r}: {err['msg']}") from None
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -166,10 +211,12 @@ class _ModelBase(Obj):
 
 
 class _CompileParam(BaseModel):
-    """``compile`` (added in session 7) is left out of a model's parameters while false, so the
-    content hashes of cells, and of specs written before it, are unchanged. ``compile=true`` needs
-    the hf engine and a GPU, so an embedded model on vllm or one written ``device="cpu"`` is E123
-    here (``device=auto`` on a machine without CUDA is refused when the engine loads)."""
+    """``compile`` (added in session 7) is left out of a model's parameters while false
+    (``OMIT_AT_DEFAULT``). ``compile=true`` needs the hf engine and a GPU, so an embedded model on
+    vllm or one written ``device="cpu"`` is E123 here (``device=auto`` on a machine without CUDA
+    is refused when the engine loads)."""
+
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compile",)
 
     @field_validator("compile", check_fields=False)
     @classmethod
@@ -179,13 +226,6 @@ class _CompileParam(BaseModel):
         if v and info.data.get("device") == "cpu":
             raise ValueError('compile=true needs a CUDA device, and this model is declared device="cpu"')
         return v
-
-    @model_serializer(mode="wrap")
-    def _drop_default_compile(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out = handler(self)
-        if not out.get("compile"):
-            out.pop("compile", None)
-        return out
 
 
 class HFModel(_CompileParam, _ModelBase):
@@ -267,7 +307,9 @@ class Template(Obj):
 
 class SpaceInsertion(Obj):
     DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("n_spaces",)
     seed: int | None = None
+    n_spaces: int = Field(default=1, ge=1, description="spaces inserted (the paper does not say; one)")
 
 
 class OptionShuffle(Obj):
@@ -455,64 +497,8 @@ class Platt(Obj):
 
 
 # ----------------------------------------------------------------------------- evaluators
-
-
-class FirstChar(Obj):
-    DOC: ClassVar[str] = "Study 000 A.3 extract_pred_letter."
-
-
-class RegexReparse(Obj):
-    DOC: ClassVar[str] = "Study 000 C.1 regex re-parse: marker order, reverse scan of the tail, first-char fallback."
-    tail: int = Field(default=150, ge=1)
-    occurrence: Literal["last", "first"] = "last"
-    case_sensitive: bool = True  # true: upper-case letters only (000 A.3's A-D/A-J); false: also "Answer: c"
-
-
-class Constrained(Obj):
-    DOC: ClassVar[str] = 'Study 000 C.1 repair path 2: generation + "\\n\\nFinal answer:" then one forced label.'
-    max_tokens: int = Field(default=4, ge=1)
-
-
-Extract = Literal["first_line", "guess", "answer_tag", "full"]
-Golds = Literal["answer", "answer+aliases"]
-
-
-class ExactMatch(Obj):
-    DOC: ClassVar[str] = "Exact match after study 001 appendix M normalisation."
-    extract: Extract = "first_line"
-    golds: Golds = "answer+aliases"
-
-
-class LenientMatch(Obj):
-    DOC: ClassVar[str] = "Lenient (containment) match after study 001 appendix M normalisation."
-    extract: Extract = "first_line"
-    golds: Golds = "answer+aliases"
-
-
-class AliasMatch(Obj):
-    DOC: ClassVar[str] = "Match against any of the item's aliases (study 003 alias-aware exact match)."
-    extract: Extract = "answer_tag"
-    golds: Golds = "answer+aliases"
-
-
-class BoxedLetter(Obj):
-    DOC: ClassVar[str] = "Study 003: the letter inside the last \\boxed{...} of the answer."
-
-
-class LoglikArgmax(Obj):
-    DOC: ClassVar[str] = ("Multiple-choice accuracy as lm-evaluation-harness computes it: argmax over the option "
-                          "labels' (or option texts') log-likelihoods; no generation is read.")
-    target: Literal["letter", "option"] = "letter"
-    normalise: Literal["none", "chars", "bytes", "tokens"] = "none"  # target=option: acc_norm = chars
-    label_form: Literal["auto", "space", "bare"] = "auto"
-
-
-class LLMJudge(Obj):
-    DOC: ClassVar[str] = "An LLM judge (study 002 A.1 semantic-equivalence prompt) with a named judge model."
-    POSITIONAL: ClassVar[tuple[str, ...]] = ("judge",)
-    judge: str
-    max_tokens: int = Field(default=8, ge=1)
-    REFS: ClassVar[dict[str, str]] = {"judge": "model"}
+# Each evaluator declares its parameters once, as the ``Params`` model of its class
+# (auditlang/evaluators/), registered by auditlang/evaluators/registry.py.
 
 
 # ----------------------------------------------------------------------------- run settings
@@ -725,26 +711,6 @@ for _name, _schema, _impl, _meta in (
 ):
     # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
     register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
-
-# meta reads: "labels" (option letters: multiple choice and classification only) or "text";
-# followup: (role, request kind) of the evaluator's own model request, planned per item;
-# request_params: parameters that shape that request, not the scorer's text rule; needs_model: it
-# reads model requests of its own although they are planned elsewhere (not re-scorable offline).
-_E = "auditlang.evaluators."
-for _name, _schema, _impl, _meta in (
-    ("first_char", FirstChar, "letters:FirstCharEvaluator", {"reads": "labels"}),
-    ("regex_reparse", RegexReparse, "regex_reparse:RegexReparseEvaluator", {"reads": "labels"}),
-    ("constrained", Constrained, "constrained:ConstrainedEvaluator",
-     {"reads": "labels", "followup": ("constrained", "constrained_choice"), "request_params": ("max_tokens",)}),
-    ("exact_match", ExactMatch, "string_match:ExactMatchEvaluator", {"reads": "text"}),
-    ("lenient_match", LenientMatch, "string_match:LenientMatchEvaluator", {"reads": "text"}),
-    ("alias_match", AliasMatch, "string_match:AliasMatchEvaluator", {"reads": "text"}),
-    ("llm_judge", LLMJudge, "judge:LLMJudgeEvaluator", {"reads": "text", "followup": ("judge", "generate")}),
-    ("boxed_letter", BoxedLetter, "boxed:BoxedLetterEvaluator", {"reads": "labels"}),
-    # followup: planned per item by plan/planner.py (_evaluator_followups: its kind depends on target=)
-    ("loglik_argmax", LoglikArgmax, "loglik:LoglikArgmaxEvaluator", {"reads": "labels", "needs_model": True}),
-):
-    register("evaluator", _name, schema=_schema, impl=_E + _impl, doc=_schema.DOC, **_meta)
 
 # seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
 # release so plans and perturbed prompts stay identical. The alias is the prompts-level name.

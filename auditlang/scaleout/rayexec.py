@@ -20,6 +20,7 @@ import math
 from pathlib import Path
 
 from auditlang.core.errors import AuditlangError, RuntimeFailure
+from auditlang.plan.cross import cross_sources
 from auditlang.plan.model import Plan
 from auditlang.resolve.spec import Spec
 from auditlang.scaleout.progress import DriverProgress, committed_results, plain_worker_logs
@@ -110,8 +111,6 @@ def _submit(ray, units: list[Unit], replicas: dict[str, int], run_dir: str, retr
 def _has_final_work(spec: Spec, plan: Plan) -> bool:
     """Whether the spec has a cross stage (candidates from other units) or an LLM judge: only
     then is the final task (one more Ray worker loading auditlang) started."""
-    from auditlang.plan.cross import cross_sources  # lazy: as the executor it serves
-
     return bool(cross_sources(spec, plan) or spec.judge_models({key[0] for key in plan.units}))
 
 

@@ -24,6 +24,7 @@ from auditlang.plan.model import Plan
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.resolve.spec import MetricRef, Spec
 from auditlang.store.records import answered, read_records
+from auditlang.store.rundir import CELLS_CSV, RECORDS
 
 DEFAULT_METRICS = (MetricRef("accuracy"), MetricRef("ece", (("bins", 10), ("binning", "equal_width"))),
                    MetricRef("brier"), MetricRef("auroc"))
@@ -161,11 +162,11 @@ def to_markdown(df: pd.DataFrame, cols: list[str] | None = None) -> str:
 
 def write_cell_metrics(spec: Spec, plan: Plan, run_dir: Path, records) -> pd.DataFrame:
 
-    df = read_records(run_dir / "records.parquet")
+    df = read_records(run_dir / RECORDS)
     table = cell_table(spec, plan, df)
-    mdir = run_dir / "metrics"
-    mdir.mkdir(exist_ok=True)
-    table.to_csv(mdir / "cells.csv", index=False)
-    (mdir / "cells.md").write_text(to_markdown(table), encoding="utf-8")
-    (mdir / "cells.json").write_text(json.dumps(json.loads(table.to_json(orient="records")), indent=1), encoding="utf-8")
+    cells = run_dir / CELLS_CSV
+    cells.parent.mkdir(exist_ok=True)
+    table.to_csv(cells, index=False)
+    cells.with_suffix(".md").write_text(to_markdown(table), encoding="utf-8")
+    cells.with_suffix(".json").write_text(json.dumps(json.loads(table.to_json(orient="records")), indent=1), encoding="utf-8")
     return table

@@ -16,7 +16,6 @@ from auditlang.plan.model import Plan
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
-from auditlang.evaluators.build import evaluator_ctor
 from auditlang.plan.stage2 import EVALUATOR_ROLES, Programs, item_stage2, label_answer
 from auditlang.store.journal import Journal
 from auditlang.store.integrity import OUTPUTS, record
@@ -26,8 +25,8 @@ from auditlang.evaluators.build import make_evaluator
 from auditlang.plan.crossdata import group_labels, role_of, source_followups
 from auditlang.evaluators.string_match import normalize_answer
 from auditlang.score.cellmetrics import write_cell_metrics
+from auditlang.store.rundir import RECORDS
 
-RECORDS = "records.parquet"
 FIT_ERROR = "__fit_error__"
 
 

@@ -2,7 +2,6 @@
 
 from auditlang.store.codec import fingerprint_hash
 from auditlang.store.journal import JOURNAL_FILE, EngineRecord, Journal, JournalCounts, JournalError
-from auditlang.store.records import RECORDS_SCHEMA, ExampleRecord, read_records, write_records
 from auditlang.store.shards import MergeConflict, MergeReport, Shard, merge_journals, shard_of, shard_requests
 
 __all__ = [
@@ -23,3 +22,15 @@ __all__ = [
     "shard_requests",
     "write_records",
 ]
+
+_RECORDS = ("RECORDS_SCHEMA", "ExampleRecord", "read_records", "write_records")
+
+
+def __getattr__(name: str):
+    """The records names on first use (PEP 562), so the journal and the run directory's layout
+    (``auditc status``, ``check``, ``plan``) load no pandas or pyarrow."""
+    if name in _RECORDS:
+        from auditlang.store import records  # lazy: pandas and pyarrow only for code that reads or writes records
+
+        return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from auditlang.store.integrity import INPUTS, record
 from auditlang.resolve.spec import Spec
 from auditlang.stdlib_location import stdlib_root
 from auditlang.store.rundir import (
-    DATA_DIR, METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, STDLIB_DIR, copy_tree_files, read_run_file,
+    DATA_DIR, METRICS_DIR, PLAN_FILE, RECORDS, REPORT_DIR, PROJECT_DIR, PROJECT_MARKER, RUN_FORMAT, SPEC_DIR, STDLIB_DIR, copy_tree_files, read_run_file,
     replace_dir, write_bytes_atomic, write_json_atomic, write_plan_ids, write_run_file)
 
 
@@ -98,7 +98,7 @@ def save_spec(spec: Spec, run_dir: Path) -> str:
         (project / PROJECT_MARKER).write_text("# project root of the spec copy this run compiled\n", encoding="utf-8")
         shutil.copytree(stdlib_root(), staged / Path(STDLIB_DIR).name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        replace_dir(staged, run_dir / "spec")
+        replace_dir(staged, run_dir / SPEC_DIR)
     finally:  # a failed copy (a full disk) leaves no half-written folder behind
         if staged.exists():
             shutil.rmtree(staged, ignore_errors=True)

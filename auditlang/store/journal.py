@@ -38,10 +38,11 @@ from typing import Any
 from auditlang.core.errors import AuditlangError
 from auditlang.core.requests import Request, Result
 from auditlang.store.codec import dumps, fingerprint_hash, request_to_json, result_from_json, result_to_json
+from auditlang.store.rundir import JOURNAL
 
 __all__ = ["JOURNAL_FILE", "SCHEMA_VERSION", "EngineRecord", "Journal", "JournalCounts", "JournalError"]
 
-JOURNAL_FILE = "journal.sqlite"
+JOURNAL_FILE = JOURNAL  # the name is store/rundir.py's
 SCHEMA_VERSION = 1
 _CHUNK = 500  # request ids per `IN (...)` query (well below SQLite's variable limit)
 

@@ -42,18 +42,23 @@ STDLIB_DIR = "spec/stdlib"
 DATA_DIR = "data"
 JOURNAL = "journal.sqlite"
 RECORDS = "records.parquet"
+RECORDS_JSONL = "records.jsonl"  # the same rows as JSON lines (store/records.py)
 METRICS_DIR = "metrics"
+CELLS_CSV = "metrics/cells.csv"  # per-cell metrics with intervals (score/cellmetrics.py); also .md and .json
 REPORT_DIR = "report"
 FIGURE_CACHE_DIR = ".figures-cache"  # under report/: the figures last drawn and the hash of their inputs
+RESCORE_DIR = "rescore"  # rescore/<evaluator>/: `auditc rescore` (records, cells.csv, cells.md)
+LOCK_FILE = "run.lock"
+HEARTBEAT_FILE = "heartbeat.json"
 PROJECT_MARKER = "auditlang.toml"  # makes spec/project/ the project root when compiled from the copy
 
 
 # Every name auditlang writes at the top of a run directory: a folder holding only these is a run
 # that stopped before it wrote run.json (e.g. on a full disk), and may be resumed.
 RUN_NAMES = frozenset({
-    "run.json", "plan.json", "plan.requests.tsv.gz", "spec", "spec.new", "spec.old", "data", "journal.sqlite",
-    "journal.sqlite-wal", "journal.sqlite-shm", "run.lock", "heartbeat.json", "records.parquet", "records.jsonl",
-    "metrics", "report", "rescore"})
+    RUN_FILE, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, SPEC_DIR + ".new", SPEC_DIR + ".old", DATA_DIR, JOURNAL,
+    JOURNAL + "-wal", JOURNAL + "-shm", LOCK_FILE, HEARTBEAT_FILE, RECORDS, RECORDS_JSONL, METRICS_DIR, REPORT_DIR,
+    RESCORE_DIR})
 
 
 def is_run_dir(path: Path) -> bool:
@@ -70,7 +75,7 @@ def is_run_dir(path: Path) -> bool:
         names = [p.name for p in Path(path).iterdir()]
     except OSError:
         return False
-    started = "run.lock" in names or "heartbeat.json" in names  # written first by every run
+    started = LOCK_FILE in names or HEARTBEAT_FILE in names  # written first by every run
     # (a run.json that is damaged is rewritten by the resumed run: see read_run_file)
     return started and all(n in RUN_NAMES or n.endswith(".tmp") for n in names)
 

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.errors import UserError
-from auditlang.store.rundir import write_json_atomic
+from auditlang.store.rundir import HEARTBEAT_FILE, LOCK_FILE, write_json_atomic
 
-LOCK_FILE = "run.lock"
-HEARTBEAT_FILE = "heartbeat.json"
 
 try:  # POSIX; on other systems the lock is advisory only (status cannot tell live runs)
     import fcntl

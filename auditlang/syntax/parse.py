@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, SourceCache, Span, did_you_mean
 from auditlang.syntax import ast as A

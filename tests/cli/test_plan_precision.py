@@ -57,7 +57,7 @@ def test_analytic_precision_of_the_quickstart(capsys) -> None:
     assert len(acc) == 48 and {r["source"] for r in acc} == {"analytic"}
     by_ds = {r["dataset"]: r for r in acc}
     assert {ds: r["n"] for ds, r in by_ds.items()} == {"capitals": 60, "arithmetic": 100}
-    for ds, r in by_ds.items():
+    for r in by_ds.values():
         assert r["half_width"] == pytest.approx(Z * 0.5 / math.sqrt(r["n"]))
     ratio = by_ds["capitals"]["half_width"] / by_ds["arithmetic"]["half_width"]
     assert ratio == pytest.approx(math.sqrt(100 / 60))  # half-width ~ 1/sqrt(N)

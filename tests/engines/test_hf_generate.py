@@ -15,11 +15,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from auditlang.cli import main as auditc
-from auditlang.engines import hf_generate
-from auditlang.engines.hf import HFEngine
-from auditlang.core.requests import Message, Prompt, Request
-from auditlang.store import Journal
+from auditlang.cli import main as auditc  # noqa: E402  (after importorskip)
+from auditlang.engines import hf_generate  # noqa: E402  (after importorskip)
+from auditlang.engines.hf import HFEngine  # noqa: E402  (after importorskip)
+from auditlang.core.requests import Message, Prompt, Request  # noqa: E402  (after importorskip)
+from auditlang.store import Journal  # noqa: E402  (after importorskip)
 
 QUESTIONS = [
     "What is 2+2?", "Name a colour.", "Write a haiku about the sea.", "Say yes.",
@@ -164,19 +164,19 @@ def test_spec_accepts_batch_size_auto_and_cuda_n(tmp_path, capsys):
 
 def test_batch_size_auto_runs_and_is_recorded(tmp_path, cache_dir):
     data = Path(__file__).resolve().parents[2] / "examples" / "data"
-    spec = _write(tmp_path, f"""\
+    spec = _write(tmp_path, """\
         import "stdlib/s000"
-        settings {{ seed = 42 }}
+        settings { seed = 42 }
         dataset capitals = jsonl("demo_capitals.jsonl", task=multiple_choice, sample=40, seed=42)
         model smol = embedded("smollm2-135m-instruct", dtype=float32, device="cpu", batch_size=auto, max_tokens=4)
-        audit a {{
+        audit a {
           models = [smol]
           datasets = [capitals]
           variants = [s000.surface_paraphrase]
           protocols = [s000.token_norm]
           evaluators = [s000.first_char]
           metrics = [accuracy]
-        }}
+        }
         report cells
         """)
     run_dir = tmp_path / "run"

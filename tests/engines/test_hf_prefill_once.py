@@ -19,9 +19,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from auditlang.cli import main as auditc
-from auditlang.core.requests import Message, Prompt, Request, Result
-from auditlang.engines.hf import HFEngine
+from auditlang.cli import main as auditc  # noqa: E402  (after importorskip)
+from auditlang.core.requests import Message, Prompt, Request, Result  # noqa: E402  (after importorskip)
+from auditlang.engines.hf import HFEngine  # noqa: E402  (after importorskip)
 
 ROOT = Path(__file__).resolve().parents[2]
 TOL = 1e-4

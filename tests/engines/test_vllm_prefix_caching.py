@@ -53,7 +53,7 @@ def runs(cache_dir: Path) -> dict[bool, dict]:
             if on:  # a prompt-logprobs request made to read the cache: the #42019 case, refused
                 real_sp = engine._sp
 
-                def reading_sp(**kw):
+                def reading_sp(real_sp=real_sp, **kw):
                     if kw.get("prompt_logprobs") is not None:
                         kw["skip_reading_prefix_cache"] = False
                     return real_sp(**kw)

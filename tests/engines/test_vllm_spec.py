@@ -38,7 +38,7 @@ def test_spec_vllm_options_are_engine_args_fields(tmp_path: Path) -> None:
     seen = 0
     for path in sorted((REPO / "specs").glob("*.audit")) + sorted((REPO / "examples").glob("*.audit")):
         spec = compile_spec(path)
-        for mid, obj in spec.of_kind("model").items():
+        for mid in spec.of_kind("model"):
             cfg = model_config(spec, mid, kinds={"generate"})  # as `auditc run` builds it: prefix_caching resolved
             if cfg.engine != "vllm":
                 continue

@@ -104,7 +104,7 @@ def test_grouping_reply() -> None:
 
 
 def test_evaluator(trivia: dict) -> None:
-    ev = EVALUATORS["llm_judge"](judge_model="judge")
+    ev = EVALUATORS["llm_judge"](judge="judge")
     assert ev.requires_model and ev.correct("Antelope", trivia) is None
     pred = ev.label("  an antelope\n", trivia).value
     req = ev.request(pred, trivia, seed=5)

@@ -73,8 +73,8 @@ def test_fallback_to_first_char_rule() -> None:
 
 
 def test_evaluator(mc4: dict) -> None:
-    ev = EVALUATORS["regex_reparse"](window=100, occurrence="first")
-    assert ev.params == {"window": 100, "occurrence": "first", "case_sensitive": True}
+    ev = EVALUATORS["regex_reparse"](tail=100, occurrence="first")
+    assert ev.params == {"tail": 100, "occurrence": "first", "case_sensitive": True}
     out = ev.label("Step by step.\nFinal answer: B", mc4)
     assert ev.correct(out.value, mc4) is True
     assert "150" not in ev.describe() and "100" in ev.describe()

@@ -17,7 +17,7 @@ LETTER_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter
 
 def components():
     for name in EVALUATORS:
-        ev = make_evaluator(name, judge_model="j") if name == "llm_judge" else make_evaluator(name)
+        ev = make_evaluator(name, judge="j") if name == "llm_judge" else make_evaluator(name)
         item = MC_ITEM if name in LETTER_EVALUATORS else QA_ITEM
         yield name, (lambda t, ev=ev, item=item: ev.label(t, item))
     for name, factory in VERBAL_PARSERS.items():

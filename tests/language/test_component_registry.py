@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from auditlang.evaluators.string_match import Extract
 from auditlang.core.diagnostics import CompileError
 from auditlang.resolve import compile_spec
 
@@ -186,7 +187,7 @@ def test_registry_lookup_suggestions_aliases_and_lazy_loading() -> None:
 
 class MyMatch(S.Obj):
     DOC: typing.ClassVar[str] = "A plugin evaluator (test)."
-    extract: S.Extract = "first_line"
+    extract: Extract = "first_line"
 
 
 def test_a_component_registered_from_outside_is_a_language_constructor(tmp_path: Path, capsys) -> None:
@@ -212,3 +213,44 @@ def test_a_component_registered_from_outside_is_a_language_constructor(tmp_path:
     spec.write_text(spec.read_text(encoding="utf-8").replace("extrct=full", "extract=full"), encoding="utf-8")
     assert main(["check", str(spec)]) == 1
     assert "unknown evaluator constructor 'my_match'" in capsys.readouterr().err
+
+
+def test_a_perturbation_function_takes_exactly_its_declared_parameters() -> None:
+    """A perturbation's parameters (its schema, what a spec may write) all reach its function,
+    which takes no others (issue 26, item 1: insert_space's n_spaces could not be written)."""
+    for e in REGISTRY.entries("perturbation"):
+        fn = e.load()
+        kw = {n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
+        declared = {f.alias or n for n, f in e.schema.model_fields.items()} - {"seed"}
+        assert kw == declared, (e.name, kw, declared)
+
+
+def test_a_plugin_perturbation_gets_its_parameters(tmp_path: Path, shared_data: Path) -> None:
+    import json
+
+    calls = []
+
+    class Tag(S.Obj):
+        DOC: typing.ClassVar[str] = "test: append a tag to the question"
+        seed: int | None = None
+        tag: str = "x"
+
+    def tag_question(item, seed, *, tag):
+        calls.append(tag)
+        return {**item, "question": f"{item['question']} [{tag}]", "perturbations": [*item.get("perturbations", ())]}
+
+    register("perturbation", "tag_question", schema=Tag, impl=tag_question)
+    try:
+        spec = tmp_path / "s.audit"
+        spec.write_text('import "stdlib/s000"\n'
+                        'dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=2, seed=1)\n'
+                        'model m = embedded("smollm2-135m-instruct")\n'
+                        'variant v = s000.surface_paraphrase with (perturb=[tag_question(tag="zz")])\n'
+                        'audit a {\n  models = [m]\n  datasets = [arc]\n  variants = [v]\n  protocols = [s000.token_norm]\n}\n',
+                        encoding="utf-8")
+        out = tmp_path / "plan.json"
+        assert main(["plan", str(spec), "--data-root", str(shared_data), "--format", "json", "-o", str(out)]) == 0
+        assert calls and set(calls) == {"zz"}
+        assert "[zz]" in json.dumps(json.loads(out.read_text())["requests"])
+    finally:
+        REGISTRY.unregister("perturbation", "tag_question")

@@ -48,7 +48,7 @@ def test_one_stage1_request_per_prompt_and_the_window_rides_on_the_answer(spec) 
     prompts = {(r.model, r.prompt) for r in plan.requests}
     assert len(plan.requests) == len(prompts) == 10  # 5 items x 2 variants, in both audits
     for unit in plan.units.values():
-        for pid, per_item in unit.stage1.items():
+        for per_item in unit.stage1.values():
             for reqs in per_item:
                 if "first" in reqs:
                     assert reqs["first"].id == reqs["answer"].id

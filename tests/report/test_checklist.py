@@ -97,7 +97,7 @@ def test_aligned_names_da_default_and_never_counts_a_missing_view_as_agreeing(md
 
 
 def test_evaluator_rule_reflects_spec_parameters(md):
-    # the spec's tail=150 reaches the scorer as window=150, and describe() states it
+    # the spec's tail=150 reaches the scorer, and describe() states it
     assert "does not take" not in md
     assert "the last standalone upper-case valid letter in the final 150 characters" in md
     assert "upper case only" in md  # regex_reparse case_sensitive=true (the default) is disclosed

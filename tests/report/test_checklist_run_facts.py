@@ -129,7 +129,7 @@ def test_limit_and_full_row_samples_are_disclosed(dev_run):
     assert any("--limit 2" in f and "obqa" in f for f in seeds.flags)
     # arc declares sample=100000 > its rows: every row in file order, not a random draw
     n = plan.datasets["arc"]["n_items"]
-    assert f"dataset arc: file" in text and f"all {n} rows in file order (the declared sample of 100000 covers every row: " \
+    assert "dataset arc: file" in text and f"all {n} rows in file order (the declared sample of 100000 covers every row: " \
            "no random draw)" in text
     assert "obqa" in text and "sample 3 drawn with random.Random(42).sample over row indices" in text
 

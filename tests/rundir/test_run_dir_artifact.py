@@ -9,7 +9,6 @@ These tests take the user's path: a spec file and a data file on disk, `auditc` 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess

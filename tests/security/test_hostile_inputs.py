@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -98,10 +97,20 @@ def test_gold_outside_choices_counts_the_rows(tmp_path, capsys):
 def test_csv_and_jsonl_with_bom_are_read(tmp_path, capsys):
     proj = make_project(tmp_path / "p", spec_with_template('"{{ question }}"', CSV_DS))
     (proj / "data" / "x.csv").write_bytes("\ufeffquestion,choices,answer\nq,\"[\"\"a\"\",\"\"b\"\"]\",a\n".encode())
-    assert _plan(capsys)[0] == 0
+    assert _prompts(capsys) == ["q"]  # the first column is `question`, not `\ufeffquestion`
     (proj / "s.audit").write_text(spec_with_template('"{{ question }}"', JSONL_DS))
     (proj / "data" / "x.jsonl").write_bytes(b"\xef\xbb\xbf" + ARC_ROWS.encode())
-    assert _plan(capsys)[0] == 0
+    first = json.loads(ARC_ROWS.splitlines()[0])["question"]
+    assert _prompts(capsys)[0] == first
+
+
+def _prompts(capsys) -> list[str]:
+    """The user-message texts of the planned requests (``auditc plan --format json``), in order."""
+    assert main(["plan", "s.audit", "--data-root", "data", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err and "\ufeff" not in out.out
+    reqs = json.loads(out.out)["requests"]
+    return [m["content"] for r in reqs for m in r["prompt"]["messages"] if m["role"] == "user"]
 
 
 def test_data_warnings_have_counts_and_can_be_errors(tmp_path, capsys):

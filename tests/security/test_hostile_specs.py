@@ -7,7 +7,6 @@ failure. Each test takes the user's path: a hostile spec file on disk and `audit
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import sqlite3
@@ -62,7 +61,7 @@ def test_data_file_outside_the_project_and_data_root_is_refused(tmp_path, outsid
     (proj / "s.audit").write_text(BASE.replace('"arc.jsonl"', f'"{path}"'), encoding="utf-8")
     assert main(["plan", "s.audit", "--data-root", "data"]) == 1
     err = capsys.readouterr().err
-    assert "error[E118]" in err and f"s.audit:3:" in err and "--data-root" in err
+    assert "error[E118]" in err and "s.audit:3:" in err and "--data-root" in err
     # the same file is readable once the user names its folder as a data root
     monkeypatch.setenv("AUDITLANG_DATA_ROOT", str(outside))
     assert main(["plan", "s.audit", "--data-root", "data"]) == 0
@@ -237,10 +236,20 @@ def test_unusual_out_targets_are_diagnostics(tmp_path, capsys, target):
     assert (proj / "afile").read_text() == "x"
 
 
-def test_rerun_into_a_run_directory_resumes(tmp_path):
+def test_rerun_into_a_run_directory_resumes(tmp_path, capsys):
     make_project(tmp_path / "proj")
     assert run_dryrun("s.audit", "runs/r") == 0
+    first = capsys.readouterr().out
+    assert "requests: executed 4, cached 0, errors 0" in first
+    journal = (tmp_path / "proj" / "runs" / "r" / "journal.sqlite")
+    with sqlite3.connect(journal) as db:
+        before = db.execute("SELECT * FROM results ORDER BY 1").fetchall()
     assert run_dryrun("s.audit", "runs/r") == 0
+    again = capsys.readouterr().out
+    # nothing re-executed: the engine is not even loaded, every request comes from the journal
+    assert "requests: executed 0, cached 4, errors 0" in again and "not loaded" in again
+    with sqlite3.connect(journal) as db:
+        assert db.execute("SELECT * FROM results ORDER BY 1").fetchall() == before
 
 
 def test_full_disk_journal_is_a_runtime_failure_with_the_resume_command(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,6 @@ folder: local data goes through jsonl(...)/csv(...), confined to the project and
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

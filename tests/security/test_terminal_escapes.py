@@ -24,7 +24,7 @@ def _clean(text: str) -> None:
 
 def test_show_prints_data_and_template_controls_visibly(tmp_path, capsys):
     spec = spec_with_template(f'"{PAINT} {{{{ question }}}}"', dataset=BASE.splitlines()[2])
-    proj = make_project(tmp_path / "p", spec, rows=_rows(f"Which number? {PAINT}"))
+    make_project(tmp_path / "p", spec, rows=_rows(f"Which number? {PAINT}"))
     assert main(["show", "s.audit", "*", "--data-root", "data"]) == 0
     out = capsys.readouterr().out
     _clean(out)

@@ -4,7 +4,6 @@ study 000 App. E.2 resampling units, study 001 §3.2 macro bootstrap and the A-D
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,8 @@ import pytest
 
 from auditlang.cli import main
 from auditlang.metrics import ece
+from auditlang.resolve import compile_spec
+from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.core.requests import Result, Sample, TokenLogprob
 from scripted_engine import generation, prompt_text, use_scripted_engine
 
@@ -236,3 +237,10 @@ def test_ece_gap_takes_the_cell_unit_of_000_e2(tmp_path, capsys):
     spec = tmp_path / "units.audit"
     spec.write_text(text, encoding="utf-8")
     assert main(["check", str(spec)]) == 0
+    err = capsys.readouterr().err
+    assert "E159" not in err and "W159" not in err  # the cell unit is accepted for ece_gap, silently
+    assert audit_unit(compile_spec(spec), "a") == "cell"
+    # ... and it is a real choice: a unit ece_gap cannot use is refused at the comparison
+    spec.write_text(text.replace("unit=cell", "unit=macro"), encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    assert "compare 'gap' (ece_gap) cannot use bootstrap unit=macro" in capsys.readouterr().err

@@ -77,7 +77,7 @@ def test_failed_followups_are_missing_per_cell_never_wrong(tmp_path: Path, monke
         ("s000.token_norm", "s000.constrained"): (0, 6), ("s000.verbal_decimal", "s000.constrained"): (0, 6),
         ("s000.token_norm", "acc"): (5, 1), ("s000.verbal_decimal", "acc"): (4, 2),
     }
-    for (pid, eid), c in cells.items():
+    for (_pid, eid), c in cells.items():
         if eid == "s000.constrained":
             assert math.isnan(c["accuracy"])  # was 0.000: every failed request scored as a wrong answer
         else:

@@ -16,7 +16,7 @@ def test_fragment_compiles_and_builds(name: str) -> None:
     spec = compiled(REPO / "stdlib" / f"{name}.audit")
     assert spec.objects or spec.metrics
     assert not spec.of_kind("audit"), "stdlib fragments declare objects, not audits"
-    for oid, obj in spec.objects.items():
+    for obj in spec.objects.values():
         if obj.kind == "template":
             assert compile_obj(spec, obj).variables is not None  # the file exists and parses
         elif obj.kind == "protocol":

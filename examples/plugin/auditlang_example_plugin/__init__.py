@@ -46,13 +46,12 @@ class Shout(Obj):
     seed: int | None = None
 
 
-class LastLetter(Obj):
-    DOC: ClassVar[str] = "Example plugin: the last standalone option letter in the answer."
-
-
 class LastLetterEvaluator(Evaluator):
     name = "last_letter"
     source = "auditlang-example-plugin"
+
+    class Params(Obj):  # the evaluator's parameters, declared once (here: none)
+        DOC: ClassVar[str] = "Example plugin: the last standalone option letter in the answer."
 
     def describe(self) -> str:
         return "The last standalone option letter (A, B, ...) anywhere in the answer text."
@@ -71,8 +70,9 @@ class LastLetterEvaluator(Evaluator):
 
 
 def register() -> None:
-    """The ``auditlang.plugins`` entry point: auditlang calls it once per process."""
+    """The ``auditlang.plugins`` entry point: auditlang calls it once per process. Each name is
+    registered as ``example.<name>`` (the entry point's name) and, unless a built-in has it, as
+    ``<name>``."""
     register_metric("overconfidence", overconfidence, doc="mean(confidence) - accuracy")
     register_component("perturbation", "shout", schema=Shout, impl=shout, doc=Shout.DOC, seed_name="shout")
-    register_component("evaluator", "last_letter", schema=LastLetter, impl=LastLetterEvaluator, doc=LastLetter.DOC,
-                       reads="labels")
+    register_component("evaluator", "last_letter", impl=LastLetterEvaluator, reads="labels")
