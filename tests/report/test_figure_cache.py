@@ -30,8 +30,11 @@ def test_unchanged_runs_reuse_the_figures_and_changed_inputs_redraw_them(tmp_pat
     assert len(calls) == 1  # nothing redrawn
     assert {p.name: p.read_bytes() for p in sorted((run / "report" / "figures").glob("*.png"))} == first
     cells = run / "metrics" / "cells.csv"
-    cells.write_text(cells.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # an input changed
-    assert main(["report", str(run)]) == 0 and len(calls) == 2
+    cells.write_text(cells.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # edited by hand:
+    assert main(["report", str(run)]) == 0 and len(calls) == 1  # recomputed from the records (store/integrity.py): same inputs
+    edited = tmp_path / "quickstart.audit"  # an input really changed: the spec the report adopts
+    edited.write_text(QUICK.read_text(encoding="utf-8") + "\n# edited: the report adopts this spec\n", encoding="utf-8")
+    assert main(["report", str(run), "--spec", str(edited)]) == 0 and len(calls) == 2
 
 
 def test_stored_figures_read_back_byte_for_byte(tmp_path: Path) -> None:
