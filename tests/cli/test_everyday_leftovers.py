@@ -51,11 +51,11 @@ def test_rescore_accepts_boxed_letter_and_plugin_evaluators(tmp_path: Path, caps
     # an installed plugin's evaluator (the example plugin, registered as its entry point would)
     sys.path.insert(0, str(ROOT / "examples" / "plugin"))
     try:
-        from auditlang_example_plugin import LastLetter, LastLetterEvaluator
+        from auditlang_example_plugin import LastLetterEvaluator
     finally:
         sys.path.remove(str(ROOT / "examples" / "plugin"))
     name = "integrity_test_last_letter"
-    REGISTRY.register("evaluator", name, schema=LastLetter, impl=LastLetterEvaluator, reads="labels")
+    REGISTRY.register("evaluator", name, impl=LastLetterEvaluator, reads="labels")
     try:
         assert main(["rescore", str(run), "--evaluator", name]) == 0
         assert (run / "rescore" / name / "records.parquet").exists()
@@ -86,13 +86,13 @@ def test_run_dir_names_the_plugin_a_machine_lacks(tmp_path: Path, capsys, monkey
 
     sys.path.insert(0, str(ROOT / "examples" / "plugin"))
     try:
-        from auditlang_example_plugin import LastLetter, LastLetterEvaluator
+        from auditlang_example_plugin import LastLetterEvaluator
     finally:
         sys.path.remove(str(ROOT / "examples" / "plugin"))
     name = "integrity_plugin_eval"
     REGISTRY._plugin = "auditlang-integrity-plugin 0.2.0"  # what load_plugins sets while a plugin registers
     try:
-        REGISTRY.register("evaluator", name, schema=LastLetter, impl=LastLetterEvaluator, reads="labels")
+        REGISTRY.register("evaluator", name, impl=LastLetterEvaluator, reads="labels")
     finally:
         REGISTRY._plugin = None
     proj = tmp_path / "p"
