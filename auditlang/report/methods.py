@@ -19,6 +19,7 @@ from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 from auditlang.resolve.bootstrap_units import audit_unit
+from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -161,7 +162,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             f"{_n(len(a.datasets), 'dataset')} ({_join(a.datasets)}) under "
                             f"{_n(len(a.variants), 'prompt variant')} ({_join(a.variants)}).",
                             ["engines", "variants"], aid,
-                            [f"run.json:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
+                            [f"{RUN_FILE}:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
         texts = {p: protocol_text(rd, p) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
@@ -177,7 +178,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         if verbal_protocols(rd, aid):
             if rd.vpr_declared(aid):
                 out.append(Sentence(f"Verbal-confidence cells with a parse rate below {rd.vpr_threshold(aid):.2f} are "
-                                    "excluded.", ["vpr"], aid, [f"spec:{aid}.vpr_threshold", "metrics/cells.csv:vpr"]))
+                                    "excluded.", ["vpr"], aid, [f"spec:{aid}.vpr_threshold", f"{CELLS_CSV}:vpr"]))
             else:
                 out.append(Sentence("No verbal-confidence cell is excluded for its parse rate (no inclusion threshold "
                                     "is declared).", ["vpr"], aid, [f"spec:{aid}.vpr_threshold"]))
@@ -188,11 +189,11 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
             ds.append(_sample_text(rd, dsid, info)[0])
     if ds:
         out.append(Sentence(f"Items: {'; '.join(ds)}; the global seed is {rd.spec.settings.seed}.", ["seeds"], None,
-                            [f"plan.json:datasets.{d}" for d, i in rd.plan.datasets.items() if i.get("available")]))
+                            [f"{PLAN_FILE}:datasets.{d}" for d, i in rd.plan.datasets.items() if i.get("available")]))
     sources = [data_source(dsid, info) for dsid, info in rd.plan.datasets.items() if info.get("available")]
     if any(sources):
         out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"], None,
-                            ["run.json:data"]))
+                            [f"{RUN_FILE}:data"]))
     return out
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from auditlang.core.errors import UserError
 from auditlang.core.hashing import sha256_file
 from auditlang.store.rundir import (
-    JOURNAL, METRICS_DIR, PLAN_FILE, PLAN_IDS_FILE, RECORDS, SPEC_DIR, read_run_file, write_run_file)
+    JOURNAL, METRICS_DIR, PLAN_FILE, PLAN_IDS_FILE, RECORDS, RECORDS_JSONL, RUN_FILE, SPEC_DIR, read_run_file, write_run_file)
 
 __all__ = [
     "ARTIFACTS", "INPUTS", "METRICS_FILES", "OUTPUTS", "IntegrityError", "check_data", "check_files",
@@ -45,7 +45,7 @@ __all__ = [
 
 ARTIFACTS = "artifacts"  # run.json key
 INPUTS = (PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR)
-RECORD_FILES = (RECORDS, "records.jsonl")
+RECORD_FILES = (RECORDS, RECORDS_JSONL)
 METRICS_FILES = tuple(f"{METRICS_DIR}/cells.{ext}" for ext in ("csv", "md", "json"))
 OUTPUTS = RECORD_FILES + METRICS_FILES
 
@@ -197,7 +197,7 @@ def check_data(run_dir: Path, info: dict[str, Any]) -> None:
         if got != want:
             raise IntegrityError(
                 f"{p}: the copy of dataset '{dsid}' has sha256 {got[:12]}..., not the {want[:12]}... recorded in "
-                f"{run_dir / 'run.json'} when the run read it (the file was edited)",
+                f"{run_dir / RUN_FILE} when the run read it (the file was edited)",
                 hint="restore the original file; the run's results were computed on the original rows")
 
 

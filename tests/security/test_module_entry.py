@@ -10,7 +10,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-SPEC = 'model m = embedded("smollm2-135m-instruct")\n'
+# a component, so `check` looks the registry up (plugins load on the first lookup)
+SPEC = 'model m = embedded("smollm2-135m-instruct")\nevaluator e = first_char()\n'
 
 
 def test_module_entry_point_does_not_import_a_plugin_from_the_working_directory(tmp_path):
