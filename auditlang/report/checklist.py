@@ -211,8 +211,13 @@ TABLE_ROWS = 30  # rows per tabular (a tabular does not break across pages)
 
 
 def _latex_table(cols: list[str], rows: list[list[str]]) -> list[str]:
-    """Per-cell detail as booktabs tabulars of the column width (first column wraps), 30 rows each."""
-    spec = "@{}>{\\raggedright\\arraybackslash}X" + "l" * (len(cols) - 1) + "@{}"
+    """Per-cell detail as booktabs tabulars of the column width, 30 rows each. Every column wraps
+    (a status or "fitted on ..." text is as long as a cell id): the first column, the cell id, gets
+    the widest share (tabularx ``\\hsize`` weights summing to the number of columns)."""
+    n = len(cols)
+    first, rest = 1 + 0.3 * (n - 1), 0.7
+    col = "\\hsize={:.2f}\\hsize\\raggedright\\arraybackslash"
+    spec = "@{}>{" + col.format(first) + "}X" + ("".join(">{" + col.format(rest) + "}X" for _ in range(n - 1))) + "@{}"
     out = []
     for start in range(0, max(len(rows), 1), TABLE_ROWS):
         out += ["\\par\\noindent{\\footnotesize", f"\\begin{{tabularx}}{{\\linewidth}}{{{spec}}}", "\\toprule",

@@ -131,11 +131,18 @@ def test_report_statement_chooses_the_tables(run, tmp_path):
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
-EXAMPLE_TABLES = sorted((REPO / "examples" / "reports").glob("s00*/tables/*.tex"))
+# Known defect (issue 25, left open): study 001's A-D grid has eight interval columns, wider than a
+# two-column page even when the text columns wrap; strict, so the fix shows up as XPASS.
+TOO_WIDE = {"s001/grid.tex"}
+EXAMPLE_TABLES = [
+    pytest.param(p, id=f"{p.parent.parent.name}/{p.name}", marks=[pytest.mark.xfail(
+        strict=True, reason="the 001 A-D grid (8 interval columns) is wider than the page")]
+        if f"{p.parent.parent.name}/{p.name}" in TOO_WIDE else [])
+    for p in sorted((REPO / "examples" / "reports").glob("s00*/tables/*.tex"))]
 
 
 @needs_pdflatex
-@pytest.mark.parametrize("tex", EXAMPLE_TABLES, ids=[f"{p.parent.parent.name}/{p.name}" for p in EXAMPLE_TABLES])
+@pytest.mark.parametrize("tex", EXAMPLE_TABLES)
 def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
     """The committed twin reports' tables: two-column fit, and the cells tables' first numbers
     are the committed cells.csv's (answer parse rate, then the metrics)."""
