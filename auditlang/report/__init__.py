@@ -12,7 +12,6 @@ import hashlib
 import importlib.metadata
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from auditlang.report.checklist import build_checklist
 from auditlang.report.comparisons import compute_all, vpr_tables
 from auditlang.report.disclosure import disclosure_tables
 from auditlang.report.html import render_html
+from auditlang.report.figure_file import Figure
 from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report import methods as M
@@ -182,24 +182,6 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-@dataclass
-class _StoredFigure:
-    """A figure read back from the figure cache (the fields of ``report.figures.Figure`` that the
-    report uses), so an unchanged report imports no matplotlib."""
-
-    name: str
-    title: str
-    png: bytes
-    pdf: bytes
-
-    def write(self, folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
-        out = [folder / f"{self.name}.png", folder / f"{self.name}.pdf"]
-        out[0].write_bytes(self.png)
-        out[1].write_bytes(self.pdf)
-        return out
-
-
 def _figures(rd, comps, out: Path) -> tuple[list, str]:
     """(figures, note): drawn again only when what they are drawn from changed (records, cell
     metrics, the spec and plan, the report code, matplotlib); else read from
@@ -240,7 +222,7 @@ def _read_figure_cache(cache: Path, key: str | None) -> list | None:
         index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
         if index.get("key") != key:
             return None
-        return [_StoredFigure(f["name"], f["title"], (cache / f"{f['name']}.png").read_bytes(),
+        return [Figure(f["name"], f["title"], (cache / f"{f['name']}.png").read_bytes(),
                               (cache / f"{f['name']}.pdf").read_bytes()) for f in index["figures"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 
@@ -23,25 +21,13 @@ import numpy as np  # noqa: E402
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
 from auditlang.report.comparisons import Comparison  # noqa: E402
 from auditlang.report.comparisons.common import known  # noqa: E402
+from auditlang.report.figure_file import Figure  # noqa: E402,F401 - the drawn figures' type
 from auditlang.report.rundata import RunData  # noqa: E402
 
 TOKEN_CTORS = ("token_prob", "tok_prob_probe")
 VERBAL_CTORS = ("verbalized", "ask_cal", "p_true")
 
 
-@dataclass
-class Figure:
-    name: str
-    title: str
-    png: bytes
-    pdf: bytes
-
-    def write(self, folder: Path) -> list[Path]:
-        folder.mkdir(parents=True, exist_ok=True)
-        out = [folder / f"{self.name}.png", folder / f"{self.name}.pdf"]
-        out[0].write_bytes(self.png)
-        out[1].write_bytes(self.pdf)
-        return out
 
 
 # Type 42 (TrueType) fonts in PDFs: several venues' PDF checks reject matplotlib's default Type 3.
