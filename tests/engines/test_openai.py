@@ -242,7 +242,8 @@ def test_rejected_requests_fail_alone(client: OpenAIEngine, server: str) -> None
         Request.make("smol", "hidden_states", CHAT),
         Request.make("smol", "generate", RAW, max_tokens=2),
     ]
-    big_k, hidden, fine = client.run(reqs)
+    by_id = {r.request_id: r for r in client.run(reqs)}  # results arrive in finishing order
+    big_k, hidden, fine = (by_id[q.id] for q in reqs)
     assert big_k.error and "HTTP 400" in big_k.error
     assert hidden.error and "cannot serve 'hidden_states'" in hidden.error
     assert fine.error is None and fine.samples[0].tokens
