@@ -221,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
 
     rec = Recorder()
     rec.install()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_phases  # per-phase wall/CPU of the run (compile, plan, execute, score, report, ...)
+
+    for sub in ("plan", "run", "report"):
+        __import__(f"auditlang.cli.{sub}")
+    bench_phases.install()
     tmp = None
     out_dir = args.out
     if out_dir is None:
@@ -251,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "generated_tokens": toks, "tokens_per_s_engine": round(toks / engine_s, 1),
         "errors": sum(1 for r in rec.results.values() if r.error),
         "gen_stats": engine.gen_stats.as_dict() if hasattr(engine, "gen_stats") else {"row_steps_per_token": None},
+        "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
     }
     if not args.no_plain:
         plain_s, greedy, plain_toks = plain_loop(engine, reqs)

@@ -161,6 +161,12 @@ def main() -> int:
 
     rec = Recorder()
     rec.install()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_phases  # per-phase wall/CPU of the run (compile, plan, execute, score, report, ...)
+
+    for sub in ("plan", "run", "report"):
+        __import__(f"auditlang.cli.{sub}")
+    bench_phases.install()
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench_vllm_")) / "run"
     if out.exists():
         shutil.rmtree(out)
@@ -194,11 +200,14 @@ def main() -> int:
         "greedy_compared": len(rec.greedy), "greedy_identical": same,
         "first_difference": list(diff[0][-3:]) if diff else None,
         "prefill_stats": engine.prefill_stats.as_dict(),
+        "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
     }
     rec.close_all()
     print(f"auditc run wall {wall:.1f}s (engine start {rec.start_s:.1f}s, inside vLLM {rec.run_s:.1f}s in {len(rec.calls)} run calls); "
           f"plain batch {plain_s:.1f}s; inside/plain {info['inside_vllm_over_plain']}x; "
           f"greedy identical {same}/{len(rec.greedy)}")
+    for n, st in bench_phases.STATS.items():
+        print(f"  phase {n:<26} calls {int(st['calls']):>5}  wall {st['wall_s']:8.2f}s  CPU {st['cpu_s']:8.2f}s")
     print(json.dumps(info))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(info, indent=1) + "\n")

@@ -211,7 +211,11 @@ def _figure_key(rd) -> str | None:
             h.update(f.relative_to(code).as_posix().encode() + b"\0" + f.read_bytes())
     except OSError:
         return None
-    h.update(json.dumps([rd.plan.hash, sorted(rd.spec.files.values()), importlib.metadata.version("matplotlib")]).encode())
+    try:
+        mpl = importlib.metadata.version("matplotlib")
+    except importlib.metadata.PackageNotFoundError:  # the `report` extra is not installed: nothing is cached
+        return None
+    h.update(json.dumps([rd.plan.hash, sorted(rd.spec.files.values()), mpl]).encode())
     return h.hexdigest()
 
 

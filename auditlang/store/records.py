@@ -16,7 +16,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ class ExampleRecord:
         object.__setattr__(self, "request_ids", ids)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _FIELDS}  # every field is a scalar: no deep copy
 
 
 def _as_float(value: Any, name: str, fail: Any) -> float:

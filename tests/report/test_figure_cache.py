@@ -49,3 +49,28 @@ def test_stored_figures_read_back_byte_for_byte(tmp_path: Path) -> None:
     assert _read_figure_cache(tmp_path / "c", "k2") is None  # another key: drawn again
     written = back[0].write(tmp_path / "out")
     assert [p.read_bytes() for p in written] == [figs[0].png, figs[0].pdf]
+
+
+def test_a_run_without_matplotlib_reports_figures_as_not_computable(tmp_path: Path, monkeypatch) -> None:
+    """Without the `report` extra (e.g. the vLLM CPU venv) a run that asks for figures finishes;
+    the figures are named not computable instead of an internal error from the cache key."""
+    import importlib.metadata as md
+    import sys
+
+    real_version = md.version
+
+    def version(name: str) -> str:
+        if name == "matplotlib":
+            raise md.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(md, "version", version)
+    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.") or m == "auditlang.report.figures"]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    run = tmp_path / "r"
+    rc = main(["run", str(QUICK), "--limit", "2", "--engine", "dryrun", "--out", str(run), "--display", "none"])
+    assert rc == 0
+    assert not list((run / "report").rglob("*.png"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (run / "report").glob("*.md"))
+    assert "figures need matplotlib" in text
