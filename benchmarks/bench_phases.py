@@ -42,6 +42,8 @@ PHASES: list[tuple[str, str]] = [
     ("model weights", "auditlang.engines.hf:_load_model"),
     ("engine fingerprint", "auditlang.engines.hf:HFEngine.fingerprint"),
     ("import vllm", "auditlang.engines.vllm_engine:import_vllm"),
+    ("vllm: render+tokenize", "auditlang.engines.vllm_engine:VLLMEngine.encode_all"),
+    ("vllm: results", "auditlang.engines.vllm_engine:VLLMEngine._finish"),
     ("stage-2 requests", "auditlang.plan.stage2:stage2_requests"),
     ("journal commit", "auditlang.store.journal:Journal.put_results"),
     ("write records", "auditlang.store.records:write_records"),

@@ -54,6 +54,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,7 @@ def check_config(config: ModelConfig) -> None:
     _Options.parse(config)
 
 
+_second = operator.itemgetter(1)
 SUPPORTED_VLLM = ((0, 26), (0, 33))  # the `vllm` extra's range (pyproject.toml)
 
 
@@ -536,8 +538,13 @@ class VLLMEngine:
     def _window(self, entries: Iterable[tuple[int, float]], k: int) -> dict[str, float]:
         """The k best (id, logprob) pairs as token string -> logprob (higher kept on collisions)."""
         out: dict[str, float] = {}
-        for tid, lp in sorted(entries, key=lambda e: -e[1])[:k]:
-            out.setdefault(self.token_str(int(tid)), float(lp))
+        strs = self._token_str
+        for tid, lp in sorted(entries, key=_second, reverse=True)[:k]:  # stable: ties keep vLLM's order
+            s = strs.get(tid)
+            if s is None:
+                s = self.token_str(int(tid))
+            if s not in out:
+                out[s] = float(lp)
         return out
 
     # -- execution
@@ -599,7 +606,19 @@ class VLLMEngine:
             return _error(req, str(e))
 
     def _sp(self, **kw: Any) -> Any:
-        return self._vllm.SamplingParams(**kw)
+        """SamplingParams, one object per distinct set of values: vLLM clones the params of every
+        request it adds (as when ``LLM.generate`` shares one object across prompts), and building
+        and verifying one per job cost more than the GPU's share of a small model's requests."""
+        try:
+            key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kw.items()))
+            hash(key)
+        except TypeError:  # an unhashable value (structured-output params): built afresh
+            return self._vllm.SamplingParams(**kw)
+        cache = self.__dict__.setdefault("_sp_cache", {})
+        sp = cache.get(key)
+        if sp is None:
+            sp = cache[key] = self._vllm.SamplingParams(**kw)
+        return sp
 
     def _window_job(self, prompt: list[int], k: int, seed: int) -> "_Job":
         """A one-token request for the top-k window at the prompt's next position; with prefix

@@ -5,6 +5,7 @@
 #   bash benchmarks/gpu_task/vllm_gpu.sh install          reassemble, verify, install; convert SmolLM2
 #   bash benchmarks/gpu_task/vllm_gpu.sh tests            pytest tests/gpu
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm DTYPE       bench_vllm_gpu.py on the s000 design (float32|bfloat16)
+#   bash benchmarks/gpu_task/vllm_gpu.sh vllm-eager DTYPE the same with enforce_eager=true (no torch.compile, no CUDA graphs)
 #   bash benchmarks/gpu_task/vllm_gpu.sh hf DTYPE         bench_gpu_spec.py (hf engine) on the same design
 # Results go to $OUT (the device tool's folder) or /tmp/out.
 set -euo pipefail
@@ -20,9 +21,12 @@ case "$1" in
     python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name(0))"
     ckpt ;;
   tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" ;;
-  vllm)
+  vllm|vllm-eager)
     dt=${2:-float32}
-    sed "s|@CKPT@|$(ckpt)|; s|@DTYPE@|$dt|" benchmarks/gpu_task/s000_smollm2_vllm.audit.in > /tmp/s000_vllm_$dt.audit
+    extra=""; [ "$1" = vllm-eager ] && extra=", enforce_eager=true" && dt_tag=${dt}_eager
+    sed "s|@CKPT@|$(ckpt)|; s|@DTYPE@|$dt$extra|" benchmarks/gpu_task/s000_smollm2_vllm.audit.in > /tmp/s000_vllm_$dt.audit
+    dt=${dt_tag:-$dt}
+    [ -n "${dt_tag:-}" ] && mv /tmp/s000_vllm_${2:-float32}.audit /tmp/s000_vllm_$dt.audit
     python3 benchmarks/bench_vllm_gpu.py /tmp/s000_vllm_$dt.audit --data-root .gpudata --out /tmp/run_vllm_$dt \
       --json-out "$OUT/vllm_$dt.json" 2>&1 | grep -v "^\[smollm2" | tail -40
     cp /tmp/run_vllm_$dt/metrics/cells.csv "$OUT/cells_vllm_$dt.csv" ;;

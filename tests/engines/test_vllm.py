@@ -241,6 +241,19 @@ def test_batched_encoding_equals_one_by_one(vllm_engine, requests_) -> None:
 
 
 @needs_vllm
+def test_equal_sampling_params_are_built_once(vllm_engine) -> None:
+    """Jobs with equal parameters share one SamplingParams (vLLM clones each request's params
+    when it is added, as for ``LLM.generate``'s one shared object); different values or an
+    unhashable value (structured outputs) get their own."""
+    a = vllm_engine._sp(max_tokens=1, temperature=0.0, logprobs=5, seed=3, stop_token_ids=[1, 2])
+    assert vllm_engine._sp(max_tokens=1, temperature=0.0, logprobs=5, seed=3, stop_token_ids=[1, 2]) is a
+    assert vllm_engine._sp(max_tokens=1, temperature=0.0, logprobs=5, seed=4, stop_token_ids=[1, 2]) is not a
+    assert a.logprobs == 5 and list(a.stop_token_ids) == [1, 2]
+    so = vllm_engine._vllm.sampling_params.StructuredOutputsParams(choice=["A", "B"])
+    assert vllm_engine._sp(max_tokens=2, structured_outputs=so) is not vllm_engine._sp(max_tokens=2, structured_outputs=so)
+
+
+@needs_vllm
 def test_first_token_window_is_a_one_token_request(vllm_engine, vllm_results, requests_) -> None:
     """Issue 22: a first-token window (``first_top_logprobs``) is not asked on every decoding step
     but served by a one-token request of the same prompt: position 0 carries the wide window
