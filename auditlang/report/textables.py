@@ -120,7 +120,9 @@ class TexTable:
             return parts[0]._float(label)
         out = []
         for k, p in enumerate(parts):
-            p.caption = self.caption + ("" if k == 0 else f" (continued, part {k + 1})")
+            more = "" if k == 0 else f" (continued, part {k + 1})"
+            p.caption = Tex(str(self.caption) + more, self.caption.plain + more) if isinstance(self.caption, Tex) \
+                else self.caption + more
             p.notes = self.notes if k == len(parts) - 1 else []
             out.append(p._float(label if k == 0 else f"{label}-{k + 1}"))
         return "".join(out)
@@ -511,11 +513,13 @@ def grid_table(c: Comparison) -> list[TexTable]:
     header: list[Any] = ["Quantity"]
     for (var, ev), by in groups.items():
         names = [str(x)[len(prefixes[k]):] for k, x in (("variant", var), ("evaluator", ev)) if k in vary]
-        header.append(tuple(names) + (f"(n = {_count(by['n'])})",))
-    tt = TexTable(c.name, f"Macro signed gaps and protocol shifts ({c.name}, study 001 Table 2)"
-                  + (f", {' and '.join(fixed)}" if fixed else "") + ": macro mean over the n model-dataset settings "
-                  "of each group with its macro-bootstrap interval; ns = the interval covers 0. A gap g is verbalized "
-                  "minus token-probability ECE: negative g means verbalized confidence has the lower ECE.",
+        header.append(tuple(names) + (Tex(f"($n = {_count(by['n'])}$)", f"(n = {_count(by['n'])})"),))
+    head = (f"Macro signed gaps and protocol shifts ({c.name}, study 001 Table 2)"
+            + (f", {' and '.join(fixed)}" if fixed else "") + ": macro mean over the ")
+    mid = " model-dataset settings of each group with its macro-bootstrap interval; ns = the interval covers 0. A gap "
+    tail = " means verbalized confidence has the lower ECE."
+    tt = TexTable(c.name, Tex(prose(head) + "$n$" + prose(mid) + "$g$ is verbalized minus token-probability ECE: negative $g$"
+                              + prose(tail), f"{head}n{mid}g is verbalized minus token-probability ECE: negative g{tail}"),
                   header, [False] + [True] * len(groups))
     definitions = {r["quantity"]: str(r.get("definition") or "") for r in recs}
     for q in quantities:

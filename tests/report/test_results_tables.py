@@ -133,7 +133,7 @@ def check_grid_numbers(tex_file, comparisons) -> None:
     for (head, cells), (var, ev) in zip(cols, groups):
         g = summ[(summ["variant"] == var) & (summ["evaluator"] == ev)]
         ci = mci[(mci["variant"] == var) & (mci["evaluator"] == ev)]
-        assert f"(n = {int(g['n_settings'].iloc[0])})" in head, head
+        assert f"($n = {int(g['n_settings'].iloc[0])}$)" in head, head
         assert list(cells) == list(g["quantity"]), list(cells)
         by_q = dict(zip(ci["quantity"], ci.to_dict("records")))
         gaps = [q for q in ci["quantity"] if "|" in q]
