@@ -179,7 +179,7 @@ class TexTable:
                 body.append("\\midrule")
             body.append(" & ".join(_cell(c, num) for c, num in zip(r, self.numeric)) + f" \\\\ % row: {key}")
         body.append("\\bottomrule")
-        head = ["\\centering", "\\footnotesize", f"\\caption{{{tex(self.caption)}}}", f"\\label{{{label}}}"]
+        head = ["\\centering", "\\footnotesize", f"\\caption{{{tex(self.caption)}}}", f"\\label{{{label}}}\\par\\smallskip"]
         notes = (["\\par\\smallskip{\\raggedright"] + [tex(n) + "\\par" for n in self.notes] + ["}"]) if self.notes else []
         if wrap:
             out = ["\\begin{table*}[tbp]"] + head + ["\\setlength{\\tabcolsep}{4pt}",
