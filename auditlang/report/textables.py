@@ -8,8 +8,9 @@ audit's VPR rule excludes are marked); ``report comparisons(format=latex|both)``
 Tables 4-5 for ``norm_shift``; 001 Table 2 for ``protocol_grid`` and Table 9 for two grids that
 differ in readout; 002 Table 6 for ``robustness``; 003 Table 1 for ``aligned``; 004 Tables 1-2
 for ``consistency``; 001 Table 14 for ``provenance``). Every table is a float that fits a
-two-column article: one column when its estimated natural width fits ``\\columnwidth``, else a
-``table*`` (``tabularx`` wrapping the text columns when even the page width is short). Each
+two-column article: one column when its natural width (measured by TeX) fits ``\\columnwidth``,
+else a ``table*``; ``tabularx`` wraps the text columns when the estimated width exceeds the page, and
+a table too wide even then is split into tables of consecutive columns that repeat the row labels. Each
 row ends in a ``% row: <key>`` comment (the cell id for the cells tables) so a test can check it.
 
 Columns are built from lists, so a column added to ``metrics/cells.csv`` (e.g. ``n_error``) is one
