@@ -105,17 +105,49 @@ def test_ece_gap_table_is_study_000_table_2(run):
         assert [float(x) for x in NUM.findall(body)] == [round(x, 3) for x in want]
 
 
+def grid_columns(tex: str) -> list[tuple[str, dict[str, str]]]:
+    """(header cell, {quantity: cell}) per value column, across the tables a wide grid is split into."""
+    cols: list[tuple[str, dict[str, str]]] = []
+    part: list[tuple[str, dict[str, str]]] = []
+    for line in tex.splitlines():
+        if line.startswith("Quantity"):
+            part = [(h, {}) for h in line.rsplit("\\\\", 1)[0].split(" & ")[1:]]
+            cols += part
+        elif "% row: " in line:
+            body, key = line.rsplit("% row: ", 1)
+            for (_, by), cell in zip(part, body.rsplit("\\\\", 1)[0].split(" & ")[1:]):
+                by[key.strip().split(" (columns")[0]] = cell
+    return cols
+
+
+def check_grid_numbers(tex_file, comparisons) -> None:
+    """Study 001 Table 2's shape (a row per quantity, a column per variant group, split into several
+    tables when they do not fit the page) and every number: the macro mean of ``<grid>_summary.csv``
+    with its interval from ``<grid>_macro_ci.csv``, "ns" where that interval covers 0."""
+    stem = tex_file.stem
+    summ = pd.read_csv(comparisons / f"{stem}_summary.csv")
+    mci = pd.read_csv(comparisons / f"{stem}_macro_ci.csv")
+    cols = grid_columns(tex_file.read_text(encoding="utf-8"))
+    groups = list(dict.fromkeys(zip(summ["variant"], summ["evaluator"])))
+    assert len(cols) == len(groups), [h for h, _ in cols]
+    for (head, cells), (var, ev) in zip(cols, groups):
+        g = summ[(summ["variant"] == var) & (summ["evaluator"] == ev)]
+        ci = mci[(mci["variant"] == var) & (mci["evaluator"] == ev)]
+        assert f"($n = {int(g['n_settings'].iloc[0])}$)" in head, head
+        assert list(cells) == list(g["quantity"]), list(cells)
+        by_q = dict(zip(ci["quantity"], ci.to_dict("records")))
+        gaps = [q for q in ci["quantity"] if "|" in q]
+        names = dict(zip(["g_A", "g_B", "g_C", "g_D"], gaps)) | {"A-B": "g_A - g_B", "A-C": "g_A - g_C",
+                                                                "interaction": "interaction"}
+        for q, mean in zip(g["quantity"], g["macro mean"]):
+            m = by_q[names[q]]
+            want = [mean] + ([m["macro lo"], m["macro hi"]] if pd.notna(m["macro lo"]) else [])
+            assert [float(x) for x in NUM.findall(cells[q])] == [round(x, 3) for x in want], (stem, q, var, ev)
+            assert ("mathrm{ns}" in cells[q]) == str(m["interval"]).startswith("ns"), (q, cells[q])
+
+
 def test_grid_table_is_study_001_table_2(run):
-    summ = pd.read_csv(run.report / "comparisons" / "grid_summary.csv")
-    tex = (run.report / "tables" / "grid.tex").read_text(encoding="utf-8")
-    header = next(ln for ln in tex.splitlines() if ln.startswith("Variant"))
-    for q in ("g\\_A", "g\\_D", "A-B", "A-C", "interaction"):
-        assert q in header or q.replace("\\_", "_") in header, header
-    rows = rows_of(tex)
-    for (var, ev), g in summ.groupby(["variant", "evaluator"], sort=False):
-        body = rows[f"{var}/{ev}"]
-        first = float(NUM.findall(body)[0])
-        assert first == round(g[g["quantity"] == "g_A"]["macro mean"].iloc[0], 3)
+    check_grid_numbers(run.report / "tables" / "grid.tex", run.report / "comparisons")
 
 
 def test_report_statement_chooses_the_tables(run, tmp_path):
@@ -131,21 +163,16 @@ def test_report_statement_chooses_the_tables(run, tmp_path):
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
-# Known defect (issue 25, left open): study 001's A-D grid has eight interval columns, wider than a
-# two-column page even when the text columns wrap; strict, so the fix shows up as XPASS.
-TOO_WIDE = {"s001/grid.tex"}
-EXAMPLE_TABLES = [
-    pytest.param(p, id=f"{p.parent.parent.name}/{p.name}", marks=[pytest.mark.xfail(
-        strict=True, reason="the 001 A-D grid (8 interval columns) is wider than the page")]
-        if f"{p.parent.parent.name}/{p.name}" in TOO_WIDE else [])
-    for p in sorted((REPO / "examples" / "reports").glob("s00*/tables/*.tex"))]
+EXAMPLE_TABLES = [pytest.param(p, id=f"{p.parent.parent.name}/{p.name}")
+                  for p in sorted((REPO / "examples" / "reports").glob("s00*/tables/*.tex"))]
 
 
 @needs_pdflatex
 @pytest.mark.parametrize("tex", EXAMPLE_TABLES)
 def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
-    """The committed twin reports' tables: two-column fit, and the cells tables' first numbers
-    are the committed cells.csv's (answer parse rate, then the metrics)."""
+    """The committed twin reports' tables: two-column fit (study 001's A-D grid included), the
+    cells tables' first numbers are the committed cells.csv's (answer parse rate, then the
+    metrics), and the A-D grids' numbers are their comparison CSVs'."""
     fit = compile_fit(tex, tmp_path, twocolumn=True)
     assert fit.returncode == 0 and fit.overfull == [] and "Float too large" not in fit.log, fit.overfull
     if tex.name.startswith("cells_"):
@@ -153,6 +180,10 @@ def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
         for cid, body in rows_of(tex.read_text(encoding="utf-8")).items():
             rec = cells[cells["cell_id"] == cid].iloc[0]
             assert float(NUM.findall(body)[0]) == round(float(rec["answer_parse_rate"]), 3), cid
+    comparisons = tex.parent.parent / "comparisons"
+    if (comparisons / f"{tex.stem}_macro_ci.csv").is_file() and "g_A" in set(
+            pd.read_csv(comparisons / f"{tex.stem}_summary.csv").get("quantity", [])):
+        check_grid_numbers(tex, comparisons)
 
 
 def test_aligned_table_is_study_003_table_1(run):
@@ -213,3 +244,29 @@ def test_report_statement_in_the_spec_language(run, tmp_path):
     out = build_report(rd.spec, rd.plan, run_dir)
     assert {p.name for p in (out / "tables").glob("*.tex")} == {"cells_main.tex", "cells_probes.tex"}
     assert (out / "comparisons.md").is_file() and not (out / "cells.md").exists()
+
+
+@needs_pdflatex
+def test_a_table_wider_than_the_page_is_split_by_columns(tmp_path):
+    """The general rule: a table wider than \\columnwidth is a table*; one wider than \\textwidth even
+    with its text columns wrapped (here the old 001 grid layout: two name columns and eight interval
+    columns) becomes consecutive tables of columns, each repeating the row labels, all fitting."""
+    from auditlang.report.textables import TexTable, fragment, value_cell
+
+    qs = ["Settings", "g_A", "g_B", "g_C", "g_D", "A-B", "A-C", "interaction", "extra"]
+    t = TexTable("wide", "A wide grid.", ["Variant", "Evaluator"] + qs, [False, False] + [True] * len(qs))
+    for i, ev in enumerate(["s001.lenient", "s001.exact"]):
+        t.add(["s001.bare", ev, "7"] + [value_cell(-0.1 * (i + 1) - 0.01 * k, -0.333, 0.222) for k in range(8)], ev)
+    assert t.min_width_pt() > 460
+    parts = t.column_parts()
+    assert len(parts) == 2 and all(p.header[:2] == ["Variant", "Evaluator"] for p in parts)
+    assert [h for p in parts for h in p.header[2:]] == qs
+    src = fragment([t])
+    assert src.count("\\caption{") == 2 and "(continued, part 2)" in src
+    rows = rows_of(src)
+    assert set(rows) == {"s001.lenient", "s001.exact", "s001.lenient (columns 2)", "s001.exact (columns 2)"}
+    got = [NUM.findall(rows[k]) + NUM.findall(rows[k + " (columns 2)"]) for k in ("s001.lenient", "s001.exact")]
+    assert [x[0::3] for x in got] == [[f"{-0.1 * (i + 1) - 0.01 * k:.3f}" for k in range(8)] for i in range(2)]
+    (tmp_path / "wide.tex").write_text(src, encoding="utf-8")
+    fit = compile_fit(tmp_path / "wide.tex", tmp_path / "fit", twocolumn=True)
+    assert fit.returncode == 0 and fit.overfull == [] and "Float too large" not in fit.log, fit.overfull
