@@ -7,75 +7,26 @@ the parameters that refer to other declared objects (and the kind they must be).
 ``POSITIONAL`` names the parameters that may be given positionally, in order.
 
 Protocol, evaluator, perturbation and comparison constructors are entries of the component
-registry (auditlang/core/registry.py, registered at the end of this module); ``CONSTRUCTORS``
-reads them from there, so a component registered from outside the package is a constructor too.
+registry (auditlang/core/registry.py; protocols and comparisons are registered at the end of this
+module, evaluators by ``evaluators/registry.py``, perturbations by ``prompts/perturb.py``, each with
+the one model of its parameters); ``CONSTRUCTORS`` reads them from there, so a component
+registered from outside the package is a constructor too.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator,
-    model_serializer)
+    BaseModel, ConfigDict, Field, ValidationInfo, field_validator)
 
+from auditlang.core.params import Obj, build_params  # noqa: F401  (re-exported: components subclass Obj)
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
 TaskType = Literal["multiple_choice", "classification", "open_qa"]
 TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
-
-
-class Obj(BaseModel):
-    """A constructor's parameters: one pydantic field each (type, default, limits, and its
-    documentation as ``Field(description=...)``). This is the one declaration the resolver
-    validates, the docs tables and the language server show, and a component is built from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    REFS: ClassVar[dict[str, str]] = {}
-    INLINE: ClassVar[dict[str, str]] = {}  # REFS that take only an object written inline: what to write
-    POSITIONAL: ClassVar[tuple[str, ...]] = ()
-    DOC: ClassVar[str] = ""
-    # parameters added after a release: left out of the object's parameters (and so of the cells'
-    # content hashes) while they hold their default, so specs written before them keep their hashes
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out = handler(self)
-        for name in self.OMIT_AT_DEFAULT:
-            f = type(self).model_fields[name]
-            key = f.alias or name
-            if key in out and out[key] == f.default:
-                out.pop(key)
-        return out
-
-    def values(self) -> dict[str, Any]:
-        """Every parameter (defaults included, by its spec name): what a component is built with."""
-        return {f.alias or n: getattr(self, n) for n, f in type(self).model_fields.items()}
-
-
-def build_params(owner: str, schema: type[Obj], given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` keyword parameters checked against ``schema`` (strictly: no coercion), with
-    defaults filled in; ValueError naming the parameter, the allowed values and the nearest name
-    otherwise. The Python API's check; a spec is checked by the resolver, with diagnostics."""
-    known = [f.alias or n for n, f in schema.model_fields.items()]
-    for key in given:
-        if key not in known:
-            hint = difflib.get_close_matches(key, known, n=1)
-            dym = f" Did you mean: {hint[0]}?" if hint else ""
-            raise ValueError(f"{owner}: unknown parameter {key!r}.{dym} Allowed parameters: {', '.join(known) or '(none)'}")
-    try:
-        return schema.model_validate(dict(given), strict=True).values()
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "parameters"
-        if err["type"] == "missing":
-            raise ValueError(f"{owner}: parameter {where!r} is required") from None
-        value = given.get(where, "")
-        raise ValueError(f"{owner}: parameter {where}={value!r}: {err['msg']}") from None
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -303,30 +254,6 @@ class Template(Obj):
     text: str | None = None
     file: str | None = None
     role: Literal["user", "system"] = "user"
-
-
-class SpaceInsertion(Obj):
-    DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("n_spaces",)
-    seed: int | None = None
-    n_spaces: int = Field(default=1, ge=1, description="spaces inserted (the paper does not say; one)")
-
-
-class OptionShuffle(Obj):
-    DOC: ClassVar[str] = "Study 004: shuffle the options so that the gold option always moves."
-    seed: int | None = None
-
-
-class Typo(Obj):
-    DOC: ClassVar[str] = "Study 004: add, delete or swap one letter in a random non-numeric word of the question."
-    seed: int | None = None
-
-
-class OneShot(Obj):
-    DOC: ClassVar[str] = "Study 004: prefix one solved example (Table 4): a fixed index of a bank, or a seeded draw."
-    seed: int | None = None
-    bank: Literal["mmlu", "hellaswag"] | None = None  # default: hellaswag for datasets named so, else mmlu
-    index: int | None = Field(default=None, ge=0, le=3)
 
 
 class Variant(Obj):
@@ -711,17 +638,6 @@ for _name, _schema, _impl, _meta in (
 ):
     # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
     register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
-
-# seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
-# release so plans and perturbed prompts stay identical. The alias is the prompts-level name.
-for _name, _schema, _impl, _seed in (
-    ("space_insertion", SpaceInsertion, "insert_space", "space"),
-    ("option_shuffle", OptionShuffle, "shuffle_options", "shuffle"),
-    ("typo", Typo, "add_typo", "typo"),
-    ("one_shot", OneShot, "one_shot", "one_shot"),
-):
-    register("perturbation", _name, schema=_schema, impl=f"auditlang.prompts.perturb:{_impl}", doc=_schema.DOC,
-             aliases=(_seed,) if _seed != _name else (), seed_name=_seed)
 
 _C = "auditlang.report.comparisons."
 for _name, _schema, _impl in (
