@@ -1,11 +1,15 @@
 """`auditc run`: execute a plan model by model, score every cell, compute metrics, report.
 
-Order of work, one engine load per model:
-  stage 1  every unique request of the model known at plan time (answers, token windows, ...);
-  stage 2  follow-ups built from the model's stage-1 outputs (verbal confidence after its own
-           answer, constrained re-prompts, P(True), teacher forcing of generated answers);
-  judge    requests for judge models (llm_judge evaluators), after every audited model;
+Order of work (:func:`execute_plan`'s steps, methods of ``_PlanRun``), one engine load per model:
+  audited_models  per audited model: stage 1 (every unique request known at plan time: answers,
+                  token windows, ...), stage 2 (follow-ups built from the model's stage-1 outputs:
+                  verbal confidence after its own answer, constrained re-prompts, P(True), teacher
+                  forcing of generated answers) and the cross requests whose answers exist;
+  cross_stage     the rest of the cross stage, for audited models;
+  judge_models    requests for judge models (llm_judge evaluators), after every audited model;
+  finish          the totals, fingerprints and static keys recorded in run.json;
 then scoring reads everything back from the journal (no model loaded) and writes records.
+Follow-up, judge and cross requests are rebuilt from the journal by ``plan/from_journal.py``.
 Everything is keyed by request id + engine fingerprint, so a rerun executes only what is
 missing and an unchanged spec executes nothing.
 """
