@@ -19,10 +19,9 @@ from auditlang.core.errors import UserError
 from auditlang.core.trust import enforce
 from auditlang.execute.access import (
     access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
-from auditlang.plan.crossdata import cross_requests
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
-from auditlang.plan.stage2 import stage2_requests
+from auditlang.plan.from_journal import FromJournal
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.resolve.spec import Spec
@@ -213,10 +212,11 @@ def missing_requests(run: Run, spec: Spec, plan: Plan) -> int:
                 k += len(set(ids)) - (len(journal.committed(ids, fp)) if fp else 0)
             return k
 
+        followups = FromJournal(spec, plan, journal, fps)  # each stage counted on its own, as the run executes it
         n += count(plan.requests)
-        n += count(stage2_requests(spec, plan, journal, fps))
-        n += count(stage2_requests(spec, plan, journal, fps, judges_only=True))
-        n += count(cross_requests(spec, plan, journal, fps))
+        n += count(followups.stage2())
+        n += count(followups.judges())
+        n += count(followups.cross())
     return n
 
 

@@ -305,6 +305,28 @@ def test_run_directory_names_are_spelled_only_in_store_rundir() -> None:
     assert not bad, "run-directory names outside store/rundir.py (use its constants):\n" + "\n".join(bad)
 
 
+# the builders of run-time requests from stored outputs (plan/stage2.py, plan/crossdata.py)
+JOURNAL_BUILDERS = {"stage2_requests", "cross_requests", "item_stage2", "source_followups", "CrossData"}
+
+
+def test_followups_are_rebuilt_from_the_journal_by_one_owner() -> None:
+    """One owner for rebuilding follow-up (stage-2), judge and cross-stage requests from the journal
+    (issue 26, item 2): outside plan/, code goes through plan/from_journal.py's FromJournal (the
+    runner, `api.missing_requests` and scoring), never the builders themselves."""
+    bad = []
+    for mod, path in MODS.items():
+        if mod.startswith("auditlang.plan."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditlang.plan"):
+                bad += [f"{path.relative_to(REPO)}:{node.lineno}: {a.name}" for a in node.names if a.name in JOURNAL_BUILDERS]
+            elif isinstance(node, ast.Attribute) and node.attr in JOURNAL_BUILDERS:
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.attr}")
+    assert not bad, "requests rebuilt from the journal outside plan/from_journal.py (use FromJournal):\n" + "\n".join(bad)
+    for mod in ("auditlang.execute.runner", "auditlang.api", "auditlang.score.stage"):
+        assert "FromJournal(" in MODS[mod].read_text(encoding="utf-8"), mod
+
+
 # exceptions that never leave the module that raises them (internal control flow)
 INTERNAL_EXCEPTIONS = {"auditlang.engines.openai_engine.RequestFailed", "auditlang.execute.executor._BatchFailed"}
 

@@ -18,6 +18,9 @@ def test_docs_tables_match_the_registry() -> None:
     text = (REPO / "docs" / "evaluators.md").read_text(encoding="utf-8")
     assert "<!-- registry-table: evaluator -->\n| name |" in text  # the table is there, not an empty block
     assert "| `regex_reparse` | `tail` (150)" in text and "| `first_char` | `case_sensitive` (true)" in text
+    text = (REPO / "docs" / "prompts.md").read_text(encoding="utf-8")  # perturbations: their classes' Params
+    assert "<!-- registry-table: perturbation -->\n| name |" in text
+    assert "| `space_insertion` | `seed` (none), `n_spaces` (1)" in text
 
 
 def test_a_stale_table_is_reported(tmp_path: Path) -> None:

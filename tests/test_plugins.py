@@ -75,7 +75,7 @@ def test_the_example_metric_and_evaluator_by_hand(plugin_site: Path) -> None:
     try:
         import numpy as np
 
-        from auditlang_example_plugin import LastLetterEvaluator, overconfidence, shout
+        from auditlang_example_plugin import LastLetterEvaluator, Shout, overconfidence
     finally:
         sys.path.remove(str(plugin_site))
     assert overconfidence(np.array([0.9, 0.8, 0.7, 0.6]), np.array([1, 0, 0, 1])) == pytest.approx(0.75 - 0.5)
@@ -84,7 +84,7 @@ def test_the_example_metric_and_evaluator_by_hand(plugin_site: Path) -> None:
     out = ev.label("I think A, no wait, it is C.", item)
     assert out.ok and out.value == "C" and ev.correct("C", item) is True
     assert not ev.label("no idea", item).ok
-    assert shout({"question": "why?"}, 1)["question"] == "WHY?"
+    assert Shout()({"question": "why?"}, 1)["question"] == "WHY?"
 
 
 def test_a_broken_plugin_is_a_clear_error(tmp_path: Path) -> None:

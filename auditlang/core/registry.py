@@ -43,7 +43,7 @@ KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "c
 # because they belong to later layers (resolve/, evaluators/, metrics/) that import this module.
 BUILTINS: dict[str, str] = {
     "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.evaluators.registry",
-    "perturbation": "auditlang.resolve.schema", "comparison": "auditlang.resolve.schema",
+    "perturbation": "auditlang.prompts.perturb", "comparison": "auditlang.resolve.schema",
     "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics",
     "engine": "auditlang.core.capabilities",
 }

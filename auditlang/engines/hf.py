@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig, ProgressHook, report_progress
+from auditlang.core.engine_options import HFOptions
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
 from auditlang.engines.gen import SAMPLER, _GenSpec, _GenState
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
@@ -62,25 +63,21 @@ from auditlang.engines import embedded, hf_scoring
 from auditlang.engines.embedded import cache_root, sha256_file
 
 log = logging.getLogger("auditlang.engines.hf")
-KNOWN_OPTIONS = {
-    "attn_implementation": "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)",
-    "trust_remote_code": "allow model code from the checkpoint (default false)",
-    "logits_budget": "max float32 logit values held at once per forward (default 2**28 = 1 GiB)",
-    "cpu_linear": "CPU float32 linear layers: 'onednn' (pre-packed oneDNN weights, default where available) or 'torch' (stock MKL)",
-    "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
-    "compile": "torch.compile the scoring forward passes (choice, continuation and hidden-state requests; "
-               "dynamic shapes, compiled once per load; generation stays eager; default false)",
-}
+KNOWN_OPTIONS = HFOptions.known()  # option -> doc: declared once, in core/engine_options.py
+
+
+def _option(name: str, config: ModelConfig) -> Any:
+    """Option ``name`` of ``config``, else its default (HFOptions)."""
+    return config.options.get(name, HFOptions.model_fields[name].default)
+
+
 _DTYPES = ("float32", "bfloat16", "float16")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
 def check_config(config: ModelConfig) -> None:
     """Raise EngineError for options this engine does not accept (imports no torch)."""
-    unknown = set(config.options) - set(KNOWN_OPTIONS)
-    if unknown:
-        known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-        raise EngineError(f"model {config.name!r}: unknown hf option(s) {sorted(unknown)}", hint=f"known options: {known}")
+    HFOptions.check_names(config)
     if config.batch_size != "auto" and (not isinstance(config.batch_size, int) or config.batch_size < 1):
         raise EngineError(f"model {config.name!r}: batch_size must be >= 1 or 'auto' (got {config.batch_size!r})")
 
@@ -307,14 +304,14 @@ class HFEngine:
             raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self._resolved = resolve_model(config)
         self.device = self._pick_device(config.device)
-        self.compile = config.options.get("compile", False)
+        self.compile = _option("compile", config)
         if not isinstance(self.compile, bool):
             raise EngineError(f"compile must be true or false (got {self.compile!r})", hint=f"compile: {KNOWN_OPTIONS['compile']}")
         if self.compile and not self.device.startswith("cuda"):
             raise EngineError(f"compile=true needs a CUDA device (this model loads on {self.device})",
                               hint="remove compile=true on a CPU: it pays off only for large scoring audits on a GPU")
         d, gguf = self._resolved.local_dir, self._resolved.gguf_file
-        extra: dict[str, Any] = {"trust_remote_code": bool(config.options.get("trust_remote_code", False))}
+        extra: dict[str, Any] = {"trust_remote_code": bool(_option("trust_remote_code", config))}
         if gguf:
             extra["gguf_file"] = gguf
         try:
@@ -332,7 +329,7 @@ class HFEngine:
             raise EngineError(f"model {config.name!r}: transformers could not load {d} ({type(e).__name__}: {e})", hint=HF_EXTRA_HINT if isinstance(e, ImportError) else None) from e
         self.model = model.to(device=self.device, dtype=dtype).eval()
         self.dtype = dtype
-        self.cpu_linear = self._pack_linears(config.options.get("cpu_linear", "onednn"))
+        self.cpu_linear = self._pack_linears(_option("cpu_linear", config))
         self._compiled: tuple[Any, Any] | None = None  # (model, its torch.compile wrapper)
         self.scoring_padding = "left"  # "right": hf_scoring's mask-free path (compile=true, eligible models)
         self._vocab = int(self.model.get_output_embeddings().weight.shape[0])
@@ -345,7 +342,7 @@ class HFEngine:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eos_ids) if self.eos_ids else 0)
         self.max_positions = getattr(self.model.config, "max_position_embeddings", None)
-        self._budget = int(config.options.get("logits_budget", 1 << 28))
+        self._budget = int(_option("logits_budget", config))
         # fixed cost of one forward pass in padded-token equivalents (see _chunks)
         self._batch_cost = 64 if self.device == "cpu" else 4096
         self._token_str: dict[int, str] = {}

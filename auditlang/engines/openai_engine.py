@@ -46,27 +46,16 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+import typing
 from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine_options import OpenAIOptions
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
 from auditlang.core.requests import Prompt, Request, Result, Sample, TokenLogprob
 
-KNOWN_OPTIONS = {
-    "base_url": "server URL up to /v1 (default $OPENAI_BASE_URL or https://api.openai.com/v1)",
-    "api_key_env": "name of the environment variable holding the API key (default OPENAI_API_KEY; unset = no key)",
-    "endpoint": "'auto' (messages -> chat, text -> completions), 'chat' or 'completions' (default auto)",
-    "server": "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
-    "timeout": "seconds per HTTP request (default 120)",
-    "retries": "retries after a connection error, timeout, 429 or 5xx (default 3)",
-    "backoff": "first retry delay in seconds, doubled each retry (default 1.0)",
-    "concurrency": "requests in flight at once (default 4)",
-    "window": "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)",
-    "chat_template_kwargs": "chat-template variables (model params enable_thinking, reasoning_effort): sent as "
-                            "chat_template_kwargs (vLLM-style servers), reasoning_effort as the top-level API parameter",
-}
+KNOWN_OPTIONS = OpenAIOptions.known()  # option -> doc: declared once, in core/engine_options.py
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 _FATAL_STATUS = {401, 403}
 _NETWORK_ERRORS = (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException)
@@ -99,28 +88,17 @@ def check_config(config: ModelConfig) -> None:
     _Options.parse(config)
 
 
-@dataclass(frozen=True)
-class _Options:
-    base_url: str
-    api_key_env: str = "OPENAI_API_KEY"
-    endpoint: str = "auto"
-    server: str = "generic"
-    timeout: float = 120.0
-    retries: int = 3
-    backoff: float = 1.0
-    concurrency: int = 4
-    window: int = 20
+class _Options(OpenAIOptions):
+    """The engine's options (``OpenAIOptions``: each declared once, with its type, default and doc),
+    checked by :meth:`parse`."""
 
     @staticmethod
     def parse(config: ModelConfig) -> "_Options":
+        OpenAIOptions.check_names(config)
         opts = dict(config.options)
-        unknown = set(opts) - set(KNOWN_OPTIONS)
-        if unknown:
-            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-            raise EngineError(f"model {config.name!r}: unknown openai option(s) {sorted(unknown)}", hint=f"known options: {known}")
         opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
         opts.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
-        choices = {"endpoint": ("auto", "chat", "completions"), "server": ("generic", "vllm")}
+        choices = {k: typing.get_args(OpenAIOptions.model_fields[k].annotation) for k in ("endpoint", "server")}
         for k, allowed in choices.items():
             if k in opts and opts[k] not in allowed:
                 raise EngineError(f"model {config.name!r}: openai option {k!r} must be one of {allowed} (got {opts[k]!r})")
@@ -136,7 +114,7 @@ class _Options:
             if k in opts:
                 opts[k] = int(opts[k])
         opts["base_url"] = opts["base_url"].rstrip("/")
-        return _Options(**opts)
+        return _Options.model_construct(**opts)  # checked above; the defaults are OpenAIOptions'
 
 
 class OpenAIEngine:

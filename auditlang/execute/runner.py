@@ -1,11 +1,15 @@
 """`auditc run`: execute a plan model by model, score every cell, compute metrics, report.
 
-Order of work, one engine load per model:
-  stage 1  every unique request of the model known at plan time (answers, token windows, ...);
-  stage 2  follow-ups built from the model's stage-1 outputs (verbal confidence after its own
-           answer, constrained re-prompts, P(True), teacher forcing of generated answers);
-  judge    requests for judge models (llm_judge evaluators), after every audited model;
+Order of work (:func:`execute_plan`'s steps, methods of ``_PlanRun``), one engine load per model:
+  audited_models  per audited model: stage 1 (every unique request known at plan time: answers,
+                  token windows, ...), stage 2 (follow-ups built from the model's stage-1 outputs:
+                  verbal confidence after its own answer, constrained re-prompts, P(True), teacher
+                  forcing of generated answers) and the cross requests whose answers exist;
+  cross_stage     the rest of the cross stage, for audited models;
+  judge_models    requests for judge models (llm_judge evaluators), after every audited model;
+  finish          the totals, fingerprints and static keys recorded in run.json;
 then scoring reads everything back from the journal (no model loaded) and writes records.
+Follow-up, judge and cross requests are rebuilt from the journal by ``plan/from_journal.py``.
 Everything is keyed by request id + engine fingerprint, so a rerun executes only what is
 missing and an unchanged spec executes nothing.
 """
@@ -21,13 +25,12 @@ from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
 from auditlang.execute.static_key import static_key
 from auditlang.plan.model import Plan
-from auditlang.plan.stage2 import stage2_requests
+from auditlang.plan.from_journal import FromJournal
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import read_run_file, write_run_file
 from auditlang.execute.executor import execute
-from auditlang.plan.crossdata import cross_requests
 
 CACHE_KEY = "static_key:"  # a response cache's meta: static key -> fingerprint hash it loaded with
 
@@ -63,158 +66,198 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     ``engines``: loaded engines by model id, taken from and left in it (the caller closes them),
     so a Ray worker running several units of one model loads it once.
     """
-
     run_dir.mkdir(parents=True, exist_ok=True)
-    info = read_run_file(run_dir)
-    fps: dict[str, str] = dict(info.get("fingerprints", {}))
-    # errors: requests that failed in this call's engines (plus stored failures kept without retry_errors)
-    totals: dict = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0, "first_error": ""}
-    work: dict[str, dict[str, dict[str, int]]] = {}  # model -> stage -> engine work counters
+    run = _PlanRun(spec, plan, run_dir, engine_override=engine_override, progress=progress, shard=shard,
+                   retry_errors=retry_errors, log=log, beat=beat, cache_dir=cache_dir, phases=phases,
+                   only_models=only_models, engines=engines)
+    with Journal(run_dir) as journal, (run.cache or contextlib.nullcontext()):
+        run.journal, run.followups = journal, FromJournal(spec, plan, journal, run.fps)
+        run.audited_models()  # per model: load, stage 1, stage 2, the cross requests it can run now
+        run.cross_stage()  # the rest of the cross stage, for audited models
+        run.judge_models()  # judge models: their follow-ups and the cross requests sent to them
+    return run.finish()
 
-    def run_stage(engine, reqs, mid: str, stage: str, shard=None) -> None:
-        st = execute(engine, reqs, journal, shard=shard, description=f"{mid} {stage}", **opts)
-        _acc(totals, st)
+
+class _PlanRun:
+    """One call of :func:`execute_plan`: its state (fingerprints, counters, static keys, the
+    journal) and its steps, in the order they run."""
+
+    journal: Journal
+    followups: FromJournal  # the one owner of rebuilding follow-up and cross requests from the journal
+
+    def __init__(self, spec: Spec, plan: Plan, run_dir: Path, *, engine_override, progress, shard, retry_errors,
+                 log, beat, cache_dir, phases, only_models, engines) -> None:
+        self.spec, self.plan, self.run_dir = spec, plan, run_dir
+        self.engine_override, self.shard, self.retry_errors = engine_override, shard, retry_errors
+        self.log, self.beat = log, beat or (lambda **_: None)
+        self.phases, self.engines, self.cache_dir = phases, engines, cache_dir
+        self.info = read_run_file(run_dir)
+        self.fps: dict[str, str] = dict(self.info.get("fingerprints", {}))
+        # errors: requests that failed in this call's engines (plus stored failures kept without retry_errors)
+        self.totals: dict = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0, "first_error": ""}
+        self.work: dict[str, dict[str, dict[str, int]]] = {}  # model -> stage -> engine work counters
+        self.audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
+        self.phase1 = [m for m in self.audited if "models" in phases and (only_models is None or m in only_models)]
+        self.statics: dict[str, dict[str, str]] = dict(self.info.get("static_keys", {}))
+        self.cache = Journal(Path(cache_dir)) if cache_dir else None
+        self.opts = {"progress": progress, "retry_errors": retry_errors, "cache": self.cache}
+        self.cross: list[Request] = []
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    def audited_models(self) -> None:
+        """Phase 1: each audited model's stage 1, its stage-2 follow-ups (built from the answers
+        just stored) and the cross requests whose answers already exist, in one engine load; a
+        model whose static key is unchanged and whose work is all stored is not loaded."""
+        for mid in self.phase1:
+            if self.shard is None and self._unchanged(mid, lambda mid=mid: self.followups.needed(mid)):
+                self.log(f"[{mid}] unchanged and every request stored: not loaded")
+                continue
+            self._with_engine(mid, lambda engine, mid=mid: self._model_stages(engine, mid))
+
+    def _model_stages(self, engine, mid: str) -> None:
+        self._run_stage(engine, self.followups.stage1(mid), mid, "stage 1", shard=self.shard)
+        stage2 = self.followups.stage2(mid)
+        if stage2:
+            # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
+            self._run_stage(engine, stage2, mid, "stage 2")
+        # Cross requests whose answers already exist (another prompt's or a sampled answer of
+        # this model, models run before it) run now, in the same engine load.
+        early = self.followups.cross(mid) if "cross" in self.phases else []
+        if early:
+            self._run_stage(engine, early, mid, "cross")
+
+    def cross_stage(self) -> None:
+        """Phase 2: the cross stage, built from committed answers of every model (a shard builds
+        what its journal allows). Requests of audited models run now (candidate scoring, and
+        sample grouping when an audited model is also a judge); those of other models join the
+        judge phase."""
+        self.cross = self.followups.cross() if "cross" in self.phases else []
+        for mid in self.audited:
+            mine = [r for r in self.cross if r.model == mid]
+            if mine and _missing(self.journal, self.fps, mid, mine, self.retry_errors):
+                self._with_engine(mid, lambda engine, mine=mine, mid=mid: self._run_stage(engine, mine, mid, "cross"))
+
+    def judge_models(self) -> None:
+        """Phase 3: judge models (llm_judge evaluators and cross requests sent to models that are
+        not audited), after every audited model."""
+        judge_work = (self.followups.judges() + [r for r in self.cross if r.model not in self.audited]
+                      if "judge" in self.phases else [])
+        for mid in sorted({r.model for r in judge_work}):
+            mine = [r for r in judge_work if r.model == mid]
+            if self._unchanged(mid, lambda mine=mine: mine):
+                self.log(f"[{mid}] unchanged and every request stored: not loaded")
+                continue
+            self._with_engine(mid, lambda engine, mine=mine, mid=mid: self._run_stage(engine, mine, mid, "judge"))
+
+    def finish(self) -> dict[str, str]:
+        """Log the totals and record them, the fingerprints and static keys in run.json."""
+        t = self.totals
+        self.log(f"requests: executed {t['executed']}, cached {t['cached']}"
+                 + (f" ({t['from_cache']} from the response cache {self.cache_dir})" if t["from_cache"] else "")
+                 + f", errors {t['errors']}")
+        info = read_run_file(self.run_dir)
+        info.update({"fingerprints": self.fps, "last_run": t, "plan_hash": self.plan.hash, "static_keys": self.statics,
+                     "engine_work": self.work})
+        write_run_file(self.run_dir, info)
+        return self.fps
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _run_stage(self, engine, reqs, mid: str, stage: str, shard=None) -> None:
+        st = execute(engine, reqs, self.journal, shard=shard, description=f"{mid} {stage}", **self.opts)
+        _acc(self.totals, st)
         if st.engine_work is not None:
-            mine = work.setdefault(mid, {}).setdefault(stage, {})
+            mine = self.work.setdefault(mid, {}).setdefault(stage, {})
             for k, v in st.engine_work.items():
                 mine[k] = mine.get(k, 0) + v
 
-    audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
-    phase1 = [m for m in audited if "models" in phases and (only_models is None or m in only_models)]
-    beat = beat or (lambda **_: None)
-    statics: dict[str, dict[str, str]] = dict(info.get("static_keys", {}))
-    cache = Journal(Path(cache_dir)) if cache_dir else None
-    opts = {"progress": progress, "retry_errors": retry_errors, "cache": cache}
-    with Journal(run_dir) as journal, (cache or contextlib.nullcontext()):
-        def config(mid: str) -> ModelConfig:
-            """``mid``'s engine configuration for this plan: options that depend on what the
-            plan sends the model (vLLM prefix caching) are resolved from its request kinds."""
-            return engine_config(spec, plan, mid, engine_override)
+    def _config(self, mid: str) -> ModelConfig:
+        """``mid``'s engine configuration for this plan: options that depend on what the
+        plan sends the model (vLLM prefix caching) are resolved from its request kinds."""
+        return engine_config(self.spec, self.plan, mid, self.engine_override)
 
-        def unchanged(mid: str, needed) -> bool:
-            """Whether ``mid``'s static key is the recorded one (in run.json, or in the response
-            cache for a new run directory) and ``needed()`` (built with that fingerprint) is all
-            committed, or copied from the cache: then the model need not be loaded."""
-            rec = statics.get(mid)
-            key = static_key(config(mid))
-            if not key or not rec or rec.get("key") != key or rec["fp"] not in journal.fingerprints():
-                return cached_fully(mid, key, needed) if key and cache is not None else False
-            fps[mid] = rec["fp"]
+    def _unchanged(self, mid: str, needed) -> bool:
+        """Whether ``mid``'s static key is the recorded one (in run.json, or in the response
+        cache for a new run directory) and ``needed()`` (built with that fingerprint) is all
+        committed, or copied from the cache: then the model need not be loaded."""
+        rec = self.statics.get(mid)
+        key = static_key(self._config(mid))
+        if not key or not rec or rec.get("key") != key or rec["fp"] not in self.journal.fingerprints():
+            return self._cached_fully(mid, key, needed) if key and self.cache is not None else False
+        self.fps[mid] = rec["fp"]
+        reqs = needed()
+        if _missing(self.journal, self.fps, mid, reqs, self.retry_errors):
+            return self._cached_fully(mid, key, needed) if self.cache is not None else False
+        self.totals["cached"] += len({r.id for r in reqs})
+        return True
+
+    def _cached_fully(self, mid: str, key: str, needed) -> bool:
+        """``--cache``: the cache knows the fingerprint this static key loaded with; copy every
+        request ``needed()`` lacks from it (stage 1 first, then the follow-ups built from it).
+        True when nothing is left to execute: the model is not loaded."""
+        cache, journal, fps = self.cache, self.journal, self.fps
+        fp = cache.get_meta(CACHE_KEY + key)  # type: ignore[union-attr]
+        known = cache.fingerprints() if fp else {}  # type: ignore[union-attr]
+        if fp not in known:
+            return False
+        journal.register_engine(known[fp].fingerprint, mid)
+        old = fps.get(mid)
+        fps[mid] = fp
+        copied = 0
+        for _ in range(4):  # stage 2 and cross requests are built from what stage 1 copied
             reqs = needed()
-            if _missing(journal, fps, mid, reqs, retry_errors):
-                return cached_fully(mid, key, needed) if cache is not None else False
-            totals["cached"] += len({r.id for r in reqs})
-            return True
+            committed = journal.committed([r.id for r in reqs], fp)
+            todo = [r for r in {r.id: r for r in reqs}.values()
+                    if r.id not in committed or (self.retry_errors and committed[r.id])]
+            hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp).items() if v.error is None}  # type: ignore[union-attr]
+            if hits:
+                journal.put_requests([r for r in todo if r.id in hits], fp)
+                journal.put_results(hits.values(), fp)
+                copied += len(hits)
+            if len(hits) == len(todo):
+                break
+        if _missing(journal, fps, mid, needed(), self.retry_errors):
+            if old is None:
+                fps.pop(mid)
+            else:
+                fps[mid] = old
+            self.totals["from_cache"] += copied  # counted as cached by the stage that runs now
+            return False
+        self.totals["from_cache"] += copied
+        self.totals["cached"] += len({r.id for r in needed()})
+        self.statics[mid] = {"key": key, "fp": fp}
+        return True
 
-        def cached_fully(mid: str, key: str, needed) -> bool:
-            """``--cache``: the cache knows the fingerprint this static key loaded with; copy every
-            request ``needed()`` lacks from it (stage 1 first, then the follow-ups built from it).
-            True when nothing is left to execute: the model is not loaded."""
-            fp = cache.get_meta(CACHE_KEY + key)  # type: ignore[union-attr]
-            known = cache.fingerprints() if fp else {}  # type: ignore[union-attr]
-            if fp not in known:
-                return False
-            journal.register_engine(known[fp].fingerprint, mid)
-            old = fps.get(mid)
-            fps[mid] = fp
-            copied = 0
-            for _ in range(4):  # stage 2 and cross requests are built from what stage 1 copied
-                reqs = needed()
-                committed = journal.committed([r.id for r in reqs], fp)
-                todo = [r for r in {r.id: r for r in reqs}.values()
-                        if r.id not in committed or (retry_errors and committed[r.id])]
-                hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp).items() if v.error is None}  # type: ignore[union-attr]
-                if hits:
-                    journal.put_requests([r for r in todo if r.id in hits], fp)
-                    journal.put_results(hits.values(), fp)
-                    copied += len(hits)
-                if len(hits) == len(todo):
-                    break
-            if _missing(journal, fps, mid, needed(), retry_errors):
-                if old is None:
-                    fps.pop(mid)
-                else:
-                    fps[mid] = old
-                totals["from_cache"] += copied  # counted as cached by the stage that runs now
-                return False
-            totals["from_cache"] += copied
-            totals["cached"] += len({r.id for r in needed()})
-            statics[mid] = {"key": key, "fp": fp}
-            return True
-
-        def run_phase(mid: str, work) -> None:
-            cfg = config(mid)
-            beat(doing=f"{mid}: loading the {cfg.engine} engine")
-            log(f"[{mid}] loading the {cfg.engine} engine: {cfg.path}")
-            t0 = time.perf_counter()
-            engine = engines[mid] if engines is not None and mid in engines else _load(cfg)
-            if engines is not None:
-                engines[mid] = engine
-            log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
-            try:
-                fps[mid] = journal.register_engine(engine.fingerprint(), mid)
-                key = static_key(cfg)
-                if key:
-                    statics[mid] = {"key": key, "fp": fps[mid]}
-                    if cache is not None:  # a new run directory with this cache need not load it
-                        cache.put_meta(CACHE_KEY + key, fps[mid])
-                else:
-                    statics.pop(mid, None)
-                write_run_file(run_dir, {**info, "fingerprints": fps, "plan_hash": plan.hash, "static_keys": statics})
-                beat(doing=f"{mid}: executing")
-                work(engine)
-            except EngineError as e:
-                raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
-            finally:
-                if engines is None:
-                    engine.close()
-
-        for mid in phase1:
-            def stages12(engine, mid=mid) -> None:
-                stage1 = [r for r in plan.requests if r.model == mid]
-                run_stage(engine, stage1, mid, "stage 1", shard=shard)
-                stage2 = [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
-                if stage2:
-                    # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
-                    run_stage(engine, stage2, mid, "stage 2")
-                # Cross requests whose answers already exist (another prompt's or a sampled answer of
-                # this model, models run before it) run now, in the same engine load.
-                early = [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid
-                         ] if "cross" in phases else []
-                if early:
-                    run_stage(engine, early, mid, "cross")
-            def needed(mid=mid) -> list[Request]:
-                return ([r for r in plan.requests if r.model == mid]
-                        + [r for r in stage2_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid]
-                        + [r for r in cross_requests(spec, plan, journal, fps, only_model=mid) if r.model == mid])
-            if shard is None and unchanged(mid, needed):
-                log(f"[{mid}] unchanged and every request stored: not loaded")
-                continue
-            run_phase(mid, stages12)
-
-        # Cross stage: built from committed answers of every model (a shard builds what its journal
-        # allows). Requests of audited models run now (candidate scoring, and sample grouping when
-        # an audited model is also a judge); those of other models join the judge phase.
-        cross = cross_requests(spec, plan, journal, fps) if "cross" in phases else []
-        for mid in audited:
-            mine = [r for r in cross if r.model == mid]
-            if mine and _missing(journal, fps, mid, mine, retry_errors):
-                run_phase(mid, lambda engine, mine=mine, mid=mid: run_stage(engine, mine, mid, "cross"))
-        judge_work = (stage2_requests(spec, plan, journal, fps, judges_only=True) + [r for r in cross if r.model not in audited]
-                      if "judge" in phases else [])
-        for mid in sorted({r.model for r in judge_work}):
-            mine = [r for r in judge_work if r.model == mid]
-            if unchanged(mid, lambda mine=mine: mine):
-                log(f"[{mid}] unchanged and every request stored: not loaded")
-                continue
-            run_phase(mid, lambda engine, mine=mine, mid=mid: run_stage(engine, mine, mid, "judge"))
-    log(f"requests: executed {totals['executed']}, cached {totals['cached']}"
-        + (f" ({totals['from_cache']} from the response cache {cache_dir})" if totals["from_cache"] else "")
-        + f", errors {totals['errors']}")
-    info = read_run_file(run_dir)
-    info.update({"fingerprints": fps, "last_run": totals, "plan_hash": plan.hash, "static_keys": statics, "engine_work": work})
-    write_run_file(run_dir, info)
-    return fps
+    def _with_engine(self, mid: str, work) -> None:
+        """Load ``mid``'s engine (or take it from ``engines``), register its fingerprint, record
+        run.json, run ``work(engine)``, close it (unless the caller holds it)."""
+        cfg, engines = self._config(mid), self.engines
+        self.beat(doing=f"{mid}: loading the {cfg.engine} engine")
+        self.log(f"[{mid}] loading the {cfg.engine} engine: {cfg.path}")
+        t0 = time.perf_counter()
+        engine = engines[mid] if engines is not None and mid in engines else _load(cfg)
+        if engines is not None:
+            engines[mid] = engine
+        self.log(f"[{mid}] {cfg.engine} engine ready: {cfg.path} ({time.perf_counter() - t0:.1f}s)")
+        try:
+            self.fps[mid] = self.journal.register_engine(engine.fingerprint(), mid)
+            key = static_key(cfg)
+            if key:
+                self.statics[mid] = {"key": key, "fp": self.fps[mid]}
+                if self.cache is not None:  # a new run directory with this cache need not load it
+                    self.cache.put_meta(CACHE_KEY + key, self.fps[mid])
+            else:
+                self.statics.pop(mid, None)
+            write_run_file(self.run_dir, {**self.info, "fingerprints": self.fps, "plan_hash": self.plan.hash,
+                                          "static_keys": self.statics})
+            self.beat(doing=f"{mid}: executing")
+            work(engine)
+        except EngineError as e:
+            raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
+        finally:
+            if engines is None:
+                engine.close()
 
 
 def engine_config(spec: Spec, plan: Plan, mid: str, engine_override: str | None = None) -> ModelConfig:

@@ -249,10 +249,30 @@ def registry_table(kind: str) -> str:
     per registered component with its parameters (its schema), its rule (``DOC``) and its
     source (the class's ``source``, or the plugin that registered it). scripts/registry_docs.py
     writes it into the docs; a test checks that the docs hold it."""
+    if kind == "engine":
+        return engine_options_table()
     rows = ["| name | parameters (default; allowed values) | rule | source |", "|---|---|---|---|"]
     for e in REGISTRY.entries(kind):
         impl = e.load()
         source = e.meta.get("plugin") and f"plugin {e.meta['plugin']}" or getattr(impl, "source", "")
         doc = (getattr(e.schema, "DOC", "") or e.doc).strip()
         rows.append(f"| `{e.name}` | {params_summary(e.schema)} | {_cell(doc)} | {_cell(source)} |")
+    return "\n".join(rows) + "\n"
+
+
+def engine_options_table() -> str:
+    """The docs table of every engine's options (docs/engines.md), from each engine entry's option
+    model (core/engine_options.py): the option, its engine default, the spec parameter that sets
+    it (if any, with the spec's default) and its doc."""
+    rows = ["| engine | option (engine default) | spec parameter (default) | what it does |", "|---|---|---|---|"]
+    for e in REGISTRY.entries("engine"):
+        schema = e.schema
+        if not (isinstance(schema, type) and hasattr(schema, "spec_fields")):
+            continue
+        spec = {opt: name for name, opt in schema.spec_params().items()}
+        spec_fields = schema.spec_fields()
+        for name, f in schema.model_fields.items():
+            written = spec.get(name)
+            sp = f"`{written}` ({_table_default(spec_fields[written][1])})" if written else "—"
+            rows.append(f"| `{e.name}` | `{name}` ({_table_default(f)}) | {sp} | {_cell(f.description or '')} |")
     return "\n".join(rows) + "\n"

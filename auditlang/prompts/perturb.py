@@ -6,11 +6,16 @@ ensured that the correct answer's option order was always changed. For the typo 
 randomly selected non-numeric word in the question had a letter added, deleted, or swapped.
 In the blank space insertion variant, we ensured that numeric values remained unchanged."
 
-Every function takes ``(item, seed)`` and returns a new item (the input is not modified); the
-same seed always gives the same result. Use :func:`apply_perturbation` to derive the per-item
-seed from a run's base seed with ``seed_for(base_seed, item["id"], name)`` (SHA-256; see
-:mod:`auditlang.prompts.seeds`), so results never depend on iteration order. Each function
-appends a record ``{"name", "seed", ...details}`` to the item's ``perturbations`` list.
+A perturbation is a :class:`Perturbation` subclass: its ``name`` in the language, its ``Params``
+(the one declaration of its parameters: the resolver checks a spec against it, the language
+server and ``docs/prompts.md``'s table show it) and ``apply(item, seed)``, which returns a new
+item (the input is not modified); the same seed always gives the same result. Registering the
+class (at the end of this module) is all a new perturbation needs. Use :func:`apply_perturbation`
+to derive the per-item seed from a run's base seed with ``seed_for(base_seed, item["id"], name)``
+(SHA-256; see :mod:`auditlang.prompts.seeds`), so results never depend on iteration order. Each
+perturbation appends a record ``{"name", "seed", ...details}`` to the item's ``perturbations`` list.
+The functions ``insert_space``, ``shuffle_options``, ``add_typo`` and ``one_shot`` are the classes
+called as ``fn(item, seed, **params)`` (the Python API).
 Only ``question`` (or ``choices``/``answer_index``) changes: dataset-specific copies of the
 text such as ``sentence`` or ``premise`` are left as they are, so templates must read
 ``question``.
@@ -23,8 +28,11 @@ from functools import lru_cache
 import re
 import string
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Literal
 
+from pydantic import Field
+
+from auditlang.core.params import Obj, build_params
 from auditlang.core.registry import REGISTRY, RegistryError
 from auditlang.prompts.render import letters
 from auditlang.prompts.seeds import seed_for
@@ -51,7 +59,34 @@ def _question(item: dict[str, Any], what: str) -> str:
     return q
 
 
-def insert_space(item: dict[str, Any], seed: int, *, n_spaces: int = 1) -> dict[str, Any]:
+class Perturbation:
+    """A prompt perturbation: ``name`` (the constructor the language accepts), ``seed_name`` (the
+    operation name in the per-item seed, kept from the first release so plans stay identical;
+    also an alias of the constructor), ``source`` (where its rule comes from), ``Params`` (its
+    parameters, declared once) and :meth:`apply`. ``Perturbation(**params)(item, seed)``
+    checks the parameters against ``Params`` (ValueError naming the parameter) and applies it."""
+
+    name: ClassVar[str] = ""
+    seed_name: ClassVar[str] = ""  # default: name
+    source: ClassVar[str] = ""
+
+    class Params(Obj):
+        """``seed``: the base seed of the per-item seeds (default: the spec's ``settings.seed``),
+        which every perturbation takes; a subclass adds its own parameters."""
+
+        seed: int | None = None
+
+    def __init__(self, **params: Any) -> None:
+        self.params = self.Params(**build_params(f"perturbation {self.name!r}", self.Params, params))
+
+    def __call__(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        return self.apply(item, seed)
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SpaceInsertion(Perturbation):
     """Insert ``n_spaces`` extra blank spaces into the question, never inside a number.
 
     Each space goes at a uniformly drawn position strictly between two characters of the
@@ -60,8 +95,19 @@ def insert_space(item: dict[str, Any], seed: int, *, n_spaces: int = 1) -> dict[
     or whether positions inside words are allowed; we insert one (``n_spaces=1``) anywhere
     outside numbers.
     """
-    if n_spaces < 1:
-        raise ValueError(f"insert_space: n_spaces must be >= 1, got {n_spaces}")
+
+    name, seed_name, source = "space_insertion", "space", "paper 004, A.2"
+
+    class Params(Perturbation.Params):
+        DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
+        OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("n_spaces",)
+        n_spaces: int = Field(default=1, ge=1, description="spaces inserted (the paper does not say; one)")
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        return _insert_space(item, seed, self.params.n_spaces)
+
+
+def _insert_space(item: dict[str, Any], seed: int, n_spaces: int) -> dict[str, Any]:
     rng = random.Random(seed)
     text = _question(item, "insert_space")
     positions: list[int] = []
@@ -82,13 +128,24 @@ def insert_space(item: dict[str, Any], seed: int, *, n_spaces: int = 1) -> dict[
     return new
 
 
-def shuffle_options(item: dict[str, Any], seed: int) -> dict[str, Any]:
+class OptionShuffle(Perturbation):
     """Shuffle the choices so that the gold option always lands at a new position.
 
     Draws uniform permutations with ``random.Random(seed).shuffle`` until the gold option's
     index changes (a uniform draw among permutations that move the gold). Returns the item with
     new ``choices`` and ``answer_index``; ``answer`` (the gold text) is unchanged.
     """
+
+    name, seed_name, source = "option_shuffle", "shuffle", "paper 004, A.2"
+
+    class Params(Perturbation.Params):
+        DOC: ClassVar[str] = "Study 004: shuffle the options so that the gold option always moves."
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        return _shuffle_options(item, seed)
+
+
+def _shuffle_options(item: dict[str, Any], seed: int) -> dict[str, Any]:
     choices = item.get("choices")
     idx = item.get("answer_index")
     if not isinstance(choices, list) or len(choices) < 2:
@@ -125,7 +182,7 @@ def _candidate_words(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def add_typo(item: dict[str, Any], seed: int) -> dict[str, Any]:
+class Typo(Perturbation):
     """Add, delete or swap one letter in one random non-numeric word of the question.
 
     A word is a run of letters inside a whitespace-separated token that has no digit (so
@@ -134,6 +191,17 @@ def add_typo(item: dict[str, Any], seed: int) -> dict[str, Any]:
     position of the word), ``delete`` (one letter; words of 2+ letters) and ``swap`` (two
     adjacent, different letters).
     """
+
+    name, seed_name, source = "typo", "typo", "paper 004, A.2"
+
+    class Params(Perturbation.Params):
+        DOC: ClassVar[str] = "Study 004: add, delete or swap one letter in a random non-numeric word of the question."
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        return _add_typo(item, seed)
+
+
+def _add_typo(item: dict[str, Any], seed: int) -> dict[str, Any]:
     text = _question(item, "add_typo")
     words = _candidate_words(text)
     if not words:
@@ -206,13 +274,31 @@ def oneshot_example(bank: str, index: int) -> dict[str, Any]:
     return ex
 
 
-def one_shot(item: dict[str, Any], seed: int, *, bank: str, index: int | None = None) -> dict[str, Any]:
+class OneShot(Perturbation):
     """Attach a one-shot example as the item's ``oneshot`` field (read by ``s004/*_oneshot``).
 
     The paper runs each of the four examples of a bank as its own variant (fixed for every
     item), so pass ``index`` (0-3) to reproduce it; with ``index=None`` the example is drawn
-    with ``random.Random(seed)``.
+    with ``random.Random(seed)``. A spec that names no ``bank`` gets hellaswag for datasets named
+    so, else mmlu (the planner's choice); called directly, ``bank`` is required.
     """
+
+    name, seed_name, source = "one_shot", "one_shot", "paper 004, A.3 (Table 4)"
+
+    class Params(Perturbation.Params):
+        DOC: ClassVar[str] = ("Study 004: prefix one solved example (Table 4): a fixed index of a bank, "
+                              "or a seeded draw.")
+        bank: Literal["mmlu", "hellaswag"] | None = None  # default: hellaswag for datasets named so, else mmlu
+        index: int | None = Field(default=None, ge=0, le=3)
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        if self.params.bank is None:
+            raise ValueError(f"one_shot: item {item.get('id')!r}: no one-shot bank given; choose one of "
+                             f"{sorted(ONESHOT_EXAMPLES)}")
+        return _one_shot(item, seed, self.params.bank, self.params.index)
+
+
+def _one_shot(item: dict[str, Any], seed: int, bank: str, index: int | None) -> dict[str, Any]:
     if "oneshot" in item:
         raise ValueError(f"one_shot: item {item.get('id')!r} already has a 'oneshot' field")
     if bank not in ONESHOT_EXAMPLES:
@@ -224,9 +310,34 @@ def one_shot(item: dict[str, Any], seed: int, *, bank: str, index: int | None = 
     return new
 
 
-# constructor name (space_insertion, ...; the short names space/shuffle are aliases) -> function:
-# the component registry's ``perturbation`` entries, registered by resolve/schema.py
-PERTURBATIONS: Mapping[str, Callable[..., dict[str, Any]]] = REGISTRY.view("perturbation")
+# The component registry's ``perturbation`` entries: the class is the implementation and its
+# ``Params`` the schema (auditlang/core/registry.py reads it); the seed name is an alias.
+for _cls in (SpaceInsertion, OptionShuffle, Typo, OneShot):
+    REGISTRY.register("perturbation", _cls.name, impl=_cls, seed_name=_cls.seed_name or _cls.name,
+                      aliases=(_cls.seed_name,) if _cls.seed_name not in ("", _cls.name) else ())
+
+# constructor name (space_insertion, ...; the short names space/shuffle are aliases) -> class
+PERTURBATIONS: Mapping[str, Callable[..., Any]] = REGISTRY.view("perturbation")
+
+
+def insert_space(item: dict[str, Any], seed: int, **params: Any) -> dict[str, Any]:
+    """:class:`SpaceInsertion` as a function (``n_spaces=``)."""
+    return SpaceInsertion(**params)(item, seed)
+
+
+def shuffle_options(item: dict[str, Any], seed: int, **params: Any) -> dict[str, Any]:
+    """:class:`OptionShuffle` as a function."""
+    return OptionShuffle(**params)(item, seed)
+
+
+def add_typo(item: dict[str, Any], seed: int, **params: Any) -> dict[str, Any]:
+    """:class:`Typo` as a function."""
+    return Typo(**params)(item, seed)
+
+
+def one_shot(item: dict[str, Any], seed: int, **params: Any) -> dict[str, Any]:
+    """:class:`OneShot` as a function (``bank=``, ``index=``)."""
+    return OneShot(**params)(item, seed)
 
 
 def apply_perturbation(item: dict[str, Any], name: str, base_seed: int, **options: Any) -> dict[str, Any]:
@@ -239,5 +350,8 @@ def apply_perturbation(item: dict[str, Any], name: str, base_seed: int, **option
         raise ValueError(f"unknown perturbation {name!r}; {e.hint}") from None
     if "id" not in item:
         raise ValueError(f"perturbation {name!r} needs items with an 'id' (used to derive the seed)")
-    seed_name = entry.meta.get("seed_name", entry.name)
-    return entry.load()(item, seed_for(base_seed, str(item["id"]), seed_name), **options)
+    seed = seed_for(base_seed, str(item["id"]), entry.meta.get("seed_name", entry.name))
+    impl = entry.load()
+    if isinstance(impl, type) and issubclass(impl, Perturbation):
+        return impl(**options)(item, seed)
+    return impl(item, seed, **options)  # a function registered with its own schema= (older plugins)

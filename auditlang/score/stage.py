@@ -16,13 +16,13 @@ from auditlang.plan.model import Plan
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
-from auditlang.plan.stage2 import EVALUATOR_ROLES, Programs, item_stage2, label_answer
+from auditlang.plan.stage2 import EVALUATOR_ROLES, Programs, label_answer
 from auditlang.store.journal import Journal
 from auditlang.store.integrity import OUTPUTS, record
 from auditlang.store.records import ExampleRecord, write_records
-from auditlang.plan.crossdata import CrossData
+from auditlang.plan.from_journal import FromJournal
 from auditlang.evaluators.build import make_evaluator
-from auditlang.plan.crossdata import group_labels, role_of, source_followups
+from auditlang.plan.crossdata import group_labels, role_of
 from auditlang.evaluators.string_match import normalize_answer
 from auditlang.score.cellmetrics import write_cell_metrics
 from auditlang.store.rundir import RECORDS
@@ -40,8 +40,9 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                 evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
     """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
 
-    progs = Programs(spec)
-    cross = CrossData(spec, plan, journal, fps, progs)
+    followups = FromJournal(spec, plan, journal, fps)  # follow-ups and cross candidates, rebuilt from the journal
+    progs = followups.progs
+    cross = followups.cross_data()
     records: list[ExampleRecord] = []
     cells_by_unit: dict[tuple, list] = {}
     for c in plan.cells:
@@ -54,12 +55,12 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
         dev_unit = plan.units.get((aid, mid, dsid, vid, "dev"))
         for pid in sorted({c.protocol for c in cells}):
             prog = progs.program(pid)
-            rows = _protocol_rows(progs, spec, aid, pid, unit, journal, fp, fps)
+            rows = _protocol_rows(followups, aid, pid, unit, journal, fp, fps)
             if getattr(prog, "cross_supplied", lambda: False)():
                 rows = _with_wrong_from(cross, journal, fp, (aid, mid, dsid, vid, "test"), pid, rows)
             fitted = None
             if getattr(prog, "needs_dev", False) and dev_unit is not None and pid in dev_unit.stage1:
-                dev_rows = _protocol_rows(progs, spec, aid, pid, dev_unit, journal, fp, fps)
+                dev_rows = _protocol_rows(followups, aid, pid, dev_unit, journal, fp, fps)
                 first_eid = cells[0].evaluator
                 fit_input = []
                 for ctx, r1, r2 in dev_rows:
@@ -111,7 +112,7 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
                     if abstain is not None:
                         extras["abstain"] = bool(abstain)
                     if ctx.index in cand_results:
-                        extras["supplied"] = _score_candidates(progs, spec, cross, journal, target, aid, pid, eid, ctx, r1,
+                        extras["supplied"] = _score_candidates(followups, cross, journal, target, aid, pid, eid, ctx, r1,
                                                                cand_results[ctx.index], fitted)
                     conf = float(ro_conf) if ro_conf is not None else math.nan
                     if not math.isnan(conf):
@@ -180,10 +181,11 @@ def _cross_results(cross, journal: Journal, fp: str, target: tuple, pid: str, ro
     return {i: {role: got.get(r.id) for role, r in rs.items()} for i, rs in reqs.items()}
 
 
-def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, target: tuple, aid: str, pid: str, eid: str,
+def _score_candidates(followups: FromJournal, cross, journal: Journal, target: tuple, aid: str, pid: str, eid: str,
                       ctx, r1: dict[str, Result | None], results: dict[str, Result | None], fitted) -> list[dict[str, Any]]:
     """Record extras ``supplied``: every candidate answer of this item scored by this cell's
     protocol (confidence) and labelled by its evaluator (correctness), see run/cross.py."""
+    progs, spec = followups.progs, followups.spec
 
     prog = progs.program(pid)
     cands = cross.candidates(target).get(ctx.index, [])
@@ -207,7 +209,7 @@ def _score_candidates(progs: Programs, spec: Spec, cross, journal: Journal, targ
             elif fitted is not None:
                 ro = prog.apply(fitted, ro)
             conf, parsed, reason = ro.confidence, ro.parsed, ro.extras.get("reason")
-        src_r2 = source_followups(progs, spec, journal, cross.fps, aid, cand)
+        src_r2 = followups.source(aid, cand)
         pred, ok, rule, corr = label_answer(progs, spec, eid, cand.ctx, cand.text, src_r2)
         entry = {"source": cand.source, "index": cand.index, "pred": None if pred is None else str(pred), "parsed": ok,
                  "confidence": None if conf is None or math.isnan(conf) else min(1.0, max(0.0, float(conf))),
@@ -262,7 +264,7 @@ def _label_plain(progs: Programs, eid: str, ctx, text: str):
     return pred, True, out.rule, (math.nan if corr is None else float(bool(corr)))
 
 
-def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journal: Journal, fp: str,
+def _protocol_rows(followups: FromJournal, aid: str, pid: str, unit, journal: Journal, fp: str,
                    fps: dict[str, str] | None = None):
     per_item = unit.stage1.get(pid, [])
     ids = [r.id for reqs in per_item for r in reqs.values()]
@@ -270,7 +272,7 @@ def _protocol_rows(progs: Programs, spec: Spec, aid: str, pid: str, unit, journa
     rows = []
     for ctx, reqs in zip(unit.contexts, per_item):
         r1 = {role: got.get(r.id) for role, r in reqs.items()}
-        r2_reqs = item_stage2(progs, spec, aid, pid, ctx, r1)
+        r2_reqs = followups.item(aid, pid, ctx, r1)
         r2: dict[str, Result | None] = {}
         if r2_reqs:
             judge_fp = {}

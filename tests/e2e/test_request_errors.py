@@ -9,7 +9,6 @@ through ``main([...])`` and the files a reader opens are read back.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -89,7 +88,7 @@ def _fails_first_run(text: str) -> bool:
 def stub(monkeypatch):
     # the engine's real retry loop, without its 1 s / 2 s / 4 s waits
     parse = openai_engine._Options.parse
-    monkeypatch.setattr(openai_engine._Options, "parse", staticmethod(lambda c: dataclasses.replace(parse(c), backoff=0.001)))
+    monkeypatch.setattr(openai_engine._Options, "parse", staticmethod(lambda c: parse(c).model_copy(update={"backoff": 0.001})))
     srv = Stub(_fails_first_run)
     yield srv
     srv.close()

@@ -125,15 +125,17 @@ def test_every_comparison_function_has_a_constructor_and_vice_versa() -> None:
     assert _impls("comparison") == found
 
 
-def test_every_perturbation_function_has_a_constructor_and_vice_versa() -> None:
+def test_every_perturbation_class_has_a_constructor_and_vice_versa() -> None:
     import auditlang.prompts.perturb as P
 
-    found = {fn for name, fn in vars(P).items() if inspect.isfunction(fn) and fn.__module__ == P.__name__
-             and not name.startswith("_") and list(inspect.signature(fn).parameters)[:2] == ["item", "seed"]}
+    found = {c for c in _subclasses(P.Perturbation) if c.__module__ == P.__name__ and not c.__name__.startswith("_")}
     assert _impls("perturbation") == found
+    for e in REGISTRY.entries("perturbation"):  # the class's Params is the schema: declared once
+        assert e.schema is e.load().Params and e.name == e.load().name, e.name
     # one_shot's schema admits exactly the banks and indices the implementation has
-    assert set(typing.get_args(typing.get_args(S.OneShot.model_fields["bank"].annotation)[0])) == set(P.ONESHOT_EXAMPLES)
-    le = next(m.le for m in S.OneShot.model_fields["index"].metadata if hasattr(m, "le"))
+    params = P.OneShot.Params
+    assert set(typing.get_args(typing.get_args(params.model_fields["bank"].annotation)[0])) == set(P.ONESHOT_EXAMPLES)
+    le = next(m.le for m in params.model_fields["index"].metadata if hasattr(m, "le"))
     assert all(len(bank) == le + 1 for bank in P.ONESHOT_EXAMPLES.values())
 
 
@@ -215,14 +217,56 @@ def test_a_component_registered_from_outside_is_a_language_constructor(tmp_path:
     assert "unknown evaluator constructor 'my_match'" in capsys.readouterr().err
 
 
-def test_a_perturbation_function_takes_exactly_its_declared_parameters() -> None:
-    """A perturbation's parameters (its schema, what a spec may write) all reach its function,
-    which takes no others (issue 26, item 1: insert_space's n_spaces could not be written)."""
-    for e in REGISTRY.entries("perturbation"):
-        fn = e.load()
-        kw = {n for n, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
-        declared = {f.alias or n for n, f in e.schema.model_fields.items()} - {"seed"}
-        assert kw == declared, (e.name, kw, declared)
+def test_a_perturbation_is_declared_once_and_seen_everywhere(tmp_path: Path, shared_data: Path, capsys) -> None:
+    """Issue 26, item 1: a perturbation is one class; its ``Params`` (declared once) is what
+    `auditc check` accepts, what the docs table and the language server show and what reaches
+    ``apply`` when a plan is built. A parameter added only to ``Params`` shows up everywhere."""
+    import json
+
+    from pydantic import Field
+
+    from auditlang.lsp.complete import complete
+    from auditlang.lsp.docs import registry_table
+    from auditlang.prompts.perturb import Perturbation
+
+    seen = []
+
+    class Suffix(Perturbation):
+        name, source = "suffix_question", "test"
+
+        class Params(Perturbation.Params):
+            DOC: typing.ClassVar[str] = "test: append a suffix to the question"
+            suffix: str = Field(default="?", description="the text appended")
+            times: int = Field(default=1, ge=1)
+
+        def apply(self, item, seed):
+            seen.append((self.params.suffix, self.params.times))
+            return {**item, "question": item["question"] + self.params.suffix * self.params.times}
+
+    register("perturbation", "suffix_question", impl=Suffix)
+    try:
+        assert REGISTRY.get("perturbation", "suffix_question").schema is Suffix.Params
+        row = next(ln for ln in registry_table("perturbation").splitlines() if "`suffix_question`" in ln)
+        assert "`suffix` (`\"?\"`), `times` (1)" in row and "append a suffix" in row
+        text = "perturbation p = suffix_question("
+        labels = {i.label for i in complete(text, len(text), None)}
+        assert {"suffix", "times", "seed"} <= labels, labels
+        spec = tmp_path / "s.audit"
+        body = ('import "stdlib/s000"\n'
+                'dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=2, seed=1)\n'
+                'model m = embedded("smollm2-135m-instruct")\n'
+                'variant v = s000.surface_paraphrase with (perturb=[suffix_question(suffix="!!", times=TIMES)])\n'
+                'audit a {\n  models = [m]\n  datasets = [arc]\n  variants = [v]\n  protocols = [s000.token_norm]\n}\n')
+        spec.write_text(body.replace("TIMES", "0"), encoding="utf-8")
+        assert main(["check", str(spec)]) == 1  # the field's limit (ge=1) is the resolver's
+        assert "times" in capsys.readouterr().err
+        spec.write_text(body.replace("TIMES", "2"), encoding="utf-8")
+        out = tmp_path / "plan.json"
+        assert main(["plan", str(spec), "--data-root", str(shared_data), "--format", "json", "-o", str(out)]) == 0
+        assert seen and set(seen) == {("!!", 2)}
+        assert "!!!!" in json.dumps(json.loads(out.read_text())["requests"])
+    finally:
+        REGISTRY.unregister("perturbation", "suffix_question")
 
 
 def test_a_plugin_perturbation_gets_its_parameters(tmp_path: Path, shared_data: Path) -> None:

@@ -22,6 +22,7 @@ from auditlang.evaluators.base import Evaluator
 from auditlang.evaluators.letters import gold_letter, item_labels
 from auditlang.evaluators.outcome import ParseOutcome, failure
 from auditlang.metrics.registry import register as register_metric
+from auditlang.prompts.perturb import Perturbation
 from auditlang.resolve.schema import Obj
 
 
@@ -34,16 +35,19 @@ def overconfidence(conf: np.ndarray, correct: np.ndarray) -> float:
     return float(conf.mean() - correct.mean())
 
 
-def shout(item: dict[str, Any], seed: int) -> dict[str, Any]:
+class Shout(Perturbation):
     """The item with its question in upper case."""
-    out = dict(item)
-    out["question"] = str(item.get("question", "")).upper()
-    return out
 
+    name = "shout"
+    source = "auditlang-example-plugin"
 
-class Shout(Obj):
-    DOC: ClassVar[str] = "Example plugin: the question in upper case."
-    seed: int | None = None
+    class Params(Perturbation.Params):  # the perturbation's parameters, declared once (here: only seed)
+        DOC: ClassVar[str] = "Example plugin: the question in upper case."
+
+    def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
+        out = dict(item)
+        out["question"] = str(item.get("question", "")).upper()
+        return out
 
 
 class LastLetterEvaluator(Evaluator):
@@ -74,5 +78,5 @@ def register() -> None:
     registered as ``example.<name>`` (the entry point's name) and, unless a built-in has it, as
     ``<name>``."""
     register_metric("overconfidence", overconfidence, doc="mean(confidence) - accuracy")
-    register_component("perturbation", "shout", schema=Shout, impl=shout, doc=Shout.DOC, seed_name="shout")
+    register_component("perturbation", "shout", impl=Shout, seed_name="shout")  # its Params: the schema
     register_component("evaluator", "last_letter", impl=LastLetterEvaluator, reads="labels")

@@ -1,0 +1,199 @@
+"""Engine options, declared once per engine: one field of the engine's option model each.
+
+An engine option (``ModelConfig.options``: vLLM's ``max_logprobs``, hf's ``compile``, ...) is a
+field of its engine's :class:`EngineOptions` subclass below, written with :func:`option`: its
+type, its engine default and its one-line doc. Everything else derives from that field:
+
+* the engine's option check (``check_config``: unknown names, with every known option and its
+  doc in the hint; vLLM's type checks) and its defaults (``engines/hf.py``, ``vllm_engine.py``,
+  ``openai_engine.py`` read :meth:`EngineOptions.known` and :meth:`EngineOptions.defaults`);
+* with ``spec=``, a parameter of the spec's model constructor (``vllm(..., tensor_parallel=2)``):
+  ``resolve/schema.py`` builds ``hf(...)``, ``vllm(...)``, ``openai(...)`` and ``embedded(...)``
+  from :meth:`EngineOptions.spec_fields`, so the resolver checks it (with "did you mean" hints),
+  the language server completes and documents it, and ``resolve/models.py`` sends it to the engine
+  under the option's name when the spec writes it;
+* the options table of docs/engines.md (``scripts/registry_docs.py``, checked by a test).
+
+They are registered as the engine entries' ``schema`` (``core/capabilities.py``) and live here,
+in ``core/``, because the resolver must read them without importing any engine (torch, vLLM).
+
+Imports nothing of auditlang outside ``core/``.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+from auditlang.core.engine import EngineError, ModelConfig
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class SpecParam:
+    """How the spec writes an option, where it differs from the option itself: the parameter's
+    ``name``, its ``annotation`` and ``default`` (the spec's own: none or "auto" where the engine's
+    default applies), limits (``ge=1``, ...) and ``doc``. Unset parts are the option's."""
+
+    name: str
+    annotation: Any = _UNSET
+    default: Any = _UNSET
+    doc: str = ""
+    limits: dict[str, Any] = field(default_factory=dict)
+
+
+def option(default: Any, doc: str, *, spec: str | SpecParam | None = None, **limits: Any) -> Any:
+    """An engine option's field: its engine ``default``, its ``doc`` (shown in errors, the docs
+    table and the editor), pydantic ``limits`` (``ge=1``, ...) and ``spec``: the spec parameter
+    that sets it (a name, or a :class:`SpecParam`), or None when only the Python API sets it."""
+    if isinstance(spec, str):
+        spec = SpecParam(spec)
+    return Field(default, description=doc, json_schema_extra={"spec": spec} if spec else None, **limits)
+
+
+class EngineOptions(BaseModel):
+    """One engine's options (a subclass per engine). ``ENGINE`` names the engine in messages."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    ENGINE: ClassVar[str] = ""
+
+    @classmethod
+    def known(cls) -> dict[str, str]:
+        """Option name -> its doc, in declaration order."""
+        return {n: f.description or "" for n, f in cls.model_fields.items()}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Option name -> the engine's default."""
+        return {n: f.default for n, f in cls.model_fields.items()}
+
+    @classmethod
+    def check_names(cls, config: ModelConfig) -> None:
+        """EngineError for options this engine does not have, naming every known one."""
+        unknown = set(config.options) - set(cls.model_fields)
+        if unknown:
+            known = "; ".join(f"{k}: {v}" for k, v in cls.known().items())
+            raise EngineError(f"model {config.name!r}: unknown {cls.ENGINE} option(s) {sorted(unknown)}",
+                              hint=f"known options: {known}")
+
+    @classmethod
+    def python_types(cls, name: str) -> tuple[type, ...]:
+        """The Python types an option's value may have (``float`` options take ints too)."""
+        ann = cls.model_fields[name].annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        out: list[type] = []
+        for a in args:
+            if a is type(None):
+                continue
+            if typing.get_origin(a) is Literal:
+                out += sorted({type(x) for x in typing.get_args(a)}, key=lambda t: t.__name__)
+            else:
+                out += [int, float] if a is float else [typing.get_origin(a) or a]
+        return tuple(dict.fromkeys(out))
+
+    @classmethod
+    def spec_params(cls) -> dict[str, str]:
+        """Spec parameter -> option name, for the options a spec can write."""
+        return {s.name: n for n, s in cls._specs().items()}
+
+    @classmethod
+    def spec_fields(cls) -> dict[str, tuple[Any, FieldInfo]]:
+        """The model constructor's parameters for these options (``pydantic.create_model`` fields)."""
+        out = {}
+        for n, s in cls._specs().items():
+            f = cls.model_fields[n]
+            limits = s.limits or {k: getattr(m, k) for m in f.metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
+            out[s.name] = (f.annotation if s.annotation is _UNSET else s.annotation,
+                           Field(f.default if s.default is _UNSET else s.default, description=s.doc or f.description,
+                                 **limits))
+        return out
+
+    @classmethod
+    def _specs(cls) -> dict[str, SpecParam]:
+        return {n: f.json_schema_extra["spec"] for n, f in cls.model_fields.items()
+                if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("spec")}
+
+
+CHAT_TEMPLATE_DOC = ("extra chat-template variables, e.g. {'enable_thinking': False} (model params enable_thinking, "
+                     "reasoning_effort)")
+
+
+class HFOptions(EngineOptions):
+    """The ``hf`` engine (transformers)."""
+
+    ENGINE: ClassVar[str] = "hf"
+    attn_implementation: str | None = option(
+        None, "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)")
+    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)")
+    logits_budget: int = option(1 << 28, "max float32 logit values held at once per forward (default 2**28 = 1 GiB)")
+    cpu_linear: str = option("onednn", "CPU float32 linear layers: 'onednn' (pre-packed oneDNN weights, default where "
+                                       "available) or 'torch' (stock MKL)")
+    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC)
+    compile: bool = option(False, "torch.compile the scoring forward passes (choice, continuation and hidden-state "
+                                  "requests; dynamic shapes, compiled once per load; generation stays eager; default false)",
+                           spec=SpecParam("compile", doc="torch.compile(dynamic=True) of the scoring forward passes "
+                                                         "(docs/engines.md: compile); the first batches pay the compile, "
+                                                         "so it pays off on large scoring audits on a GPU"))
+
+
+class VLLMOptions(EngineOptions):
+    """The ``vllm`` engine (vLLM's offline engine)."""
+
+    ENGINE: ClassVar[str] = "vllm"
+    max_logprobs: int = option(256, "largest top-k window / number of label ids a request may ask for (default 256)",
+                               spec=SpecParam("max_logprobs", int | None, None, limits={"ge": 1}))
+    max_model_len: int | None = option(None, "context length in tokens (default: the model's)")
+    kv_cache_gib: float | None = option(
+        None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)")
+    gpu_memory_utilization: float | None = option(None, "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
+                                                  spec="gpu_memory_utilization", gt=0, le=1)
+    enforce_eager: bool | None = option(None, "disable torch.compile / CUDA graphs (default true on CPU, false on GPU)",
+                                        spec="enforce_eager")
+    tensor_parallel_size: int = option(1, "GPUs per model (default 1)", spec="tensor_parallel", ge=1)
+    max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)")
+    threads_bind: str | None = option(
+        None, "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)")
+    in_process: bool | None = option(
+        None, "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)")
+    chunk_size: int | None = option(None, "most requests in vLLM at once, topped up as they finish (default: every "
+                                          "request of a stage; results are committed as they finish either way)")
+    enable_prefix_caching: bool = option(
+        False, "vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
+               "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)",
+        spec=SpecParam("prefix_caching", bool | Literal["auto"], "auto",
+                       doc="vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every "
+                           "sample. auto (= on) is resolved by `auditc run`; prompt-logprob requests stay exact with it "
+                           "on (vLLM reads no cached block for them, checked per request; docs/engines.md)"))
+    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)")
+    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC)
+
+
+class OpenAIOptions(EngineOptions):
+    """The ``openai`` engine (any OpenAI-compatible server)."""
+
+    ENGINE: ClassVar[str] = "openai"
+    base_url: str | None = option(None, "server URL up to /v1 (default $OPENAI_BASE_URL or https://api.openai.com/v1)",
+                                  spec=SpecParam("base_url", str, "http://127.0.0.1:8000/v1"))
+    api_key_env: str | None = option(
+        "OPENAI_API_KEY", "name of the environment variable holding the API key (default OPENAI_API_KEY; unset = no key)",
+        spec="api_key_env")
+    endpoint: Literal["auto", "chat", "completions"] = option(
+        "auto", "'auto' (messages -> chat, text -> completions), 'chat' or 'completions' (default auto)",
+        spec=SpecParam("endpoint", Literal["chat", "completions"], "chat"))
+    server: Literal["generic", "vllm"] = option(
+        "generic", "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
+        spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"))
+    timeout: float = option(120.0, "seconds per HTTP request (default 120)")
+    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)")
+    backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)")
+    concurrency: int = option(4, "requests in flight at once (default 4)")
+    window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)")
+    chat_template_kwargs: dict[str, Any] | None = option(
+        None, "chat-template variables (model params enable_thinking, reasoning_effort): sent as chat_template_kwargs "
+              "(vLLM-style servers), reasoning_effort as the top-level API parameter")
