@@ -34,7 +34,7 @@ case "$1" in
     dt=${2:-float32}
     sed "s|dtype=float32|dtype=$dt|" benchmarks/gpu_task/s000_smollm2_auto.audit > /tmp/s000_hf_$dt.audit
     python3 benchmarks/bench_gpu_spec.py /tmp/s000_hf_$dt.audit --data-root .gpudata --out /tmp/run_hf_$dt \
-      --json-out "$OUT/hf_$dt.json" 2>&1 | grep -v "^\[smollm2" | tail -30
+      --json-out "$OUT/hf_$dt.json" ${HF_EXTRA:-} 2>&1 | grep -v "^\[smollm2" | tail -30
     cp /tmp/run_hf_$dt/metrics/cells.csv "$OUT/cells_hf_$dt.csv" ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
