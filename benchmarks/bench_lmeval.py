@@ -6,8 +6,11 @@ raw text (no chat template), the same prompt string, and the option letters as c
 
 * auditlang: ``auditc run benchmarks/lmeval_task/arc_tokconf.audit`` (a ``token_prob(window=full)``
   protocol: one ``choice_logprobs`` request per item, the full-vocabulary logprob of " A".." D"
-  after the prompt; plus the planner's one-token answer generation for the evaluator, which the
-  hf engine serves from the same forward pass: one forward per item, as lm-eval).
+  after the prompt; plus the planner's answer generation for the evaluator, whose first decoding
+  step the hf engine shares with the label logprobs: one prefill per item, as lm-eval). The spec
+  has ``max_tokens=1``; ``arc_tokconf_budget32.audit`` is the same audit at the default answer
+  budget of 32 tokens. Neither has a ``report`` statement, so the run writes the full default
+  report (tables, comparisons, checklist, disclosure, figures, HTML), as a user's run does.
 * lm-eval: ``lm_eval --model hf --tasks arc_tokconf_lmeval --include_path benchmarks/lmeval_task``
   (``output_type: multiple_choice`` with choices A-D and ``target_delimiter: " "``: the
   loglikelihood of " A".." D" after the same prompt), run from a separate virtual environment.
@@ -20,7 +23,8 @@ first, and checks item by item that the prompts are identical and that the predi
 
 Usage (from the repository root, with the project's Python)::
 
-    /work/venv/bin/python benchmarks/bench_lmeval.py --repeats 3 --json-out /tmp/bench_lmeval.json
+    python benchmarks/bench_lmeval.py --threads 1 --repeats 3 --json-out /tmp/bench_lmeval.json
+    python benchmarks/bench_lmeval.py --spec benchmarks/lmeval_task/arc_tokconf_budget32.audit --threads 1 ...
 
 ``--lmeval-python`` names the interpreter of the venv holding lm-eval (default
 ``/work/venv-lmeval/bin/python``). ``--profile`` additionally runs auditlang once under cProfile
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--spec", type=Path, default=SPEC,
-                    help="the auditlang spec (default arc_tokconf.audit, answer budget 1; "
+                    help="the auditlang spec (default arc_tokconf.audit, max_tokens=1; "
                          "arc_tokconf_budget32.audit is the default budget of 32)")
     ap.add_argument("--threads", type=int, default=None, help="OMP/MKL threads for both tools (default: torch's)")
     ap.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
