@@ -334,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    # the code measured: HEAD at the start, "+dirty" when tracked files differ from it
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                                capture_output=True, text=True).stdout.strip())
     work = Path(tempfile.mkdtemp(prefix="bench_lmeval_"))
     repeats: list[Repeat] = []
     fp: dict[str, Any] = {}
@@ -392,9 +396,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                                capture_output=True, text=True).stdout.strip())
     loads = [x for r in repeats for tm in (r.auditlang, r.lmeval) for x in (tm.load_before, tm.load_after)]
     summary = {
         "spec": str(SPEC.relative_to(REPO)) if SPEC.is_relative_to(REPO) else str(SPEC),
