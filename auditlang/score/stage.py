@@ -269,19 +269,20 @@ def _protocol_rows(followups: FromJournal, aid: str, pid: str, unit, journal: Jo
     per_item = unit.stage1.get(pid, [])
     ids = [r.id for reqs in per_item for r in reqs.values()]
     got = journal.get_many(ids, fp)
-    rows = []
+    staged = []
+    wanted: dict[str, list[str]] = {}  # fingerprint -> follow-up ids, read in one query each
     for ctx, reqs in zip(unit.contexts, per_item):
         r1 = {role: got.get(r.id) for role, r in reqs.items()}
-        r2_reqs = followups.item(aid, pid, ctx, r1)
-        r2: dict[str, Result | None] = {}
-        if r2_reqs:
-            judge_fp = {}
-            for role, req in r2_reqs.items():
-                rfp = fp if req.model == unit.model else _fp_for(journal, req.model, fps)
-                judge_fp[role] = journal.get(req.id, rfp) if rfp else None
-            r2 = judge_fp
-        rows.append((ctx, r1, r2))
-    return rows
+        r2_fps = {}
+        for role, req in (followups.item(aid, pid, ctx, r1) or {}).items():
+            rfp = fp if req.model == unit.model else _fp_for(journal, req.model, fps)
+            r2_fps[role] = (req.id, rfp)
+            if rfp:
+                wanted.setdefault(rfp, []).append(req.id)
+        staged.append((ctx, r1, r2_fps))
+    found = {rfp: journal.get_many(ids, rfp) for rfp, ids in wanted.items()}
+    return [(ctx, r1, {role: found[rfp].get(rid) if rfp else None for role, (rid, rfp) in r2_fps.items()})
+            for ctx, r1, r2_fps in staged]
 
 
 def _fp_for(journal: Journal, model: str, fps: dict[str, str] | None = None) -> str | None:
