@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from auditlang.report.tables import fixed
+
 IDS = ("audit", "model", "dataset", "variant", "protocol", "evaluator", "confidence_kind")
 COUNTS = ("n", "n_error", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
 LABEL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
@@ -39,15 +41,15 @@ def _metric_td(row: pd.Series, col: str) -> str:
     if v is None:
         return '<td class="num" data-sort="">–</td>'
     lo, hi = _num(row.get(f"{col} lo")), _num(row.get(f"{col} hi"))
-    ci = f'<span class="ci">[{lo:.3f}, {hi:.3f}]</span>' if lo is not None and hi is not None else ""
-    return f'<td class="num" data-sort="{v!r}">{v:.3f}{ci}</td>'
+    ci = f'<span class="ci">[{fixed(lo)}, {fixed(hi)}]</span>' if lo is not None and hi is not None else ""
+    return f'<td class="num" data-sort="{v!r}">{fixed(v)}{ci}</td>'
 
 
 def _plain_td(v: Any, count: bool) -> str:
     f = _num(v)
     if f is None:
         return f'<td data-sort="{html.escape(str(v))}">{html.escape("–" if v is None or v != v else str(v))}</td>'
-    shown = str(int(f)) if count and f == int(f) else f"{f:.3f}"
+    shown = str(int(f)) if count and f == int(f) else fixed(f)
     return f'<td class="num" data-sort="{f!r}">{shown}</td>'
 
 

@@ -30,6 +30,13 @@ def safe_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
 
 
+def fixed(v: float, digits: int = 3) -> str:
+    """``v`` with ``digits`` decimals; a value that rounds to zero is written without a sign
+    (``0.000``, never ``-0.000``)."""
+    s = f"{v:.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
+
+
 def fmt(v: Any, digits: int = 3) -> str:
     """Display form: floats with ``digits`` decimals, NaN/None as an en dash, bools as yes/no."""
     if v is None:
@@ -37,7 +44,7 @@ def fmt(v: Any, digits: int = 3) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return "–" if math.isnan(v) else f"{v:.{digits}f}"
+        return "–" if math.isnan(v) else fixed(v, digits)
     if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
         return fmt(v.item(), digits)
     return str(v)
@@ -100,7 +107,7 @@ class Table:
                 lo, hi = d.get(f"{c} lo"), d.get(f"{c} hi")
                 if isinstance(d[c], float) and not math.isnan(d[c]) and isinstance(lo, float) and isinstance(hi, float) \
                         and not (math.isnan(lo) or math.isnan(hi)):
-                    s += f" [{lo:.3f}, {hi:.3f}]"
+                    s += f" [{fixed(lo)}, {fixed(hi)}]"
                 cells.append(s)
             out.append(cells)
         return cols, out

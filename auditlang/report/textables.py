@@ -31,7 +31,7 @@ from auditlang.report.comparisons import Comparison
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.latex import IDENT_DEF, prose
 from auditlang.report.rundata import RunData
-from auditlang.report.tables import Table, fmt
+from auditlang.report.tables import Table, fixed, fmt
 from auditlang.score.cellmetrics import audit_bootstrap
 
 # \auditwide: "table" when the tabular just set in \auditbox fits the column, else "table*" (TeX measures it)
@@ -208,9 +208,9 @@ def value_cell(value: Any, lo: Any = None, hi: Any = None, mark: str = "") -> An
     """``0.412`` or ``("0.412", "[0.301, 0.520]")``; NaN as an en dash."""
     if not _num(value):
         return "–"
-    v = f"{float(value):.3f}{mark}"
+    v = f"{fixed(float(value))}{mark}"
     if _num(lo) and _num(hi):
-        return (v, f"[{float(lo):.3f}, {float(hi):.3f}]")
+        return (v, f"[{fixed(float(lo))}, {fixed(float(hi))}]")
     return v
 
 
@@ -317,11 +317,11 @@ def _common_prefix(values: pd.Series) -> str:
 def _count(v: Any) -> str:
     if not _num(v):
         return "–"
-    return str(int(v)) if float(v).is_integer() and abs(float(v)) >= 1 or v == 0 else f"{float(v):.3f}"
+    return str(int(v)) if float(v).is_integer() and abs(float(v)) >= 1 or v == 0 else fixed(float(v))
 
 
 def _rate(v: Any) -> str:
-    return f"{float(v):.3f}" if _num(v) else "–"
+    return fixed(float(v)) if _num(v) else "–"
 
 
 def _level(rd: RunData, aid: str) -> str:

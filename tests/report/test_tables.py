@@ -57,3 +57,13 @@ def prose_starts_safe() -> bool:
     from auditlang.report.latex import prose
 
     return prose("[0.1, 0.2] s000.first_char").startswith("{[}")
+
+
+def test_values_that_round_to_zero_have_no_sign() -> None:
+    """A macro gap of -0.0000 is shown as 0.000 (a reviewer reads "-0.000" as a sign error)."""
+    from auditlang.report.tables import fixed, fmt
+    from auditlang.report.textables import value_cell
+
+    assert fixed(-0.0) == fixed(-0.0004) == fmt(-1e-12) == "0.000"
+    assert fixed(-0.0006) == "-0.001" and fmt(0.25) == "0.250"
+    assert value_cell(-0.0, -0.0002, 0.0) == ("0.000", "[0.000, 0.000]")
