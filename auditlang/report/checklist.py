@@ -26,6 +26,7 @@ from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
+from auditlang.report import runfacts as R
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
@@ -346,18 +347,21 @@ def _engines(rd: RunData) -> Entry:
         v = o.value
         engine, path, _ = declared_model(rd.spec, mid)
         fp = rd.fingerprints.get(mid)
-        declared = f"model {mid}: declared {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}"
+        written = (f"{o.ctor}('{path}', dtype={v.dtype}" + (f", revision='{v.revision}'" if v.revision else "") + ")"
+                   + (f" on engine {engine}" if o.ctor != engine else ""))
+        declared = f"model {mid}: declared {written}"
         swap = getattr(rd.spec, "model_swaps", {}).get(mid)
         if swap:
             declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
-                        f"another model): {engine} '{path}', dtype={v.dtype}, revision={v.revision!r}")
+                        f"another model): {written}")
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
             versions = ", ".join(f"{k} {fp[k]}" for k in ("vllm", "transformers", "torch", "version", "llama_cpp")
                                  if fp.get(k))
             e.lines.append(f"{declared}; ran on engine {fp.get('engine')!r} ({versions or 'version not recorded'}), "
-                           f"dtype {fp.get('dtype')!r}, revision {fp.get('revision')!r}, device {fp.get('device')!r}, "
+                           f"dtype {fp.get('dtype')!r}, " + (f"revision {fp['revision']!r}, " if fp.get("revision") else "")
+                           + f"device {fp.get('device')!r}, "
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
                            + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
                            + _vllm_settings(fp) + _hf_settings(fp) + _embedded(fp))
@@ -396,7 +400,9 @@ def _embedded(fp: dict) -> str:
     emb = fp.get("embedded")
     if not isinstance(emb, dict):
         return ""
-    return "; embedded package " + ", ".join(f"{k} {v}" for k, v in emb.items() if v is not None)
+    src = R.embedded_source(fp)
+    return ("; embedded package " + ", ".join(f"{k} {v}" for k, v in emb.items() if v is not None)
+            + (f"; weights: {src}" if src else ""))
 
 
 def _chat(rd: RunData) -> Entry:
@@ -640,7 +646,8 @@ def _answer_sampling(rd: RunData, aid: str) -> Entry:
         o = rd.spec.get(vid)
         dec = decoding_of(o)
         text, agrees = planned_text(planned_decoding(rd, aid, variant=vid, roles=("answer",)), dec)
-        e.lines.append(f"answers under variant {vid}: {dec.text()}; {text}")
+        budget = R.budget_text(R.answer_budgets_of(rd, aid, vid))
+        e.lines.append(f"answers under variant {vid}: {dec.text()}" + (f", {budget}" if budget else "") + f"; {text}")
         if not agrees:
             e.flag(f"{D.WARNING}: the plan's answer requests under variant '{vid}' do not all decode as the spec says")
         for fl in decoding_flags(o, "answer decoding"):
@@ -822,7 +829,9 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
                        "or fits on hidden states / the dev split); the answers' decoding is stated per variant above")
         return e
     what = {"self_consistency": "sampled answers", "verbalized": "verbal-confidence call"}.get(o.ctor, "probe reply")
-    e.lines.append(f"{what} of {pid} ({o.ctor}): {dec.text()}")
+    mt = getattr(o.value, "max_tokens", None)
+    e.lines.append(f"{what} of {pid} ({o.ctor}): {dec.text()}" + (f", at most {mt} new tokens (max_tokens={mt})"
+                                                                    if mt else ""))
     if o.ctor == "self_consistency":
         seed = o.value.seed if o.value.seed is not None else "the model seed"
         text, agrees = planned_text(planned_decoding(rd, aid, protocol=pid, roles=("samples",)), dec)
@@ -853,9 +862,26 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
     if ctor == "token_prob":
         c1.lines.append(f"{na}: token probabilities involve no elicited or supplied answer")
         if v.readout == "first_token":
-            c2.lines.append("the model's own first generated token (readout=first_token reads the answer-letter position)")
-            c3.lines.append(f"first-token probability of the predicted label from a dedicated max_tokens={v.max_tokens} "
-                            f"call, window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
+            c2.lines.append("readout=first_token: the valid labels' token probabilities at the first generated position "
+                            "of the answer, whatever token the answer starts with (it need not be the answer letter)")
+            share = R.label_start_share(rd, aid, pid)
+            if share:
+                c2.lines.append(f"{share[0]} of {share[1]} answers ({share[0] / share[1]:.0%}) begin with a valid label "
+                                "as a whole word (after leading whitespace; records.parquet generation)")
+            sources = R.first_window_sources(rd, aid, pid)
+            win = f"window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else "")
+            if not sources:
+                c3.lines.append(f"first-token probability of the predicted label ({win}); where the window came from is "
+                                "not computable: the plan holds no first-token requests here")
+            for text, mids in sources.items():
+                c3.lines.append(f"first-token probability of the predicted label ({win}), read from {text}"
+                                + (f" (model{'s' if len(mids) > 1 else ''} {', '.join(mids)})" if len(sources) > 1 else ""))
+            am = R.argmax_rows(rd, aid, pid)
+            if am:
+                c3.lines.append(f"predicted label: the evaluator's answer when it is a valid label; otherwise the most "
+                                f"probable valid label in the window (extras label_source=window_argmax: {am[0]} of "
+                                f"{am[2]} rows" + (f"; no valid label in the window, confidence missing: {am[1]} rows"
+                                                    if am[1] else "") + ")")
             c3.lines.append(f"label token form: {D.label_form_text(v)} (label_form={v.label_form})")
             c4.lines.append("bare query: the variant prompt itself")
         else:

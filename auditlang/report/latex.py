@@ -27,9 +27,17 @@ def escape(text: object) -> str:
     """Escape ``text`` for LaTeX body text; non-ASCII characters without a mapping become ``[U+XXXX]``."""
     out = []
     text = str(text)
+    skip = False
     for i, ch in enumerate(text):
-        if ch == "-" and text[i + 1:i + 2] == "-":
+        if skip:
+            skip = False
+        elif ch == "-" and text[i + 1:i + 2] == "-":
             out.append("-{}")  # "--limit", not an en dash
+        elif ch in "<>" and text[i + 1:i + 2] == "=":
+            out.append(r"$\geq$" if ch == ">" else r"$\leq$")  # ">=" set as one sign, not "> ="
+            skip = True
+        elif ch == "'" and (i == 0 or text[i - 1] in " \t\n([{=:,;") and text[i + 1:i + 2] not in ("", " "):
+            out.append("`")  # an opening quote: `x', not 'x' (which sets as a closing quote on both sides)
         elif ch in _SPECIAL:
             out.append(_SPECIAL[ch])
         elif ch in _UNICODE:

