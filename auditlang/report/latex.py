@@ -36,7 +36,7 @@ def escape(text: object) -> str:
         elif ch in "<>" and text[i + 1:i + 2] == "=":
             out.append(r"$\geq$" if ch == ">" else r"$\leq$")  # ">=" set as one sign, not "> ="
             skip = True
-        elif ch == "'" and (i == 0 or text[i - 1] in " \t\n([{=:,;") and text[i + 1:i + 2] not in ("", " "):
+        elif ch == "'" and (i == 0 or text[i - 1] in " \t\n([=:,;") and text[i + 1:i + 2].isalnum():
             out.append("`")  # an opening quote: `x', not 'x' (which sets as a closing quote on both sides)
         elif ch in _SPECIAL:
             out.append(_SPECIAL[ch])

@@ -175,7 +175,8 @@ def _first_token_sentences(rd: RunData, aid: str) -> list[Sentence]:
             "position, whatever token the answer starts with" + (f" ({share[0]} of {share[1]} answers begin with a valid "
                                                                    "label)" if share else "")
             + (f"; the window is read from {where}" if where else "") + ".")
-    out.append(Sentence(text, ["C2", "C3"], aid, [f"spec:{p}" for p in pids] + [f"{PLAN_FILE}:requests"]
+    out.append(Sentence(text, ["C2", "C3"], aid, [f"spec:{p}" for p in pids]
+                        + [f"{RUN_FILE}:fingerprints.{m}" for m in rd.audit(aid).models if m in rd.fingerprint_hashes]
                         + ([f"{RECORDS}:generation"] if share else [])))
     counts = [(p, am) for p in pids if (am := R.argmax_rows(rd, aid, p))]
     n_arg = sum(am[0] for _, am in counts)
@@ -210,10 +211,10 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         budget = R.budget_text(R.answer_budgets(rd, aid))
         if len(decs) == 1:
             out.append(Sentence(f"Answers are decoded {next(iter(decs))}" + (f", {budget}" if budget else "") + ".",
-                                ["sampling"], aid, [f"spec:{aid}.variants", f"{PLAN_FILE}:requests.max_tokens"]))
+                                ["sampling"], aid, [f"spec:{aid}.variants"] + [f"spec:{m}.max_tokens" for m in a.models]))
         elif budget:
             out.append(Sentence(f"Answers are generated with {budget}.", ["sampling"], aid,
-                                [f"{PLAN_FILE}:requests.max_tokens"]))
+                                [f"spec:{m}.max_tokens" for m in a.models]))
         follow = {p: rd.spec.get(p).value.max_tokens for p in a.protocols
                   if rd.spec.get(p).ctor == "verbalized" and getattr(rd.spec.get(p).value, "max_tokens", None)}
         if follow:
