@@ -13,10 +13,13 @@ import re
 from collections import Counter
 from typing import Any
 
+import pandas as pd
+
 from auditlang.core.capabilities import call_shape, engine_calls
 from auditlang.report.rundata import RunData
 from auditlang.resolve.models import declared_model
 from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.store.rundir import RECORDS
 
 
 def _requests(rd: RunData, aid: str, *, protocol: str | None = None, variant: str | None = None):
@@ -117,12 +120,10 @@ def label_start_share(rd: RunData, aid: str, pid: str) -> tuple[int, int] | None
         return None
     mine = df[(df["audit"] == aid) & (df["protocol"] == pid)]
     labels = next((list(ex["label_probs"]) for i in mine.index[:50] if (ex := rd.extras(i)).get("label_probs")), None)
-    path = rd.run_dir / "records.parquet"
+    path = rd.run_dir / RECORDS
     if not labels or not path.is_file():
         return None
     try:
-        import pandas as pd
-
         gen = pd.read_parquet(path, columns=["cell_id", "protocol", "model", "dataset", "variant", "item_id",
                                              "generation", "status"])
     except (OSError, ValueError, KeyError):

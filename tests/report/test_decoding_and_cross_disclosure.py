@@ -7,6 +7,8 @@ worked out by hand from the records this file writes.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from auditlang.report.checklist import build_checklist
@@ -94,14 +96,15 @@ def test_answer_and_protocol_decoding(rd):
     e = _entry(cl, "Audit main: shared", "sampling")
     text = "\n".join(e.lines)
     # 2 models x 4 items = 8 unique answer requests per variant
-    assert ("answers under variant v1: greedy (temperature 0; top_p and sampling top-k do not apply); "
-            "all 8 unique planned requests decode this way") in text
-    assert ("answers under variant v2: sampled: temperature 0.7, top_p 0.9, sampling top-k 50; "
-            "all 8 unique planned requests decode this way") in text
+    assert re.search(r"answers under variant v1: greedy \(temperature 0; top_p and sampling top-k do not apply\), "
+                     r"at most (\d+) new tokens \(max_tokens=\1\); all 8 unique planned requests decode this way", text)
+    assert re.search(r"answers under variant v2: sampled: temperature 0.7, top_p 0.9, sampling top-k 50, "
+                     r"at most (\d+) new tokens \(max_tokens=\1\); all 8 unique planned requests decode this way", text)
     assert e.flags == ["UNSPECIFIED: variant 'v1' does not set temperature (answer decoding temperature); "
                        "the default 0.0 was used"]
     vb = _entry(cl, "Audit main, cells of protocol vb", "sampling")
-    assert vb.lines == ["verbal-confidence call of vb (verbalized): sampled: temperature 1, top_p 1, sampling top-k off"]
+    assert vb.lines == ["verbal-confidence call of vb (verbalized): sampled: temperature 1, top_p 1, sampling top-k off, "
+                        "at most 8 new tokens (max_tokens=8)"]
     assert [f.split(";")[0] for f in vb.flags] == [
         "UNSPECIFIED: protocol 'vb' does not set top_p (verbal-confidence call top_p)",
         "UNSPECIFIED: protocol 'vb' does not set sample_top_k (verbal-confidence call sample_top_k)"]
