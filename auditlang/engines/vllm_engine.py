@@ -244,6 +244,7 @@ class VLLMEngine:
         self._pool: Any = None
         self.prefill_stats = PrefillStats()
         self._token_str: dict[int, str] = {}
+        self._sp_cache: dict[tuple, Any] = {}  # _sp: one SamplingParams per distinct set of values
         self._fingerprint: dict[str, Any] | None = None
 
     # -- setup
@@ -504,11 +505,8 @@ class VLLMEngine:
     def _window(self, entries: Iterable[tuple[int, float]], k: int) -> dict[str, float]:
         """The k best (id, logprob) pairs as token string -> logprob (higher kept on collisions)."""
         out: dict[str, float] = {}
-        strs = self._token_str
         for tid, lp in sorted(entries, key=_second, reverse=True)[:k]:  # stable: ties keep vLLM's order
-            s = strs.get(tid)
-            if s is None:
-                s = self.token_str(int(tid))
+            s = self.token_str(int(tid))
             if s not in out:
                 out[s] = float(lp)
         return out
@@ -580,10 +578,9 @@ class VLLMEngine:
             hash(key)
         except TypeError:  # an unhashable value (structured-output params): built afresh
             return self._vllm.SamplingParams(**kw)
-        cache = self.__dict__.setdefault("_sp_cache", {})
-        sp = cache.get(key)
+        sp = self._sp_cache.get(key)
         if sp is None:
-            sp = cache[key] = self._vllm.SamplingParams(**kw)
+            sp = self._sp_cache[key] = self._vllm.SamplingParams(**kw)
         return sp
 
     def _window_job(self, prompt: list[int], k: int, seed: int) -> "_Job":
