@@ -156,6 +156,7 @@ def main() -> int:
     ap.add_argument("--out")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--json-out")
+    ap.add_argument("--dump-jobs", help="pickle the recorded jobs [(prompt ids, SamplingParams)] here (probe_vllm_start.py)")
     args = ap.parse_args()
     from auditlang.cli import main as cli_main
 
@@ -180,6 +181,11 @@ def main() -> int:
         print("no vLLM engine was loaded", file=sys.stderr)
         return 1
     engine = rec.engines[0]
+    if args.dump_jobs:
+        import pickle
+
+        with open(args.dump_jobs, "wb") as f:
+            pickle.dump(rec.jobs, f)
     calls_s = rec.vllm_calls_s  # before the plain batch, whose generate() steps go through the same wrapper
     plain_s, plain_greedy, plain_tokens = plain_batch(engine, rec.jobs)
     same = sum(1 for k, v in rec.greedy.items() if plain_greedy.get(k) == v)

@@ -447,13 +447,18 @@ class VLLMEngine:
         out: list[list[int] | Exception] = []
         texts: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
         rendered: list[tuple[bool, str] | None] = []
+        done: dict[Prompt, str | Exception] = {}  # requests of one prompt (answer, samples, ...) render it once
         for p in prompts:
-            try:
-                text = self.render_prompt(p)
-            except EngineError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a template that rejects these messages
-                out.append(e)
+            text = done.get(p)
+            if text is None:
+                try:
+                    text = done[p] = self.render_prompt(p)
+                except EngineError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - a template that rejects these messages
+                    text = done[p] = e
+            if isinstance(text, Exception):
+                out.append(text)
                 rendered.append(None)
                 continue
             special = p.text is not None

@@ -2,11 +2,15 @@
 # Issue 22 on the GPU machine (no internet): vLLM 0.26 + real SmolLM2 weights from the payload of
 # ../shared/gpu/prepare.sh (pieces in .gpu/pN, data in .gpudata/), then tests/gpu and the benchmarks.
 #   bash benchmarks/gpu_task/vllm_gpu.sh piece            copy the carried .gpu/p*/part* to /tmp/parts
+#                                                         (one call per piece: each call carries .gpu/pN)
 #   bash benchmarks/gpu_task/vllm_gpu.sh install          reassemble, verify, install; convert SmolLM2
 #   bash benchmarks/gpu_task/vllm_gpu.sh tests            pytest tests/gpu
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm DTYPE       bench_vllm_gpu.py on the s000 design (float32|bfloat16)
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm-eager DTYPE the same with enforce_eager=true (no torch.compile, no CUDA graphs)
 #   bash benchmarks/gpu_task/vllm_gpu.sh hf DTYPE         bench_gpu_spec.py (hf engine) on the same design
+#   bash benchmarks/gpu_task/vllm_gpu.sh probe DTYPE [FRACTION] [CONFIGS]
+#                                                         probe_vllm_start.py on the jobs the last `vllm DTYPE` recorded
+# Every step's whole log goes to $OUT/<step>_<dtype>.log (vLLM's own start-up lines included).
 # Results go to $OUT (the device tool's folder) or /tmp/out.
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
@@ -20,21 +24,29 @@ case "$1" in
     bash .gpu/install.sh
     python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name(0))"
     ckpt ;;
-  tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" ;;
+  tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
   vllm|vllm-eager)
     dt=${2:-float32}
     extra=""; [ "$1" = vllm-eager ] && extra=", enforce_eager=true" && dt_tag=${dt}_eager
     sed "s|@CKPT@|$(ckpt)|; s|@DTYPE@|$dt$extra|" benchmarks/gpu_task/s000_smollm2_vllm.audit.in > /tmp/s000_vllm_$dt.audit
     dt=${dt_tag:-$dt}
     [ -n "${dt_tag:-}" ] && mv /tmp/s000_vllm_${2:-float32}.audit /tmp/s000_vllm_$dt.audit
+    n=1; while [ -e "$OUT/vllm_${dt}_run$n.json" ] || [ -e "/tmp/vllm_${dt}_run$n.done" ]; do n=$((n+1)); done
+    set -o pipefail
     python3 benchmarks/bench_vllm_gpu.py /tmp/s000_vllm_$dt.audit --data-root .gpudata --out /tmp/run_vllm_$dt \
-      --json-out "$OUT/vllm_$dt.json" 2>&1 | grep -v "^\[smollm2" | tail -40
+      --json-out "$OUT/vllm_${dt}_run$n.json" --dump-jobs /tmp/jobs_$dt.pkl 2>&1 | tee "$OUT/vllm_${dt}_run$n.log" \
+      | grep -v "^\[smollm2" | tail -40
+    touch /tmp/vllm_${dt}_run$n.done
     cp /tmp/run_vllm_$dt/metrics/cells.csv "$OUT/cells_vllm_$dt.csv" ;;
   hf)
     dt=${2:-float32}
     sed "s|dtype=float32|dtype=$dt|" benchmarks/gpu_task/s000_smollm2_auto.audit > /tmp/s000_hf_$dt.audit
     python3 benchmarks/bench_gpu_spec.py /tmp/s000_hf_$dt.audit --data-root .gpudata --out /tmp/run_hf_$dt \
-      --json-out "$OUT/hf_$dt.json" ${HF_EXTRA:-} 2>&1 | grep -v "^\[smollm2" | tail -30
+      --json-out "$OUT/hf_$dt.json" ${HF_EXTRA:-} 2>&1 | tee "$OUT/hf_$dt.log" | grep -v "^\[smollm2" | tail -30
     cp /tmp/run_hf_$dt/metrics/cells.csv "$OUT/cells_hf_$dt.csv" ;;
+  probe)
+    dt=${2:-float32}
+    python3 benchmarks/probe_vllm_start.py --model "$(ckpt)" --dtype "$dt" --jobs /tmp/jobs_$dt.pkl \
+      --fraction "${3:-1.0}" --configs "${4:-default,inproc,eager,eager-inproc}" --json-out "$OUT/probe_$dt.json" ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac

@@ -241,6 +241,20 @@ def test_batched_encoding_equals_one_by_one(vllm_engine, requests_) -> None:
 
 
 @needs_vllm
+def test_each_distinct_prompt_is_rendered_once(vllm_engine, requests_, monkeypatch) -> None:
+    """Requests of one prompt (an answer, its samples, a window) render its chat template once
+    per run() call; the ids are still those of encode_prompt."""
+    prompts = [r.prompt for g in ("choice", "greedy") for r in requests_[g]] * 3
+    seen: list = []
+    render = type(vllm_engine).render_prompt
+    monkeypatch.setattr(vllm_engine, "render_prompt", lambda p: seen.append(p) or render(vllm_engine, p))
+    out = vllm_engine.encode_all(prompts)
+    assert len(seen) == len(set(prompts)) < len(prompts)
+    monkeypatch.undo()
+    assert out == [vllm_engine.encode_prompt(p) for p in prompts]
+
+
+@needs_vllm
 def test_equal_sampling_params_are_built_once(vllm_engine) -> None:
     """Jobs with equal parameters share one SamplingParams (vLLM clones each request's params
     when it is added, as for ``LLM.generate``'s one shared object); different values or an
