@@ -4,10 +4,13 @@
    the executor and the journal, scoring, metrics, report). Records the engine start, the time
    inside vLLM (the engine's ``run`` generators, i.e. vLLM stepping plus result building), and
    every job the engine handed vLLM (prompt ids and ``SamplingParams``).
-2. A plain vLLM script of the same work on the same loaded ``LLM`` (its prefix cache reset
-   first): ONE ``llm.generate`` over every recorded job (two on Model Runner V1, whose steps must
-   not mix ``logprob_token_ids`` with top-k windows), the way a user who knew the requests would
-   write it.
+2. When the run closes the engine (after its model's last stage, before scoring, as in any run),
+   a plain vLLM script of the same work runs first on the same loaded ``LLM`` (its prefix cache
+   reset first): ONE ``llm.generate`` over every recorded job (two on Model Runner V1, whose steps
+   must not mix ``logprob_token_ids`` with top-k windows), the way a user who knew the requests
+   would write it. Then the engine really closes, so scoring and the report run as in a plain
+   ``auditc run`` (vLLM's client threads gone); the time spent in this step is subtracted from
+   the run's wall time.
 3. Every greedy generation of the two is compared token by token.
 
 Prints a table and one JSON line (``--json-out`` writes it). Targets (issue 22): time inside vLLM
@@ -37,8 +40,8 @@ from auditlang.engines import vllm_stream  # noqa: E402
 
 
 class Recorder:
-    """Wraps the vLLM engine the run loads: start time, time inside ``run``, the jobs, and keeps
-    the engine open (``close`` deferred) so the plain batch reuses its ``LLM``."""
+    """Wraps the vLLM engine the run loads: start time, time inside ``run``, the jobs; ``before_close``
+    (the plain batch) runs on the first engine when the run closes it, timed apart (``hook_s``)."""
 
     def __init__(self) -> None:
         self.engines: list[Any] = []
@@ -48,6 +51,9 @@ class Recorder:
         self.calls: list[dict[str, Any]] = []
         self.jobs: list[tuple[list[int], Any]] = []
         self.greedy: dict[tuple[int, ...], list[int]] = {}
+        self.before_close: Any = None
+        self.hook_s = 0.0
+        self.closed = 0
 
     def install(self) -> None:
         rec = self
@@ -100,13 +106,16 @@ class Recorder:
 
         ve.VLLMEngine.__init__ = patched_init  # type: ignore[method-assign]
         ve.VLLMEngine.run = patched_run  # type: ignore[method-assign]
-        ve.VLLMEngine.close = lambda engine: None  # type: ignore[method-assign]
-        ve.vllm_stream.stream = patched_stream  # type: ignore[attr-defined]
-        self._close = close
+        def patched_close(engine: Any) -> None:
+            if rec.before_close is not None and engine is rec.engines[0] and not rec.closed:
+                t = time.perf_counter()
+                rec.before_close(engine)
+                rec.hook_s += time.perf_counter() - t
+            rec.closed += 1
+            close(engine)
 
-    def close_all(self) -> None:
-        for e in self.engines:
-            self._close(e)
+        ve.VLLMEngine.close = patched_close  # type: ignore[method-assign]
+        ve.vllm_stream.stream = patched_stream  # type: ignore[attr-defined]
 
 
 def _key(prompt: list[int], params: Any) -> tuple[int, ...]:
@@ -162,6 +171,21 @@ def main() -> int:
 
     rec = Recorder()
     rec.install()
+    plain: dict[str, Any] = {}
+
+    def before_close(engine: Any) -> None:
+        """The plain batch of the recorded jobs on this engine's LLM, before the run closes it."""
+        plain["calls_s"] = rec.vllm_calls_s  # before the plain batch, whose steps go through the same wrapper
+        if args.dump_jobs:
+            import pickle
+
+            with open(args.dump_jobs, "wb") as f:
+                pickle.dump(rec.jobs, f)
+        plain["s"], plain["greedy"], plain["tokens"] = plain_batch(engine, rec.jobs)
+        plain["fp"] = engine.fingerprint()
+        plain["prefill_stats"] = engine.prefill_stats.as_dict()
+
+    rec.before_close = before_close
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_phases  # per-phase wall/CPU of the run (compile, plan, execute, score, report, ...)
 
@@ -176,21 +200,15 @@ def main() -> int:
         cmd += ["--limit", str(args.limit)]
     t0 = time.perf_counter()
     rc = cli_main(cmd)
-    wall = time.perf_counter() - t0
-    if not rec.engines:
-        print("no vLLM engine was loaded", file=sys.stderr)
+    wall = time.perf_counter() - t0 - rec.hook_s  # the plain batch ran inside, in the deferred close
+    if not rec.engines or "s" not in plain:
+        print("no vLLM engine was loaded and closed", file=sys.stderr)
         return 1
-    engine = rec.engines[0]
-    if args.dump_jobs:
-        import pickle
-
-        with open(args.dump_jobs, "wb") as f:
-            pickle.dump(rec.jobs, f)
-    calls_s = rec.vllm_calls_s  # before the plain batch, whose generate() steps go through the same wrapper
-    plain_s, plain_greedy, plain_tokens = plain_batch(engine, rec.jobs)
+    calls_s = plain["calls_s"]
+    plain_s, plain_greedy, plain_tokens = plain["s"], plain["greedy"], plain["tokens"]
     same = sum(1 for k, v in rec.greedy.items() if plain_greedy.get(k) == v)
     diff = [k for k, v in rec.greedy.items() if plain_greedy.get(k) != v]
-    fp = engine.fingerprint()
+    fp = plain["fp"]
     info = {
         "spec": args.spec, "exit_code": rc, "device": fp.get("device"), "vllm": fp.get("vllm"), "torch": fp.get("torch"),
         "dtype": fp.get("dtype"), "model_runner": fp.get("model_runner"), "prefix_caching": fp.get("prefix_caching"),
@@ -205,10 +223,10 @@ def main() -> int:
         "wall_over_plain_plus_start": round(wall / (plain_s + rec.start_s), 3) if plain_s else None,
         "greedy_compared": len(rec.greedy), "greedy_identical": same,
         "first_difference": list(diff[0][-3:]) if diff else None,
-        "prefill_stats": engine.prefill_stats.as_dict(),
+        "prefill_stats": plain["prefill_stats"], "plain_step_s": round(rec.hook_s, 1),
         "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
+        "note": "phase 'execute' (wall) includes plain_step_s, the plain batch run inside the deferred close",
     }
-    rec.close_all()
     print(f"auditc run wall {wall:.1f}s (engine start {rec.start_s:.1f}s, inside vLLM {rec.run_s:.1f}s in {len(rec.calls)} run calls); "
           f"plain batch {plain_s:.1f}s; inside/plain {info['inside_vllm_over_plain']}x; "
           f"greedy identical {same}/{len(rec.greedy)}")

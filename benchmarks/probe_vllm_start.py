@@ -15,7 +15,8 @@ Configurations (``--configs``, comma-separated):
   eager          no torch.compile, no CUDA graphs (``vllm(..., enforce_eager=true)``)
   eager-inproc   both
 
-Usage (GPU machine, vLLM installed):
+Usage (GPU machine, vLLM installed; on vLLM's CPU build only the in-process configurations start,
+since the probe does not size the CPU KV cache as the engine does):
     python benchmarks/probe_vllm_start.py --model DIR --dtype float32 --jobs jobs.pkl \\
         [--configs default,inproc,eager,eager-inproc] [--fraction 0.33] [--json-out F]
 """
