@@ -31,6 +31,7 @@ from auditlang.report.figure_file import Figure
 from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report import methods as M
+from auditlang.report import runfacts as R
 from auditlang.report.rundata import load_run
 from auditlang.core.hashing import sha256_file
 from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR
@@ -55,7 +56,7 @@ def _formats(params: dict[str, Any]) -> set[str]:
     return {"latex", "markdown"} if fmt == "both" else {fmt}
 
 
-def _cells_table(cells: pd.DataFrame, excluded: dict[str, str]):
+def _cells_table(cells: pd.DataFrame, excluded: dict[str, str], notes: list[str] | None = None):
     """metrics/cells.csv as a table, plus an ``excluded`` column: why the audit's own VPR rule
     excludes a cell (empty for included cells)."""
     t = Table("cells", "Per-cell results (point estimate [95% bootstrap interval])",
@@ -66,6 +67,7 @@ def _cells_table(cells: pd.DataFrame, excluded: dict[str, str]):
     if cells.empty:
         t.notes.append("not computable: the run has no scored records")
     t.notes.append(errors_note(cells))
+    t.notes += notes or []
     if excluded:
         t.notes.append(f"{len(excluded)} cells are excluded by their audit's verbal parse-rate rule (column "
                        "'excluded'); their calibration values are shown for reference only")
@@ -84,7 +86,8 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     written: list[Path] = []
 
     excl = T.excluded_cells(rd)
-    cells = _cells_table(rd.cells, excl)
+    cell_notes = R.cell_notes(rd)
+    cells = _cells_table(rd.cells, excl, cell_notes)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
     comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
     figs, fig_note = [], ""
@@ -165,7 +168,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
-                           if not rd.cells.empty else rd.cells, cite=M.to_html(cite))
+                           if not rd.cells.empty else rd.cells, cite=M.to_html(cite), cells_notes=cell_notes)
         (out / "report.html").write_text(html, encoding="utf-8")
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)

@@ -81,13 +81,17 @@ def errors_note(cells: pd.DataFrame) -> str:
             "every metric uses the n answered items only. Rerun `auditc run` on this run directory to retry them.")
 
 
-def cells_html(cells: pd.DataFrame) -> str:
-    """One sortable table per audit (metrics first); an empty frame says so."""
+def cells_html(cells: pd.DataFrame, notes: list[str] | None = None) -> str:
+    """One sortable table per audit (metrics first), after the notes on the cells (degenerate
+    answer sets, confidence metrics on fewer items than n, ...); an empty frame says so."""
     if cells.empty:
         return '<p class="nc">not computable: the run has no scored records</p>'
     counts = [c for c in COUNTS if c in cells.columns]
     n_err = int(cells["n_error"].fillna(0).sum()) if "n_error" in cells.columns else 0
     out = [f'<p class="{"nc" if n_err else "note"}" id="request-errors">{html.escape(errors_note(cells))}</p>']
+    if notes:
+        out.append('<ul class="notes" id="cell-notes">' + "".join(
+            f'<li class="{"nc" if n.startswith("WARNING") else "note"}">{html.escape(n)}</li>' for n in notes) + "</ul>")
     for aid, g in cells.groupby("audit", sort=False) if "audit" in cells.columns else [("", cells)]:
         metrics = [c for c in metric_columns(cells) if g[c].notna().any()]  # this audit's metrics
         out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '

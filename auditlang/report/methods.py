@@ -62,8 +62,32 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-def protocol_text(rd: RunData, pid: str) -> str:
-    """What a confidence protocol measures, in words (its spec parameters, not its name)."""
+def _by_prompt_form(chat: dict[str, bool] | None, chat_text: str, text_text: str) -> str:
+    """``chat_text`` for models given chat messages, ``text_text`` for models given plain text;
+    both, each with its models, when the audit has both kinds."""
+    if not chat or all(chat.values()):
+        return chat_text
+    if not any(chat.values()):
+        return text_text
+    return (f"{chat_text} for {_join([m for m, c in chat.items() if c])}, and {text_text} for "
+            f"{_join([m for m, c in chat.items() if not c])}")
+
+
+def prompt_form_text(chat: dict[str, bool]) -> str:
+    """Which models get chat messages through their chat template and which plain text."""
+    yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
+    if not no:
+        return ("Prompts are rendered through " + ("the model's chat template" if len(yes) == 1 else
+                                                    "each model's chat template") + f" ({_join(yes)}).")
+    if not yes:
+        return f"Prompts are given as plain text, without a chat template ({_join(no)})."
+    return (f"Prompts are rendered through the chat template for {_join(yes)}; {_join(no)} "
+            f"{'is' if len(no) == 1 else 'are'} given plain text, without a chat template.")
+
+
+def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None) -> str:
+    """What a confidence protocol measures, in words (its spec parameters, not its name);
+    ``chat``: model -> whether its prompts are chat messages (how a follow-up is asked differs)."""
     o = rd.spec.get(pid)
     v, ctor = o.value, o.ctor
     if ctor == "token_prob":
@@ -84,13 +108,27 @@ def protocol_text(rd: RunData, pid: str) -> str:
         if ctor == "p_true":
             norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
             return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
-        when = ("with that answer prefilled in the assistant's answer slot" if v.prefill else
-                "asked in a follow-up turn" if v.mode == "followup" else "asked together with the answer")
+        if v.prefill:
+            when = _by_prompt_form(chat, "with that answer prefilled in the assistant's turn of the chat",
+                                   "with that answer written after the question as plain text, which the model "
+                                   "continues")
+        elif v.mode == "followup":
+            when = _by_prompt_form(chat, "asked in a follow-up user turn after the answer",
+                                   "asked by appending the follow-up question to the prompt and the model's answer "
+                                   "as plain text")
+        else:
+            when = "asked together with the answer"
         return f"a stated confidence on the {v.scale} scale about {about}, {when}"
     if ctor == "self_consistency":
         return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
     doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
     return f"{doc[0].lower() + doc[1:]} ({ctor})"
+
+
+def model_name(rd: RunData, mid: str) -> str:
+    """The name a model is introduced by in the paragraph (its id, path or embedded name)."""
+    v = rd.spec.get(mid).value
+    return str(getattr(v, "path", None) or getattr(v, "name", None) or mid)
 
 
 def model_text(rd: RunData, mid: str) -> str:
@@ -137,7 +175,15 @@ def _intervals(rd: RunData, aid: str) -> str:
                      "the replicate averages the settings (macro bootstrap); per-cell intervals are over the "
                      "cell's items",
             "auto": "over the items of each cell; each comparison resamples the unit its study defines"}[unit]
-    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed})."
+    own: dict[int, list[str]] = {}
+    for cid in rd.spec.of_kind("compare"):
+        v = rd.spec.get(cid).value
+        r = getattr(v, "resamples", None)
+        if getattr(v, "audit", None) == aid and r is not None and int(r) != int(B):
+            own.setdefault(int(r), []).append(cid)
+    diff = "".join(f" The {_join(c)} comparison uses its own B={r} resamples." if len(c) == 1 else
+                   f" The {_join(c)} comparisons use their own B={r} resamples." for r, c in own.items())
+    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed}).{diff}"
 
 
 def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
@@ -198,7 +244,10 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             f"{_n(len(a.variants), 'prompt variant')} ({_join(a.variants)}).",
                             ["engines", "variants"], aid,
                             [f"{RUN_FILE}:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
-        texts = {p: protocol_text(rd, p) for p in a.protocols}
+        chat = {model_name(rd, m): c for m, c in R.chat_models(rd, aid).items()}
+        out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
+                            [f"{PLAN_FILE}:requests.prompt"] + [f"spec:{m}.chat" for m in a.models]))
+        texts = {p: protocol_text(rd, p, chat) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,

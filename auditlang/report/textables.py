@@ -30,6 +30,7 @@ from auditlang.report.checklist import _metric_refs
 from auditlang.report.comparisons import Comparison
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.latex import IDENT_DEF, prose
+from auditlang.report import runfacts as R
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, fixed, fmt
 from auditlang.score.cellmetrics import audit_bootstrap
@@ -300,6 +301,7 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
                 cut = sorted({p for p in prefixes.values() if p})
                 if cut:
                     t.notes.append(f"Names are shown without their namespace ({', '.join(c.rstrip('.') for c in cut)}).")
+                t.notes += R.cell_notes(rd, aid, set(t.keys))
                 labels = [m for m in metrics if "(" in m and short_metric(m, metrics) != m]
                 if labels:
                     t.notes.append("; ".join(f"{short_metric(m, metrics)} = {m}" for m in labels) + ".")
