@@ -120,7 +120,7 @@ def _is_ident(tok: str) -> bool:
     if "_" in tok:
         return True
     if "/" in tok:
-        return any(ch.islower() for ch in tok)  # org/model-1b, not DA/CA
+        return any(ch.islower() for ch in tok) and all(len(p) >= 2 for p in tok.split("/"))  # org/model-1b, not DA/CA or n/a
     return all(len(part) >= 2 for part in tok.split("."))  # "s000.fewshot", not "e.g"
 
 

@@ -245,13 +245,14 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             ["engines", "variants"], aid,
                             [f"{RUN_FILE}:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
         chat = {model_name(rd, m): c for m, c in R.chat_models(rd, aid).items()}
-        out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
-                            [f"{PLAN_FILE}:requests.prompt"] + [f"spec:{m}.chat" for m in a.models]))
         texts = {p: protocol_text(rd, p, chat) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
                             [f"spec:{p}" for p in a.protocols]))
+        out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
+                            [f"spec:{m}.chat" for m in a.models]
+                            + [f"{RUN_FILE}:fingerprints.{m}" for m in a.models if m in rd.fingerprint_hashes]))
         evs = [_evaluator_text(rd, e) for e in rd.evaluators(aid)]
         out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)

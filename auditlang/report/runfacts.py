@@ -21,6 +21,8 @@ from auditlang.prompts.render import TemplateError
 from auditlang.resolve.models import declared_model, model_config
 from auditlang.resolve.templates import compile_obj
 from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.metrics.registry import METRICS
+from auditlang.score.cellmetrics import audit_metrics
 from auditlang.store.rundir import RECORDS
 
 
@@ -351,6 +353,39 @@ def _decision_only(rd: RunData, pid: str) -> bool:
 decision_only = _decision_only
 
 
+VERBAL_KINDS = ("verbalized",)  # confidence kinds whose parse rate is a verbal parse rate
+
+
+def not_applicable(rd: RunData) -> dict[str, set[str]]:
+    """cell id -> the cells-table columns that do not apply to it: ``vpr`` of a cell whose
+    confidence is not a stated number, ``excluded`` where no VPR rule applies (a non-verbal cell,
+    or no declared threshold), and the confidence columns (every metric but accuracy,
+    ``mean_confidence``) of a protocol that records abstain decisions only."""
+    c = rd.cells
+    out: dict[str, set[str]] = {}
+    if c is None or c.empty:
+        return out
+    conf_cols = {"mean_confidence"}
+    for aid in rd.audit_ids():
+        for ref in audit_metrics(rd.spec, aid):
+            spec_m = METRICS.get(ref.name)
+            if spec_m is not None and spec_m.inputs == "conf+correct":
+                conf_cols.add(ref.label)
+    decisions = {p: _decision_only(rd, p) for p in set(map(str, c["protocol"]))}
+    for d in c.to_dict("records"):
+        cid, aid = str(d["cell_id"]), str(d["cell_id"]).split("/")[0]
+        cols: set[str] = set()
+        if str(d.get("confidence_kind") or "") not in VERBAL_KINDS:
+            cols |= {"vpr", "excluded"}
+        elif aid in rd.spec.objects and not rd.vpr_declared(aid):
+            cols.add("excluded")
+        if decisions.get(str(d["protocol"])):
+            cols |= conf_cols
+        if cols:
+            out[cid] = cols
+    return out
+
+
 def cell_notes(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
     """The notes every per-cell table carries (Markdown, LaTeX, HTML) for its cells: degenerate
     answer sets, confidence metrics on fewer items than n, verbal confidences that copy the
@@ -368,7 +403,7 @@ def cell_notes(rd: RunData, aid: str | None = None, cells: set[str] | None = Non
     return out
 
 
-__all__ = ["answer_budgets", "answer_budgets_of", "argmax_rows", "budget_text", "cell_notes", "chat_models", "conf_count_lines", "conf_count_note", "decision_only", "degenerate_cells",
+__all__ = ["answer_budgets", "answer_budgets_of", "argmax_rows", "budget_text", "cell_notes", "chat_models", "conf_count_lines", "conf_count_note", "decision_only", "degenerate_cells", "not_applicable",
            "example_value", "example_value_lines", "verbal_example_shares", "degenerate_lines", "echoes_options",
            "embedded_source", "engine_of", "first_window_sources",
            "label_start_share"]

@@ -20,6 +20,31 @@ from auditlang.report.latex import breakable
 NOT_COMPUTABLE = "not computable"
 
 
+class NotApplicable:
+    """A table value that does not apply to its row (the verbal parse rate of a token-probability
+    cell, a calibration metric of an abstention probe): shown ``n/a`` in every format (CSV too),
+    never the undefined mark ``–`` (CSV: blank) of a value the records could not give."""
+
+    _one: NotApplicable | None = None
+
+    def __new__(cls) -> NotApplicable:
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __str__(self) -> str:
+        return NA_MARK
+
+    __repr__ = __str__
+
+
+NA_MARK, UNDEFINED_MARK = "n/a", "–"
+NA = NotApplicable()
+LEGEND = (f"{UNDEFINED_MARK} = undefined: the records give no value (no confidence read, one class only, ...; "
+          f"blank in CSV); {NA_MARK} = not applicable to this cell (e.g. the verbal parse rate of a token-probability "
+          "cell)")
+
+
 def not_computable(reason: str) -> str:
     """The one phrasing used for every quantity the records cannot support."""
     return f"{NOT_COMPUTABLE}: {reason}"
@@ -38,13 +63,16 @@ def fixed(v: float, digits: int = 3) -> str:
 
 
 def fmt(v: Any, digits: int = 3) -> str:
-    """Display form: floats with ``digits`` decimals, NaN/None as an en dash, bools as yes/no."""
+    """Display form: floats with ``digits`` decimals, NaN/None as an en dash (undefined), ``NA`` as
+    n/a, bools as yes/no."""
     if v is None:
-        return "–"
+        return UNDEFINED_MARK
+    if isinstance(v, NotApplicable):
+        return NA_MARK
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return "–" if math.isnan(v) else fixed(v, digits)
+        return UNDEFINED_MARK if math.isnan(v) else fixed(v, digits)
     if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
         return fmt(v.item(), digits)
     return str(v)
@@ -53,6 +81,8 @@ def fmt(v: Any, digits: int = 3) -> str:
 def _csv_value(v: Any) -> Any:
     if v is None:
         return ""
+    if isinstance(v, NotApplicable):
+        return NA_MARK
     if hasattr(v, "item") and not isinstance(v, str):
         v = v.item()
     if isinstance(v, float):
@@ -69,6 +99,7 @@ class Table:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    legend: bool = False  # add LEGEND to the notes when a value is undefined or not applicable
     _nc: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def nc(self, reason: str, where: str) -> None:
@@ -78,6 +109,9 @@ class Table:
     def all_notes(self) -> list[str]:
         """Notes plus one "not computable: <reason>" line per reason, naming where it applies."""
         out = list(self.notes)
+        if self.legend and any(v is None or isinstance(v, NotApplicable) or (isinstance(v, float) and math.isnan(v))
+                               for r in self.rows for v in r):
+            out.append(LEGEND)
         for reason, wheres in self._nc.items():
             shown = "; ".join(wheres[:4]) + (f"; and {len(wheres) - 4} more" if len(wheres) > 4 else "")
             out.append(not_computable(f"{reason} ({len(wheres)}x: {shown})"))

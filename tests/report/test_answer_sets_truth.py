@@ -149,3 +149,50 @@ compare g = protocol_grid(a, verbal=verbal, configs=[tb], estimators=[ece10])
     assert "(B=50, seed 1). The g20 comparison uses its own B=20 resamples." in md
     assert "comparison g20 (audit a): its own resamples=20 (B=20, seed=1), not the audit's B=50" in md
     assert "The g comparison uses" not in md  # g has no resamples=: the audit's B
+
+
+@pytest.fixture(scope="module")
+def marks(tmp_path_factory) -> Path:
+    """The verbal run with the parse-rate metric declared (a 'vpr' metric column next to VPR)."""
+    spec = SPEC.replace("metrics = [accuracy, ece10, brier]", "metrics = [accuracy, ece10, brier, pr]") + \
+        "metric pr = vpr()\n"
+    tmp = tmp_path_factory.mktemp("marks")
+    s, plan, run_dir = build_run(tmp, spec)
+    recs = [_nothing_parsed_for_small(r) for r in make_records(s, plan)]
+    write_records(run_dir / "records.parquet", recs)
+    write_cell_metrics(s, plan, run_dir, recs)
+    return build_report(s, plan, run_dir)
+
+
+def _nothing_parsed_for_small(r):
+    if r.protocol == "verbal" and r.model == "small":
+        return replace(r, confidence=float("nan"), confidence_parsed=False)
+    return r
+
+
+def test_not_applicable_and_undefined_have_distinct_marks(marks):
+    import pandas as pd
+
+    md = _read(marks, "cells.md")
+    tok = next(ln for ln in md.splitlines() if ln.startswith("| a/small/arc/plain/tok/fc "))
+    verbal = next(ln for ln in md.splitlines() if ln.startswith("| a/small/arc/plain/verbal/fc "))
+    cols = [c.strip() for c in md.splitlines()[2].strip("|").split("|")]
+    tok_v = dict(zip(cols, [c.strip() for c in tok.strip("|").split("|")]))
+    verbal_v = dict(zip(cols, [c.strip() for c in verbal.strip("|").split("|")]))
+    assert tok_v["vpr"] == "n/a" and tok_v["excluded"] == "n/a"  # no verbal parse rate for a token cell
+    assert verbal_v["vpr"] == "0.000" and verbal_v["ece(binning=equal_width, bins=10)"] == "–"  # undefined
+    assert "– = undefined: the records give no value" in md and "n/a = not applicable to this cell" in md
+    csv = pd.read_csv(marks / "cells.csv", keep_default_na=False).set_index("cell_id")
+    assert csv.loc["a/small/arc/plain/tok/fc", "vpr"] == "n/a"
+    assert csv.loc["a/small/arc/plain/verbal/fc", "ece(binning=equal_width, bins=10)"] == ""
+    html = _read(marks, "report.html")
+    assert '<td class="na" data-sort="">n/a</td>' in html and "n/a = not applicable to this cell" in html
+
+
+def test_vpr_is_one_column_in_every_format(marks):
+    tex = _read(marks, "tables/cells_a.tex")
+    header = next(ln for ln in tex.splitlines() if ln.startswith("Protocol &"))
+    assert header.count("VPR") == 1 and "vpr" not in header  # the parse-rate metric is the VPR column
+    row = next(ln for ln in tex.splitlines() if ln.startswith("tok &"))
+    assert row.split(" & ")[3] == "n/a"  # Protocol, n, Ans. parse, VPR: as in cells.md
+    assert "-- = undefined" in tex and "n/a = not applicable" in tex
