@@ -40,8 +40,8 @@ audit a {
 """
 
 
-def _report(tmp: Path, edit=None) -> Path:
-    spec, plan, run_dir = build_run(tmp, SPEC)
+def _report(tmp: Path, edit=None, text: str = SPEC) -> Path:
+    spec, plan, run_dir = build_run(tmp, text)
     recs = make_records(spec, plan)
     if edit is not None:
         recs = [edit(r) for r in recs]
@@ -196,3 +196,41 @@ def test_vpr_is_one_column_in_every_format(marks):
     row = next(ln for ln in tex.splitlines() if ln.startswith("tok &"))
     assert row.split(" & ")[3] == "n/a"  # Protocol, n, Ans. parse, VPR: as in cells.md
     assert "-- = undefined" in tex and "n/a = not applicable" in tex
+
+
+LONG = SPEC.replace("variant plain = variant(t_plain)", "variant plain = variant(t_plain)\n"
+                    "variant surface_paraphrase = variant(t_plain)\nvariant instruction_reorder = variant(t_plain)") \
+    .replace("variants = [plain]", "variants = [surface_paraphrase, instruction_reorder]") \
+    .replace("protocol tok = ", "protocol token_normalised = ").replace("protocols = [tok, verbal]",
+                                                                       "protocols = [token_normalised, verbal]")
+
+
+@pytest.fixture(scope="module")
+def long_names(tmp_path_factory) -> Path:
+    return _report(tmp_path_factory.mktemp("long"), text=LONG)
+
+
+def test_identifiers_in_latex_open_with_an_opening_quote(long_names):
+    tex = _read(long_names, "checklist.tex")
+    assert "variant `\\auditid{surface\\_paraphrase}' does not set temperature" in tex
+    assert " '\\auditid{" not in tex and "('\\auditid{" not in tex
+
+
+def test_disclosure_breaks_identifiers_only_at_their_separators(long_names, tmp_path):
+    import re
+    import shutil
+    import subprocess
+
+    from latex_fit import compile_fit
+
+    if not shutil.which("pdflatex") or not shutil.which("pdftotext"):
+        pytest.skip("pdflatex / pdftotext not installed")
+    tex = _read(long_names, "disclosure.tex")
+    assert "\\penalty5000\\hskip0pt" not in tex  # the macro has no break between two letters
+    fit = compile_fit(long_names / "disclosure.tex", tmp_path, twocolumn=True)
+    assert fit.returncode == 0 and fit.overfull == []
+    text = subprocess.run(["pdftotext", str(tmp_path / "doc.pdf"), "-"], capture_output=True, text=True).stdout
+    words = set(re.findall(r"[A-Za-z0-9]+", text))
+    for name in ("surface_paraphrase", "instruction_reorder", "token_normalised"):
+        for part in re.split(r"[._/-]", name):
+            assert part in words, (part, text)  # never "paraphra" + "se" on two lines
