@@ -234,3 +234,42 @@ def test_disclosure_breaks_identifiers_only_at_their_separators(long_names, tmp_
     for name in ("surface_paraphrase", "instruction_reorder", "token_normalised"):
         for part in re.split(r"[._/-]", name):
             assert part in words, (part, text)  # never "paraphra" + "se" on two lines
+
+
+VARIANTS = SPEC.replace("variant plain = variant(t_plain)", """variant plain = variant(t_plain)
+template t_bare = template("{{ question }} The answer is:")
+variant bare = variant(t_bare, max_tokens=64)
+variant shuffled = variant(t_plain, perturb=[option_shuffle(seed=4)])""").replace(
+    "variants = [plain]", "variants = [plain, bare, shuffled]")
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory) -> Path:
+    return _report(tmp_path_factory.mktemp("variants"), text=VARIANTS)
+
+
+def _paragraph(out: Path) -> str:
+    return next(ln[2:] for ln in _read(out, "checklist.md").splitlines() if ln.startswith("> Audit "))
+
+
+def test_methods_name_metrics_and_decoding_in_words(variants):
+    text = _paragraph(variants)
+    assert ("The metrics are accuracy, expected calibration error (ECE) with 10 equal-width bins and Brier score."
+            in text)
+    assert "ece(" not in text and "equal_width" not in text
+    assert ("Answers are generated with greedy decoding, at most 32 new tokens (max_tokens=32; 64 under variant "
+            "bare).") in text
+    assert "decoded greedy" not in text
+    assert "Answers are scored with the answer's first character as the label (fc)." in text
+    assert "a stated confidence, a decimal between 0 and 1, about" in text and "decimal_01" not in text
+
+
+def test_methods_describe_what_each_variant_does(variants):
+    text = _paragraph(variants)
+    assert ("Prompt variants: plain gives the item after the instruction \u201cAnswer the following multiple-choice "
+            "question.\u201d and ends with \u201cAnswer:\u201d; bare gives the item with no instruction before it and "
+            "ends with \u201cThe answer is:\u201d and allows answers of up to 64 tokens; shuffled applies the "
+            "perturbation \u201cshuffle the options so that the gold option always moves\u201d (seed 4) to the "
+            "template t_plain.") in text
+    tex = " ".join(_read(variants, "methods.tex").split())
+    assert "``Answer the following multiple-choice question.''" in tex
