@@ -273,3 +273,16 @@ def test_methods_describe_what_each_variant_does(variants):
             "template t_plain.") in text
     tex = " ".join(_read(variants, "methods.tex").split())
     assert "``Answer the following multiple-choice question.''" in tex
+
+
+def test_prefilled_answer_is_described_per_prompt_form(tmp_path):
+    spec = SPEC.replace("protocols = [tok, verbal]", "protocols = [tok, vpre]") + """
+template pre = template("Guess: {{ proposed_answer }}\\nProbability:")
+protocol vpre = verbalized(scale=decimal_01, phrasing=conf_07, prefill=pre, provenance=gold, max_tokens=8)
+"""
+    md = _read(_report(tmp_path, text=spec), "checklist.md")
+    assert ("with that answer prefilled in the assistant's turn of the chat for org/small-1b, and with that answer "
+            "written after the question as plain text, which the model continues for org/mid-3b") in md
+    assert "prefilled in the assistant's answer slot" not in md
+    assert ("chat template, the answer as the open assistant turn: small; no chat template, the prompt and the "
+            "prefill concatenated as plain text: mid") in md
