@@ -308,7 +308,7 @@ def example_value_lines(rd: RunData, aid: str) -> list[str]:
     """A warning per verbal protocol and model whose parsed confidences are mostly the example
     value its own prompt shows (the model copies the example instead of stating a confidence)."""
     return [f"{hit} of {n} parsed verbal confidences of {pid} from model {mid} equal {value:g}, the example value "
-            f"its prompt shows (\"{phrase}\"): the model copies the example rather than stating a confidence"
+            f"its prompt shows (\u201c{phrase}\u201d): the model copies the example rather than stating a confidence"
             for pid, mid, hit, n, value, phrase in verbal_example_shares(rd, aid) if n and 2 * hit > n]
 
 

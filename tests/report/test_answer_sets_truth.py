@@ -118,7 +118,7 @@ def test_verbal_metrics_state_their_item_count(verbal):
 def test_example_value_copies_are_warned_from_the_prompt(verbal):
     md = _read(verbal, "checklist.md")
     want = ('18 of 20 parsed verbal confidences of verbal from model mid equal 0.7, the example value its prompt '
-            'shows ("e.g. 0.7")')
+            'shows (\u201ce.g. 0.7\u201d)')
     assert f"WARNING: {want}" in md
     assert want in _read(verbal, "cells.md")
     assert "from model small equal" not in md  # 2 parsed, neither the example
