@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from auditlang.core.capabilities import call_shape, engine_calls
+from auditlang.report.comparisons.verbal import VERBAL_CTORS
 from auditlang.report.rundata import RunData
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.models import declared_model, model_config
@@ -353,9 +354,6 @@ def _decision_only(rd: RunData, pid: str) -> bool:
 decision_only = _decision_only
 
 
-VERBAL_KINDS = ("verbalized",)  # confidence kinds whose parse rate is a verbal parse rate
-
-
 def not_applicable(rd: RunData) -> dict[str, set[str]]:
     """cell id -> the cells-table columns that do not apply to it: ``vpr`` of a cell whose
     confidence is not a stated number, ``excluded`` where no VPR rule applies (a non-verbal cell,
@@ -375,7 +373,8 @@ def not_applicable(rd: RunData) -> dict[str, set[str]]:
     for d in c.to_dict("records"):
         cid, aid = str(d["cell_id"]), str(d["cell_id"]).split("/")[0]
         cols: set[str] = set()
-        if str(d.get("confidence_kind") or "") not in VERBAL_KINDS:
+        pid = str(d["protocol"])
+        if (rd.protocol_ctor(pid) if pid in rd.spec.objects else str(d.get("confidence_kind") or "")) not in VERBAL_CTORS:
             cols |= {"vpr", "excluded"}
         elif aid in rd.spec.objects and not rd.vpr_declared(aid):
             cols.add("excluded")
