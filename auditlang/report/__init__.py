@@ -21,7 +21,7 @@ from auditlang.plan.model import Plan
 from auditlang.report.paths import spec_path
 from auditlang.resolve.schema import REPORT_OUTPUTS
 from auditlang.resolve.spec import Spec
-from auditlang.report.tables import Table, safe_name
+from auditlang.report.tables import NA, Table, safe_name
 from auditlang.report import textables as T
 from auditlang.report.checklist import build_checklist
 from auditlang.report.comparisons import compute_all, vpr_tables
@@ -31,6 +31,7 @@ from auditlang.report.figure_file import Figure
 from auditlang.report.htmlcells import errors_note
 from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report import methods as M
+from auditlang.report import runfacts as R
 from auditlang.report.rundata import load_run
 from auditlang.core.hashing import sha256_file
 from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR
@@ -55,22 +56,29 @@ def _formats(params: dict[str, Any]) -> set[str]:
     return {"latex", "markdown"} if fmt == "both" else {fmt}
 
 
-def _cells_table(cells: pd.DataFrame, excluded: dict[str, str]):
+def _cells_table(cells: pd.DataFrame, excluded: dict[str, str], notes: list[str] | None = None,
+                 na: dict[str, set[str]] | None = None):
     """metrics/cells.csv as a table, plus an ``excluded`` column: why the audit's own VPR rule
-    excludes a cell (empty for included cells)."""
+    excludes a cell ("no" for an included cell). A column that does not apply to a cell (``na``:
+    the VPR of a token cell, ...) is ``n/a``, an undefined value ``–`` (blank in CSV)."""
+    na = na or {}
     t = Table("cells", "Per-cell results (point estimate [95% bootstrap interval])",
-              [str(c) for c in cells.columns] + ["excluded"])
+              [str(c) for c in cells.columns] + ["excluded"], legend=True)
+    cols = [str(c) for c in cells.columns]
     for row in cells.itertuples(index=False):
-        vals = [None if (isinstance(v, float) and v != v) else v for v in row]
-        t.add(*vals, excluded.get(str(row[0])) if len(vals) else None)
+        cid = str(row[0]) if len(row) else ""
+        skip = na.get(cid, set())
+        vals = [NA if (c in skip or (c.endswith((" lo", " hi")) and c[:-3] in skip)) else
+                None if (isinstance(v, float) and v != v) else v for c, v in zip(cols, row)]
+        t.add(*vals, NA if "excluded" in skip else (excluded.get(cid) or "no") if len(vals) else None)
     if cells.empty:
         t.notes.append("not computable: the run has no scored records")
     t.notes.append(errors_note(cells))
+    t.notes += notes or []
     if excluded:
         t.notes.append(f"{len(excluded)} cells are excluded by their audit's verbal parse-rate rule (column "
                        "'excluded'); their calibration values are shown for reference only")
     return t
-
 
 
 def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
@@ -84,7 +92,9 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     written: list[Path] = []
 
     excl = T.excluded_cells(rd)
-    cells = _cells_table(rd.cells, excl)
+    cell_notes = R.cell_notes(rd)
+    na = R.not_applicable(rd)
+    cells = _cells_table(rd.cells, excl, cell_notes, na)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
     comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
     figs, fig_note = [], ""
@@ -165,7 +175,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
-                           if not rd.cells.empty else rd.cells, cite=M.to_html(cite))
+                           if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite), cells_notes=cell_notes)
         (out / "report.html").write_text(html, encoding="utf-8")
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)

@@ -25,6 +25,7 @@ from auditlang.core.version import __version__
 from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
+from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
 from auditlang.report import runfacts as R
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
@@ -52,6 +53,7 @@ ITEMS: dict[str, str] = {
     "ece": "ECE estimator and binning",
     "norm": "Token-confidence normalisation and top-k label coverage",
     "evaluator": "Evaluator rule",
+    "degenerate": "Degenerate answer sets (one prediction for every item, option lists written back)",
     "storage": "Raw generations storage",
     "access": "Network endpoints contacted and secrets read",
     "vpr": "Verbal parse rate, inclusion threshold and excluded cells",
@@ -237,7 +239,7 @@ def build_checklist(rd: RunData, comparisons: list[Comparison]) -> Checklist:
                                    _plugins(rd)]))
     for aid in rd.audit_ids():
         cl.groups.append(Group(f"Audit {aid}: shared by all cells", [
-            _evaluators(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
+            _evaluators(rd, aid), _degenerate(rd, aid), _ece(rd, aid), _variants(rd, aid), _answer_sampling(rd, aid), _phrasings(rd, aid),
             _vpr(rd, aid), _accgap(rd, aid, comparisons), _cross(rd, aid, comparisons), _templates(rd, aid)]))
         for pid in rd.audit(aid).protocols:
             n_cells = sum(1 for c in rd.plan.cells if c.audit == aid and c.protocol == pid)
@@ -522,6 +524,12 @@ def _seeds(rd: RunData) -> Entry:
         e.lines.append(f"audit {aid}: percentile bootstrap B={B}, seed={seed}, level={level}")
         if not rd.audit(aid).bootstrap:
             e.flag(f"{D.UNSPECIFIED}: audit '{aid}' declares no bootstrap; B=1000, seed=42, level=0.95 were used")
+        for cid in spec.of_kind("compare"):
+            v = spec.get(cid).value
+            r = getattr(v, "resamples", None)
+            if getattr(v, "audit", None) == aid and r is not None and int(r) != int(B):
+                e.lines.append(f"comparison {cid} (audit {aid}): its own resamples={r} (B={r}, seed={seed}), not the "
+                               f"audit's B={B}")
     return e
 
 
@@ -553,6 +561,22 @@ def _evaluators(rd: RunData, aid: str) -> Entry:
             e.lines.append(f"evaluator {eid} ({ctor}) on {task} datasets: {rule}")
             for fl in flags:
                 e.flag(fl)
+    return e
+
+
+def _degenerate(rd: RunData, aid: str) -> Entry:
+    """Answer sets whose parse rate says nothing: one prediction for every item, or the option
+    list written back (``runfacts.degenerate_cells``, from the records)."""
+    e = Entry("degenerate")
+    lines = R.degenerate_lines(rd, aid)
+    if not lines:
+        e.lines.append(f"none: no answer set of {R.DEGENERATE_MIN_ITEMS} or more items predicts one label for every "
+                       "item, and none writes back the option list in most generations")
+        return e
+    e.lines.append("an answer parse rate of 1.000 in these cells does not mean the model answered the items: every "
+                   "answer parsed to the same label, or the model wrote back the options")
+    for ln in lines:
+        e.flag(f"{D.WARNING}: {ln}")
     return e
 
 
@@ -718,6 +742,13 @@ def _vpr(rd: RunData, aid: str) -> Entry:
     if not s.cells:
         e.lines.append("not applicable: no verbal-confidence cells in this audit")
         return e
+    counts = R.conf_count_lines(rd, aid, {str(c) for c in rd.cells["cell_id"] if str(c).split("/")[4:5] and
+                                          str(c).split("/")[4] in verbal_protocols(rd, aid)} if not rd.cells.empty else None)
+    if counts:
+        e.lines.append("the verbal metrics (ECE, Brier, AUROC, ...) of a cell are computed on its items whose verbal "
+                       "confidence parsed (n_conf), not on all n: " + "; ".join(counts))
+    for ln in R.example_value_lines(rd, aid):
+        e.flag(f"{D.WARNING}: {ln}")
     if not declared:
         e.flag(f"{D.UNSPECIFIED}: neither audit '{aid}' nor settings set vpr_threshold; no cell is excluded for its "
                "verbal parse rate")
@@ -923,12 +954,22 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
         c2.flag(D.unspecified(o, "answer_form"))
         if ctor == "verbalized":
             c3.lines.append(f"{na}: the confidence is a parsed number (scale {v.scale}, parser {v.parser})")
+            chat = R.chat_models(rd, aid)
+            yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
             if v.prefill:
+                forms = ([f"chat template, the answer as the open assistant turn: {', '.join(yes)}"] if yes else []) + \
+                    ([f"no chat template, the prompt and the prefill concatenated as plain text: {', '.join(no)}"]
+                     if no else [])
                 c4.lines.append(f"prefill={v.prefill}: the answer placed in an assistant prefill after "
-                                f"{v.phrasing or 'the variant prompt'}; the model writes only the value (001 §3.3)")
+                                f"{v.phrasing or 'the variant prompt'}; the model writes only the value (001 §3.3); "
+                                + "; ".join(forms))
+            elif v.mode == "followup":
+                forms = ([f"a follow-up user turn after the assistant's answer (chat template): {', '.join(yes)}"]
+                         if yes else []) + ([f"plain text, no chat template: the prompt, the answer, a blank line and "
+                                             f"the follow-up question concatenated: {', '.join(no)}"] if no else [])
+                c4.lines.append("mode=followup: " + "; ".join(forms))
             else:
-                c4.lines.append(f"mode={v.mode}: " + ("a follow-up turn after the answer" if v.mode == "followup"
-                                                       else "answer and confidence in one generation (Guess:/Probability:)"))
+                c4.lines.append(f"mode={v.mode}: answer and confidence in one generation (Guess:/Probability:)")
             c4.flag(D.unspecified(o, "mode"))
         else:
             c3.lines.append(f"probability of the true label {v.labels[0]!r} at the next token, top_k={v.top_k}, "

@@ -42,6 +42,14 @@ class Decoding:
         return (f"sampled{f' n={self.n}' if self.n > 1 else ''}: temperature {self.temperature:g}, top_p "
                 f"{1.0 if self.top_p is None else self.top_p:g}, sampling top-k {k}")
 
+    def prose(self) -> str:
+        """As a methods section says it: 'greedy decoding', 'sampling at temperature 1 (top-p 0.9)'."""
+        if self.greedy:
+            return "greedy decoding"
+        extra = [f"top-p {self.top_p:g}"] if self.top_p is not None and self.top_p < 1 else []
+        extra += [f"top-k {self.top_k}"] if self.top_k else []
+        return f"sampling at temperature {self.temperature:g}" + (f" ({', '.join(extra)})" if extra else "")
+
 
 def decoding_of(obj: Resolved) -> Decoding | None:
     """The decoding a variant or protocol object asks for (None when it makes no sampled-or-greedy

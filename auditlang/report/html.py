@@ -35,11 +35,12 @@ def _figs(figs: list[Figure]) -> list[dict[str, str]]:
 
 def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], comparisons: list[tuple[str, list[Table]]],
                 figures: list[Figure], checklist: Checklist | None, disclosure: list[Table], *,
-                cells_df: pd.DataFrame | None = None, cite: str = "") -> str:
+                cells_df: pd.DataFrame | None = None, cite: str = "", cells_notes: list[str] | None = None,
+                cells_na: dict[str, set[str]] | None = None) -> str:
     """``cells_df``: the per-cell metrics, shown metrics first (htmlcells.py) before the ``cells`` tables."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    first = [cells_html(cells_df)] if cells_df is not None else []
+    first = [cells_html(cells_df, cells_notes, cells_na)] if cells_df is not None else []
     sections = [Section("cells", "Per-cell results", "Point estimates with 95% percentile-bootstrap intervals (second "
                         "line). Click a column header to sort.", first + [t.to_html() for t in cells])]
     if comparisons:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from auditlang.report.tables import fixed
+from auditlang.report.tables import LEGEND, NA_MARK, UNDEFINED_MARK, fixed
 
 IDS = ("audit", "model", "dataset", "variant", "protocol", "evaluator", "confidence_kind")
 COUNTS = ("n", "n_error", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
@@ -36,10 +36,13 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) else f
 
 
+NA_TD = f'<td class="na" data-sort="">{NA_MARK}</td>'  # not applicable to the cell (tables.NA)
+
+
 def _metric_td(row: pd.Series, col: str) -> str:
     v = _num(row.get(col))
     if v is None:
-        return '<td class="num" data-sort="">–</td>'
+        return f'<td class="num" data-sort="">{UNDEFINED_MARK}</td>'
     lo, hi = _num(row.get(f"{col} lo")), _num(row.get(f"{col} hi"))
     ci = f'<span class="ci">[{fixed(lo)}, {fixed(hi)}]</span>' if lo is not None and hi is not None else ""
     return f'<td class="num" data-sort="{v!r}">{fixed(v)}{ci}</td>'
@@ -48,7 +51,7 @@ def _metric_td(row: pd.Series, col: str) -> str:
 def _plain_td(v: Any, count: bool) -> str:
     f = _num(v)
     if f is None:
-        return f'<td data-sort="{html.escape(str(v))}">{html.escape("–" if v is None or v != v else str(v))}</td>'
+        return f'<td data-sort="{html.escape(str(v))}">{html.escape(UNDEFINED_MARK if v is None or v != v else str(v))}</td>'
     shown = str(int(f)) if count and f == int(f) else fixed(f)
     return f'<td class="num" data-sort="{f!r}">{shown}</td>'
 
@@ -81,13 +84,18 @@ def errors_note(cells: pd.DataFrame) -> str:
             "every metric uses the n answered items only. Rerun `auditc run` on this run directory to retry them.")
 
 
-def cells_html(cells: pd.DataFrame) -> str:
-    """One sortable table per audit (metrics first); an empty frame says so."""
+def cells_html(cells: pd.DataFrame, notes: list[str] | None = None, na: dict[str, set[str]] | None = None) -> str:
+    """One sortable table per audit (metrics first), after the notes on the cells (degenerate
+    answer sets, confidence metrics on fewer items than n, ...); an empty frame says so."""
     if cells.empty:
         return '<p class="nc">not computable: the run has no scored records</p>'
     counts = [c for c in COUNTS if c in cells.columns]
     n_err = int(cells["n_error"].fillna(0).sum()) if "n_error" in cells.columns else 0
     out = [f'<p class="{"nc" if n_err else "note"}" id="request-errors">{html.escape(errors_note(cells))}</p>']
+    na = na or {}
+    notes = list(notes or []) + [LEGEND]
+    out.append('<ul class="notes" id="cell-notes">' + "".join(
+        f'<li class="{"nc" if n.startswith("WARNING") else "note"}">{html.escape(n)}</li>' for n in notes) + "</ul>")
     for aid, g in cells.groupby("audit", sort=False) if "audit" in cells.columns else [("", cells)]:
         metrics = [c for c in metric_columns(cells) if g[c].notna().any()]  # this audit's metrics
         out.append(f'<section class="table cells" id="cells-{html.escape(str(aid))}"><h3>Audit {html.escape(str(aid))} '
@@ -98,8 +106,9 @@ def cells_html(cells: pd.DataFrame) -> str:
         out.append('<table class="sortable"><thead><tr>' + "".join(head) + "</tr></thead><tbody>")
         for _, row in g.sort_values([a for a in LABEL_AXES if a in g.columns], kind="stable").iterrows():
             tds = [f'<td class="label" data-sort="{html.escape(str(row.get("cell_id", "")))}">{label(row)}</td>']
-            tds += [_metric_td(row, c) for c in metrics]
-            tds += [_plain_td(row[c], c.startswith("n")) for c in counts]
+            skip = na.get(str(row.get("cell_id", "")), set())
+            tds += [NA_TD if c in skip else _metric_td(row, c) for c in metrics]
+            tds += [NA_TD if c in skip else _plain_td(row[c], c.startswith("n")) for c in counts]
             out.append("<tr>" + "".join(tds) + "</tr>")
         out.append("</tbody></table></section>")
     return "\n".join(out)

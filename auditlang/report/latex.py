@@ -91,16 +91,16 @@ HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
 SHORT_HASH = 12
 
 # \auditid{s000.token\_norm}: an identifier in typewriter type that may break after "." "_" "/" "-"
-# (never with an added hyphen: typewriter fonts do not hyphenate), and, only where a column is
-# narrower than a name part (penalty 5000), between two letters. Pure TeX, no package; robust, so
-# it survives \caption. Every generated fragment starts with this block (defining it twice is harmless).
+# (never with an added hyphen: typewriter fonts do not hyphenate) and nowhere else: never inside a
+# name part ("surface_p|araphrase"); tables size their columns so that every part fits
+# (tables.Table.to_latex). Pure TeX, no package; robust, so it survives \caption. Every generated
+# fragment starts with this block (defining it twice is harmless).
 IDENT_DEF = r"""\makeatletter
 \DeclareRobustCommand\auditid[1]{{\ttfamily\auditid@scan#1\auditid@end}}
 \def\auditid@end{\auditid@end}
 \def\auditid@scan#1{\ifx#1\auditid@end\else\auditid@one{#1}\expandafter\auditid@scan\fi}
 \def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\auditid@brk#1\fi}
-\def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\else
-  \penalty5000\hskip0pt\relax\fi\fi\fi}
+\def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\fi\fi\fi}
 \makeatother
 """
 # an identifier: a dotted or slashed name (s000.token_norm, org/model-1b, arc_challenge.jsonl) or a
@@ -120,7 +120,7 @@ def _is_ident(tok: str) -> bool:
     if "_" in tok:
         return True
     if "/" in tok:
-        return any(ch.islower() for ch in tok)  # org/model-1b, not DA/CA
+        return any(ch.islower() for ch in tok) and all(len(p) >= 2 for p in tok.split("/"))  # org/model-1b, not DA/CA or n/a
     return all(len(part) >= 2 for part in tok.split("."))  # "s000.fewshot", not "e.g"
 
 
@@ -155,7 +155,11 @@ def _idents(s: str) -> str:
         if not _is_ident(m.group(0)):
             continue
         before = s[pos:m.start()]
-        out.append(_plain(before) + ("\\allowbreak " if re.search(r"\w[=(]$", before) else ""))
+        plain = _plain(before)
+        if before.endswith("'") and (len(before) == 1 and pos == 0 or before[-2:-1] in tuple(" \t\n([=:,;")) \
+                and plain.endswith("'"):
+            plain = plain[:-1] + "`"  # 'name' opens with an opening quote, as escape() sets one before a word
+        out.append(plain + ("\\allowbreak " if re.search(r"\w[=(]$", before) else ""))
         out.append(ident(m.group(0)))
         pos = m.end()
     out.append(_plain(s[pos:]))

@@ -8,11 +8,13 @@ claim in the paragraph back to the checklist.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field as dc_field
 
 from auditlang.report.checklist import ITEMS, _metric_refs
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.decoding import decoding_of
+from auditlang.report import describe as D
 from auditlang.report.describe import label_form_text
 from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report import runfacts as R
@@ -21,6 +23,8 @@ from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
+from auditlang.prompts.render import TemplateError
+from auditlang.resolve.templates import compile_obj
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -62,8 +66,38 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-def protocol_text(rd: RunData, pid: str) -> str:
-    """What a confidence protocol measures, in words (its spec parameters, not its name)."""
+SCALE_WORDS = {"decimal_01": "a decimal between 0 and 1", "percent_0_100": "a percentage from 0 to 100",
+               "integer_0_100": "an integer from 0 to 100", "scale_0_10": "a number from 0 to 10",
+               "linguistic": "a verbal expression of likelihood", "linguistic_mc": "a choice among likelihood phrases",
+               "boxed_0_100": "a boxed number from 0 to 100"}
+
+
+def _by_prompt_form(chat: dict[str, bool] | None, chat_text: str, text_text: str) -> str:
+    """``chat_text`` for models given chat messages, ``text_text`` for models given plain text;
+    both, each with its models, when the audit has both kinds."""
+    if not chat or all(chat.values()):
+        return chat_text
+    if not any(chat.values()):
+        return text_text
+    return (f"{chat_text} for {_join([m for m, c in chat.items() if c])}, and {text_text} for "
+            f"{_join([m for m, c in chat.items() if not c])}")
+
+
+def prompt_form_text(chat: dict[str, bool]) -> str:
+    """Which models get chat messages through their chat template and which plain text."""
+    yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
+    if not no:
+        return ("Prompts are rendered through " + ("the model's chat template" if len(yes) == 1 else
+                                                    "each model's chat template") + f" ({_join(yes)}).")
+    if not yes:
+        return f"Prompts are given as plain text, without a chat template ({_join(no)})."
+    return (f"Prompts are rendered through the chat template for {_join(yes)}; {_join(no)} "
+            f"{'is' if len(no) == 1 else 'are'} given plain text, without a chat template.")
+
+
+def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None) -> str:
+    """What a confidence protocol measures, in words (its spec parameters, not its name);
+    ``chat``: model -> whether its prompts are chat messages (how a follow-up is asked differs)."""
     o = rd.spec.get(pid)
     v, ctor = o.value, o.ctor
     if ctor == "token_prob":
@@ -84,13 +118,27 @@ def protocol_text(rd: RunData, pid: str) -> str:
         if ctor == "p_true":
             norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
             return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
-        when = ("with that answer prefilled in the assistant's answer slot" if v.prefill else
-                "asked in a follow-up turn" if v.mode == "followup" else "asked together with the answer")
-        return f"a stated confidence on the {v.scale} scale about {about}, {when}"
+        if v.prefill:
+            when = _by_prompt_form(chat, "with that answer prefilled in the assistant's turn of the chat",
+                                   "with that answer written after the question as plain text, which the model "
+                                   "continues")
+        elif v.mode == "followup":
+            when = _by_prompt_form(chat, "asked in a follow-up user turn after the answer",
+                                   "asked by appending the follow-up question to the prompt and the model's answer "
+                                   "as plain text")
+        else:
+            when = "asked together with the answer"
+        return f"a stated confidence, {SCALE_WORDS.get(v.scale, f'on the {v.scale} scale')}, about {about}, {when}"
     if ctor == "self_consistency":
         return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
     doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
     return f"{doc[0].lower() + doc[1:]} ({ctor})"
+
+
+def model_name(rd: RunData, mid: str) -> str:
+    """The name a model is introduced by in the paragraph (its id, path or embedded name)."""
+    v = rd.spec.get(mid).value
+    return str(getattr(v, "path", None) or getattr(v, "name", None) or mid)
 
 
 def model_text(rd: RunData, mid: str) -> str:
@@ -112,12 +160,105 @@ def model_text(rd: RunData, mid: str) -> str:
     return f"{path} (no revision recorded" + (f"; weights sha256 {sha[:12]}" if sha else "") + ")"
 
 
+_METRIC_WORDS = {
+    "accuracy": "accuracy", "smooth_ece": "smooth ECE", "kde_ece": "KDE-based ECE",
+    "ks_ce": "Kolmogorov-Smirnov calibration error", "binfree_ece": "the bin-free ECE estimator of study 001",
+    "brier": "Brier score", "nll": "negative log-likelihood of correctness",
+    "auroc": "AUROC of confidence for predicting correctness", "aurc": "area under the risk-coverage curve",
+    "vpr": "verbal parse rate", "mce": "maximum calibration error", "ece": "expected calibration error (ECE)",
+}
+
+
+def metric_prose(ref) -> str:
+    """A metric as a methods section names it: 'expected calibration error (ECE) with 10
+    equal-width bins', not its spec label ``ece(binning=equal_width, bins=10)``."""
+    p = {k: v for k, v in ref.params if k != "missing"}
+    base = _METRIC_WORDS.get(ref.name, ref.label if not p else ref.name.replace("_", " "))
+    if ref.name in ("ece", "mce"):
+        bins, binning = p.pop("bins", 10), p.pop("binning", "equal_width")
+        base += f" with {bins} {'equal-mass' if binning == 'equal_mass' else 'equal-width'} bins"
+    elif ref.name == "selective_accuracy" and "coverage" in p:
+        base = f"selective accuracy at {float(p.pop('coverage')):.0%} coverage"
+    elif ref.name == "smooth_ece" and p.get("sigma") is not None:
+        base += f" with bandwidth {p.pop('sigma')}"
+    elif ref.name == "nll" and "eps" in p:
+        base += f" (probabilities clipped at {p.pop('eps')})"
+    rest = [f"{k} {v}" for k, v in p.items() if v is not None]
+    return base + (f" ({', '.join(rest)})" if rest else "")
+
+
+_PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+
+
+def _quoted(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return "\u201c" + (text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026") + "\u201d"
+
+
+def template_clause(rd: RunData, tid: str) -> str | None:
+    """What a prompt template asks, from its text: the instruction before the item and the words
+    it ends with (the model's cue), quoted; None when it cannot be read."""
+    try:
+        src = compile_obj(rd.spec, rd.spec.get(tid)).source
+    except (TemplateError, KeyError):
+        return None
+    src = re.sub(r"\{#.*?#\}", "", src, flags=re.S)
+    parts = [p.strip() for p in _PLACEHOLDER.split(src)]
+    pre, post = parts[0], parts[-1] if len(parts) > 1 else ""
+    if len(parts) == 1:
+        return f"shows the fixed text {_quoted(pre)}"
+    where = f"after the instruction {_quoted(pre)}" if pre else "with no instruction before it"
+    return f"gives the item {where}" + (f" and ends with {_quoted(post)}" if post else "")
+
+
+def variant_clause(rd: RunData, aid: str, vid: str) -> str:
+    """One clause per prompt variant, derived from its definition: its perturbations (type and
+    parameters), few-shot examples, template text, answer budget and sampling."""
+    v = rd.spec.get(vid).value
+    bits: list[str] = []
+    tasks = list(dict.fromkeys(rd.task(d) for d in rd.audit(aid).datasets))
+    tids = list(dict.fromkeys(t for t in (getattr(v, task, None) or v.template for task in tasks) if t))
+    if v.perturb:
+        for pid in v.perturb:
+            po = rd.spec.get(pid)
+            doc = type(po.value).DOC.split(": ", 1)[-1].rstrip(".")
+            params = [f"{k} {getattr(po.value, k)}" for k in sorted(D.explicit(po)) if k != "seed"]
+            seed = getattr(po.value, "seed", None)
+            extra = params + ([f"seed {seed}"] if seed is not None else [])
+            bits.append(f"applies the perturbation {_quoted(doc[0].lower() + doc[1:])}"
+                        + (f" ({', '.join(extra)})" if extra else ""))
+        if tids:
+            bits[-1] += f" to the template {tids[0]}"
+    elif tids:
+        clause = template_clause(rd, tids[0])
+        if clause:
+            bits.append(clause + (f" ({tasks[0].replace('_', '-')} items; each task type has its own template)"
+                                  if len(tids) > 1 else ""))
+    if v.fewshot:
+        bits.append(f"puts {v.fewshot} solved examples before the item" + (f" (drawn with seed {v.fewshot_seed})"
+                                                                            if v.fewshot_seed is not None else ""))
+    if v.max_tokens:
+        bits.append(f"allows answers of up to {v.max_tokens} tokens")
+    if v.temperature:
+        bits.append(f"samples answers at temperature {v.temperature:g}")
+    return f"{vid} " + (_join(bits) if bits else "uses the default prompt")
+
+
+EVALUATOR_WORDS = {
+    "first_char": "the answer's first character as the label", "regex_reparse": "a regular-expression re-parse of "
+    "the answer for a label", "constrained": "a constrained re-generation of the label",
+    "exact_match": "exact match with the gold answer", "lenient_match": "lenient (normalised) match with the gold "
+    "answer", "alias_match": "match with any gold alias", "llm_judge": "an LLM judge",
+    "boxed_letter": "the letter in \\boxed{}", "loglik_argmax": "the label of highest log-likelihood",
+}
+
+
 def _evaluator_text(rd: RunData, eid: str) -> str:
     if eid == DEFAULT_EVALUATOR:
         return "the task's default evaluator"
     o = rd.spec.get(eid)
     form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
-    return f"{eid} ({o.ctor}{form})"
+    return f"{EVALUATOR_WORDS.get(o.ctor, o.ctor)} ({eid}{form})"
 
 
 def _distinct(texts: dict[str, str]) -> list[str]:
@@ -126,6 +267,23 @@ def _distinct(texts: dict[str, str]) -> list[str]:
     for t in texts.values():
         counts[t] = counts.get(t, 0) + 1
     return [t if counts[t] == 1 else f"{t} [{pid}]" for pid, t in texts.items()]
+
+
+def _budget_by_variant(rd: RunData, aid: str) -> str | None:
+    """'at most 32 new tokens (max_tokens=32; 256 under variant cot)' when each variant's planned
+    answers share one budget; None otherwise (then the request counts are given)."""
+    per: dict[int, list[str]] = {}
+    for vid in rd.audit(aid).variants:
+        got = R.answer_budgets_of(rd, aid, vid)
+        if len(got) != 1:
+            return None
+        per.setdefault(next(iter(got)), []).append(vid)
+    if len(per) < 2:
+        return None
+    main = max(per, key=lambda mt: len(per[mt]))
+    rest = "; ".join(f"{mt} under variant{'s' if len(vs) > 1 else ''} {_join(vs)}" for mt, vs in per.items()
+                     if mt != main)
+    return f"at most {main} new tokens (max_tokens={main}; {rest})"
 
 
 def _intervals(rd: RunData, aid: str) -> str:
@@ -137,7 +295,15 @@ def _intervals(rd: RunData, aid: str) -> str:
                      "the replicate averages the settings (macro bootstrap); per-cell intervals are over the "
                      "cell's items",
             "auto": "over the items of each cell; each comparison resamples the unit its study defines"}[unit]
-    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed})."
+    own: dict[int, list[str]] = {}
+    for cid in rd.spec.of_kind("compare"):
+        v = rd.spec.get(cid).value
+        r = getattr(v, "resamples", None)
+        if getattr(v, "audit", None) == aid and r is not None and int(r) != int(B):
+            own.setdefault(int(r), []).append(cid)
+    diff = "".join(f" The {_join(c)} comparison uses its own B={r} resamples." if len(c) == 1 else
+                   f" The {_join(c)} comparisons use their own B={r} resamples." for r, c in own.items())
+    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed}).{diff}"
 
 
 def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
@@ -198,20 +364,29 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             f"{_n(len(a.variants), 'prompt variant')} ({_join(a.variants)}).",
                             ["engines", "variants"], aid,
                             [f"{RUN_FILE}:fingerprints.{m}" for m in a.models] + [f"spec:{aid}.variants"]))
-        texts = {p: protocol_text(rd, p) for p in a.protocols}
+        out.append(Sentence("Prompt variant" + ("" if len(a.variants) == 1 else "s") + ": "
+                            + "; ".join(variant_clause(rd, aid, v) for v in a.variants) + ".", ["variants", "templates"],
+                            aid, [f"spec:{v}" for v in a.variants]))
+        chat = {model_name(rd, m): c for m, c in R.chat_models(rd, aid).items()}
+        texts = {p: protocol_text(rd, p, chat) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
                             [f"spec:{p}" for p in a.protocols]))
+        out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
+                            [f"spec:{m}.chat" for m in a.models]
+                            + [f"{RUN_FILE}:fingerprints.{m}" for m in a.models if m in rd.fingerprint_hashes]))
         evs = [_evaluator_text(rd, e) for e in rd.evaluators(aid)]
         out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)
-        out.append(Sentence(f"The metrics are {_join([r.label for r in refs])}.", ["ece"], aid, [f"spec:{aid}.metrics"]))
-        decs = {d.text() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
-        budget = R.budget_text(R.answer_budgets(rd, aid))
+        out.append(Sentence(f"The metrics are {_join([metric_prose(r) for r in refs])}.", ["ece"], aid,
+                            [f"spec:{aid}.metrics"]))
+        decs = {d.prose() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
+        budget = _budget_by_variant(rd, aid) or R.budget_text(R.answer_budgets(rd, aid))
         if len(decs) == 1:
-            out.append(Sentence(f"Answers are decoded {next(iter(decs))}" + (f", {budget}" if budget else "") + ".",
-                                ["sampling"], aid, [f"spec:{aid}.variants"] + [f"spec:{m}.max_tokens" for m in a.models]))
+            out.append(Sentence(f"Answers are generated with {next(iter(decs))}" + (f", {budget}" if budget else "")
+                                + ".", ["sampling"], aid,
+                                [f"spec:{aid}.variants"] + [f"spec:{m}.max_tokens" for m in a.models]))
         elif budget:
             out.append(Sentence(f"Answers are generated with {budget}.", ["sampling"], aid,
                                 [f"spec:{m}.max_tokens" for m in a.models]))

@@ -16,9 +16,14 @@ from typing import Any
 import pandas as pd
 
 from auditlang.core.capabilities import call_shape, engine_calls
+from auditlang.report.comparisons.verbal import VERBAL_CTORS
 from auditlang.report.rundata import RunData
-from auditlang.resolve.models import declared_model
+from auditlang.prompts.render import TemplateError
+from auditlang.resolve.models import declared_model, model_config
+from auditlang.resolve.templates import compile_obj
 from auditlang.resolve.schema import EMBEDDED_MODELS
+from auditlang.metrics.registry import METRICS
+from auditlang.score.cellmetrics import audit_metrics
 from auditlang.store.rundir import RECORDS
 
 
@@ -31,6 +36,22 @@ def _requests(rd: RunData, aid: str, *, protocol: str | None = None, variant: st
             if protocol is None or pid == protocol:
                 for reqs in per_item:
                     yield key[1], reqs
+
+
+def chat_models(rd: RunData, aid: str) -> dict[str, bool]:
+    """model -> whether its planned answer prompts are chat messages (the engine applies the
+    model's chat template) or plain text (a base model, or chat off): what the engine was given.
+    Models without a planned request fall back to the spec's rule (``resolve.models``)."""
+
+    out: dict[str, bool] = {}
+    for mid, reqs in _requests(rd, aid):
+        r = reqs.get("answer") or next(iter(reqs.values()), None)
+        if mid not in out and r is not None and getattr(r, "prompt", None) is not None:
+            out[mid] = r.prompt.messages is not None
+    for mid in rd.audit(aid).models:
+        if mid not in out:
+            out[mid] = bool(model_config(rd.spec, mid).chat)
+    return {m: out[m] for m in rd.audit(aid).models}
 
 
 def answer_budgets(rd: RunData, aid: str) -> Counter:
@@ -163,5 +184,225 @@ def embedded_source(fp: dict) -> str | None:
                                                   fp.get("dtype") != (emb.get("dtype") or "float32") else ""))
 
 
-__all__ = ["answer_budgets", "answer_budgets_of", "argmax_rows", "budget_text", "embedded_source", "engine_of", "first_window_sources",
+DEGENERATE_MIN_ITEMS = 5  # fewer answered items than this: one shared prediction may be chance
+# an option list written back: a label (A-J) opening a line, then ")", "." or ":"
+_OPTION_MARK = re.compile(r"^[ \t]*\(?([A-J])[).:](?=\s|$)", re.M)
+
+
+def echoes_options(text: str) -> bool:
+    """Whether an answer writes back an option list: two or more distinct option labels each
+    opening a line ("A. Rome\nB. Lima"), not one answer ("A. Rome. The answer is B" is one)."""
+    return len({m.group(1) for m in _OPTION_MARK.finditer(text or "")}) >= 2
+
+
+def _generations(rd: RunData) -> pd.DataFrame | None:
+    path = rd.run_dir / RECORDS
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_parquet(path, columns=["cell_id", "item_id", "generation", "status"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def degenerate_cells(rd: RunData, aid: str | None = None) -> list[tuple[str, list[str], str]]:
+    """Answer sets that are not answers to the items, from records.parquet: every answered item
+    of a (model, dataset, variant, evaluator) predicts the same label (at least
+    ``DEGENERATE_MIN_ITEMS`` items), or most generations write back the option list.
+
+    Returns ``(model / dataset / variant / evaluator, [cell ids], what)`` per answer set, e.g.
+    ``"predicts 'A' for 20/20 items"``. Cells of one answer set (its protocols) are grouped,
+    since they score the same answers."""
+    df = rd.records
+    if df is None or not len(df):
+        return []
+    if aid is not None:
+        df = df[df["audit"] == aid]
+    gens = _generations(rd)
+    gen_of: dict[tuple[str, str], str] = {}
+    if gens is not None:
+        gens = gens[gens["status"] == "ok"]
+        gen_of = {(str(c), str(i)): str(g) for c, i, g in zip(gens["cell_id"], gens["item_id"], gens["generation"])}
+    out: dict[tuple, tuple[list[str], str]] = {}
+    for cid, g in df.groupby("cell_id", sort=False):
+        n = len(g)
+        what: list[str] = []
+        preds = [p for p, ok in zip(g["pred"].tolist(), g["parsed"].tolist()) if ok and p is not None]
+        top = Counter(preds).most_common(1)
+        if n >= DEGENERATE_MIN_ITEMS and top and top[0][1] == n:
+            golds = Counter(g["gold"].tolist())
+            what.append(f"predicts {top[0][0]!r} for {n}/{n} items (the gold label is {top[0][0]!r} for "
+                        f"{golds.get(top[0][0], 0)}/{n})")
+        task = rd.task(str(g["dataset"].iat[0])) if hasattr(rd, "task") else None
+        if gen_of and task in ("multiple_choice", "classification"):
+            echo = sum(echoes_options(gen_of.get((str(cid), str(i)), "")) for i in g["item_id"].tolist())
+            if n >= DEGENERATE_MIN_ITEMS and 2 * echo > n:
+                what.append(f"writes back the option list instead of one answer in {echo}/{n} generations")
+        if what:
+            first = g.iloc[0]
+            key = (str(first["audit"]), str(first["model"]), str(first["dataset"]), str(first["variant"]),
+                   str(first["evaluator"]), "; ".join(what))
+            out.setdefault(key, ([], "; ".join(what)))[0].append(str(cid))
+    return [(" / ".join(k[1:5]), cells, what) for k, (cells, what) in out.items()]
+
+
+def degenerate_lines(rd: RunData, aid: str | None = None, only: set[str] | None = None) -> list[str]:
+    """One sentence per degenerate answer set (:func:`degenerate_cells`); ``only``: of these cells."""
+    out = []
+    for where, cells, what in degenerate_cells(rd, aid):
+        if only is not None:
+            cells = [c for c in cells if c in only]
+            if not cells:
+                continue
+        protos = sorted({c.split("/")[4] for c in cells if c.count("/") >= 5})
+        out.append(f"cell {where} {what}" + (f" (the cells of protocol{'s' if len(protos) > 1 else ''} "
+                                             f"{', '.join(protos)})" if protos else ""))
+    return out
+
+
+SCALE_DIVISOR = {"decimal_01": 1.0, "percent_0_100": 100.0, "integer_0_100": 100.0, "scale_0_10": 10.0}
+# "e.g. 0.8", "for example 80%", "such as 7": the value a phrasing shows as an example reply
+_EXAMPLE = re.compile(r"(?:e\.\s?g\.|for example|for instance|such as|example:)\s*,?\s*[\"'(]?\s*"
+                      r"(\d+(?:\.\d+)?|\.\d+)\s*(%|percent)?", re.I)
+
+
+def example_value(rd: RunData, pid: str) -> tuple[float, str] | None:
+    """(the confidence a verbal protocol's phrasing shows as an example reply, on the 0-1 scale the
+    parser reads; the phrase as written), from the phrasing template's source; None without one."""
+    o = rd.spec.get(pid)
+    tid = getattr(o.value, "phrasing", None)
+    if o.ctor != "verbalized" or not tid:
+        return None
+    try:
+        src = compile_obj(rd.spec, rd.spec.get(tid)).source
+    except (TemplateError, KeyError):
+        return None
+    m = _EXAMPLE.search(src)
+    if not m:
+        return None
+    div = 100.0 if m.group(2) else SCALE_DIVISOR.get(str(o.value.scale), 1.0)
+    return float(m.group(1)) / div, m.group(0).strip()
+
+
+def verbal_example_shares(rd: RunData, aid: str) -> list[tuple[str, str, int, int, float, str]]:
+    """(protocol, model, parsed confidences equal to the phrasing's example value, parsed
+    confidences, the value, the phrase) per verbal protocol and model of the audit; one
+    confidence per (model, dataset, variant, item): evaluators share it."""
+    df = rd.records
+    out = []
+    if df is None or not len(df):
+        return out
+    for pid in rd.audit(aid).protocols:
+        ex = example_value(rd, pid)
+        if ex is None:
+            continue
+        rows = df[(df["audit"] == aid) & (df["protocol"] == pid) & df["confidence_parsed"].astype(bool)]
+        rows = rows[~rows["confidence"].isna()].drop_duplicates(["model", "dataset", "variant", "item_id"])
+        for mid, g in rows.groupby("model", sort=False):
+            conf = g["confidence"].to_numpy(dtype=float)
+            hit = int((abs(conf - ex[0]) < 1e-9).sum())
+            out.append((pid, str(mid), hit, int(len(conf)), ex[0], ex[1]))
+    return out
+
+
+def example_value_lines(rd: RunData, aid: str) -> list[str]:
+    """A warning per verbal protocol and model whose parsed confidences are mostly the example
+    value its own prompt shows (the model copies the example instead of stating a confidence)."""
+    return [f"{hit} of {n} parsed verbal confidences of {pid} from model {mid} equal {value:g}, the example value "
+            f"its prompt shows (\u201c{phrase}\u201d): the model copies the example rather than stating a confidence"
+            for pid, mid, hit, n, value, phrase in verbal_example_shares(rd, aid) if n and 2 * hit > n]
+
+
+def conf_count_lines(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
+    """Cells whose confidence metrics use fewer items than n (the confidence did not parse or was
+    missing for the rest): 'cell X: n_conf=2 of n=20'."""
+    c = rd.cells
+    if c is None or c.empty or "n_conf" not in c.columns:
+        return []
+    out = []
+    for d in c.to_dict("records"):
+        cid = str(d["cell_id"])
+        if (aid is not None and cid.split("/")[0] != aid) or (cells is not None and cid not in cells):
+            continue
+        n, nc = d.get("n"), d.get("n_conf")
+        if n is None or nc is None or n != n or nc != nc or int(nc) >= int(n) or _decision_only(rd, str(d["protocol"])):
+            continue
+        out.append(f"{' / '.join(cid.split('/')[1:])}: n_conf={int(nc)} of n={int(n)}")
+    return out
+
+
+def conf_count_note(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> str | None:
+    lines = conf_count_lines(rd, aid, cells)
+    if not lines:
+        return None
+    return ("The confidence-based metrics (all but accuracy) of these cells are computed on the n_conf items whose "
+            "confidence was read, not on n: " + "; ".join(lines) + ".")
+
+
+def _decision_only(rd: RunData, pid: str) -> bool:
+    """A protocol whose records hold abstain decisions and no confidence (abstention probes):
+    confidence metrics do not apply to its cells."""
+    df = rd.records
+    if df is None or not len(df):
+        return False
+    rows = df[df["protocol"] == pid]
+    if not len(rows) or not rows["confidence"].isna().all():
+        return False
+    return rd.extras(rows.index[0]).get("abstain") is not None
+
+
+decision_only = _decision_only
+
+
+def not_applicable(rd: RunData) -> dict[str, set[str]]:
+    """cell id -> the cells-table columns that do not apply to it: ``vpr`` of a cell whose
+    confidence is not a stated number, ``excluded`` where no VPR rule applies (a non-verbal cell,
+    or no declared threshold), and the confidence columns (every metric but accuracy,
+    ``mean_confidence``) of a protocol that records abstain decisions only."""
+    c = rd.cells
+    out: dict[str, set[str]] = {}
+    if c is None or c.empty:
+        return out
+    conf_cols = {"mean_confidence"}
+    for aid in rd.audit_ids():
+        for ref in audit_metrics(rd.spec, aid):
+            spec_m = METRICS.get(ref.name)
+            if spec_m is not None and spec_m.inputs == "conf+correct":
+                conf_cols.add(ref.label)
+    decisions = {p: _decision_only(rd, p) for p in set(map(str, c["protocol"]))}
+    for d in c.to_dict("records"):
+        cid, aid = str(d["cell_id"]), str(d["cell_id"]).split("/")[0]
+        cols: set[str] = set()
+        pid = str(d["protocol"])
+        if (rd.protocol_ctor(pid) if pid in rd.spec.objects else str(d.get("confidence_kind") or "")) not in VERBAL_CTORS:
+            cols |= {"vpr", "excluded"}
+        elif aid in rd.spec.objects and not rd.vpr_declared(aid):
+            cols.add("excluded")
+        if decisions.get(str(d["protocol"])):
+            cols |= conf_cols
+        if cols:
+            out[cid] = cols
+    return out
+
+
+def cell_notes(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
+    """The notes every per-cell table carries (Markdown, LaTeX, HTML) for its cells: degenerate
+    answer sets, confidence metrics on fewer items than n, verbal confidences that copy the
+    prompt's example value."""
+    out = [f"WARNING: {ln}" for ln in degenerate_lines(rd, aid, cells)]
+    note = conf_count_note(rd, aid, cells)
+    if note:
+        out.append(note)
+    for a in ([aid] if aid is not None else rd.audit_ids()):
+        mids = None if cells is None else {c.split("/")[1] for c in cells if c.startswith(a + "/")}
+        if mids == set():
+            continue
+        out += [f"WARNING: {ln}" for ln in example_value_lines(rd, a)
+                if mids is None or any(f"from model {m} " in ln for m in mids)]
+    return out
+
+
+__all__ = ["answer_budgets", "answer_budgets_of", "argmax_rows", "budget_text", "cell_notes", "chat_models", "conf_count_lines", "conf_count_note", "decision_only", "degenerate_cells", "not_applicable",
+           "example_value", "example_value_lines", "verbal_example_shares", "degenerate_lines", "echoes_options",
+           "embedded_source", "engine_of", "first_window_sources",
            "label_start_share"]

@@ -11,6 +11,7 @@ import csv
 import html
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,31 @@ from typing import Any
 from auditlang.report.latex import breakable
 
 NOT_COMPUTABLE = "not computable"
+
+
+class NotApplicable:
+    """A table value that does not apply to its row (the verbal parse rate of a token-probability
+    cell, a calibration metric of an abstention probe): shown ``n/a`` in every format (CSV too),
+    never the undefined mark ``–`` (CSV: blank) of a value the records could not give."""
+
+    _one: NotApplicable | None = None
+
+    def __new__(cls) -> NotApplicable:
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __str__(self) -> str:
+        return NA_MARK
+
+    __repr__ = __str__
+
+
+NA_MARK, UNDEFINED_MARK = "n/a", "–"
+NA = NotApplicable()
+LEGEND = (f"{UNDEFINED_MARK} = undefined: the records give no value (no confidence read, one class only, ...; "
+          f"blank in CSV); {NA_MARK} = not applicable to this cell (e.g. the verbal parse rate of a token-probability "
+          "cell)")
 
 
 def not_computable(reason: str) -> str:
@@ -38,13 +64,16 @@ def fixed(v: float, digits: int = 3) -> str:
 
 
 def fmt(v: Any, digits: int = 3) -> str:
-    """Display form: floats with ``digits`` decimals, NaN/None as an en dash, bools as yes/no."""
+    """Display form: floats with ``digits`` decimals, NaN/None as an en dash (undefined), ``NA`` as
+    n/a, bools as yes/no."""
     if v is None:
-        return "–"
+        return UNDEFINED_MARK
+    if isinstance(v, NotApplicable):
+        return NA_MARK
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return "–" if math.isnan(v) else fixed(v, digits)
+        return UNDEFINED_MARK if math.isnan(v) else fixed(v, digits)
     if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
         return fmt(v.item(), digits)
     return str(v)
@@ -53,6 +82,8 @@ def fmt(v: Any, digits: int = 3) -> str:
 def _csv_value(v: Any) -> Any:
     if v is None:
         return ""
+    if isinstance(v, NotApplicable):
+        return NA_MARK
     if hasattr(v, "item") and not isinstance(v, str):
         v = v.item()
     if isinstance(v, float):
@@ -69,6 +100,7 @@ class Table:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    legend: bool = False  # add LEGEND to the notes when a value is undefined or not applicable
     _nc: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def nc(self, reason: str, where: str) -> None:
@@ -78,6 +110,9 @@ class Table:
     def all_notes(self) -> list[str]:
         """Notes plus one "not computable: <reason>" line per reason, naming where it applies."""
         out = list(self.notes)
+        if self.legend and any(v is None or isinstance(v, NotApplicable) or (isinstance(v, float) and math.isnan(v))
+                               for r in self.rows for v in r):
+            out.append(LEGEND)
         for reason, wheres in self._nc.items():
             shown = "; ".join(wheres[:4]) + (f"; and {len(wheres) - 4} more" if len(wheres) > 4 else "")
             out.append(not_computable(f"{reason} ({len(wheres)}x: {shown})"))
@@ -154,9 +189,11 @@ class Table:
                 else:
                     cells.append(c)
             body.append(cells)
+        hsize = _column_shares(cols, body, moved, wide)
         env = "table*" if wide else "table"
-        colspec = "@{}" + " ".join(">{\\raggedright\\arraybackslash\\hspace{0pt}}X" for _ in cols) + "@{}"
-        out = [f"\\begin{{{env}}}[tbp]", "\\centering", "\\footnotesize"]
+        colspec = "@{}" + "".join(f">{{\\hsize={h:.3f}\\hsize\\raggedright\\arraybackslash\\hspace{{0pt}}}}X"
+                                  for h in hsize) + "@{}"
+        out = [f"\\begin{{{env}}}[tbp]", "\\centering", "\\footnotesize", f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}"]
         if caption or self.title:
             out.append(f"\\caption{{{breakable(caption or self.title)}}}")
         if label:
@@ -196,6 +233,57 @@ class Table:
         csv_path.write_text(self.to_csv(), encoding="utf-8")
         md_path.write_text(self.to_markdown(heading=1), encoding="utf-8")
         return [csv_path, md_path]
+
+
+# Column sizing of Table.to_latex: identifiers break only after . _ / - (latex.IDENT_DEF), so each
+# column gets at least the width of its longest unbreakable part, for the narrowest place the table
+# goes: one column of a two-column 10pt article (\columnwidth 229.9pt), or across both (table*).
+TT_PT, PROSE_PT, BOLD_PT = 4.3, 4.5, 5.2  # \footnotesize character widths: typewriter, roman, bold (pt)
+HYPHENATED = 6  # a prose word hyphenates: its widest unbreakable part is about this many characters
+SEP_PT = 4.0  # \tabcolsep of the table
+NARROW_PT, WIDE_PT = 229.0, 469.0
+_IDENT_LIKE = re.compile(r"[A-Za-z0-9]*[._/][\w./-]*|\w+_\w*")
+
+
+def piece_pt(text: str, bold: bool = False) -> float:
+    """Width (pt) of the widest part of ``text`` that cannot break in a ragged-right column: a
+    part of an identifier between its break points (. _ / -, and = ( in an expression), with the
+    punctuation attached to it, or a prose word's hyphenated part."""
+    widest = 0.0
+    for tok in text.split():
+        ident = bool(_IDENT_LIKE.search(tok)) and any(ch in tok for ch in "._/")
+        for part in re.split(r"(?<=[=(._/-])", tok):
+            core = part.strip("()[],;:.")
+            if not ident and core.isalpha():
+                w = (min(len(core), HYPHENATED) + len(part) - len(core)) * (BOLD_PT if bold else PROSE_PT)
+            else:
+                w = len(part) * (TT_PT if ident else PROSE_PT)
+            widest = max(widest, w + 1.0)
+    return widest
+
+
+def _column_shares(cols: list[str], body: list[list[str]], moved: list[str], wide: bool) -> list[float]:
+    """tabularx ``\\hsize`` factors (summing to the number of columns): each column at least its
+    widest unbreakable part, the rest shared by the columns' text lengths. When the parts cannot
+    all fit, the cell with the widest part moves to a lettered note (``body``, ``moved`` updated)."""
+    n = len(cols)
+    avail = (WIDE_PT if wide else NARROW_PT) - 2 * SEP_PT * (n - 1)
+    while True:
+        need = [max([piece_pt(cols[j], bold=True)] + [piece_pt(r[j]) for r in body]) for j in range(n)]
+        if sum(need) <= avail or n < 2:
+            break
+        cand = [(piece_pt(r[j]), i, j) for i, r in enumerate(body) for j in range(1, n) if not r[j].startswith("see note")]
+        if not cand:
+            break
+        _, i, j = max(cand)
+        mark = _letter(len(moved))
+        moved.append(f"({mark}) {cols[j]}, {body[i][0]}: {body[i][j]}")
+        body[i][j] = f"see note ({mark})"
+    extra = max(avail - sum(need), 0.0)
+    length = [1.0 + sum(len(r[j]) for r in body) / max(len(body), 1) for j in range(n)]
+    width = [need[j] + extra * length[j] / sum(length) for j in range(n)]
+    total = sum(width)
+    return [w * n / total for w in width]
 
 
 def _letter(i: int) -> str:

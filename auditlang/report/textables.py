@@ -30,8 +30,9 @@ from auditlang.report.checklist import _metric_refs
 from auditlang.report.comparisons import Comparison
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.latex import IDENT_DEF, prose
+from auditlang.report import runfacts as R
 from auditlang.report.rundata import RunData
-from auditlang.report.tables import Table, fixed, fmt
+from auditlang.report.tables import LEGEND, NA_MARK, UNDEFINED_MARK, Table, fixed, fmt
 from auditlang.score.cellmetrics import audit_bootstrap
 
 # \auditwide: "table" when the tabular just set in \auditbox fits the column, else "table*" (TeX measures it)
@@ -207,7 +208,7 @@ def _num(v: Any) -> bool:
 def value_cell(value: Any, lo: Any = None, hi: Any = None, mark: str = "") -> Any:
     """``0.412`` or ``("0.412", "[0.301, 0.520]")``; NaN as an en dash."""
     if not _num(value):
-        return "–"
+        return UNDEFINED_MARK
     v = f"{fixed(float(value))}{mark}"
     if _num(lo) and _num(hi):
         return (v, f"[{fixed(float(lo))}, {fixed(float(hi))}]")
@@ -266,6 +267,9 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
         verbal = set(verbal_protocols(rd, aid))
         axes = [a for a in ("variant", "protocol", "evaluator") if cells[a].nunique() > 1] or ["protocol"]
         counts = [(c, h) for c, h in COUNT_COLUMNS if c in cells.columns and not (c == "vpr" and cells[c].isna().all())]
+        # the parse-rate metric (label "vpr") is the VPR count column: one column, as in cells.md/csv
+        metrics = [m for m in metrics if not (m == "vpr" and any(c == "vpr" for c, _ in counts))]
+        na = R.not_applicable(rd)
         prefixes = {a: _common_prefix(cells[a]) for a in axes}
         tables: list[TexTable] = []
         for (mid, dsid), g in cells.groupby(["model", "dataset"], sort=False):
@@ -281,13 +285,17 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
                              + ". Point estimate with its "
                              f"{_level(rd, aid)} percentile-bootstrap interval below it.", header, numeric)
                 prev = None
+                undefined = False
                 for d in chunk:
                     why = excluded.get(d["cell_id"])
+                    skip = na.get(str(d["cell_id"]), set())
                     row = [str(d[a])[len(prefixes[a]):] for a in axes]
-                    row += [_count(d.get(c)) if c == "n" or c.startswith("n_") else
-                            _rate(d.get(c) if c != "vpr" or d["protocol"] in verbal else None) for c, _ in counts]
-                    row += [value_cell(d.get(m), d.get(f"{m} lo"), d.get(f"{m} hi"), EXCLUDED if why and m in calib else "")
+                    row += [NA_MARK if c in skip or (c == "vpr" and d["protocol"] not in verbal) else
+                            _count(d.get(c)) if c == "n" or c.startswith("n_") else _rate(d.get(c)) for c, _ in counts]
+                    row += [NA_MARK if m in skip else
+                            value_cell(d.get(m), d.get(f"{m} lo"), d.get(f"{m} hi"), EXCLUDED if why and m in calib else "")
                             for m in metrics]
+                    undefined |= any(c in (NA_MARK, UNDEFINED_MARK) for c in row)
                     if prev is not None and axes and d[axes[0]] != prev:
                         t.rules.add(len(t.rows))
                     prev = d[axes[0]]
@@ -300,6 +308,9 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
                 cut = sorted({p for p in prefixes.values() if p})
                 if cut:
                     t.notes.append(f"Names are shown without their namespace ({', '.join(c.rstrip('.') for c in cut)}).")
+                t.notes += R.cell_notes(rd, aid, set(t.keys))
+                if undefined:
+                    t.notes.append(LEGEND.replace("; blank in CSV", ""))
                 labels = [m for m in metrics if "(" in m and short_metric(m, metrics) != m]
                 if labels:
                     t.notes.append("; ".join(f"{short_metric(m, metrics)} = {m}" for m in labels) + ".")
@@ -321,7 +332,7 @@ def _count(v: Any) -> str:
 
 
 def _rate(v: Any) -> str:
-    return fixed(float(v)) if _num(v) else "–"
+    return fixed(float(v)) if _num(v) else UNDEFINED_MARK
 
 
 def _level(rd: RunData, aid: str) -> str:

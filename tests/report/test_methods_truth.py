@@ -81,7 +81,7 @@ def test_models_by_id_and_revision_protocols_by_what_they_do(run):
     rd = load_run(run.spec, run.plan, run.run_dir)
     first = methods_sentences(rd)[0].text
     assert "org/small-1b at revision rev-small" in first and "org/big-7b (no revision recorded)" in first
-    protocols = methods_sentences(rd)[1].text
+    protocols = next(s.text for s in methods_sentences(rd) if s.text.startswith("Confidence is measured as"))
     assert "tok_norm" not in protocols and "token_prob" not in protocols
     assert "normalised over the valid labels" in protocols and "unnormalised" in protocols
     assert "teacher-forced after a verbal-confidence prefix" in protocols
@@ -153,7 +153,8 @@ def test_evaluators_differing_only_in_label_form_are_told_apart(run, tmp_path):
                          "evaluator rx = regex_reparse(tail=150)\nevaluator ll_space = loglik_argmax(label_form=space)\n"
                          "evaluator ll_bare = loglik_argmax(label_form=bare)")], keep_compare="no compare")
     text = paragraph(rd)
-    assert 'll_space (loglik_argmax, label tokens with a leading space (" A"))' in text
-    assert 'll_bare (loglik_argmax, label tokens without a leading space ("A"))' in text
+    # the evaluator in words, its spec name and label form in parentheses (s10: no spec syntax as prose)
+    assert 'the label of highest log-likelihood (ll_space, label tokens with a leading space (" A"))' in text
+    assert 'the label of highest log-likelihood (ll_bare, label tokens without a leading space ("A"))' in text
     disc = "\n".join(t.to_markdown() for t in disclosure_tables(rd))
     assert "ll_space (label_form=space); ll_bare (label_form=bare)" in disc

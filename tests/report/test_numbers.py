@@ -37,7 +37,11 @@ def table(run, name: str) -> pd.DataFrame:
 def test_cells_table_is_the_run_cell_metrics(run):
     ours = pd.read_csv(run.report / "cells.csv")
     theirs = pd.read_csv(run.run_dir / "metrics" / "cells.csv")
-    pd.testing.assert_frame_equal(ours.drop(columns=["excluded"]), theirs, check_dtype=False)
+    # the verbal parse rate is stated for verbal cells only (n/a, read as NaN, elsewhere: s10 review)
+    verbal = (theirs["confidence_kind"] == "verbalized").to_numpy()
+    assert ours.loc[~verbal, "vpr"].isna().all()
+    assert np.allclose(ours.loc[verbal, "vpr"].to_numpy(float), theirs.loc[verbal, "vpr"].to_numpy(float))
+    pd.testing.assert_frame_equal(ours.drop(columns=["excluded", "vpr"]), theirs.drop(columns=["vpr"]), check_dtype=False)
     assert list(ours.columns)[-1] == "excluded"  # why the audit's VPR rule excludes a cell (issue 23)
     md = (run.report / "cells.md").read_text()
     row = theirs.iloc[0]
