@@ -75,7 +75,13 @@ def token_confidence(window: Window, labels: Sequence[str], predicted: str | Non
                      logprobs: bool = True) -> TokenConfidence:
     """Raw and label-set-normalised first-token confidence of ``predicted`` (000, A.3 eqs. 1-2)."""
     labs = _check_labels("token_confidence", labels)
-    probs = label_probs(window, labs, logprobs=logprobs)
+    return confidence_from_probs(label_probs(window, labs, logprobs=logprobs), labs, predicted)
+
+
+def confidence_from_probs(probs: dict[str, float], labels: Sequence[str], predicted: str | None) -> TokenConfidence:
+    """:func:`token_confidence` from the window's :func:`label_probs` already computed (a caller
+    that also reports them reads the window once)."""
+    labs = _check_labels("token_confidence", labels)
     full = len(probs) == len(labs)
     if predicted is None or str(predicted).strip() not in labs:
         return TokenConfidence(math.nan, math.nan, len(probs), full)
