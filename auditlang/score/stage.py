@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from auditlang.plan.model import Plan
+from auditlang.core.workers import fork_workers
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
@@ -335,35 +333,14 @@ def _jsonable(x: Any) -> Any:
 _MIN_CPUS = 6
 _MIN_ROWS = 20_000
 _MAX_WORKERS = 8
+SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"
 _WORK: dict[str, Any] = {}
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 def score_workers(plan: Plan, n_units: int) -> int:
     """How many worker processes :func:`score_and_write` uses (1: score in this process)."""
-    forced = os.environ.get(SCORE_WORKERS_ENV, "").strip()
-    if forced:
-        try:
-            n = int(forced)
-        except ValueError:
-            n = 1
-    else:
-        rows = sum(len(u.contexts) * len(u.stage1) for u in plan.units.values())
-        if _usable_cpus() < _MIN_CPUS or rows < _MIN_ROWS:
-            return 1
-        n = min(_MAX_WORKERS, _usable_cpus() - 1)
-    if n <= 1 or n_units < 2 or sys.platform != "linux" or threading.active_count() > 1:
-        return 1
-    return min(n, n_units)
-
-
-SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"
+    rows = sum(len(u.contexts) * len(u.stage1) for u in plan.units.values())
+    return fork_workers(SCORE_WORKERS_ENV, n_units, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS, enough_work=rows >= _MIN_ROWS)
 
 
 def _score_share(units: list[tuple]) -> list[ExampleRecord]:
