@@ -13,7 +13,9 @@ import os
 import sys
 import threading
 
-__all__ = ["fork_workers", "usable_cpus"]
+__all__ = ["SCORE_WORKERS_ENV", "fork_workers", "usable_cpus"]
+
+SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"  # scoring and cell metrics: N workers (0 or 1: never)
 
 
 def usable_cpus() -> int:

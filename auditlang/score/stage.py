@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.plan.model import Plan
-from auditlang.core.workers import fork_workers
+from auditlang.core.workers import SCORE_WORKERS_ENV, fork_workers
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
@@ -333,7 +333,6 @@ def _jsonable(x: Any) -> Any:
 _MIN_CPUS = 6
 _MIN_ROWS = 20_000
 _MAX_WORKERS = 8
-SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"
 _WORK: dict[str, Any] = {}
 
 
