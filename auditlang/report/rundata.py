@@ -69,7 +69,8 @@ class RunData:
         got = self._extras.get(row_index)
         if got is None:
             raw = self._extras_raw
-            if raw is None:  # the column read once: DataFrame.at per row was most of this method's time
+            if raw is None or not self._extras:  # the column read once (again after _extras is cleared):
+                # DataFrame.at per row was most of this method's time
                 raw = self._extras_raw = dict(zip(self.records.index.tolist(), self.records["extras"].tolist()))
             try:
                 got = json.loads(raw[row_index] or "{}")
