@@ -47,11 +47,7 @@ DATA_ROOT = Path(os.environ.get("AUDITLANG_BENCH_DATA", ROOT.parent / "shared" /
 
 # extra phases (finer than bench_phases' defaults); the first that exists is wrapped
 EXTRA_PHASES = [
-    ("score: records", "auditlang.score.stage:score_cells"),
-    ("score: records in workers", "auditlang.score.stage:score_parallel"),
-    ("score: cell metrics", "auditlang.score.cellmetrics:compute_cell_metrics"),
-    ("follow-ups from journal", "auditlang.plan.from_journal:FromJournal.__init__"),
-    ("journal reads", "auditlang.store.journal:Journal.get_results"),
+    ("journal reads", "auditlang.store.journal:Journal.get_many"),
 ]
 
 LETTERS = [chr(ord("A") + i) for i in range(10)]
