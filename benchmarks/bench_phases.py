@@ -48,6 +48,9 @@ PHASES: list[tuple[str, str]] = [
     ("journal commit", "auditlang.store.journal:Journal.put_results"),
     ("write records", "auditlang.store.records:write_records"),
     ("score", "auditlang.score.stage:score_and_write"),
+    ("score: records", "auditlang.score.stage:score_cells"),
+    ("score: records in workers", "auditlang.score.stage:score_parallel"),
+    ("score: cell metrics", "auditlang.score.cellmetrics:cell_table"),
     ("report", "auditlang.report:build_report"),
     ("figures", "auditlang.report.figures:all_figures"),
 ]

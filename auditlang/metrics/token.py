@@ -52,10 +52,9 @@ def label_probs(window: Window, labels: Sequence[str], *, logprobs: bool = True)
     """
     labs = set(_check_labels("label_probs", labels))
     out: dict[str, float] = {}
-    for tok, v in window.items():
+    # the few label tokens picked out of the window first (a 200-entry window holds ~10), in order
+    for tok, v in [(t, v) for t, v in window.items() if str(t).strip() in labs]:
         key = str(tok).strip()
-        if key not in labs:
-            continue
         p = math.exp(v) if logprobs else float(v)
         if not (0.0 <= p <= 1.0 + 1e-9) or math.isnan(p):
             raise ValueError(f"label_probs: window value for token {tok!r} is not a valid (log-)probability: {v!r}")
@@ -75,7 +74,13 @@ def token_confidence(window: Window, labels: Sequence[str], predicted: str | Non
                      logprobs: bool = True) -> TokenConfidence:
     """Raw and label-set-normalised first-token confidence of ``predicted`` (000, A.3 eqs. 1-2)."""
     labs = _check_labels("token_confidence", labels)
-    probs = label_probs(window, labs, logprobs=logprobs)
+    return confidence_from_probs(label_probs(window, labs, logprobs=logprobs), labs, predicted)
+
+
+def confidence_from_probs(probs: dict[str, float], labels: Sequence[str], predicted: str | None) -> TokenConfidence:
+    """:func:`token_confidence` from the window's :func:`label_probs` already computed (a caller
+    that also reports them reads the window once)."""
+    labs = _check_labels("token_confidence", labels)
     full = len(probs) == len(labs)
     if predicted is None or str(predicted).strip() not in labs:
         return TokenConfidence(math.nan, math.nan, len(probs), full)

@@ -27,6 +27,22 @@ class Programs:
         self.spec = spec
         self._progs: dict[str, Any] = {}
         self._evals: dict[tuple[str, str], Any] = {}
+        # (eid, task, text, id(item)) -> (item, label output): an answer is labelled once per
+        # evaluator, not once per protocol and consumer (stage-2 building, scoring). The item is
+        # kept in the value and checked by identity, so a reused id() never serves another item.
+        self._labels: dict[tuple[str, str, str, int], tuple[Any, Any]] = {}
+
+    def label(self, eid: str, task: str, text: str, item: Any):
+        """``evaluator(eid, task).label(text, item)``, memoised (evaluator labels are pure)."""
+        key = (eid, task, text, id(item))
+        hit = self._labels.get(key)
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        out = self.evaluator(eid, task).label(text, item)
+        if len(self._labels) > 200_000:
+            self._labels.clear()
+        self._labels[key] = (item, out)
+        return out
 
     def program(self, pid: str):
         if pid not in self._progs:
@@ -47,7 +63,7 @@ def audit_evaluators(spec: Spec, audit_id: str) -> list[str]:
 def primary_pred(progs: Programs, spec: Spec, audit_id: str, ctx: ItemCtx, text: str) -> Any:
     """The answer stage-2 prompts are built from: the audit's first evaluator's label."""
     eid = audit_evaluators(spec, audit_id)[0]
-    out = progs.evaluator(eid, ctx.task).label(text, ctx.item)
+    out = progs.label(eid, ctx.task, text, ctx.item)
     return out.value if out.ok else None
 
 
@@ -85,8 +101,21 @@ def stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model: 
                     judges_only: bool = False, progs: Programs | None = None) -> list[Request]:
     """Every stage-2 request whose stage-1 inputs are committed in the journal."""
     progs = progs or Programs(spec)
+    if judges_only and not _has_judges(spec, plan):
+        return []  # no llm_judge evaluator: nothing to build (and no stored answer to read)
     with journal.cached_reads():  # an answer is read once for all protocols of its unit
         return _stage2_requests(spec, plan, journal, fps, only_model, judges_only, progs)
+
+
+def _has_judges(spec: Spec, plan) -> bool:
+    """Whether any audit of the plan's units has an ``llm_judge`` evaluator (the only source of
+    judge requests in :func:`item_stage2`)."""
+    audits = {unit.audit for unit in plan.units.values()}
+    for aid in audits:
+        for eid in audit_evaluators(spec, aid):
+            if eid != DEFAULT_EVALUATOR and spec.get(eid).ctor == "llm_judge":
+                return True
+    return False
 
 
 def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model: str | None,
@@ -155,7 +184,7 @@ def label_answer(progs: Programs, spec: Spec, eid: str, ctx, text: str, r2: dict
             return text, bool(text), "judge_missing", math.nan
         verdict = parse_judge_reply(res)
         return text, bool(text), f"judge_{verdict.rule}", (float(bool(verdict.value)) if verdict.ok else math.nan)
-    out = ev.label(text, ctx.item)
+    out = progs.label(eid, ctx.task, text, ctx.item)
     pred = out.value if out.ok else None
     if pred is None:
         return None, False, out.rule, 0.0  # unparsed answers are scored wrong (study 000 A.3)

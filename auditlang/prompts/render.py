@@ -205,10 +205,25 @@ class CompiledTemplate:
         """Context variables the template reads (including those of included stdlib templates)."""
         return _variables(self._ast, frozenset())
 
+    @functools.cached_property
+    def static(self) -> bool:
+        """Only literal text (no variable, tag, include or expression; comments are gone after
+        parsing): the output is the same in every context."""
+        return all(isinstance(n, nodes.Output) and all(isinstance(c, nodes.TemplateData) for c in n.nodes)
+                   for n in self._ast.body)
+
     def render(self, context: dict[str, Any]) -> str:
         """Render with ``context``; raises :class:`TemplateError` naming any missing variable."""
         if not isinstance(context, dict):
             raise TemplateError(f"render() needs a dict context, got {type(context).__name__}", name=self.name)
+        if self.static:  # rendered once (a follow-up phrasing is rendered for every item)
+            text = self.__dict__.get("_static_text")
+            if text is None:
+                text = self.__dict__["_static_text"] = self._render(context)
+            return text
+        return self._render(context)
+
+    def _render(self, context: dict[str, Any]) -> str:
         try:
             return self._template.render(context)
         except SecurityError as exc:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from auditlang.metrics.token import label_probs, span_confidence, token_confidence
+from auditlang.metrics.token import confidence_from_probs, label_probs, span_confidence
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import OWN_GENERATION, ItemCtx, Program, Readout, invariant, lead_space, usable
 
@@ -63,11 +63,14 @@ def first_token_window(res: Result | None, k: int | None = None) -> tuple[dict[s
     return window, tok.token, tok.logprob
 
 
-def pick_label(pred: Any, labels: list[str], window: dict[str, float]) -> tuple[str | None, str]:
-    """ℓ* and where it came from: the evaluator's label if valid, else the window's argmax label."""
+def pick_label(pred: Any, labels: list[str], window: dict[str, float],
+               probs: dict[str, float] | None = None) -> tuple[str | None, str]:
+    """ℓ* and where it came from: the evaluator's label if valid, else the window's argmax label
+    (``probs``: the window's ``label_probs``, when the caller has them)."""
     if isinstance(pred, str) and pred.strip() in labels:
         return pred.strip(), "evaluator"
-    probs = label_probs(window, labels)
+    if probs is None:
+        probs = label_probs(window, labels)
     if not probs:
         return None, "none"
     best = max(probs.items(), key=lambda kv: (kv[1], -labels.index(kv[0])))
@@ -104,12 +107,13 @@ def first_token_readout(labels: list[str] | None, window: dict[str, float], pred
             return Readout(math.nan, False, kind, extras={"reason": "no first token"})
         p = math.exp(lp)
         return Readout(p, True, kind, extras={"p_raw": p, "p_norm": math.nan, "token": tok})
-    star, source = pick_label(pred, labels, window)
-    tc = token_confidence(window, labels, star)
+    probs = label_probs(window, labels)  # once: the label, the confidence and the extras read it
+    star, source = pick_label(pred, labels, window, probs)
+    tc = confidence_from_probs(probs, labels, star)
     conf = tc.raw if normalise == "raw" else tc.norm
     extras = {"p_raw": tc.raw, "p_norm": tc.norm, "label": star, "label_source": source,
               "labels_present": tc.labels_present, "full_coverage": tc.full_coverage,
-              "label_probs": label_probs(window, labels)}
+              "label_probs": dict(probs)}
     return Readout(conf, not math.isnan(conf), kind, extras=extras)
 
 

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
+from auditlang.core.workers import fork_workers  # noqa: E402
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
 from auditlang.report.comparisons import Comparison  # noqa: E402
 from auditlang.report.comparisons.common import known  # noqa: E402
@@ -36,14 +37,51 @@ RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "font.size": 8, "axes.titlesize": 8
 SPARSE = 5  # bins with fewer items are drawn as hollow points and never joined by a line
 
 
+FORMATS = ("png", "pdf")
+FIGURE_WORKERS_ENV = "AUDITLANG_FIGURE_WORKERS"  # N: render in N forked workers (0 or 1: never)
+_MIN_CPUS, _MAX_WORKERS = 4, 8
+# figures drawn but not yet rendered, inside all_figures: (placeholder Figure, matplotlib figure)
+_DEFERRED: list[tuple[Figure, object]] | None = None
+
+
+def _render(fig, fmt: str) -> bytes:
+    b = io.BytesIO()
+    fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
+    return b.getvalue()
+
+
 def _save(fig, name: str, title: str) -> Figure:
-    bufs = []
-    for fmt in ("png", "pdf"):
-        b = io.BytesIO()
-        fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
-        bufs.append(b.getvalue())
+    if _DEFERRED is not None:  # all_figures renders every figure at the end (maybe in workers)
+        placeholder = Figure(name, title, b"", b"")
+        _DEFERRED.append((placeholder, fig))
+        return placeholder
+    bufs = [_render(fig, fmt) for fmt in FORMATS]
     plt.close(fig)
     return Figure(name, title, bufs[0], bufs[1])
+
+
+def _render_job(i: int) -> list[bytes]:
+    fig = _DEFERRED[i][1]  # type: ignore[index]
+    return [_render(fig, fmt) for fmt in FORMATS]  # in this order: a PDF drawn after the PNG's layout
+
+
+def _render_deferred(pending: list[tuple[Figure, object]]) -> dict[int, Figure]:
+    """id(placeholder) -> the rendered Figure. Each figure is one job (its PNG, then its PDF, as
+    _save renders them: the PDF's bytes depend on the layout the PNG's drawing left); on a host
+    with cores to spare the jobs run in forked workers (the same bytes: rendering is deterministic)."""
+    workers = fork_workers(FIGURE_WORKERS_ENV, len(pending), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
+    if workers > 1:
+        import multiprocessing  # lazy: only when figures render in workers
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            out = pool.map(_render_job, range(len(pending)), chunksize=1)
+    else:
+        out = [_render_job(i) for i in range(len(pending))]
+    done = {}
+    for (ph, fig), (png, pdf) in zip(pending, out, strict=True):
+        done[id(ph)] = Figure(ph.name, ph.title, png, pdf)
+        plt.close(fig)
+    return done
 
 
 def _safe(s: str) -> str:
@@ -257,8 +295,27 @@ def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> 
 
 def all_figures(rd: RunData, comps: list[Comparison]) -> list[Figure]:
     """Every figure, drawn with Type 42 fonts; figures with identical PNG bytes are kept once."""
-    with plt.rc_context(RC):
-        figs = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+    global _DEFERRED
+    if fork_workers(FIGURE_WORKERS_ENV, 2, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS) <= 1:
+        with plt.rc_context(RC):  # one at a time, each rendered and closed as soon as it is drawn
+            figs = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+        return _unique(figs)
+    # every figure drawn first, then rendered in forked workers (same bytes: see _render_deferred)
+    with plt.rc_context({**RC, "figure.max_open_warning": 0}):
+        _DEFERRED = []
+        try:
+            drawn = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+            rendered = _render_deferred(_DEFERRED)
+        finally:
+            for _, fig in _DEFERRED or ():
+                plt.close(fig)
+            _DEFERRED = None
+        figs = [rendered[id(f)] for f in drawn]
+    return _unique(figs)
+
+
+def _unique(figs: list[Figure]) -> list[Figure]:
+    """Figures with identical PNG bytes kept once (the first)."""
     out, seen = [], set()
     for f in figs:
         if f.png not in seen:

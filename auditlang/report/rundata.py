@@ -44,6 +44,7 @@ class RunData:
     # not in ``records`` (every comparison and figure reads answered items only) and are stated per cell
     failed: pd.DataFrame = field(default_factory=pd.DataFrame)
     _extras: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _extras_raw: dict[int, Any] | None = field(default=None, repr=False)  # index -> extras JSON (one column read)
     _index: dict[tuple, pd.DataFrame] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ selection
@@ -67,8 +68,12 @@ class RunData:
         """Decoded ``extras`` JSON of one record (by DataFrame index), cached."""
         got = self._extras.get(row_index)
         if got is None:
+            raw = self._extras_raw
+            if raw is None or not self._extras:  # the column read once (again after _extras is cleared):
+                # DataFrame.at per row was most of this method's time
+                raw = self._extras_raw = dict(zip(self.records.index.tolist(), self.records["extras"].tolist()))
             try:
-                got = json.loads(self.records.at[row_index, "extras"] or "{}")
+                got = json.loads(raw[row_index] or "{}")
             except (TypeError, ValueError):
                 got = {}
             self._extras[row_index] = got

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from auditlang.core.workers import SCORE_WORKERS_ENV, fork_workers
 from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
 from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.plan.model import Plan
@@ -76,11 +77,41 @@ def _safe(fn, *a, **k) -> float:
         return math.nan
 
 
+# cells' bootstrap intervals computed in forked workers on hosts with cores to spare (the same
+# numbers: each cell's resampling is seeded on its own); core/workers.py says when
+_MIN_CPUS, _MAX_WORKERS, _MIN_CELLS, _MIN_ROWS = 6, 8, 16, 20_000
+_CT: dict[str, Any] = {}
+
+
 def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = True) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
     cell_meta = {c.id: c for c in plan.cells}
     paired = _paired_groups(spec, records) if bootstrap and len(records) else {}
-    for cell_id, df_all in records.groupby("cell_id", sort=False):
+    groups = list(records.groupby("cell_id", sort=False))
+    workers = fork_workers(SCORE_WORKERS_ENV, len(groups), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS,
+                           enough_work=bootstrap and len(groups) >= _MIN_CELLS and len(records) >= _MIN_ROWS)
+    if workers <= 1:
+        return pd.DataFrame(_cell_rows(spec, cell_meta, paired, groups, bootstrap))
+    import multiprocessing  # lazy: only when cells are computed in workers
+
+    step = max(1, math.ceil(len(groups) / (2 * workers)))
+    shares = [(a, min(a + step, len(groups))) for a in range(0, len(groups), step)]
+    _CT["args"] = (spec, cell_meta, paired, groups, bootstrap)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_cell_rows_share, shares, chunksize=1)
+    finally:
+        _CT.clear()
+    return pd.DataFrame([row for part in parts for row in part])
+
+
+def _cell_rows_share(share: tuple[int, int]) -> list[dict[str, Any]]:
+    spec, cell_meta, paired, groups, bootstrap = _CT["args"]
+    return _cell_rows(spec, cell_meta, paired, groups[share[0]:share[1]], bootstrap)
+
+
+def _cell_rows(spec: Spec, cell_meta: dict, paired: dict, groups: list, bootstrap: bool) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for cell_id, df_all in groups:
         df = answered(df_all)
         n_error = int(len(df_all) - len(df))
         if df.empty:
@@ -134,7 +165,7 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
                 except (ValueError, FloatingPointError):
                     row[f"{m.label} lo"] = row[f"{m.label} hi"] = math.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    return rows
 
 
 def _fmt(v: Any) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.plan.model import Plan
+from auditlang.core.workers import SCORE_WORKERS_ENV, fork_workers
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
@@ -36,17 +37,29 @@ def _gold(ctx) -> str:
     return str(ctx.item.get("answer"))
 
 
+def _cells_by_unit(plan: Plan) -> dict[tuple, list]:
+    """(audit, model, dataset, variant) -> its cells, in plan order (the records' order)."""
+    cells_by_unit: dict[tuple, list] = {}
+    for c in plan.cells:
+        cells_by_unit.setdefault((c.audit, c.model, c.dataset, c.variant), []).append(c)
+    return cells_by_unit
+
+
 def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
-                evaluator_override: list[tuple[str, str]] | None = None) -> list[ExampleRecord]:
-    """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators."""
+                evaluator_override: list[tuple[str, str]] | None = None,
+                only_units: list[tuple] | None = None) -> list[ExampleRecord]:
+    """Every cell's records. ``evaluator_override``: [(label, ctor)] to re-score under other evaluators.
+    ``only_units``: score only these (audit, model, dataset, variant) keys (a worker's share, see
+    :func:`score_parallel`); records come in plan order either way."""
 
     followups = FromJournal(spec, plan, journal, fps)  # follow-ups and cross candidates, rebuilt from the journal
     progs = followups.progs
     cross = followups.cross_data()
     records: list[ExampleRecord] = []
-    cells_by_unit: dict[tuple, list] = {}
-    for c in plan.cells:
-        cells_by_unit.setdefault((c.audit, c.model, c.dataset, c.variant), []).append(c)
+    cells_by_unit = _cells_by_unit(plan)
+    if only_units is not None:
+        keep = set(only_units)
+        cells_by_unit = {k: v for k, v in cells_by_unit.items() if k in keep}
     for (aid, mid, dsid, vid), cells in cells_by_unit.items():
         fp = fps.get(mid)
         unit = plan.units.get((aid, mid, dsid, vid, "test"))
@@ -312,10 +325,69 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+# Scoring in worker processes (forked, so they share the spec and plan without pickling them):
+# only on Linux, with at least _MIN_CPUS usable cores, _MIN_ROWS records to score and no other
+# Python thread alive in this process (forking beside running threads can deadlock a child).
+# $AUDITLANG_SCORE_WORKERS=N sets the number of workers (0 or 1: never). Records are identical
+# to scoring in this process: each worker scores a contiguous run of units, concatenated in order.
+_MIN_CPUS = 6
+_MIN_ROWS = 20_000
+_MAX_WORKERS = 8
+_WORK: dict[str, Any] = {}
+
+
+def score_workers(plan: Plan, n_units: int) -> int:
+    """How many worker processes :func:`score_and_write` uses (1: score in this process)."""
+    rows = sum(len(u.contexts) * len(u.stage1) for u in plan.units.values())
+    return fork_workers(SCORE_WORKERS_ENV, n_units, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS, enough_work=rows >= _MIN_ROWS)
+
+
+def _score_share(units: list[tuple]) -> list[ExampleRecord]:
+    spec, plan, run_dir, fps = _WORK["args"]
+    with Journal(run_dir) as journal, journal.cached_reads():
+        return score_cells(spec, plan, journal, fps, only_units=units)
+
+
+def _shares(plan: Plan, keys: list[tuple], n: int) -> list[list[tuple]]:
+    """``keys`` (plan order) cut into contiguous runs of about equal rows, ~2 per worker."""
+    weight = {}
+    for (aid, mid, dsid, vid) in keys:
+        u = plan.units.get((aid, mid, dsid, vid, "test"))
+        weight[(aid, mid, dsid, vid)] = max(1, len(u.contexts) * len(u.stage1)) if u is not None else 1
+    target = sum(weight.values()) / (2 * n)
+    out: list[list[tuple]] = [[]]
+    acc = 0.0
+    for k in keys:
+        if acc >= target and out[-1]:
+            out.append([])
+            acc = 0.0
+        out[-1].append(k)
+        acc += weight[k]
+    return out
+
+
+def score_parallel(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str], workers: int) -> list[ExampleRecord]:
+    """:func:`score_cells` over ``workers`` forked processes, records in plan order."""
+    import multiprocessing  # lazy: only when scoring runs in workers
+
+    keys = list(_cells_by_unit(plan))
+    _WORK["args"] = (spec, plan, run_dir, fps)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_score_share, _shares(plan, keys, workers), chunksize=1)
+    finally:
+        _WORK.clear()
+    return [r for part in parts for r in part]
+
+
 def score_and_write(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str]) -> list[ExampleRecord]:
 
-    with Journal(run_dir) as journal, journal.cached_reads():
-        records = score_cells(spec, plan, journal, fps)
+    workers = score_workers(plan, len(_cells_by_unit(plan)))
+    if workers > 1:
+        records = score_parallel(spec, plan, run_dir, fps, workers)
+    else:
+        with Journal(run_dir) as journal, journal.cached_reads():
+            records = score_cells(spec, plan, journal, fps)
     write_records(run_dir / RECORDS, records)
     write_cell_metrics(spec, plan, run_dir, records)
     record(run_dir, OUTPUTS, journal=True)  # what later commands check (store/integrity.py)
