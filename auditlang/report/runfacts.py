@@ -212,38 +212,49 @@ def degenerate_cells(rd: RunData, aid: str | None = None) -> list[tuple[str, lis
 
     Returns ``(model / dataset / variant / evaluator, [cell ids], what)`` per answer set, e.g.
     ``"predicts 'A' for 20/20 items"``. Cells of one answer set (its protocols) are grouped,
-    since they score the same answers."""
+    since they score the same answers. Computed once per run (every report file asks)."""
+    memo = rd.__dict__.setdefault("_degenerate", {})
+    if "all" not in memo:
+        memo["all"] = _degenerate_all(rd)
+    return [(where, cells, what) for a, where, cells, what in memo["all"] if aid is None or a == aid]
+
+
+def _degenerate_all(rd: RunData) -> list[tuple[str, str, list[str], str]]:
+    """:func:`degenerate_cells` of every audit, each with its audit id first."""
     df = rd.records
     if df is None or not len(df):
         return []
-    if aid is not None:
-        df = df[df["audit"] == aid]
     gens = _generations(rd)
     gen_of: dict[tuple[str, str], str] = {}
     if gens is not None:
-        gens = gens[gens["status"] == "ok"]
-        gen_of = {(str(c), str(i)): str(g) for c, i, g in zip(gens["cell_id"], gens["item_id"], gens["generation"])}
+        ok = [s == "ok" for s in gens["status"].tolist()]
+        gen_of = {(str(c), str(i)): str(g) for c, i, g, o in zip(gens["cell_id"].tolist(), gens["item_id"].tolist(),
+                                                                  gens["generation"].tolist(), ok) if o}
+    cols = {c: df[c].tolist() for c in ("cell_id", "audit", "model", "dataset", "variant", "evaluator", "pred",
+                                         "parsed", "gold", "item_id")}
+    rows_of: dict[str, list[int]] = {}
+    for i, cid in enumerate(cols["cell_id"]):
+        rows_of.setdefault(cid, []).append(i)
     out: dict[tuple, tuple[list[str], str]] = {}
-    for cid, g in df.groupby("cell_id", sort=False):
-        n = len(g)
+    for cid, rows in rows_of.items():
+        n = len(rows)
         what: list[str] = []
-        preds = [p for p, ok in zip(g["pred"].tolist(), g["parsed"].tolist()) if ok and p is not None]
+        preds = [cols["pred"][i] for i in rows if cols["parsed"][i] and cols["pred"][i] is not None]
         top = Counter(preds).most_common(1)
         if n >= DEGENERATE_MIN_ITEMS and top and top[0][1] == n:
-            golds = Counter(g["gold"].tolist())
+            golds = Counter(cols["gold"][i] for i in rows)
             what.append(f"predicts {top[0][0]!r} for {n}/{n} items (the gold label is {top[0][0]!r} for "
                         f"{golds.get(top[0][0], 0)}/{n})")
-        task = rd.task(str(g["dataset"].iat[0])) if hasattr(rd, "task") else None
-        if gen_of and task in ("multiple_choice", "classification"):
-            echo = sum(echoes_options(gen_of.get((str(cid), str(i)), "")) for i in g["item_id"].tolist())
-            if n >= DEGENERATE_MIN_ITEMS and 2 * echo > n:
+        first = rows[0]
+        task = rd.task(str(cols["dataset"][first])) if hasattr(rd, "task") else None
+        if gen_of and n >= DEGENERATE_MIN_ITEMS and task in ("multiple_choice", "classification"):
+            echo = sum(echoes_options(gen_of.get((str(cid), str(cols["item_id"][i])), "")) for i in rows)
+            if 2 * echo > n:
                 what.append(f"writes back the option list instead of one answer in {echo}/{n} generations")
         if what:
-            first = g.iloc[0]
-            key = (str(first["audit"]), str(first["model"]), str(first["dataset"]), str(first["variant"]),
-                   str(first["evaluator"]), "; ".join(what))
+            key = tuple(str(cols[c][first]) for c in ("audit", "model", "dataset", "variant", "evaluator")) + ("; ".join(what),)
             out.setdefault(key, ([], "; ".join(what)))[0].append(str(cid))
-    return [(" / ".join(k[1:5]), cells, what) for k, (cells, what) in out.items()]
+    return [(k[0], " / ".join(k[1:5]), cells, what) for k, (cells, what) in out.items()]
 
 
 def degenerate_lines(rd: RunData, aid: str | None = None, only: set[str] | None = None) -> list[str]:
