@@ -72,7 +72,10 @@ def child(args: argparse.Namespace) -> None:
                                   "engine_start_s": round(t_ready - t_import, 2), "batch_s": round(t_done - t1, 2),
                                   "jobs": n, "generated_tokens": tokens,
                                   "total_s": round(t_done - t0, 2)}), flush=True)
-    os._exit(0)  # skip vLLM's shutdown: not part of any measured phase
+    # Stop the engine-core process before leaving: an orphaned one keeps the parent's stdout pipe
+    # open, and the parent waits on it forever (what happened to the first H200 probe).
+    llm.llm_engine.engine_core.shutdown()
+    os._exit(0)
 
 
 def main() -> int:
@@ -83,6 +86,7 @@ def main() -> int:
     ap.add_argument("--configs", default="default,inproc,eager,eager-inproc")
     ap.add_argument("--fraction", type=float, default=1.0, help="run this fraction of each phase's jobs")
     ap.add_argument("--json-out")
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per configuration (default 240)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -94,16 +98,20 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--child", name, "--model", args.model, "--dtype", args.dtype,
                "--jobs", args.jobs, "--fraction", str(args.fraction)]
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True)
+        try:
+            p = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            p = subprocess.CompletedProcess(cmd, -1, out, f"timed out after {args.timeout} s")
         wall = time.perf_counter() - t0
         line = next((ln for ln in p.stdout.splitlines() if ln.startswith("PROBE ")), None)
         row = json.loads(line[6:]) if line else {"config": name, "failed": (p.stderr or p.stdout)[-1500:]}
         row["process_wall_s"] = round(wall, 2)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump({"model": args.model, "dtype": args.dtype, "fraction": args.fraction, "rows": rows}, f, indent=1)
+        if args.json_out:  # after every configuration: a later one that hangs loses nothing
+            with open(args.json_out, "w") as f:
+                json.dump({"model": args.model, "dtype": args.dtype, "fraction": args.fraction, "rows": rows}, f, indent=1)
     return 0
 
 

@@ -39,6 +39,23 @@ def fork_workers(env: str, jobs: int, *, min_cpus: int, cap: int, enough_work: b
         if cpus < min_cpus or not enough_work:
             return 1
         n = min(cap, cpus - 1)
-    if n <= 1 or jobs < 2 or sys.platform != "linux" or threading.active_count() > 1:
+    if n <= 1 or jobs < 2 or sys.platform != "linux":
+        return 1
+    _stop_tqdm_monitor()
+    if threading.active_count() > 1:
         return 1
     return min(n, jobs)
+
+
+def _stop_tqdm_monitor() -> None:
+    """Stop tqdm's monitor thread, which the first progress bar of a process starts and leaves
+    running (transformers' "Loading weights" bar of the hf engine does): it only adjusts how often
+    a slow bar redraws, tqdm starts a new one with the next bar, and left alive it would keep
+    every stage from forking. Nothing when tqdm was never imported."""
+    tq = sys.modules.get("tqdm.std")
+    monitor = getattr(getattr(tq, "tqdm", None), "monitor", None)
+    if monitor is not None:
+        try:
+            monitor.exit()  # sets its stop event and joins it (it wakes at once)
+        except Exception:  # noqa: BLE001 - best effort: a live thread only keeps the stage in this process
+            pass

@@ -1,0 +1,63 @@
+"""core/workers.py: when a CPU-bound stage (scoring, cell metrics, figures) forks worker processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import pytest
+
+from auditlang.core import workers
+
+ENV = "AUDITLANG_TEST_WORKERS"
+linux = pytest.mark.skipif(sys.platform != "linux", reason="workers fork only on Linux")
+
+
+@linux
+def test_forced_count_is_capped_by_the_jobs(monkeypatch) -> None:
+    monkeypatch.setenv(ENV, "3")
+    assert workers.fork_workers(ENV, 5, min_cpus=64, cap=8) == 3
+    assert workers.fork_workers(ENV, 2, min_cpus=64, cap=8) == 2
+    assert workers.fork_workers(ENV, 1, min_cpus=64, cap=8) == 1
+    monkeypatch.setenv(ENV, "1")
+    assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 1
+
+
+@linux
+def test_default_needs_cores_and_work(monkeypatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 16)
+    assert workers.fork_workers(ENV, 100, min_cpus=6, cap=8) == 8
+    assert workers.fork_workers(ENV, 100, min_cpus=6, cap=8, enough_work=False) == 1
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 4)
+    assert workers.fork_workers(ENV, 100, min_cpus=6, cap=8) == 1
+
+
+@linux
+def test_a_live_thread_keeps_the_stage_in_this_process(monkeypatch) -> None:
+    monkeypatch.setenv(ENV, "3")
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, name="someone-elses")
+    t.start()
+    try:
+        assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 1
+    finally:
+        stop.set()
+        t.join()
+    assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 3
+
+
+@linux
+def test_tqdm_monitor_left_by_a_progress_bar_does_not_block_forking(monkeypatch) -> None:
+    """transformers' "Loading weights" bar leaves tqdm's monitor thread running (seen on the H200
+    run of the hf engine: scoring stayed serial); it is stopped, and tqdm restarts it later."""
+    tqdm = pytest.importorskip("tqdm")
+    monkeypatch.setenv(ENV, "3")
+    monkeypatch.setattr(tqdm.tqdm, "monitor_interval", 10)
+    with open(os.devnull, "w") as sink:
+        for _ in tqdm.tqdm(range(3), file=sink):
+            pass
+    assert tqdm.tqdm.monitor is not None and tqdm.tqdm.monitor.is_alive()
+    assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 3
+    assert not tqdm.tqdm.monitor.is_alive()
