@@ -160,7 +160,8 @@ class VLLMOptions(EngineOptions):
     threads_bind: str | None = option(
         None, "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)")
     in_process: bool | None = option(
-        None, "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)")
+        None, "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
+        spec="in_process")
     chunk_size: int | None = option(None, "most requests in vLLM at once, topped up as they finish (default: every "
                                           "request of a stage; results are committed as they finish either way)")
     enable_prefix_caching: bool = option(

@@ -46,7 +46,8 @@ def test_readme_vllm_model_loads_its_options(tmp_path: Path) -> None:
 def test_language_names_are_mapped_and_unwritten_defaults_not_sent(tmp_path: Path) -> None:
     p = tmp_path / "m.audit"
     p.write_text(
-        'model a = vllm("org/m", tensor_parallel=2, enforce_eager=true, max_logprobs=50, gpu_memory_utilization=0.8)\n'
+        'model a = vllm("org/m", tensor_parallel=2, enforce_eager=true, max_logprobs=50, gpu_memory_utilization=0.8, '
+        'in_process=true)\n'
         'model b = vllm("org/m")\n'
         'model f = vllm("org/m", prefix_caching=off)\n'
         'model c = openai("gpt-x", base_url="http://127.0.0.1:9/v1")\n'
@@ -55,7 +56,7 @@ def test_language_names_are_mapped_and_unwritten_defaults_not_sent(tmp_path: Pat
     spec = compile_spec(p)
     a = model_config(spec, "a")
     assert a.options == {"tensor_parallel_size": 2, "enforce_eager": True, "max_logprobs": 50,
-                         "gpu_memory_utilization": 0.8}
+                         "gpu_memory_utilization": 0.8, "in_process": True}
     assert model_config(spec, "b").options == {}  # vLLM's own defaults (eager on CPU) apply
     assert model_config(spec, "c").options == {"base_url": "http://127.0.0.1:9/v1"}
     assert model_config(spec, "d").options == {}  # the engine reads OPENAI_BASE_URL, else its default
