@@ -14,6 +14,20 @@ ENV = "AUDITLANG_TEST_WORKERS"
 linux = pytest.mark.skipif(sys.platform != "linux", reason="workers fork only on Linux")
 
 
+def _is_tqdm_monitor(t: threading.Thread) -> bool:
+    mod = sys.modules.get("tqdm._monitor")
+    return mod is not None and isinstance(t, mod.TMonitor)
+
+
+@pytest.fixture(autouse=True)
+def only_this_tests_threads(monkeypatch) -> None:
+    """Earlier tests in this process (Ray's, for one) may leave threads running: count the main
+    thread, tqdm's monitor and the threads started during this test, as a fresh `auditc` would."""
+    before = {t for t in threading.enumerate() if t is not threading.main_thread() and not _is_tqdm_monitor(t)}
+    monkeypatch.setattr(workers.threading, "active_count",
+                        lambda: sum(1 for t in threading.enumerate() if t not in before and t.is_alive()))
+
+
 @linux
 def test_forced_count_is_capped_by_the_jobs(monkeypatch) -> None:
     monkeypatch.setenv(ENV, "3")
