@@ -14,18 +14,20 @@ ENV = "AUDITLANG_TEST_WORKERS"
 linux = pytest.mark.skipif(sys.platform != "linux", reason="workers fork only on Linux")
 
 
-def _is_tqdm_monitor(t: threading.Thread) -> bool:
-    mod = sys.modules.get("tqdm._monitor")
-    return mod is not None and isinstance(t, mod.TMonitor)
-
-
 @pytest.fixture(autouse=True)
-def only_this_tests_threads(monkeypatch) -> None:
-    """Earlier tests in this process (Ray's, for one) may leave threads running: count the main
-    thread, tqdm's monitor and the threads started during this test, as a fresh `auditc` would."""
-    before = {t for t in threading.enumerate() if t is not threading.main_thread() and not _is_tqdm_monitor(t)}
-    monkeypatch.setattr(workers.threading, "active_count",
-                        lambda: sum(1 for t in threading.enumerate() if t not in before and t.is_alive()))
+def own_threads(monkeypatch) -> list[threading.Thread]:
+    """Earlier tests in this process (Ray's, for one) leave threads running and start new ones:
+    the stage sees the main thread, tqdm's monitor when alive, and the threads this test starts
+    (appended to the list this fixture returns), as a fresh `auditc` process would."""
+    started: list[threading.Thread] = []
+
+    def count() -> int:
+        tq = sys.modules.get("tqdm.std")
+        monitor = getattr(getattr(tq, "tqdm", None), "monitor", None)
+        return 1 + int(monitor is not None and monitor.is_alive()) + sum(t.is_alive() for t in started)
+
+    monkeypatch.setattr(workers.threading, "active_count", count)
+    return started
 
 
 @linux
@@ -49,10 +51,11 @@ def test_default_needs_cores_and_work(monkeypatch) -> None:
 
 
 @linux
-def test_a_live_thread_keeps_the_stage_in_this_process(monkeypatch) -> None:
+def test_a_live_thread_keeps_the_stage_in_this_process(monkeypatch, own_threads) -> None:
     monkeypatch.setenv(ENV, "3")
     stop = threading.Event()
     t = threading.Thread(target=stop.wait, name="someone-elses")
+    own_threads.append(t)
     t.start()
     try:
         assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 1
