@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import PurePath
 from typing import Any
 
-from auditlang.core.requests import Request, Result, Sample, TokenLogprob
+from auditlang.core.requests import Request, Result, TokenLogprob
 
 __all__ = [
     "dumps",
@@ -98,28 +98,10 @@ def result_to_json(result: Result) -> str:
     return dumps(result_dict(result))
 
 
-def _owned_token(x: dict[str, Any]) -> TokenLogprob:
-    return TokenLogprob(x["token"], int(x["token_id"]), float(x["logprob"]), x.get("top") or {})
-
-
 def result_from_json(text: str) -> Result:
-    """``Result.from_dict(json.loads(text))`` without its defensive copy of each token's top-k
-    window: the decoded dicts belong to this result alone (the copy was most of the decoding
-    time of a generation with a 200-entry first-token window)."""
-    d = json.loads(text)
-    if d.get("samples") is None and d.get("continuation") is None:
-        return Result.from_dict(d)
-    samples = None
-    if d.get("samples") is not None:
-        samples = [Sample(s["text"], [_owned_token(t) for t in s.get("tokens") or []], s.get("finish_reason", "stop"))
-                   for s in d["samples"]]
-    cont = [_owned_token(t) for t in d["continuation"]] if d.get("continuation") is not None else None
-    return Result(
-        request_id=d["request_id"], kind=d["kind"], samples=samples,
-        choice_logprobs=d.get("choice_logprobs"), top_logprobs=d.get("top_logprobs"),
-        continuation=cont, choice=d.get("choice"), hidden_state=d.get("hidden_state"),
-        error=d.get("error"), meta=d.get("meta") or {},
-    )
+    """A stored result: ``Result.from_dict`` of the decoded JSON, which this result owns (its
+    token windows are not copied again)."""
+    return Result.from_dict(json.loads(text), owned=True)
 
 
 def _same(a: Any, b: Any) -> bool:
