@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["SCORE_WORKERS_ENV", "fork_workers", "usable_cpus"]
+__all__ = ["SCORE_WORKERS_ENV", "fork_map", "fork_workers", "usable_cpus"]
 
 SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"  # scoring and cell metrics: N workers (0 or 1: never)
 
@@ -45,6 +47,16 @@ def fork_workers(env: str, jobs: int, *, min_cpus: int, cap: int, enough_work: b
     if threading.active_count() > 1:
         return 1
     return min(n, jobs)
+
+
+def fork_map(fn: Callable[[Any], Any], jobs: list, workers: int) -> list:
+    """``[fn(job) for job in jobs]`` over ``workers`` forked processes, in the jobs' order. The
+    workers inherit this process's memory (a stage leaves what ``fn`` reads in a module-level
+    variable), so only the jobs and the results are pickled."""
+    import multiprocessing  # lazy: only when a stage runs in workers
+
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(fn, jobs, chunksize=1)
 
 
 def _stop_tqdm_monitor() -> None:

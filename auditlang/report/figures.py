@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
-from auditlang.core.workers import fork_workers  # noqa: E402
+from auditlang.core.workers import fork_map, fork_workers  # noqa: E402
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
 from auditlang.report.comparisons import Comparison  # noqa: E402
 from auditlang.report.comparisons.common import known  # noqa: E402
@@ -71,10 +71,7 @@ def _render_deferred(pending: list[tuple[Figure, object]]) -> dict[int, Figure]:
     with cores to spare the jobs run in forked workers (the same bytes: rendering is deterministic)."""
     workers = fork_workers(FIGURE_WORKERS_ENV, len(pending), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
     if workers > 1:
-        import multiprocessing  # lazy: only when figures render in workers
-
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            out = pool.map(_render_job, range(len(pending)), chunksize=1)
+        out = fork_map(_render_job, list(range(len(pending))), workers)
     else:
         out = [_render_job(i) for i in range(len(pending))]
     done = {}

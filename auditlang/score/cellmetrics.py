@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from auditlang.core.workers import SCORE_WORKERS_ENV, fork_workers
+from auditlang.core.workers import SCORE_WORKERS_ENV, fork_map, fork_workers
 from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
 from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.plan.model import Plan
@@ -91,14 +91,11 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
                            enough_work=bootstrap and len(groups) >= _MIN_CELLS and len(records) >= _MIN_ROWS)
     if workers <= 1:
         return pd.DataFrame(_cell_rows(spec, cell_meta, paired, groups, bootstrap))
-    import multiprocessing  # lazy: only when cells are computed in workers
-
     step = max(1, math.ceil(len(groups) / (2 * workers)))
     shares = [(a, min(a + step, len(groups))) for a in range(0, len(groups), step)]
     _CT["args"] = (spec, cell_meta, paired, groups, bootstrap)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_cell_rows_share, shares, chunksize=1)
+        parts = fork_map(_cell_rows_share, shares, workers)
     finally:
         _CT.clear()
     return pd.DataFrame([row for part in parts for row in part])

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.plan.model import Plan
-from auditlang.core.workers import SCORE_WORKERS_ENV, fork_workers
+from auditlang.core.workers import SCORE_WORKERS_ENV, fork_map, fork_workers
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
@@ -368,13 +368,10 @@ def _shares(plan: Plan, keys: list[tuple], n: int) -> list[list[tuple]]:
 
 def score_parallel(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str], workers: int) -> list[ExampleRecord]:
     """:func:`score_cells` over ``workers`` forked processes, records in plan order."""
-    import multiprocessing  # lazy: only when scoring runs in workers
-
     keys = list(_cells_by_unit(plan))
     _WORK["args"] = (spec, plan, run_dir, fps)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_score_share, _shares(plan, keys, workers), chunksize=1)
+        parts = fork_map(_score_share, _shares(plan, keys, workers), workers)
     finally:
         _WORK.clear()
     return [r for part in parts for r in part]
