@@ -53,6 +53,7 @@ class Recorder:
         self.greedy: dict[tuple[int, ...], list[int]] = {}
         self.before_close: Any = None
         self.hook_s = 0.0
+        self.close_s = 0.0
         self.closed = 0
 
     def install(self) -> None:
@@ -112,7 +113,9 @@ class Recorder:
                 rec.before_close(engine)
                 rec.hook_s += time.perf_counter() - t
             rec.closed += 1
+            t = time.perf_counter()
             close(engine)
+            rec.close_s += time.perf_counter() - t
 
         ve.VLLMEngine.close = patched_close  # type: ignore[method-assign]
         ve.vllm_stream.stream = patched_stream  # type: ignore[attr-defined]
@@ -224,6 +227,7 @@ def main() -> int:
         "greedy_compared": len(rec.greedy), "greedy_identical": same,
         "first_difference": list(diff[0][-3:]) if diff else None,
         "prefill_stats": plain["prefill_stats"], "plain_step_s": round(rec.hook_s, 1),
+        "engine_close_s": round(rec.close_s, 2),  # the engines' close() calls (vllm_release: no wait for the core's exit)
         "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
         "note": "phase 'execute' (wall) includes plain_step_s, the plain batch run inside the deferred close",
     }

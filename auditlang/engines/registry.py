@@ -13,6 +13,7 @@ from auditlang.core.capabilities import (  # noqa: F401  (re-exported for caller
     unsupported_kinds)
 from auditlang.core.engine import Engine, EngineError, ModelConfig
 from auditlang.core.registry import REGISTRY
+from auditlang.engines import vllm_release
 
 
 def load_engine(config: ModelConfig) -> Engine:
@@ -26,6 +27,7 @@ def load_engine(config: ModelConfig) -> Engine:
             f"engine {config.engine!r} for model {config.name!r} could not be imported (missing: {missing})",
             hint=INSTALL_HINTS[config.engine] or None,
         ) from e
+    vllm_release.reap()  # a vLLM engine closed before this load frees its GPU memory first
     return cls(config)
 
 

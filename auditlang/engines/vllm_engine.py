@@ -68,7 +68,7 @@ from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs,
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
-from auditlang.engines import vllm_stream
+from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.hf import weights_sha256
 from auditlang.engines.hf import label_token_ids
 
@@ -238,6 +238,7 @@ class VLLMEngine:
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
         self.eos_ids = self._eos_ids(d)
+        vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
         self.llm = self._make_llm(runner="generate")
         mc = self.llm.llm_engine.model_config
         self.max_model_len = int(mc.max_model_len)
@@ -481,7 +482,7 @@ class VLLMEngine:
             if llm is None:
                 continue
             try:
-                llm.llm_engine.engine_core.shutdown()
+                vllm_release.release(llm)  # the engine-core process exits while the run scores
             except Exception:  # noqa: BLE001 - best effort; the process may be gone already
                 pass
         self._pool = None

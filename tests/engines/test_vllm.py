@@ -382,3 +382,45 @@ def test_missing_vllm_names_the_install() -> None:
     with pytest.raises(EngineError, match="needs vLLM") as e:
         VLLMEngine(ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct"))
     assert "auditlang[vllm]" in e.value.hint and "setup_vllm_cpu.sh" in e.value.hint
+
+
+_CLOSE_SCRIPT = """
+import threading
+from auditlang.core.engine import ModelConfig
+from auditlang.core.requests import Prompt, Request
+from auditlang.engines import vllm_release
+from auditlang.engines.registry import load_engine
+
+if __name__ == "__main__":  # vLLM spawns its engine core
+    threads = set(threading.enumerate())
+    engine = load_engine(ModelConfig(name="m", engine="vllm", path="smollm2-135m-instruct", dtype="float32",
+                                     options={"in_process": False}))
+    procs = list(engine.llm.llm_engine.engine_core.resources.engine_manager.processes)
+    assert procs and all(p.is_alive() for p in procs)
+    [res] = engine.run([Request.make("m", "generate", Prompt(text="The capital of France is"), max_tokens=2)])
+    assert res.error is None and res.samples[0].text, res
+    engine.close()
+    assert vllm_release._EXITING == procs, "signalled, not waited for"
+    assert set(threading.enumerate()) <= threads, "vLLM's client threads are gone"
+    load_engine(ModelConfig(name="d", engine="dryrun", path="x"))
+    assert vllm_release._EXITING == [] and all(p.exitcode is not None for p in procs)
+    print("CLOSE-OK")
+"""
+
+
+@needs_vllm
+def test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it(tmp_path: Path) -> None:
+    """A multiprocess engine core gets SIGTERM at close and exits while the run scores (vLLM's own
+    shutdown waits ~5 s for it); close stops the client's threads, so scoring may fork workers,
+    and the next engine load waits for the process, so the GPU memory is back before it starts.
+    In a fresh interpreter: this module's in-process engine fixes vLLM's (cached) settings here."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "close_script.py"
+    script.write_text(_CLOSE_SCRIPT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0 and "CLOSE-OK" in proc.stdout, proc.stderr[-4000:]

@@ -1,0 +1,111 @@
+"""vllm_release without vLLM: which shutdown path a client takes, and reaping real processes.
+
+The client objects are stand-ins with vLLM 0.26-0.33's attribute names; the processes are real
+(multiprocessing children that ignore nothing: SIGTERM ends them, or one that ignores SIGTERM and
+is killed after the wait). The path through a real vLLM client is tests/engines/test_vllm.py's
+``test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it`` (CI's vLLM venv).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from auditlang.engines import vllm_release
+
+
+def _sleep_forever(ignore_term: bool) -> None:
+    if ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(0.05)
+
+
+class _Finalizer:
+    def __init__(self) -> None:
+        self.detached = False
+
+    def detach(self):
+        self.detached = True
+        return ("shutdown",)
+
+
+class _Core:
+    def __init__(self, manager=None) -> None:
+        self.shutdowns = 0
+        if manager is not None:
+            self.resources = SimpleNamespace(engine_manager=manager)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def _llm(core: _Core):
+    return SimpleNamespace(llm_engine=SimpleNamespace(engine_core=core))
+
+
+@pytest.fixture()
+def procs():
+    ctx = multiprocessing.get_context("fork")
+    started: list = []
+
+    def start(ignore_term: bool = False):
+        p = ctx.Process(target=_sleep_forever, args=(ignore_term,), daemon=True)
+        p.start()
+        started.append(p)
+        return p
+
+    yield start
+    vllm_release._EXITING.clear()
+    for p in started:
+        if p.is_alive():
+            p.kill()
+        p.join(5)
+
+
+def test_in_process_core_takes_vllms_own_shutdown() -> None:
+    core = _Core()  # InprocClient: no resources
+    assert vllm_release.release(_llm(core)) is False
+    assert core.shutdowns == 1 and vllm_release._EXITING == []
+
+
+def test_unknown_client_shape_takes_vllms_own_shutdown(procs) -> None:
+    p = procs()
+    core = _Core(SimpleNamespace(processes=[p]))  # no _finalizer: a vLLM this module does not know
+    assert vllm_release.release(_llm(core)) is False
+    assert core.shutdowns == 1 and vllm_release._EXITING == [] and p.is_alive()
+
+
+def test_release_signals_detaches_and_reap_joins(procs) -> None:
+    p = procs()
+    manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer(), manager_stopped=multiprocessing.Event())
+    core = _Core(manager)
+    assert vllm_release.release(_llm(core)) is True
+    assert core.shutdowns == 1 and manager._finalizer.detached and manager.manager_stopped.is_set()
+    assert vllm_release._EXITING == [p]
+    assert vllm_release.reap() == 1
+    assert p.exitcode == -signal.SIGTERM and vllm_release._EXITING == []
+    assert vllm_release.reap() == 0  # nothing left
+
+
+def test_reap_kills_a_process_that_outlives_the_wait(procs) -> None:
+    p = procs(ignore_term=True)
+    time.sleep(0.2)  # let it install its SIGTERM handler
+    manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer())
+    assert vllm_release.release(_llm(_Core(manager))) is True
+    assert vllm_release.reap(wait_s=0.3) == 1
+    assert p.exitcode == -signal.SIGKILL
+
+
+def test_the_registry_reaps_before_loading_an_engine(procs) -> None:
+    from auditlang.core.engine import ModelConfig
+    from auditlang.engines.registry import load_engine
+
+    p = procs()
+    vllm_release.release(_llm(_Core(SimpleNamespace(processes=[p], _finalizer=_Finalizer()))))
+    load_engine(ModelConfig(name="d", engine="dryrun", path="x"))
+    assert p.exitcode is not None and vllm_release._EXITING == []
