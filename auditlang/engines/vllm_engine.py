@@ -55,6 +55,7 @@ import importlib.metadata
 import json
 import os
 import operator
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,9 +91,14 @@ _second = operator.itemgetter(1)
 SUPPORTED_VLLM = ((0, 26), (0, 33))  # the `vllm` extra's range (pyproject.toml)
 
 
+_TORCH_BEFORE_VLLM: list[bool] = []  # [whether torch was imported before this process first imported vLLM]
+
+
 def import_vllm() -> Any:
     """The ``vllm`` module, or EngineError with the install hint (also for a release outside
     :data:`SUPPORTED_VLLM`: the engine's calls are checked against those releases only)."""
+    if not _TORCH_BEFORE_VLLM:
+        _TORCH_BEFORE_VLLM.append("torch" in sys.modules)
     try:
         import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
@@ -259,10 +265,14 @@ class VLLMEngine:
         """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""
         o = self._opts
         if not self.on_cpu:
-            # The engine core starts in a child process; forking one after this process touched
-            # CUDA (a probe such as torch.cuda.is_available(), an hf model of the same run) fails
-            # ("Cannot re-initialize CUDA in forked subprocess"), so spawn it unless the user chose.
-            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+            # The engine core starts in a child process. Forking it after this process touched
+            # CUDA fails ("Cannot re-initialize CUDA in forked subprocess"); spawning it costs
+            # ~20 s and more on an H200 (a second Python imports torch, vLLM and this process's
+            # main module). vLLM forks by default and spawns once torch has initialised CUDA;
+            # a bare probe (torch.cuda.is_available()) it cannot see, so spawn whenever torch was
+            # loaded before vLLM (an hf model of the same run, a test's probe), unless the user chose.
+            if _TORCH_BEFORE_VLLM and _TORCH_BEFORE_VLLM[0]:
+                os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
             if o.in_process is not None:
                 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if o.in_process else "1"
             return
