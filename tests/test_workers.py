@@ -22,9 +22,9 @@ def own_threads(monkeypatch) -> list[threading.Thread]:
     started: list[threading.Thread] = []
 
     def count() -> int:
-        tq = sys.modules.get("tqdm.std")
-        monitor = getattr(getattr(tq, "tqdm", None), "monitor", None)
-        return 1 + int(monitor is not None and monitor.is_alive()) + sum(t.is_alive() for t in started)
+        monitor_cls = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+        monitors = [t for t in threading.enumerate() if monitor_cls is not None and isinstance(t, monitor_cls)]
+        return 1 + sum(t.is_alive() for t in monitors) + sum(t.is_alive() for t in started)
 
     monkeypatch.setattr(workers.threading, "active_count", count)
     return started
@@ -66,15 +66,20 @@ def test_a_live_thread_keeps_the_stage_in_this_process(monkeypatch, own_threads)
 
 
 @linux
-def test_tqdm_monitor_left_by_a_progress_bar_does_not_block_forking(monkeypatch) -> None:
-    """transformers' "Loading weights" bar leaves tqdm's monitor thread running (seen on the H200
-    run of the hf engine: scoring stayed serial); it is stopped, and tqdm restarts it later."""
-    tqdm = pytest.importorskip("tqdm")
+@pytest.mark.parametrize("bar", ["tqdm.std", "tqdm.auto"])
+def test_tqdm_monitor_left_by_a_progress_bar_does_not_block_forking(monkeypatch, bar: str) -> None:
+    """transformers' "Loading weights" bar (a ``tqdm.auto`` class: its monitor lives on that
+    subclass, not on ``tqdm.std.tqdm``) leaves tqdm's monitor thread running (seen on the H200 runs
+    of the hf engine: scoring stayed serial); it is stopped, and tqdm restarts it later."""
+    pytest.importorskip("tqdm")
+    import importlib
+
+    cls = importlib.import_module(bar).tqdm
     monkeypatch.setenv(ENV, "3")
-    monkeypatch.setattr(tqdm.tqdm, "monitor_interval", 10)
+    monkeypatch.setattr(cls, "monitor_interval", 10)
     with open(os.devnull, "w") as sink:
-        for _ in tqdm.tqdm(range(3), file=sink):
+        for _ in cls(range(3), file=sink):
             pass
-    assert tqdm.tqdm.monitor is not None and tqdm.tqdm.monitor.is_alive()
+    assert cls.monitor is not None and cls.monitor.is_alive()
     assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 3
-    assert not tqdm.tqdm.monitor.is_alive()
+    assert not cls.monitor.is_alive()

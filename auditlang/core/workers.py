@@ -60,14 +60,17 @@ def fork_map(fn: Callable[[Any], Any], jobs: list, workers: int) -> list:
 
 
 def _stop_tqdm_monitor() -> None:
-    """Stop tqdm's monitor thread, which the first progress bar of a process starts and leaves
-    running (transformers' "Loading weights" bar of the hf engine does): it only adjusts how often
-    a slow bar redraws, tqdm starts a new one with the next bar, and left alive it would keep
-    every stage from forking. Nothing when tqdm was never imported."""
-    tq = sys.modules.get("tqdm.std")
-    monitor = getattr(getattr(tq, "tqdm", None), "monitor", None)
-    if monitor is not None:
-        try:
-            monitor.exit()  # sets its stop event and joins it (it wakes at once)
-        except Exception:  # noqa: BLE001 - best effort: a live thread only keeps the stage in this process
-            pass
+    """Stop tqdm's monitor threads, which the first progress bar of each tqdm class starts and
+    leaves running (transformers' "Loading weights" bar, a ``tqdm.auto`` subclass whose monitor
+    lives on the subclass, does): a monitor only adjusts how often a slow bar redraws, tqdm
+    starts a new one with the next bar, and left alive it would keep every stage from forking.
+    Nothing when tqdm was never imported."""
+    monitor_cls = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+    if monitor_cls is None:
+        return
+    for t in threading.enumerate():
+        if isinstance(t, monitor_cls):
+            try:
+                t.exit()  # sets its stop event and joins it (it wakes at once)
+            except Exception:  # noqa: BLE001 - best effort: a live thread only keeps the stage in this process
+                pass

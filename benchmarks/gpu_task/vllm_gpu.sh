@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_task/vllm_gpu.sh tests            pytest tests/gpu
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm DTYPE       bench_vllm_gpu.py on the s000 design (float32|bfloat16)
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm-eager DTYPE the same with enforce_eager=true (no torch.compile, no CUDA graphs)
+#   bash benchmarks/gpu_task/vllm_gpu.sh auditc DTYPE     plain `auditc run` of the vLLM spec, timed (no plain batch)
 #   bash benchmarks/gpu_task/vllm_gpu.sh hf DTYPE         bench_gpu_spec.py (hf engine) on the same design
 #   bash benchmarks/gpu_task/vllm_gpu.sh probe DTYPE [FRACTION] [CONFIGS]
 #                                                         probe_vllm_start.py on the jobs the last `vllm DTYPE` recorded
@@ -38,6 +39,13 @@ case "$1" in
       | grep -v "^\[smollm2" | tail -40
     touch /tmp/vllm_${dt}_run$n.done
     cp /tmp/run_vllm_$dt/metrics/cells.csv "$OUT/cells_vllm_$dt.csv" ;;
+  auditc)
+    dt=${2:-float32}
+    sed "s|@CKPT@|$(ckpt)|; s|@DTYPE@|$dt|" benchmarks/gpu_task/s000_smollm2_vllm.audit.in > /tmp/s000_vllm_$dt.audit
+    t0=$(date +%s.%N)
+    python3 -m auditlang.cli run /tmp/s000_vllm_$dt.audit --data-root .gpudata --out /tmp/auditc_vllm_$dt --display plain \
+      2>&1 | tee "$OUT/auditc_$dt.log" | grep -v "^\[smollm2\] *[0-9]" | grep -E "engine ready|requests:|scored|done|error|spawn" 
+    echo "auditc run wall $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee -a "$OUT/auditc_$dt.log" ;;
   hf)
     dt=${2:-float32}
     sed "s|dtype=float32|dtype=$dt|" benchmarks/gpu_task/s000_smollm2_auto.audit > /tmp/s000_hf_$dt.audit
