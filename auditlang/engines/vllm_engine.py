@@ -488,13 +488,8 @@ class VLLMEngine:
         return out
 
     def close(self) -> None:
-        for llm in (self._pool, getattr(self, "llm", None)):
-            if llm is None:
-                continue
-            try:
-                vllm_release.release(llm)  # the engine-core process exits while the run scores
-            except Exception:  # noqa: BLE001 - best effort; the process may be gone already
-                pass
+        # the engine-core processes exit while the run scores (best effort: they may be gone already)
+        vllm_release.release(*[llm for llm in (self._pool, getattr(self, "llm", None)) if llm is not None])
         self._pool = None
         self.llm = None
         gc.collect()

@@ -4,8 +4,9 @@ vLLM's own shutdown (``engine_core.shutdown()``) sends the engine-core process S
 waits for it (up to ``VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS``, 5 s, then SIGKILL). The process
 takes that long to tear down (5.2 s on the CPU build; about 4 s on an H200), and nothing the run
 does next needs it gone: scoring and the report read the store. So :func:`release` shuts the
-client side down at once (its threads and sockets, so a stage may fork workers), signals the
-process, and leaves it to exit while the run scores; :func:`reap` waits for it, with vLLM's
+client side down at once (its sockets and output thread; vLLM's liveness monitor sees its stop
+event within a second and is waited for, so a stage may fork workers), signals the process, and
+leaves it to exit while the run scores; :func:`reap` waits for it, with vLLM's
 own limit and SIGKILL after it, before the next engine loads (it needs the GPU memory back:
 ``registry.load_engine`` and ``VLLMEngine`` call it) and at interpreter exit.
 
@@ -17,6 +18,7 @@ own blocking shutdown. Importing this module does not import vLLM.
 from __future__ import annotations
 
 import atexit
+import threading
 import time
 from typing import Any
 
@@ -25,11 +27,29 @@ __all__ = ["reap", "release"]
 _EXITING: list[Any] = []  # engine-core processes signalled and not yet reaped
 _REGISTERED = False
 DEFAULT_WAIT_S = 5.0  # vLLM's VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS default
+MONITOR_THREADS = frozenset({"MPClientEngineMonitor"})  # vLLM 0.26-0.33's engine-core liveness monitor
+MONITOR_WAIT_S = 2.0  # it checks its stop event once a second
 
 
-def release(llm: Any) -> bool:
-    """Shut down ``llm``'s engine core; True when its processes were left to exit (reaped later
-    by :func:`reap`), False when vLLM's own blocking shutdown ran instead."""
+def release(*llms: Any) -> int:
+    """Shut down each ``llm``'s engine core; the number of engine cores left to exit (reaped
+    later by :func:`reap`); the others took vLLM's own blocking shutdown. Returns once vLLM's
+    liveness-monitor threads have seen the stop (they poll it every second), so a stage that
+    follows may fork workers."""
+    deferred = 0
+    for llm in llms:
+        try:
+            deferred += _release_one(llm)
+        except Exception:  # noqa: BLE001 - best effort; the process may be gone already
+            pass
+    if deferred:
+        for t in threading.enumerate():
+            if t.name in MONITOR_THREADS and t is not threading.current_thread():
+                t.join(MONITOR_WAIT_S)
+    return deferred
+
+
+def _release_one(llm: Any) -> bool:
     core = llm.llm_engine.engine_core
     manager = getattr(getattr(core, "resources", None), "engine_manager", None)
     procs = list(getattr(manager, "processes", None) or ())
@@ -45,7 +65,7 @@ def release(llm: Any) -> bool:
     if stopped is not None:
         stopped.set()  # vLLM's liveness monitor: an exit now is expected, not a failure
     _remember(procs)
-    core.shutdown()  # client side: sockets, output thread, liveness monitor
+    core.shutdown()  # client side: sockets, output thread
     return True
 
 

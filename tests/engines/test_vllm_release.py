@@ -69,14 +69,14 @@ def procs():
 
 def test_in_process_core_takes_vllms_own_shutdown() -> None:
     core = _Core()  # InprocClient: no resources
-    assert vllm_release.release(_llm(core)) is False
+    assert vllm_release.release(_llm(core)) == 0
     assert core.shutdowns == 1 and vllm_release._EXITING == []
 
 
 def test_unknown_client_shape_takes_vllms_own_shutdown(procs) -> None:
     p = procs()
     core = _Core(SimpleNamespace(processes=[p]))  # no _finalizer: a vLLM this module does not know
-    assert vllm_release.release(_llm(core)) is False
+    assert vllm_release.release(_llm(core)) == 0
     assert core.shutdowns == 1 and vllm_release._EXITING == [] and p.is_alive()
 
 
@@ -84,7 +84,7 @@ def test_release_signals_detaches_and_reap_joins(procs) -> None:
     p = procs()
     manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer(), manager_stopped=multiprocessing.Event())
     core = _Core(manager)
-    assert vllm_release.release(_llm(core)) is True
+    assert vllm_release.release(_llm(core)) == 1
     assert core.shutdowns == 1 and manager._finalizer.detached and manager.manager_stopped.is_set()
     assert vllm_release._EXITING == [p]
     assert vllm_release.reap() == 1
@@ -96,7 +96,7 @@ def test_reap_kills_a_process_that_outlives_the_wait(procs) -> None:
     p = procs(ignore_term=True)
     time.sleep(0.2)  # let it install its SIGTERM handler
     manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer())
-    assert vllm_release.release(_llm(_Core(manager))) is True
+    assert vllm_release.release(_llm(_Core(manager))) == 1
     assert vllm_release.reap(wait_s=0.3) == 1
     assert p.exitcode == -signal.SIGKILL
 
@@ -109,3 +109,33 @@ def test_the_registry_reaps_before_loading_an_engine(procs) -> None:
     vllm_release.release(_llm(_Core(SimpleNamespace(processes=[p], _finalizer=_Finalizer()))))
     load_engine(ModelConfig(name="d", engine="dryrun", path="x"))
     assert p.exitcode is not None and vllm_release._EXITING == []
+
+
+def test_release_returns_after_vllms_liveness_monitor_stops(procs) -> None:
+    """vLLM's monitor thread polls its stop event every second; release waits for it, so the
+    scoring stage that follows finds no other thread and may fork."""
+    import threading
+
+    p = procs()
+    stopped = threading.Event()
+
+    def watch() -> None:  # like vLLM's: looks at its stop event between 1-second waits
+        while not stopped.is_set():
+            time.sleep(0.3)
+
+    monitor = threading.Thread(target=watch, daemon=True, name="MPClientEngineMonitor")
+    monitor.start()
+    manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer(), manager_stopped=stopped)
+    assert vllm_release.release(_llm(_Core(manager))) == 1
+    assert not monitor.is_alive()
+
+
+def test_a_failing_client_does_not_stop_the_others(procs) -> None:
+    class Broken(_Core):
+        def shutdown(self) -> None:
+            raise RuntimeError("engine core already gone")
+
+    p = procs()
+    ok = _Core(SimpleNamespace(processes=[p], _finalizer=_Finalizer()))
+    assert vllm_release.release(_llm(Broken()), _llm(ok)) == 1
+    assert ok.shutdowns == 1 and vllm_release._EXITING == [p]
