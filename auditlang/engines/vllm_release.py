@@ -10,7 +10,7 @@ leaves it to exit while the run scores; :func:`reap` waits for it, with vLLM's
 own limit and SIGKILL after it, before the next engine loads (it needs the GPU memory back:
 ``registry.load_engine`` and ``VLLMEngine`` call it) and at interpreter exit.
 
-Only vLLM versions whose client exposes ``resources.engine_manager.processes`` (0.26 to 0.33)
+Only vLLM clients that expose ``resources.engine_manager.processes`` (read in 0.26 and 0.32)
 take this path; for any other shape, or an in-process engine core, :func:`release` is vLLM's
 own blocking shutdown. Importing this module does not import vLLM.
 """
@@ -27,7 +27,7 @@ __all__ = ["reap", "release"]
 _EXITING: list[Any] = []  # engine-core processes signalled and not yet reaped
 _REGISTERED = False
 DEFAULT_WAIT_S = 5.0  # vLLM's VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS default
-MONITOR_THREADS = frozenset({"MPClientEngineMonitor"})  # vLLM 0.26-0.33's engine-core liveness monitor
+MONITOR_THREADS = frozenset({"MPClientEngineMonitor"})  # the engine-core liveness monitor (vLLM 0.26, 0.32)
 MONITOR_WAIT_S = 2.0  # it checks its stop event once a second
 
 
