@@ -206,6 +206,13 @@ class CompiledTemplate:
         return _variables(self._ast, frozenset())
 
     @functools.cached_property
+    def inlined_source(self) -> str:
+        """The source with every literal ``{% include 'study/name' %}`` of a stdlib template
+        replaced by that template's own source (recursively): the text the prompt is made of,
+        for describing it (methods prose); an include of another kind stays as written."""
+        return _inline_includes(self.source, ())
+
+    @functools.cached_property
     def static(self) -> bool:
         """Only literal text (no variable, tag, include or expression; comments are gone after
         parsing): the output is the same in every context."""
@@ -304,6 +311,20 @@ def compile_stdlib_template(name: str) -> CompiledTemplate:
 
 
 # ----------------------------------------------------------------------------- internals
+
+
+_INCLUDE = re.compile(r"""\{%-?\s*include\s+(['"])([^'"]+)\1\s*-?%\}""")
+
+
+def _inline_includes(source: str, seen: tuple[str, ...]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(2)
+        path = _stdlib_path(name)
+        if path is None or name in seen or len(seen) > 8:
+            return m.group(0)
+        return _inline_includes(path.read_text(encoding="utf-8"), seen + (name,))
+
+    return _INCLUDE.sub(sub, source)
 
 
 def _variables(ast: nodes.Template, seen: frozenset[str]) -> frozenset[str]:

@@ -199,12 +199,12 @@ def template_clause(rd: RunData, tid: str) -> str | None:
     """What a prompt template asks, from its text: the instruction before the item and the words
     it ends with (the model's cue), quoted; None when it cannot be read."""
     try:
-        src = compile_obj(rd.spec, rd.spec.get(tid)).source
-    except (TemplateError, KeyError):
+        src = compile_obj(rd.spec, rd.spec.get(tid)).inlined_source  # an included stdlib template's text counts
+    except (TemplateError, KeyError, OSError):
         return None
     src = re.sub(r"\{#.*?#\}", "", src, flags=re.S)
     parts = [p.strip() for p in _PLACEHOLDER.split(src)]
-    pre, post = parts[0], parts[-1] if len(parts) > 1 else ""
+    pre, post = parts[0], (parts[-1] if len(parts) > 1 else "").lstrip(".,;: ")  # the cue, not the item's last mark
     if len(parts) == 1:
         return f"shows the fixed text {_quoted(pre)}"
     where = f"after the instruction {_quoted(pre)}" if pre else "with no instruction before it"

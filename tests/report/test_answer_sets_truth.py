@@ -286,3 +286,14 @@ protocol vpre = verbalized(scale=decimal_01, phrasing=conf_07, prefill=pre, prov
     assert "prefilled in the assistant's answer slot" not in md
     assert ("chat template, the answer as the open assistant turn: small; no chat template, the prompt and the "
             "prefill concatenated as plain text: mid") in md
+
+
+def test_a_variant_whose_template_includes_another_is_described_by_the_included_text(tmp_path):
+    """Study 000's classification templates are one ``{% include %}`` of the reasoning template:
+    the methods quote the included instruction, never "with no instruction before it"."""
+    spec = SPEC.replace('template t_plain = template("Answer the following multiple-choice question. {{ question }} Answer:")',
+                        'template t_plain = template(file="stdlib:s000/classification/instruction_reorder")')
+    text = _paragraph(_report(tmp_path, text=spec))
+    assert ("Prompt variant: plain gives the item after the instruction \u201cChoose the correct answer:\u201d and ends "
+            "with \u201cCorrect answer letter:\u201d.") in text
+    assert "no instruction before it" not in text
