@@ -209,8 +209,8 @@ class CompiledTemplate:
     def inlined_source(self) -> str:
         """The source with every literal ``{% include 'study/name' %}`` of a stdlib template
         replaced by that template's own source (recursively): the text the prompt is made of,
-        for describing it (methods prose); an include of another kind stays as written."""
-        return _inline_includes(self.source, ())
+        for describing it (methods prose)."""
+        return _inline_includes(self.source, frozenset())
 
     @functools.cached_property
     def static(self) -> bool:
@@ -316,13 +316,11 @@ def compile_stdlib_template(name: str) -> CompiledTemplate:
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+(['"])([^'"]+)\1\s*-?%\}""")
 
 
-def _inline_includes(source: str, seen: tuple[str, ...]) -> str:
+def _inline_includes(source: str, seen: frozenset[str]) -> str:
+    """As :func:`_variables` follows includes: through the stdlib loader, each name once."""
     def sub(m: re.Match[str]) -> str:
         name = m.group(2)
-        path = _stdlib_path(name)
-        if path is None or name in seen or len(seen) > 8:
-            return m.group(0)
-        return _inline_includes(path.read_text(encoding="utf-8"), seen + (name,))
+        return m.group(0) if name in seen else _inline_includes(load_stdlib_template(name), seen | {name})
 
     return _INCLUDE.sub(sub, source)
 
