@@ -12,12 +12,16 @@
 #   bash benchmarks/gpu_task/vllm_gpu.sh probe DTYPE [FRACTION] [CONFIGS]
 #                                                         probe_vllm_start.py on the jobs the last `vllm DTYPE` recorded
 # Every step's whole log goes to $OUT/<step>_<dtype>.log (vLLM's own start-up lines included).
+# STACKS=1 samples every process's Python stacks every 2 s into $OUT/stacks_<step>/ (stackdump/sitecustomize.py).
 # Results go to $OUT (the device tool's folder) or /tmp/out.
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/parts
 export PYTHONPATH=$PWD:/tmp/site AUDITLANG_CACHE=/tmp/alcache VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 \
   TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 AUDITLANG_DATA_ROOT=$PWD/.gpudata
+if [ "${STACKS:-0}" = 1 ]; then
+  export PYTHONPATH=$PWD/benchmarks/gpu_task/stackdump:$PYTHONPATH AL_STACKDUMP_DIR=$OUT/stacks_$1_${2:-float32}
+fi
 ckpt() { python3 -c "from auditlang.engines.embedded import resolve_embedded; print(resolve_embedded('smollm2-135m-instruct'))"; }
 case "$1" in
   piece) cp .gpu/p*/part* /tmp/parts/ && ls -la /tmp/parts && nvidia-smi --query-gpu=name,memory.total --format=csv ;;
