@@ -298,9 +298,17 @@ def example_value(rd: RunData, pid: str) -> tuple[float, str] | None:
 def verbal_example_shares(rd: RunData, aid: str) -> list[tuple[str, str, int, int, float, str]]:
     """(protocol, model, parsed confidences equal to the phrasing's example value, parsed
     confidences, the value, the phrase) per verbal protocol and model of the audit; one
-    confidence per (model, dataset, variant, item): evaluators share it."""
+    confidence per (model, dataset, variant, item): evaluators share it. Computed once per run and
+    audit (every per-cell table, and every part of one split for the page, asks)."""
+    memo = rd.__dict__.setdefault("_example_shares", {})
+    if aid not in memo:
+        memo[aid] = _verbal_example_shares(rd, aid)
+    return list(memo[aid])
+
+
+def _verbal_example_shares(rd: RunData, aid: str) -> list[tuple[str, str, int, int, float, str]]:
     df = rd.records
-    out = []
+    out: list[tuple[str, str, int, int, float, str]] = []
     if df is None or not len(df):
         return out
     for pid in rd.audit(aid).protocols:
@@ -326,19 +334,26 @@ def example_value_lines(rd: RunData, aid: str) -> list[str]:
 
 def conf_count_lines(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
     """Cells whose confidence metrics use fewer items than n (the confidence did not parse or was
-    missing for the rest): 'cell X: n_conf=2 of n=20'."""
+    missing for the rest): 'cell X: n_conf=2 of n=20'. The cells are found once per run."""
+    memo = rd.__dict__.setdefault("_conf_count", {})
+    if "all" not in memo:
+        memo["all"] = _conf_count_all(rd)
+    return [line for cid, line in memo["all"]
+            if (aid is None or cid.split("/")[0] == aid) and (cells is None or cid in cells)]
+
+
+def _conf_count_all(rd: RunData) -> list[tuple[str, str]]:
+    """(cell id, line) of :func:`conf_count_lines` for every cell of the run."""
     c = rd.cells
     if c is None or c.empty or "n_conf" not in c.columns:
         return []
     out = []
     for d in c.to_dict("records"):
         cid = str(d["cell_id"])
-        if (aid is not None and cid.split("/")[0] != aid) or (cells is not None and cid not in cells):
-            continue
         n, nc = d.get("n"), d.get("n_conf")
         if n is None or nc is None or n != n or nc != nc or int(nc) >= int(n) or _decision_only(rd, str(d["protocol"])):
             continue
-        out.append(f"{' / '.join(cid.split('/')[1:])}: n_conf={int(nc)} of n={int(n)}")
+        out.append((cid, f"{' / '.join(cid.split('/')[1:])}: n_conf={int(nc)} of n={int(n)}"))
     return out
 
 

@@ -10,8 +10,12 @@ differ in readout; 002 Table 6 for ``robustness``; 003 Table 1 for ``aligned``; 
 for ``consistency``; 001 Table 14 for ``provenance``). Every table is a float that fits a
 two-column article: one column when its natural width (measured by TeX) fits ``\\columnwidth``,
 else a ``table*``; ``tabularx`` wraps the text columns when the estimated width exceeds the page, and
-a table too wide even then is split into tables of consecutive columns that repeat the row labels. Each
-row ends in a ``% row: <key>`` comment (the cell id for the cells tables) so a test can check it.
+a table too wide even then is split into tables of consecutive columns that repeat the row labels. A
+table too tall for a page (its estimated height, caption, wrapped rows and notes included, over
+``FLOAT_PT``) is split into consecutive floats of rows at its group rules, as even as they fit, each
+after the first captioned "(continued, part k)"; ``longtable`` is not an option, as it cannot be set in
+a two-column article. Each row ends in a ``% row: <key>`` comment (the cell id for the cells tables)
+so a test can check it.
 
 Columns are built from lists, so a column added to ``metrics/cells.csv`` (e.g. ``n_error``) is one
 entry of ``COUNT_COLUMNS``.
@@ -22,7 +26,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -44,7 +49,16 @@ CHAR_PT, SEP_PT = 4.3, 8.0  # \footnotesize: an average character width (typewri
 # \footnotesize (cmr8) widths in pt of the characters numbers are made of; letters count CHAR_PT
 GLYPH_PT = {**dict.fromkeys("0123456789", 4.25), **dict.fromkeys(".,[]:;", 2.4), **dict.fromkeys("()- ", 3.0)}
 WRAP_MIN_CHARS = 8  # a text column (tabularx) wrapped narrower than this many characters stops reading
-MAX_ROWS = 16  # rows per float (two lines each with intervals; 20 overflowed a table* page with its caption and notes)
+# Heights (pt) of the float a part is set in, for the row split: \textheight of a 10pt article (letter
+# paper, one- or two-column) is 550pt, the shortest page a paper pastes these into; FLOAT_PT leaves a
+# margin for the estimate (measured floats came out within 4% of it). \footnotesize lines are 9.5pt.
+TEXT_HEIGHT_PT = 550.0
+FLOAT_PT = 500.0
+LINE_PT = 9.5
+COLUMN_PT, TEXTWIDTH_PT = 229.5, 469.0  # \columnwidth and \textwidth of that article
+CAPTION_PT = 10.0 + 3.0  # \abovecaptionskip, and the \smallskip after the caption
+NOTES_PT = 3.0  # the \smallskip before the notes
+TOPRULE_PT, MIDRULE_PT, BOTTOMRULE_PT = 3.6, 5.0, 2.5  # booktabs rules with their separations
 EXCLUDED = "\u2020"  # dagger after a value the audit's VPR rule excludes
 # (cells.csv column, header): counts shown after the identifiers; add a column here to show it
 COUNT_COLUMNS = [("n", "n"), ("answer_parse_rate", "Ans. parse"), ("vpr", "VPR")]
@@ -74,7 +88,39 @@ def _lines(c: Any) -> tuple:
 
 def _text_pt(x: Any) -> float:
     """Estimated \\footnotesize width of a cell line."""
-    return sum(GLYPH_PT.get(ch, CHAR_PT) for ch in (x.plain if isinstance(x, Tex) else str(x)))
+    return sum(GLYPH_PT.get(ch, CHAR_PT) for ch in _plain(x))
+
+
+def _plain(x: Any) -> str:
+    return x.plain if isinstance(x, Tex) else str(x)
+
+
+def _wrapped_lines(x: Any, width: float) -> int:
+    """Lines a ragged-right paragraph ``x`` takes at ``width`` pt: its words, and the parts of an
+    identifier (which breaks after . _ / -), filled greedily, widths a little over-estimated."""
+    width *= 0.95
+    n, cur = 1, 0.0
+    for word in _plain(x).split():
+        for k, piece in enumerate(_pieces(word)):
+            w = _text_pt(piece)
+            gap = GLYPH_PT[" "] if k == 0 and cur else 0.0
+            if cur and cur + gap + w > width:
+                n, cur = n + 1, 0.0
+                gap = 0.0
+            cur += gap + w
+            while cur > width:  # a piece wider than the line (an unbroken identifier) runs on
+                n, cur = n + 1, cur - width
+    return n
+
+
+def _pieces(word: str) -> list[str]:
+    """A word's parts between the places a line may break: after . _ / - (identifiers, \\auditid)."""
+    return re.split(r"(?<=[._/-])(?=.)", word)
+
+
+def _caption(caption: Any, more: str) -> Any:
+    """``caption`` with ``more`` (a "continued" mark) appended, kept as :class:`Tex` where it is one."""
+    return Tex(str(caption) + prose(more), caption.plain + more) if isinstance(caption, Tex) else caption + more
 
 
 @dataclass
@@ -90,6 +136,11 @@ class TexTable:
     keys: list[str] = field(default_factory=list)  # the "% row:" comment of each row
     notes: list[str] = field(default_factory=list)
     rules: set[int] = field(default_factory=set)  # a \midrule before these rows
+    # set after the caption and after its "(continued, part k)" mark (the cells tables' interval sentence)
+    caption_tail: Any = ""
+    # notes of a part given the keys of its rows (a part of the cells tables explains its own marks);
+    # None: ``notes`` under the last part only
+    part_notes: Callable[[list[str]], list[str]] | None = field(default=None, repr=False, compare=False)
 
     def add(self, cells: list[Any], key: str) -> None:
         if len(cells) != len(self.header):
@@ -105,37 +156,124 @@ class TexTable:
     def width_pt(self) -> float:
         return sum(self.column_pt(j) for j in range(len(self.header)))
 
+    def piece_pt(self, j: int) -> float:
+        """Estimated width of the widest part of column ``j`` no line break can split (a word, or an
+        identifier's part between its break points . _ / -), with its padding."""
+        lines = list(_lines(self.header[j])) + [x for r in self.rows for x in _lines(r[j])]
+        return max((_text_pt(piece) for x in lines for word in _plain(x).split() for piece in _pieces(word)),
+                   default=0.0) + SEP_PT
+
     def min_width_pt(self) -> float:
         """The narrowest it can be set: numbers at their width, text columns wrapped (``tabularx``)
         down to ``WRAP_MIN_CHARS`` characters."""
         return sum(w if num else min(w, WRAP_MIN_CHARS * CHAR_PT + SEP_PT)
                    for w, num in zip(map(self.column_pt, range(len(self.header))), self.numeric))
 
+    def _x_columns(self) -> list[int]:
+        """The columns ``tabularx`` wraps when the table is wider than the page: the text columns."""
+        return [j for j, num in enumerate(self.numeric) if not num] or [0]
+
+    def x_widths(self, line_w: float = TEXTWIDTH_PT) -> dict[int, float]:
+        """Estimated text width of each wrapped column at ``line_w``: first its widest unbreakable
+        part, then the rest of the line shared in proportion to what each still lacks of its natural
+        width (``tabularx`` columns of equal width broke an identifier part out of a narrow column)."""
+        xcols = self._x_columns()
+        avail = line_w - sum(self.column_pt(j) for j in range(len(self.header)) if j not in xcols) - SEP_PT * len(xcols)
+        need = {j: self.piece_pt(j) - SEP_PT for j in xcols}
+        lack = {j: max(self.column_pt(j) - SEP_PT - need[j], 0.0) for j in xcols}
+        rest = avail - sum(need.values())
+        if rest <= 0:
+            return {j: max(avail, 2 * CHAR_PT) * need[j] / (sum(need.values()) or 1.0) for j in xcols}
+        return {j: need[j] + rest * (lack[j] / sum(lack.values()) if sum(lack.values()) else 1 / len(xcols))
+                for j in xcols}
+
     def to_latex(self, label: str) -> str:
-        """One float, or several ("continued") when the rows would not fit a page or the columns
-        would not fit its width even with the text columns wrapped."""
-        per = MAX_ROWS if any(isinstance(c, tuple) for r in self.rows for c in r) else 2 * MAX_ROWS
-        row_parts = [self._part(self.caption, list(range(len(self.header))), start, per)
-                     for start in range(0, max(len(self.rows), 1), per)]
-        parts = [p for rp in row_parts for p in rp.column_parts()]
+        """One float, or several ("continued") when the rows would not fit a page (:meth:`row_parts`)
+        or the columns would not fit its width even with the text columns wrapped (:meth:`column_parts`)."""
+        row_parts = [rp.column_parts() for rp in self.row_parts()]
+        parts = [p for cps in row_parts for p in cps]
         if len(parts) == 1:
             return parts[0]._float(label)
+        last_of_row_part = {id(cps[-1]) for cps in row_parts}
         out = []
         for k, p in enumerate(parts):
-            more = "" if k == 0 else f" (continued, part {k + 1})"
-            p.caption = Tex(str(self.caption) + more, self.caption.plain + more) if isinstance(self.caption, Tex) \
-                else self.caption + more
-            p.notes = self.notes if k == len(parts) - 1 else []
+            p.caption = _caption(self.caption, "" if k == 0 else f" (continued, part {k + 1})")
+            if self.part_notes is None:
+                p.notes = self.notes if k == len(parts) - 1 else []
+            elif id(p) not in last_of_row_part:
+                p.notes = []
             out.append(p._float(label if k == 0 else f"{label}-{k + 1}"))
         return "".join(out)
 
-    def _part(self, caption: str, cols: list[int], start: int, per: int, col_part: int = 0) -> TexTable:
-        """Rows ``start``..``start + per`` of columns ``cols`` (row keys of a later column part get ``(columns k)``)."""
-        stop = start + per
-        keys = self.keys[start:stop] if col_part == 0 else [f"{k} (columns {col_part + 1})" for k in self.keys[start:stop]]
+    def _part(self, caption: str, cols: list[int], start: int, stop: int, col_part: int = 0) -> TexTable:
+        """Rows ``start``..``stop`` of columns ``cols`` (row keys of a later column part get ``(columns k)``);
+        its notes are ``part_notes`` of those rows where the table has them."""
+        keys = self.keys[start:stop]
+        notes = self.part_notes(keys) if self.part_notes is not None else list(self.notes)
+        if col_part:
+            keys = [f"{k} (columns {col_part + 1})" for k in keys]
         return TexTable(self.name, caption, [self.header[j] for j in cols], [self.numeric[j] for j in cols],
-                        [[r[j] for j in cols] for r in self.rows[start:stop]], keys, list(self.notes),
-                        {i - start for i in self.rules if start < i < stop})
+                        [[r[j] for j in cols] for r in self.rows[start:stop]], keys, notes,
+                        {i - start for i in self.rules if start < i < stop}, self.caption_tail)
+
+    def row_parts(self, budget: float = FLOAT_PT) -> list[TexTable]:
+        """This table, or (when it would be taller than ``budget`` with its caption and notes) several
+        tables of consecutive rows: the fewest parts that fit, cut at a group rule where one allows it,
+        then as even as they can be. A part carries the notes it is set with (``part_notes`` of its rows,
+        else ``notes`` on the last part), and its caption is measured with a "(continued, part k)" mark."""
+        n = len(self.rows)
+        all_cols = list(range(len(self.header)))
+        mark = _caption(self.caption, " (continued, part 10)")
+
+        def fits(start: int, stop: int) -> bool:
+            p = self._part(mark, all_cols, start, stop)
+            if self.part_notes is None and stop < n:
+                p.notes = []
+            return all(cp.height_pt() <= budget for cp in p.column_parts())
+
+        if n <= 1 or fits(0, n):
+            return [self._part(self.caption, all_cols, 0, n)]
+        # best[i]: (parts, cuts inside a group, sum of squared part sizes), previous cut, for rows[:i]
+        best: list[tuple[tuple[int, int, int], int] | None] = [None] * (n + 1)
+        best[0] = ((0, 0, 0), -1)
+        for start in range(n):
+            if best[start] is None:
+                continue
+            (parts, bad, sq), _ = best[start]
+            for stop in range(start + 1, n + 1):
+                if stop > start + 1 and not fits(start, stop):
+                    break  # one row that does not fit alone still gets a part of its own
+                cost = (parts + 1, bad + (0 if stop == n or stop in self.rules else 1), sq + (stop - start) ** 2)
+                if best[stop] is None or cost < best[stop][0]:
+                    best[stop] = (cost, start)
+        cuts, i = [], n
+        while i > 0:
+            cuts.append(i)
+            i = best[i][1]
+        bounds = [0] + cuts[::-1]
+        return [self._part(self.caption, all_cols, a, b) for a, b in zip(bounds, bounds[1:])]
+
+    def height_pt(self) -> float:
+        """Estimated height of this table's float: caption, header, rows (a value with its interval is
+        two lines; a text cell wrapped by ``tabularx`` as many as its words take), rules and notes."""
+        wrap = self.width_pt() > PAGE_PT
+        # set in one column or across both (TeX decides): text measured at the column where unsure
+        line_w = TEXTWIDTH_PT if wrap or self.width_pt() > 1.15 * COLUMN_PT else COLUMN_PT
+        xw = self.x_widths() if wrap else {}
+
+        def lines(c: Any, j: int) -> int:
+            if j in xw:
+                return sum(_wrapped_lines(x, xw[j]) for x in _lines(c))
+            return len(_lines(c))
+
+        cap = _caption(self.caption, "")
+        h = CAPTION_PT + LINE_PT * _wrapped_lines("Table 00: " + _plain(cap) + _plain(self.caption_tail), line_w)
+        h += TOPRULE_PT + MIDRULE_PT + BOTTOMRULE_PT + MIDRULE_PT * len(self.rules)
+        h += LINE_PT * max(lines(c, j) for j, c in enumerate(self.header))
+        h += LINE_PT * sum(max(lines(c, j) for j, c in enumerate(r)) for r in self.rows)
+        if self.notes:
+            h += NOTES_PT + LINE_PT * sum(_wrapped_lines(x, line_w) for x in self.notes)
+        return h
 
     def column_parts(self) -> list[TexTable]:
         """This table, or (when even wrapped it is wider than the page) several tables of consecutive
@@ -168,11 +306,12 @@ class TexTable:
         """A tabular measured by TeX (``\\auditwide``: one column when it fits, else both); a
         ``table*`` with a ``tabularx`` wrapping the text columns when even the page is too narrow."""
         wrap = self.width_pt() > PAGE_PT
-        cols = []
-        for num in self.numeric:
-            cols.append("r" if num else (">{\\raggedright\\arraybackslash\\hspace{0pt}}X" if wrap else "l"))
-        if wrap and all(self.numeric):
-            cols[0] = ">{\\raggedright\\arraybackslash\\hspace{0pt}}X"
+        cols = ["r" if num else "l" for num in self.numeric]
+        if wrap:  # X columns as wide as x_widths shares them out (\hsize fractions summing to their number)
+            xw = self.x_widths()
+            for j, w in xw.items():
+                cols[j] = (f">{{\\hsize={len(xw) * w / sum(xw.values()):.3f}\\hsize\\raggedright\\arraybackslash"
+                           "\\hspace{0pt}}X")
         spec = "@{}" + "".join(cols) + "@{}"
         body = ["\\toprule", " & ".join(_cell(h, num, "b") for h, num in zip(self.header, self.numeric)) + " \\\\",
                 "\\midrule"]
@@ -181,7 +320,7 @@ class TexTable:
                 body.append("\\midrule")
             body.append(" & ".join(_cell(c, num) for c, num in zip(r, self.numeric)) + f" \\\\ % row: {key}")
         body.append("\\bottomrule")
-        head = ["\\centering", "\\footnotesize", f"\\caption{{{tex(self.caption)}}}", f"\\label{{{label}}}\\par\\smallskip"]
+        head = ["\\centering", "\\footnotesize", f"\\caption{{{tex(self.caption)}{tex(self.caption_tail)}}}", f"\\label{{{label}}}\\par\\smallskip"]
         notes = (["\\par\\smallskip{\\raggedright"] + [tex(n) + "\\par" for n in self.notes] + ["}"]) if self.notes else []
         if wrap:
             out = ["\\begin{table*}[tbp]"] + head + ["\\setlength{\\tabcolsep}{4pt}",
@@ -253,7 +392,7 @@ def _metric_columns(cells: pd.DataFrame, aid: str, rd: RunData) -> list[str]:
 
 
 def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
-    """audit id -> its per-cell tables (one per model x dataset, split every MAX_ROWS rows)."""
+    """audit id -> its per-cell tables (one per model x dataset; ``fragment`` splits one too tall for a page)."""
     out: dict[str, list[TexTable]] = {}
     if rd.cells.empty:
         return out
@@ -275,48 +414,57 @@ def cells_tables(rd: RunData) -> dict[str, list[TexTable]]:
         for (mid, dsid), g in cells.groupby(["model", "dataset"], sort=False):
             header = [a.capitalize() for a in axes] + [h for _, h in counts] + [short_metric(m, metrics) for m in metrics]
             numeric = [False] * len(axes) + [True] * (len(counts) + len(metrics))
-            rows = g.to_dict("records")
-            for part in range(0, len(rows), MAX_ROWS):
-                chunk = rows[part:part + MAX_ROWS]
-                cont = f" (continued, part {part // MAX_ROWS + 1})" if part else ""
-                fixed = [f"{a} {g[a].iloc[0]}" for a in ("variant", "protocol", "evaluator") if a not in axes]
-                t = TexTable(f"cells_{aid}_{mid}_{dsid}_{part // MAX_ROWS}",
-                             f"Audit {aid}: model {mid} on {dsid}" + (f" ({', '.join(fixed)})" if fixed else "") + cont
-                             + ". Point estimate with its "
-                             f"{_level(rd, aid)} percentile-bootstrap interval below it.", header, numeric)
-                prev = None
-                undefined = False
-                for d in chunk:
-                    why = excluded.get(d["cell_id"])
-                    skip = na.get(str(d["cell_id"]), set())
-                    row = [str(d[a])[len(prefixes[a]):] for a in axes]
-                    row += [NA_MARK if c in skip or (c == "vpr" and d["protocol"] not in verbal) else
-                            _count(d.get(c)) if c == "n" or c.startswith("n_") else _rate(d.get(c)) for c, _ in counts]
-                    row += [NA_MARK if m in skip else
-                            value_cell(d.get(m), d.get(f"{m} lo"), d.get(f"{m} hi"), EXCLUDED if why and m in calib else "")
-                            for m in metrics]
-                    undefined |= any(c in (NA_MARK, UNDEFINED_MARK) for c in row)
-                    if prev is not None and axes and d[axes[0]] != prev:
-                        t.rules.add(len(t.rows))
-                    prev = d[axes[0]]
-                    t.add(row, d["cell_id"])
-                marks = [f"{d_id.split('/')[3]} / {d_id.split('/')[4]} / {d_id.split('/')[5]}: {w}"
-                         for d_id, w in excluded.items() if d_id in set(t.keys)]
-                if marks:
-                    t.notes.append(f"{EXCLUDED} excluded by the audit's verbal parse-rate rule; the confidence-based values "
-                                   "are shown for reference only: " + "; ".join(marks) + ".")
-                cut = sorted({p for p in prefixes.values() if p})
-                if cut:
-                    t.notes.append(f"Names are shown without their namespace ({', '.join(c.rstrip('.') for c in cut)}).")
-                t.notes += R.cell_notes(rd, aid, set(t.keys))
-                if undefined:
-                    t.notes.append(LEGEND.replace("; blank in CSV", ""))
-                labels = [m for m in metrics if "(" in m and short_metric(m, metrics) != m]
-                if labels:
-                    t.notes.append("; ".join(f"{short_metric(m, metrics)} = {m}" for m in labels) + ".")
-                tables.append(t)
+            fixed = [f"{a} {g[a].iloc[0]}" for a in ("variant", "protocol", "evaluator") if a not in axes]
+            t = TexTable(f"cells_{aid}_{mid}_{dsid}",
+                         f"Audit {aid}: model {mid} on {dsid}" + (f" ({', '.join(fixed)})" if fixed else ""), header,
+                         numeric, caption_tail=f". Point estimate with its {_level(rd, aid)} percentile-bootstrap "
+                         "interval below it.")
+            prev = None
+            undefined: set[str] = set()
+            for d in g.to_dict("records"):
+                why = excluded.get(d["cell_id"])
+                skip = na.get(str(d["cell_id"]), set())
+                row = [str(d[a])[len(prefixes[a]):] for a in axes]
+                row += [NA_MARK if c in skip or (c == "vpr" and d["protocol"] not in verbal) else
+                        _count(d.get(c)) if c == "n" or c.startswith("n_") else _rate(d.get(c)) for c, _ in counts]
+                row += [NA_MARK if m in skip else
+                        value_cell(d.get(m), d.get(f"{m} lo"), d.get(f"{m} hi"), EXCLUDED if why and m in calib else "")
+                        for m in metrics]
+                if any(c in (NA_MARK, UNDEFINED_MARK) for c in row):
+                    undefined.add(str(d["cell_id"]))
+                if prev is not None and axes and d[axes[0]] != prev:
+                    t.rules.add(len(t.rows))
+                prev = d[axes[0]]
+                t.add(row, d["cell_id"])
+            # a table too tall for a page is split (TexTable.row_parts); each part explains its own rows
+            t.part_notes = partial(_cells_notes, rd, aid, excluded, prefixes, undefined, metrics)
+            t.notes = t.part_notes(t.keys)
+            tables.append(t)
         out[aid] = tables
     return out
+
+
+def _cells_notes(rd: RunData, aid: str, excluded: dict[str, str], prefixes: dict[str, str], undefined: set[str],
+                 metrics: list[str], keys: list[str]) -> list[str]:
+    """The notes under a cells table (or one part of it) whose rows are ``keys``: the VPR-excluded
+    cells among them, the namespace cut from the names, the run's notes on those cells, the legend of
+    the marks where a row shows one, and the metric labels shortened in the header."""
+    notes = []
+    marks = [f"{d_id.split('/')[3]} / {d_id.split('/')[4]} / {d_id.split('/')[5]}: {w}"
+             for d_id, w in excluded.items() if d_id in set(keys)]
+    if marks:
+        notes.append(f"{EXCLUDED} excluded by the audit's verbal parse-rate rule; the confidence-based values "
+                     "are shown for reference only: " + "; ".join(marks) + ".")
+    cut = sorted({p for p in prefixes.values() if p})
+    if cut:
+        notes.append(f"Names are shown without their namespace ({', '.join(c.rstrip('.') for c in cut)}).")
+    notes += R.cell_notes(rd, aid, set(keys))
+    if undefined & set(map(str, keys)):
+        notes.append(LEGEND.replace("; blank in CSV", ""))
+    labels = [m for m in metrics if "(" in m and short_metric(m, metrics) != m]
+    if labels:
+        notes.append("; ".join(f"{short_metric(m, metrics)} = {m}" for m in labels) + ".")
+    return notes
 
 
 def _common_prefix(values: pd.Series) -> str:

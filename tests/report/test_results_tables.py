@@ -14,6 +14,8 @@ import pytest
 from latex_fit import PDFLATEX, SCALING, compile_fit
 from report_fixtures import LOW_VPR_CELL
 
+from auditlang.report.latex import prose
+
 needs_pdflatex = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex not installed (Debian: apt-get install -y "
                                     "texlive-latex-base texlive-latex-recommended texlive-latex-extra)")
 NUM = re.compile(r"-?\d+\.\d{3}")
@@ -271,4 +273,116 @@ def test_a_table_wider_than_the_page_is_split_by_columns(tmp_path):
     assert [x[0::3] for x in got] == [[f"{-0.1 * (i + 1) - 0.01 * k:.3f}" for k in range(8)] for i in range(2)]
     (tmp_path / "wide.tex").write_text(src, encoding="utf-8")
     fit = compile_fit(tmp_path / "wide.tex", tmp_path / "fit", twocolumn=True)
+    assert fit.returncode == 0 and fit.overfull == [] and "Float too large" not in fit.log, fit.overfull
+
+
+TALL_SPEC = """
+settings s { seed = 42, data_root = "DATA" }
+
+dataset mmlu = jsonl("mmlu.jsonl", task=multiple_choice, sample=20, seed=7)
+model mid = hf("org/mid-3b", size=3.0, dtype=bf16)
+
+template t_plain = template("Answer the following multiple-choice question. {{ question }} Answer:")
+template t_reorder = template("Choose the correct answer. Question: {{ question }} Correct answer letter:")
+template conf_dec = template("Now state your confidence in your answer above as a decimal probability between 0.0 and 1.0.")
+
+variant surface_paraphrase_of_the_instruction = variant(t_plain)
+variant reorder = variant(t_reorder)
+variant instruction_reorder_with_typos = variant(t_reorder, perturb=[typo()])
+variant option_shuffle_with_seed_four = variant(t_plain, perturb=[option_shuffle(seed=4)])
+variant implicit_framing_with_typos = variant(t_plain, perturb=[typo()])
+variant fewshot_examples_shuffled = variant(t_plain, perturb=[option_shuffle(seed=9)])
+
+protocol tok_norm = token_prob(readout=first_token, normalise=label_set, window=top_k, top_k=200)
+protocol tok_raw = tok_norm with (normalise=raw)
+protocol verbal = verbalized(scale=decimal_01, phrasing=conf_dec, provenance=self, mode=followup)
+
+evaluator fc = first_char()
+evaluator rx = regex_reparse(tail=150)
+
+metric ece10 = ece(bins=10, binning=equal_width)
+
+audit tall {
+  models = [mid]
+  datasets = [mmlu]
+  variants = [surface_paraphrase_of_the_instruction, reorder, instruction_reorder_with_typos, option_shuffle_with_seed_four, implicit_framing_with_typos, fewshot_examples_shuffled]
+  protocols = [tok_norm, tok_raw, verbal]
+  evaluators = [fc, rx]
+  metrics = [accuracy, ece10, brier, auroc]
+  bootstrap = bootstrap(resamples=50, seed=42)
+  vpr_threshold = 0.8
+}
+
+report cells(format=latex)
+"""
+
+
+def floats_of(tex: str) -> list[str]:
+    """The floats of a generated fragment, in order (a part's tabular is set in \\auditbox before its float)."""
+    return re.split(r"(?=\\sbox\\auditbox|\\begin\{table\*\})", tex.split("\\providecommand\\auditwide", 1)[1])[1:]
+
+
+@needs_pdflatex
+def test_a_cells_table_taller_than_a_page_is_split_into_continued_parts_that_fit(tmp_path_factory):
+    """A model x dataset with 36 cells whose names wrap (the s000 twin's cells_primary was cut every 16
+    rows, 11pt over the page with its caption and notes): the report's cells table is cut into floats
+    that each fit the page of a two-column article, at variant boundaries, every cell once, the later
+    parts captioned "(continued, part k)", and each part explains the marks of its own rows."""
+    from report_fixtures import build_run
+
+    from auditlang.report import build_report
+
+    tmp = tmp_path_factory.mktemp("tall")
+    spec, plan, run_dir = build_run(tmp, TALL_SPEC, journal=False)
+    tex_file = build_report(spec, plan, run_dir) / "tables" / "cells_tall.tex"
+    src = tex_file.read_text(encoding="utf-8")
+    fit = compile_fit(tex_file, tmp / "fit", twocolumn=True)
+    assert fit.returncode == 0, fit.log[-2000:]
+    assert "Float too large" not in fit.log and fit.overfull == [], (re.findall(r"Float too large[^\n]*", fit.log),
+                                                                    fit.overfull)
+    assert not SCALING.findall(src)
+
+    cells = pd.read_csv(run_dir / "metrics" / "cells.csv")
+    assert len(cells) == 36
+    parts = floats_of(src)
+    assert len(parts) >= 3
+    captions = [re.search(r"\\caption\{(.*)\}\n", p).group(1) for p in parts]
+    assert "continued" not in captions[0]
+    for k, cap in enumerate(captions[1:], start=2):
+        assert f"(continued, part {k}). Point estimate" in cap, cap
+        assert cap.startswith("Audit tall: model mid on mmlu")
+    labels = re.findall(r"\\label\{([^}]*)\}", src)
+    assert labels == ["tab:cells_tall_mid_mmlu"] + [f"tab:cells_tall_mid_mmlu-{k}" for k in range(2, len(parts) + 1)]
+    keys = [list(rows_of(p)) for p in parts]
+    assert sorted(k for ks in keys for k in ks) == sorted(cells["cell_id"])
+    for prev, nxt in zip(keys, keys[1:]):  # parts end where a variant ends
+        assert prev[-1].split("/")[3] != nxt[0].split("/")[3], (prev[-1], nxt[0])
+    marked = 0
+    for p in parts:
+        rows = rows_of(p)
+        for key, body in rows.items():
+            if "dagger" in body:
+                marked += 1
+                variant, protocol, evaluator = key.split("/")[3:]
+                note = p.split("\\bottomrule", 1)[1]
+                assert "excluded by the audit's verbal parse-rate rule" in note, key
+                assert prose(f"{variant} / {protocol} / {evaluator}: VPR") in note, key
+    assert marked == 2  # reorder / verbal under fc and under rx (LOW_VPR_CELL)
+
+
+@needs_pdflatex
+def test_a_tall_generic_table_carries_its_notes_once_under_its_last_part(tmp_path):
+    """A comparison table (no per-part notes) of 64 two-line rows and a long note: parts that fit, the notes under the last only."""
+    from auditlang.report.textables import TexTable, fragment, value_cell
+
+    t = TexTable("long", "A long comparison.", ["Setting", "Value", "Other"], [False, True, True])
+    for i in range(64):
+        t.add([f"setting_{i:02d}", value_cell(0.01 * i, 0.0, 0.5), value_cell(0.5, 0.1, 0.9)], f"s{i}")
+    t.notes = ["A note that explains the table. " * 40]
+    src = fragment([t])
+    parts = floats_of(src)
+    assert len(parts) >= 2 and [p.count("A note that explains") for p in parts] == [0] * (len(parts) - 1) + [40]
+    assert [k for p in parts for k in rows_of(p)] == [f"s{i}" for i in range(64)]
+    (tmp_path / "long.tex").write_text(src, encoding="utf-8")
+    fit = compile_fit(tmp_path / "long.tex", tmp_path / "fit", twocolumn=True)
     assert fit.returncode == 0 and fit.overfull == [] and "Float too large" not in fit.log, fit.overfull
