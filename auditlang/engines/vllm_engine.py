@@ -257,9 +257,16 @@ class VLLMEngine:
     # -- setup
 
     def _set_env_before_import(self) -> None:
-        """vLLM reads these at import / engine start: cache inside auditlang's cache dir."""
+        """vLLM reads these at import / engine start: caches inside auditlang's cache dir.
+
+        ``TRITON_CACHE_DIR`` is pinned too (a user's own setting wins): vLLM points it at the
+        compiled model's folder only on some compile paths, not when it loads the compiled model
+        from its cache, so the Triton kernels its warm-up JIT-compiles were written to one folder
+        and looked for in another, and a fresh machine's second run compiled them again (17 s of
+        a 72 s engine start on an H200, issue 22; 39 s with this). One folder for every run."""
 
         os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
+        os.environ.setdefault("TRITON_CACHE_DIR", str(cache_root() / "vllm" / "triton"))
 
     def _set_platform_env(self) -> None:
         """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""

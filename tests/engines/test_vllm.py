@@ -428,3 +428,20 @@ def test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it(tmp_pat
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0 and "CLOSE-OK" in proc.stdout, proc.stderr[-4000:]
+
+
+def test_vllm_keeps_a_triton_cache_folder_set_before_it_compiles(monkeypatch, tmp_path) -> None:
+    """What the engine's pinned ``TRITON_CACHE_DIR`` relies on: vLLM's compile path that sets the
+    folder treats one already set as the caller's and keeps it (checked on the installed vLLM)."""
+    import os
+
+    ci = pytest.importorskip("vllm.compilation.compiler_interface")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "pinned"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-before"))
+    for name in ("InductorAdaptor", "InductorStandaloneAdaptor"):
+        adaptor = getattr(ci, name, None)
+        if adaptor is None:
+            continue
+        obj = adaptor.__new__(adaptor)
+        obj.initialize_cache(str(tmp_path / "model" / "backbone"), disable_cache=False, prefix="backbone")
+        assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "pinned"), name

@@ -64,3 +64,25 @@ def test_import_vllm_records_whether_torch_came_first(monkeypatch) -> None:
     with pytest.raises(ve.EngineError):
         ve.import_vllm()
     assert ve._TORCH_BEFORE_VLLM == ["torch" in sys.modules]
+
+
+def test_vllm_and_triton_caches_live_in_auditlangs_cache(monkeypatch, tmp_path) -> None:
+    """The warm-up's Triton kernels are found again by the next run: one folder for every run
+    (a second run on a fresh H200 recompiled them for 17 s when vLLM chose the folder)."""
+    import os
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+    monkeypatch.delenv("VLLM_CACHE_ROOT", raising=False)
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    ve.VLLMEngine._set_env_before_import(_gpu_engine())
+    assert os.environ["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm")
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "vllm" / "triton")
+
+
+def test_a_users_triton_cache_is_kept(monkeypatch, tmp_path) -> None:
+    import os
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "mine"))
+    ve.VLLMEngine._set_env_before_import(_gpu_engine())
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "mine")
