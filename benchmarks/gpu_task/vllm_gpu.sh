@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Issue 22 on the GPU machine (no internet): vLLM 0.26 + real SmolLM2 weights from the payload of
 # ../shared/gpu/prepare.sh (pieces in .gpu/pN, data in .gpudata/), then tests/gpu and the benchmarks.
-#   bash benchmarks/gpu_task/vllm_gpu.sh piece            copy the carried .gpu/p*/part* to /tmp/parts
-#                                                         (one call per piece: each call carries .gpu/pN)
+#   bash benchmarks/gpu_task/vllm_gpu.sh piece            copy the carried .gpu/p*/part* to /tmp/parts, and
+#                                                         .gpu/install.sh + payload.sha256 to /tmp/gpuinst
+#                                                         (one call per piece: each call carries .gpu/pN; carry
+#                                                         the installer with the last piece, not .gpudata: the
+#                                                         tree + a piece + .gpudata pass the 64 MiB carry limit)
 #   bash benchmarks/gpu_task/vllm_gpu.sh install          reassemble, verify, install; convert SmolLM2
+#                                                         (carry .gpudata from here on, on every call)
 #   bash benchmarks/gpu_task/vllm_gpu.sh tests            pytest tests/gpu
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm DTYPE       bench_vllm_gpu.py on the s000 design (float32|bfloat16)
 #   bash benchmarks/gpu_task/vllm_gpu.sh vllm-eager DTYPE the same with enforce_eager=true (no torch.compile, no CUDA graphs)
@@ -24,9 +28,11 @@ if [ "${STACKS:-0}" = 1 ]; then
 fi
 ckpt() { python3 -c "from auditlang.engines.embedded import resolve_embedded; print(resolve_embedded('smollm2-135m-instruct'))"; }
 case "$1" in
-  piece) cp .gpu/p*/part* /tmp/parts/ && ls -la /tmp/parts && nvidia-smi --query-gpu=name,memory.total --format=csv ;;
+  piece)
+    cp .gpu/p*/part* /tmp/parts/ && ls -la /tmp/parts && nvidia-smi --query-gpu=name,memory.total --format=csv
+    if [ -e .gpu/install.sh ]; then mkdir -p /tmp/gpuinst && cp .gpu/install.sh .gpu/payload.sha256 /tmp/gpuinst/; fi ;;
   install)
-    bash .gpu/install.sh
+    bash /tmp/gpuinst/install.sh
     python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name(0))"
     ckpt ;;
   tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
