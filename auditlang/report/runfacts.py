@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -213,10 +214,17 @@ def degenerate_cells(rd: RunData, aid: str | None = None) -> list[tuple[str, lis
     Returns ``(model / dataset / variant / evaluator, [cell ids], what)`` per answer set, e.g.
     ``"predicts 'A' for 20/20 items"``. Cells of one answer set (its protocols) are grouped,
     since they score the same answers. Computed once per run (every report file asks)."""
-    memo = rd.__dict__.setdefault("_degenerate", {})
-    if "all" not in memo:
-        memo["all"] = _degenerate_all(rd)
-    return [(where, cells, what) for a, where, cells, what in memo["all"] if aid is None or a == aid]
+    return [(where, cells, what) for a, where, cells, what in _once(rd, "degenerate", lambda: _degenerate_all(rd))
+            if aid is None or a == aid]
+
+
+def _once(rd: RunData, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` the first time ``key`` is asked for on this run, then its stored value (every
+    report file, and every part of a table split for the page, asks for the same run facts)."""
+    memo = rd.__dict__.setdefault("_runfacts_memo", {})
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _degenerate_all(rd: RunData) -> list[tuple[str, str, list[str], str]]:
@@ -300,10 +308,7 @@ def verbal_example_shares(rd: RunData, aid: str) -> list[tuple[str, str, int, in
     confidences, the value, the phrase) per verbal protocol and model of the audit; one
     confidence per (model, dataset, variant, item): evaluators share it. Computed once per run and
     audit (every per-cell table, and every part of one split for the page, asks)."""
-    memo = rd.__dict__.setdefault("_example_shares", {})
-    if aid not in memo:
-        memo[aid] = _verbal_example_shares(rd, aid)
-    return list(memo[aid])
+    return list(_once(rd, ("example_shares", aid), lambda: _verbal_example_shares(rd, aid)))
 
 
 def _verbal_example_shares(rd: RunData, aid: str) -> list[tuple[str, str, int, int, float, str]]:
@@ -335,10 +340,7 @@ def example_value_lines(rd: RunData, aid: str) -> list[str]:
 def conf_count_lines(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
     """Cells whose confidence metrics use fewer items than n (the confidence did not parse or was
     missing for the rest): 'cell X: n_conf=2 of n=20'. The cells are found once per run."""
-    memo = rd.__dict__.setdefault("_conf_count", {})
-    if "all" not in memo:
-        memo["all"] = _conf_count_all(rd)
-    return [line for cid, line in memo["all"]
+    return [line for cid, line in _once(rd, "conf_count", lambda: _conf_count_all(rd))
             if (aid is None or cid.split("/")[0] == aid) and (cells is None or cid in cells)]
 
 

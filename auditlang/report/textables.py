@@ -150,8 +150,11 @@ class TexTable:
 
     def column_pt(self, j: int) -> float:
         """Estimated natural width of column ``j`` (its widest line, header included) with its padding."""
-        lines = list(_lines(self.header[j])) + [x for r in self.rows for x in _lines(r[j])]
-        return max(_text_pt(x) for x in lines) + SEP_PT
+        return max(_text_pt(x) for x in self._column_lines(j)) + SEP_PT
+
+    def _column_lines(self, j: int) -> list[Any]:
+        """Every line of column ``j``, its header's first."""
+        return list(_lines(self.header[j])) + [x for r in self.rows for x in _lines(r[j])]
 
     def width_pt(self) -> float:
         return sum(self.column_pt(j) for j in range(len(self.header)))
@@ -159,8 +162,7 @@ class TexTable:
     def piece_pt(self, j: int) -> float:
         """Estimated width of the widest part of column ``j`` no line break can split (a word, or an
         identifier's part between its break points . _ / -), with its padding."""
-        lines = list(_lines(self.header[j])) + [x for r in self.rows for x in _lines(r[j])]
-        return max((_text_pt(piece) for x in lines for word in _plain(x).split() for piece in _pieces(word)),
+        return max((_text_pt(piece) for x in self._column_lines(j) for word in _plain(x).split() for piece in _pieces(word)),
                    default=0.0) + SEP_PT
 
     def min_width_pt(self) -> float:
@@ -256,9 +258,10 @@ class TexTable:
     def height_pt(self) -> float:
         """Estimated height of this table's float: caption, header, rows (a value with its interval is
         two lines; a text cell wrapped by ``tabularx`` as many as its words take), rules and notes."""
-        wrap = self.width_pt() > PAGE_PT
+        width = self.width_pt()
+        wrap = width > PAGE_PT
         # set in one column or across both (TeX decides): text measured at the column where unsure
-        line_w = TEXTWIDTH_PT if wrap or self.width_pt() > 1.15 * COLUMN_PT else COLUMN_PT
+        line_w = TEXTWIDTH_PT if wrap or width > 1.15 * COLUMN_PT else COLUMN_PT
         xw = self.x_widths() if wrap else {}
 
         def lines(c: Any, j: int) -> int:
@@ -450,8 +453,9 @@ def _cells_notes(rd: RunData, aid: str, excluded: dict[str, str], prefixes: dict
     cells among them, the namespace cut from the names, the run's notes on those cells, the legend of
     the marks where a row shows one, and the metric labels shortened in the header."""
     notes = []
+    rows = set(map(str, keys))
     marks = [f"{d_id.split('/')[3]} / {d_id.split('/')[4]} / {d_id.split('/')[5]}: {w}"
-             for d_id, w in excluded.items() if d_id in set(keys)]
+             for d_id, w in excluded.items() if d_id in rows]
     if marks:
         notes.append(f"{EXCLUDED} excluded by the audit's verbal parse-rate rule; the confidence-based values "
                      "are shown for reference only: " + "; ".join(marks) + ".")
@@ -459,7 +463,7 @@ def _cells_notes(rd: RunData, aid: str, excluded: dict[str, str], prefixes: dict
     if cut:
         notes.append(f"Names are shown without their namespace ({', '.join(c.rstrip('.') for c in cut)}).")
     notes += R.cell_notes(rd, aid, set(keys))
-    if undefined & set(map(str, keys)):
+    if undefined & rows:
         notes.append(LEGEND.replace("; blank in CSV", ""))
     labels = [m for m in metrics if "(" in m and short_metric(m, metrics) != m]
     if labels:
