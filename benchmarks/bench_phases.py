@@ -45,6 +45,8 @@ PHASES: list[tuple[str, str]] = [
     ("vllm: render+tokenize", "auditlang.engines.vllm_engine:VLLMEngine.encode_all"),
     ("vllm: results", "auditlang.engines.vllm_engine:VLLMEngine._finish"),
     ("stage-2 requests", "auditlang.plan.stage2:stage2_requests"),
+    ("stage-2 requests per item", "auditlang.plan.stage2:Stage2Stream.add"),
+    ("feed refill", "auditlang.core.engine:Feed.refill"),
     ("journal commit", "auditlang.store.journal:Journal.put_results"),
     ("write records", "auditlang.store.records:write_records"),
     ("score", "auditlang.score.stage:score_and_write"),

@@ -78,28 +78,39 @@ class Recorder:
                 setattr(core, name, timed)
 
         def patched_run(engine: Any, requests: Any) -> Any:
-            reqs = list(requests)
+            """The engine's generator, timed while it runs (the executor's commits and the
+            follow-ups it adds to the feed happen between results, outside this time, except
+            at a refill when vLLM has nothing in flight: phase 'feed refill')."""
             t0 = time.perf_counter()
-            it = run(engine, reqs)
+            it = run(engine, requests)
             busy = time.perf_counter() - t0
-            out = []
-            while True:
-                t1 = time.perf_counter()
-                try:
-                    res = next(it)
-                except StopIteration:
+            kinds: Counter = Counter()
+            errors = 0
+            try:
+                while True:
+                    t1 = time.perf_counter()
+                    try:
+                        res = next(it)
+                    except StopIteration:
+                        busy += time.perf_counter() - t1
+                        break
                     busy += time.perf_counter() - t1
-                    break
-                busy += time.perf_counter() - t1
-                out.append(res)
-            rec.run_s += busy
-            rec.calls.append({"n": len(reqs), "s": round(busy, 3), "kinds": dict(Counter(r.kind for r in reqs)),
-                              "errors": sum(r.error is not None for r in out)})
-            return iter(out)
+                    kinds[res.kind] += 1
+                    errors += res.error is not None
+                    yield res
+            finally:
+                rec.run_s += busy
+                rec.calls.append({"n": sum(kinds.values()), "s": round(busy, 3), "kinds": dict(kinds), "errors": errors})
 
         def patched_stream(llm: Any, vllm: Any, jobs: Any, **kw: Any) -> Any:
             for j in jobs:
                 rec.jobs.append((j.prompt, j.params))  # not copied: the engine never changes them after adding
+            if kw.get("more") is not None:  # jobs of follow-ups that join the stream
+                def more(idle: bool, _more: Any = kw["more"]) -> Any:
+                    new = _more(idle)
+                    rec.jobs.extend((j.prompt, j.params) for j in new)
+                    return new
+                kw["more"] = more
             for job, out in stream(llm, vllm, jobs, **kw):
                 if not isinstance(out, Exception) and job.params.temperature == 0 and job.params.max_tokens > 1:
                     rec.greedy[_key(job.prompt, job.params)] = list(out.outputs[0].token_ids)

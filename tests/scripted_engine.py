@@ -69,12 +69,37 @@ class ScriptedEngine:
         pass
 
 
-def use_scripted_engine(monkeypatch, script: Script) -> type[ScriptedEngine]:
+class StreamingScriptedEngine(ScriptedEngine):
+    """Takes its requests as vLLM's engine does (``streams = True``): from the executor's feed,
+    a few at a time, asking it to refill when none is left, so follow-ups built from the results
+    it yielded join the same ``run`` call. ``calls`` counts ``run`` calls."""
+
+    streams = True
+    calls = 0
+
+    def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        from auditlang.core.engine import Feed
+
+        type(self).calls += 1
+        feed = requests if isinstance(requests, Feed) else Feed(requests)
+        queue: list[Request] = []
+        while True:
+            queue += feed.take()
+            if not queue and not feed.refill():
+                return
+            for req in queue[:3]:  # a few per step, as a continuous batch finishes them
+                type(self).seen.append(req)
+                yield type(self).script(req) or _default(req)
+            del queue[:3]
+
+
+def use_scripted_engine(monkeypatch, script: Script, streaming: bool = False) -> type[ScriptedEngine]:
     import dataclasses
 
     from auditlang.core.registry import REGISTRY
 
-    cls = type("Scripted", (ScriptedEngine,), {"script": staticmethod(script), "seen": []})
+    base = StreamingScriptedEngine if streaming else ScriptedEngine
+    cls = type("Scripted", (base,), {"script": staticmethod(script), "seen": [], "calls": 0})
     mod = types.ModuleType("auditlang_test_scripted_engine")
     mod.ScriptedEngine = cls  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, mod.__name__, mod)

@@ -50,6 +50,45 @@ def report_progress(engine: object, units: float) -> None:
         hook(units)
 
 
+class Feed:
+    """The requests of one ``run`` call of a streaming engine (``streams = True``), which may
+    grow while the call runs: the executor adds follow-ups built from results already yielded
+    (stage 2 from stage-1 answers), so they reach the engine while it still serves stage 1.
+
+    Iterating a feed takes the requests it holds now, so an engine that reads ``run``'s argument
+    once (``list(requests)``) serves them and the executor hands the rest to a further call. A
+    streaming engine instead calls :meth:`take` whenever it can accept more, and :meth:`refill`
+    when it has nothing left in flight: the consumer then commits the results it holds, builds
+    their follow-ups and adds them. Single-threaded: every call happens inside ``run``'s
+    generator or between its results.
+    """
+
+    def __init__(self, requests: Iterable[Request] = (), refill: Callable[[], None] | None = None) -> None:
+        self._new: list[Request] = list(requests)
+        self._refill = refill
+
+    def __iter__(self) -> Iterator[Request]:
+        return iter(self.take())
+
+    def __bool__(self) -> bool:
+        return bool(self._new)
+
+    def take(self) -> list[Request]:
+        """The requests added since the last take (and removes them from the feed)."""
+        out, self._new = self._new, []
+        return out
+
+    def add(self, requests: Iterable[Request]) -> None:
+        self._new.extend(requests)
+
+    def refill(self) -> bool:
+        """Ask the consumer for more work (it commits what it was yielded and adds the follow-ups);
+        True when the feed now holds requests."""
+        if self._refill is not None and not self._new:
+            self._refill()
+        return bool(self._new)
+
+
 @runtime_checkable
 class Engine(Protocol):
     """A loaded model that executes requests.
@@ -60,6 +99,9 @@ class Engine(Protocol):
     by request id + fingerprint hash.
     ``run`` executes a batch and yields one Result per request (any order; request_id set).
     A request the model fails on yields a Result with ``error`` set; it must not raise.
+    An engine that declares ``streams = True`` gets each call's requests as a :class:`Feed`, to
+    which the executor adds follow-ups while the call runs; it may take them (vLLM does) or
+    leave them to a further call.
 
     Progress (optional, not part of the runtime check): an engine that declares the attribute
     ``progress_hook: ProgressHook | None = None`` gets it set by the executor for the duration of

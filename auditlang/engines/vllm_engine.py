@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.engines.gen import _GenSpec, sample_seed
-from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, Feed, ModelConfig
 from auditlang.core.engine_options import VLLMOptions
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, chat_template_of, render_chat_prompt
@@ -453,10 +453,13 @@ class VLLMEngine:
         return "v2" if v2 else "v1"
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
-        """Render every prompt first (EngineError for misconfiguration, e.g. chat messages for
-        a base model), then stream every request through vLLM (see ``_run``)."""
-        reqs = list(requests)
-        return self._run(reqs, self.encode_all([r.prompt for r in reqs]))
+        """Stream every request through vLLM (see ``_run``). ``requests`` may be a
+        :class:`~auditlang.core.engine.Feed` the executor adds follow-ups to while this runs: they
+        join vLLM's running batch. Each batch of requests taken is rendered first (EngineError for
+        misconfiguration, e.g. chat messages for a base model)."""
+        feed = requests if isinstance(requests, Feed) else Feed(requests)
+        first = feed.take()
+        return self._run(feed, first, self.encode_all([r.prompt for r in first]))
 
     def encode_all(self, prompts: list[Prompt]) -> list[list[int] | Exception]:
         """``encode_prompt`` for many prompts: each one of the same prompt rendered and tokenized
@@ -531,9 +534,10 @@ class VLLMEngine:
 
     # -- execution
 
-    def _run(self, reqs: list[Request], encoded: list[list[int] | Exception]) -> Iterator[Result]:
+    def _run(self, feed: Feed, first: list[Request], first_enc: list[list[int] | Exception]) -> Iterator[Result]:
         """Build every request's vLLM jobs, stream them all through vLLM at once
         (engines/vllm_stream.py), and yield each request's Result when its last job finishes.
+        Requests added to ``feed`` meanwhile are built as vLLM asks for more and join the stream.
         ``hidden_states`` requests run after, on the pooling runner."""
         builders: dict[str, Callable[[Request, list[int]], _Built]] = {
             "generate": self._build_generate,
@@ -541,41 +545,67 @@ class VLLMEngine:
             "continuation_logprobs": self._build_continuation,
             "constrained_choice": self._build_constrained,
         }
+        reqs: list[Request] = []
+        hidden_enc: dict[int, list[int]] = {}  # hidden_states requests' prompts, run at the end
         pending: dict[int, _Built] = {}
-        jobs: list[_Job] = []
         hidden: list[int] = []
-        for i, req in enumerate(reqs):
-            enc = encoded[i]
-            if isinstance(enc, Exception):
-                yield _error(req, f"prompt could not be rendered: {type(enc).__name__}: {enc}")
-            elif not enc:
-                yield _error(req, "the prompt encodes to zero tokens")
-            elif len(enc) >= self.max_model_len:
-                yield _error(req, f"the prompt has {len(enc)} tokens; the model's context (max_model_len) is {self.max_model_len}")
-            elif req.kind == "hidden_states":
-                hidden.append(i)
-            else:
-                try:
-                    built = builders[req.kind](req, enc)
-                except ValueError as e:
-                    yield _error(req, str(e))
-                    continue
-                pending[i] = built
-                for slot, job in enumerate(built.jobs):
-                    job.owner, job.slot = i, slot
-                    jobs.append(job)
+        failed: list[Result] = []  # requests that fail before vLLM sees them, yielded next
+
+        def build(new: list[Request], rendered: list[list[int] | Exception] | None = None) -> list[_Job]:
+            jobs: list[_Job] = []
+            for req, enc in zip(new, rendered if rendered is not None else self.encode_all([r.prompt for r in new])):
+                i = len(reqs)
+                reqs.append(req)
+                if isinstance(enc, Exception):
+                    failed.append(_error(req, f"prompt could not be rendered: {type(enc).__name__}: {enc}"))
+                elif not enc:
+                    failed.append(_error(req, "the prompt encodes to zero tokens"))
+                elif len(enc) >= self.max_model_len:
+                    failed.append(_error(req, f"the prompt has {len(enc)} tokens; the model's context (max_model_len) is {self.max_model_len}"))
+                elif req.kind == "hidden_states":
+                    hidden.append(i)
+                    hidden_enc[i] = enc
+                else:
+                    try:
+                        built = builders[req.kind](req, enc)
+                    except ValueError as e:
+                        failed.append(_error(req, str(e)))
+                        continue
+                    pending[i] = built
+                    for slot, job in enumerate(built.jobs):
+                        job.owner, job.slot = i, slot
+                        jobs.append(job)
+            return jobs
+
+        def more(idle: bool) -> list[_Job]:
+            if failed:
+                return []  # yield those first: the consumer may build follow-ups of what it was given
+            new = feed.take()
+            if not new and idle and feed.refill():
+                new = feed.take()
+            return build(new) if new else []
+
         size = self._opts.chunk_size
-        for job, out in vllm_stream.stream(self.llm, self._vllm, jobs, mixed_ok=self.model_runner() == "v2",
-                                           max_in_flight=size, on_fail=_raise_if_dead):
-            if not isinstance(out, Exception):
-                self.prefill_stats.add([job], [out])
-            built = pending[job.owner]
-            built.outs[job.slot] = out
-            if len(built.outs) == len(built.jobs):
-                del pending[job.owner]
-                yield self._finish(reqs[job.owner], built)
+        mixed_ok = self.model_runner() == "v2"
+        jobs = build(first, first_enc)
+        while True:
+            for job, out in vllm_stream.stream(self.llm, self._vllm, jobs, mixed_ok=mixed_ok,
+                                               max_in_flight=size, on_fail=_raise_if_dead, more=more):
+                if failed:
+                    yield from _drain(failed)
+                if not isinstance(out, Exception):
+                    self.prefill_stats.add([job], [out])
+                built = pending[job.owner]
+                built.outs[job.slot] = out
+                if len(built.outs) == len(built.jobs):
+                    del pending[job.owner]
+                    yield self._finish(reqs[job.owner], built)
+            yield from _drain(failed)
+            jobs = more(True)
+            if not jobs and not failed:
+                break
         if hidden:
-            yield from self._do_hidden(hidden, reqs, encoded)
+            yield from self._do_hidden(hidden, reqs, hidden_enc)
 
     def _finish(self, req: Request, built: "_Built") -> Result:
         outs = [built.outs[s] for s in range(len(built.jobs))]
@@ -701,7 +731,7 @@ class VLLMEngine:
 
     # hidden_states -----------------------------------------------------------
 
-    def _do_hidden(self, idx: list[int], reqs: list[Request], enc: list[list[int]]) -> Iterator[Result]:
+    def _do_hidden(self, idx: list[int], reqs: list[Request], enc: dict[int, list[int]]) -> Iterator[Result]:
         n_states = (self._num_layers + 1) if self._num_layers else None
         todo: list[int] = []
         for i in idx:
@@ -729,7 +759,7 @@ class VLLMEngine:
                          meta={"prompt_tokens": len(enc[i]), "layer": (n_states - 1) if n_states else -1,
                                "num_hidden_states": n_states})
 
-    def _embed(self, idx: list[int], enc: list[list[int]]) -> list[Any]:
+    def _embed(self, idx: list[int], enc: dict[int, list[int]]) -> list[Any]:
         prompts = [self._vllm.TokensPrompt(prompt_token_ids=enc[i]) for i in idx]
         try:
             return list(self._pool.embed(prompts, use_tqdm=False))
@@ -803,6 +833,12 @@ class VLLMEngine:
 
 def _copy_sample(s: Sample) -> Sample:
     return Sample(s.text, [TokenLogprob(t.token, t.token_id, t.logprob, dict(t.top)) for t in s.tokens], s.finish_reason)
+
+
+def _drain(results: list[Result]) -> Iterator[Result]:
+    """Yield and remove every result of ``results`` (a list others may append to meanwhile)."""
+    while results:
+        yield results.pop(0)
 
 
 def _usable_cpus() -> set[int]:

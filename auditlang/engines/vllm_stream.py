@@ -19,6 +19,10 @@ ids batch-wide precedence over plain ``logprobs=k`` windows (shared/notes/vllm.m
 ``phases`` separates them: each phase is streamed whole, one after the other. Model Runner V2
 handles mixed steps per row: one phase.
 
+Jobs may join while the stream runs (``more``): the engine builds them from the follow-ups the
+executor adds to its feed (stage 2 beside the rest of stage 1). A job of the running phase is
+added at once; one of another phase waits until the running phase drains.
+
 A job vLLM rejects when it is added (an impossible parameter) fails alone: ``(job, exception)``.
 A failure inside ``step()`` is the engine's, not a request's: it propagates after the jobs in
 flight are aborted. Closing the generator early (interrupt, consumer error) aborts them too.
@@ -27,6 +31,7 @@ flight are aborted. Closing the generator early (interrupt, consumer error) abor
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -60,22 +65,47 @@ def phases(jobs: Sequence[Job], mixed_ok: bool) -> list[list[Job]]:
     return [p for p in (windows, plain, ids) if p]
 
 
+def phase_of(job: Job, mixed_ok: bool) -> int:
+    """The phase a job runs in (the order of :func:`phases`): 0 one-token top-k windows, 1 the
+    rest; on Model Runner V1 (``mixed_ok`` False) 2 the ``logprob_token_ids`` requests."""
+    if _is_window(job):
+        return 0
+    return 2 if not mixed_ok and getattr(job.params, "logprob_token_ids", None) else 1
+
+
 def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_flight: int | None = None,
-           on_fail: Callable[[BaseException], None] | None = None) -> Iterator[tuple[Job, Any]]:
-    """``(job, RequestOutput | Exception)`` for every job, in finishing order."""
+           on_fail: Callable[[BaseException], None] | None = None,
+           more: Callable[[bool], Sequence[Job]] | None = None) -> Iterator[tuple[Job, Any]]:
+    """``(job, RequestOutput | Exception)`` for every job, in finishing order.
+
+    ``more(idle)``: further jobs, asked after every engine step (``idle`` False) and whenever
+    nothing is in flight (``idle`` True: the consumer may first turn the outputs it was given
+    into follow-up jobs). A job of the running phase joins it at once; a job of another phase
+    waits until the running phase drains (a one-token window arriving while answers decode
+    runs after them, not beside them). The stream ends when nothing is in flight or waiting and
+    ``more(True)`` has nothing to add."""
     from vllm.sampling_params import RequestOutputKind  # lazy: vLLM only when a model runs
 
     engine = llm.llm_engine
-    for phase in phases(jobs, mixed_ok):
-        queue = iter(sorted(phase, key=lambda j: j.prompt))
+    held: list[Job] = list(jobs)
+    while True:
+        if not held and more is not None:
+            held = list(more(True))
+        if not held:
+            return
+        cur = min(phase_of(j, mixed_ok) for j in held)
+        queue: deque[Job] = deque(sorted((j for j in held if phase_of(j, mixed_ok) == cur), key=_prompt))
+        held = [j for j in held if phase_of(j, mixed_ok) != cur]
         live: dict[str, Job] = {}
-        limit = max_in_flight or len(phase)
+        limit = max_in_flight or float("inf")
 
-        def top_up(live=live, limit=limit, queue=queue) -> Iterator[tuple[Job, Any]]:  # this phase's, bound now
-            while len(live) < limit:
-                job = next(queue, None)
-                if job is None:
-                    return
+        def admit(new: Sequence[Job], cur=cur, queue=queue, held=held) -> None:  # this phase's, bound now
+            for job in sorted(new, key=_prompt):
+                (queue if phase_of(job, mixed_ok) == cur else held).append(job)
+
+        def top_up(live=live, limit=limit, queue=queue) -> Iterator[tuple[Job, Any]]:
+            while queue and len(live) < limit:
+                job = queue.popleft()
                 job.params.output_kind = RequestOutputKind.FINAL_ONLY
                 rid = f"al-{next(_IDS)}"
                 try:
@@ -89,25 +119,30 @@ def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_f
 
         try:
             yield from top_up()
-            while live:
-                try:
-                    outs = engine.step()
-                except Exception as e:  # noqa: BLE001 - the engine's failure, not a request's
-                    if on_fail is not None:
-                        on_fail(e)  # raises for a dead engine core
-                    raise EngineError(f"vLLM failed while executing requests ({type(e).__name__}: {e})",
-                                      hint="see vLLM's log above; rerun `auditc run` to resume") from e
-                for out in outs:
-                    if not getattr(out, "finished", False):
-                        continue
-                    job = live.pop(out.request_id, None)
-                    if job is not None:
-                        yield job, out
-                if not outs and live and not engine.has_unfinished_requests():
-                    lost = list(live.values())
-                    live.clear()
-                    for job in lost:  # vLLM dropped them: a failure of each, never an answer
-                        yield job, RuntimeError("vLLM finished without returning this request's output")
+            while live or queue:
+                if live:
+                    try:
+                        outs = engine.step()
+                    except Exception as e:  # noqa: BLE001 - the engine's failure, not a request's
+                        if on_fail is not None:
+                            on_fail(e)  # raises for a dead engine core
+                        raise EngineError(f"vLLM failed while executing requests ({type(e).__name__}: {e})",
+                                          hint="see vLLM's log above; rerun `auditc run` to resume") from e
+                    for out in outs:
+                        if not getattr(out, "finished", False):
+                            continue
+                        job = live.pop(out.request_id, None)
+                        if job is not None:
+                            yield job, out
+                    if not outs and live and not engine.has_unfinished_requests():
+                        lost = list(live.values())
+                        live.clear()
+                        for job in lost:  # vLLM dropped them: a failure of each, never an answer
+                            yield job, RuntimeError("vLLM finished without returning this request's output")
+                if more is not None:
+                    admit(more(False))
+                    if not live and not queue:
+                        admit(more(True))
                 yield from top_up()
         finally:
             if live:
@@ -115,3 +150,7 @@ def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_f
                     engine.abort_request(list(live))
                 except Exception:  # noqa: BLE001 - best effort; the engine may be dead already
                     pass
+
+
+def _prompt(job: Job) -> list[int]:
+    return job.prompt

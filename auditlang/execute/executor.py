@@ -23,6 +23,14 @@ Engines that declare ``streams = True`` (the vLLM engine) get the whole call in 
 and yield results as they finish; the executor commits them every ``batch_size`` results, so
 the engine's scheduler stays full and a ``kill -9`` still loses only uncommitted results.
 
+Follow-ups (``followups=``, the runner's stage 2): after every commit the executor asks for the
+requests built from the results just committed, and runs them in the same call. A streaming
+engine gets its requests as a :class:`~auditlang.core.engine.Feed` and takes them while it
+still serves the others; when it has nothing in flight it asks the feed to refill, and the
+executor commits what it holds so the last answers' follow-ups are built too. Any other engine
+runs them in further commit batches. Results stored before the call (a rerun) are handed to
+``followups`` first, so their follow-ups are built from the journal.
+
 Engines with a ``work_counters()`` hook (cumulative integer counters, e.g. the hf engine's
 generation counters: forwards, prefilled prompts, row-steps, tokens) have the counters' change
 over the call reported as ``ExecStats.engine_work``.
@@ -37,7 +45,7 @@ from typing import Any
 
 from rich.console import Console
 
-from auditlang.core.engine import Engine, EngineError
+from auditlang.core.engine import Engine, EngineError, Feed
 from auditlang.execute.progress import ExecProgress
 from auditlang.core.requests import Request, Result
 from auditlang.store.journal import Journal
@@ -104,6 +112,7 @@ def execute(
     description: str | None = None,
     console: Console | None = None,
     cache: Journal | None = None,
+    followups: Callable[[list[Result]], Iterable[Request]] | None = None,
 ) -> ExecStats:
     """Run every request not yet committed for ``engine``'s fingerprint; commit batch by batch.
 
@@ -118,6 +127,10 @@ def execute(
     ``cache``: a response cache shared across run directories (a journal of its own, keyed the
     same way): successful results stored there under this engine's fingerprint are copied into
     ``journal`` instead of executed, and every new result is added to it.
+    ``followups(results)``: the requests built from committed results (stage 2 from stage 1),
+    called with the stored results of the requests not executed, then after every commit; new
+    ones run in this same call (a streaming engine takes them while it still serves the
+    others, through a :class:`~auditlang.core.engine.Feed`) and count in the returned stats.
     """
     t0 = time.perf_counter()
     if batch_size is None:
@@ -134,55 +147,93 @@ def execute(
 
     fingerprint = engine.fingerprint()
     fp_hash = journal.register_engine(fingerprint, model)
-    committed = journal.committed([r.id for r in selected], fp_hash)
-    cached_errors = sum(committed.values()) if not retry_errors else 0
-    first_error = ""  # this call's first failure (else the first stored one it keeps)
-    if cached_errors:
-        kept = journal.failures([rid for rid, failed in committed.items() if failed][:1], fp_hash)
-        first_error = next((f"{rid}: {msg}" for rid, msg in kept.items()), "")
-    first_new = ""
-    todo = [r for r in selected if r.id not in committed or (retry_errors and committed[r.id])]
-    from_cache = 0
     if cache is not None:
         cache.register_engine(fingerprint, model)  # the same hash: one fingerprint rule
-        hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp_hash).items() if v.error is None}
-        if hits:
-            journal.put_requests([r for r in todo if r.id in hits], fp_hash)
-            journal.put_results(hits.values(), fp_hash, shard=shard.label if shard is not None else None)
-            todo = [r for r in todo if r.id not in hits]
-            from_cache = len(hits)
-    todo = execution_order(engine, todo)
-    if todo:
-        journal.put_requests(todo, fp_hash)
-        if cache is not None:
-            cache.put_requests(todo, fp_hash)
-
-    executed = errors = 0
     label = shard.label if shard is not None else None
+    n = {"requested": 0, "cached": 0, "cached_errors": 0, "from_cache": 0, "executed": 0, "errors": 0, "todo": 0}
+    kept_error = first_new = ""  # the first stored failure kept; this call's first failure
+
+    def admit(reqs: list[Request]) -> tuple[list[Request], list[Result]]:
+        """(requests to run, stored results of the others) of ``reqs`` not seen before in this
+        call: skips what is committed for the fingerprint (failures too, unless
+        ``retry_errors``) and copies hits from the response cache."""
+        nonlocal kept_error
+        n["requested"] += len(reqs)
+        committed = journal.committed([r.id for r in reqs], fp_hash)
+        todo = [r for r in reqs if r.id not in committed or (retry_errors and committed[r.id])]
+        stored_ids = [r.id for r in reqs if r.id in committed and not (retry_errors and committed[r.id])]
+        if not retry_errors:
+            failed = [rid for rid, bad in committed.items() if bad]
+            n["cached_errors"] += len(failed)
+            if failed and not kept_error:
+                kept = journal.failures(failed[:1], fp_hash)
+                kept_error = next((f"{rid}: {msg}" for rid, msg in kept.items()), "")
+        hits: dict[str, Result] = {}
+        if cache is not None and todo:
+            hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp_hash).items() if v.error is None}
+            if hits:
+                journal.put_requests([r for r in todo if r.id in hits], fp_hash)
+                journal.put_results(hits.values(), fp_hash, shard=label)
+                todo = [r for r in todo if r.id not in hits]
+                n["from_cache"] += len(hits)
+        n["cached"] += len(reqs) - len(todo)
+        if todo:
+            journal.put_requests(todo, fp_hash)
+            if cache is not None:
+                cache.put_requests(todo, fp_hash)
+        stored = list(hits.values())
+        if followups is not None and stored_ids:  # their follow-ups are built from what is stored
+            stored += list(journal.get_many(stored_ids, fp_hash).values())
+        return todo, stored
+
+    seen: set[str] = set()
+
+    def grow(results: list[Result]) -> list[Request]:
+        """Follow-ups of ``results`` (and of the stored results they lead to) not yet seen."""
+        out: list[Request] = []
+        while results and followups is not None:
+            new = [r for r in {q.id: q for q in followups(results)}.values() if r.id not in seen]
+            seen.update(r.id for r in new)
+            _check_requests(engine, new)
+            todo, results = admit(new)
+            out += todo
+        return out
+
+    seen.update(r.id for r in selected)
+    todo, stored = admit(selected)
+    todo = execution_order(engine, todo + grow(stored))
+    n["todo"] = len(todo)
+
     counters = getattr(engine, "work_counters", None)
     work_before = counters() if callable(counters) else None
     streams = getattr(engine, "streams", False) is True
     calls = [(0, len(todo))] if streams and todo else list(commit_batches(engine, todo, batch_size))
     with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
-        for start, end in calls:
+        def commit(results: list[Result]) -> list[Request]:
+            """Commit ``results``; returns the follow-ups built from them, admitted to run."""
+            nonlocal first_new
+            journal.put_results(results, fp_hash, shard=label)
+            if cache is not None:
+                cache.put_results([r for r in results if r.error is None], fp_hash)
+            n["executed"] += len(results)
+            n["errors"] += sum(r.error is not None for r in results)
+            if not first_new:
+                first_new = next((f"{r.request_id}: {r.error}" for r in results if r.error is not None), "")
+            more = grow(results)
+            if more:
+                bar.grow(len(more))
+                n["todo"] += len(more)
+            return more
+
+        while calls:
+            start, end = calls.pop(0)
             batch = todo[start:end]
             bar.begin_batch(len(batch))
-
-            def commit(results: list[Result]) -> None:
-                nonlocal executed, errors, first_new
-                journal.put_results(results, fp_hash, shard=label)
-                if cache is not None:
-                    cache.put_results([r for r in results if r.error is None], fp_hash)
-                executed += len(results)
-                errors += sum(r.error is not None for r in results)
-                if not first_new:
-                    first_new = next((f"{r.request_id}: {r.error}" for r in results if r.error is not None), "")
-
             try:
-                _run_batch(engine, batch, bar, commit, commit_every=batch_size if streams else len(batch))
+                more = _run_batch(engine, batch, bar, commit, commit_every=batch_size if streams else len(batch))
             except _BatchFailed as failed:
                 commit(failed.results)
-                done = f"{executed}/{len(todo)} requests of this call committed"
+                done = f"{n['executed']}/{n['todo']} requests of this call committed"
                 cause = failed.cause
                 if isinstance(cause, KeyboardInterrupt):
                     raise cause  # noqa: B904  (the interrupt itself, not a new error)
@@ -192,16 +243,22 @@ def execute(
                     ) from cause
                 cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
                 raise cause  # noqa: B904  (the engine's own exception, annotated, not a new error)
+            if more:  # follow-ups the engine did not take in its call: run them now
+                more = execution_order(engine, more)
+                base = len(todo)
+                todo += more
+                calls += ([(base, len(todo))] if streams else
+                          [(base + a, base + b) for a, b in commit_batches(engine, more, batch_size)])
 
     work = None
     if work_before is not None:
         after = counters()  # type: ignore[misc]
         work = {k: int(after[k]) - int(work_before.get(k, 0)) for k in after}
     return ExecStats(
-        model=model, fp_hash=fp_hash, requested=len(selected), cached=len(selected) - len(todo),
-        cached_errors=cached_errors, executed=executed, errors=errors,
-        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=from_cache,
-        engine_work=work, first_error=first_new or first_error,
+        model=model, fp_hash=fp_hash, requested=n["requested"], cached=n["cached"],
+        cached_errors=n["cached_errors"], executed=n["executed"], errors=n["errors"],
+        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=n["from_cache"],
+        engine_work=work, first_error=first_new or kept_error,
     )
 
 
@@ -256,32 +313,54 @@ class _BatchFailed(Exception):
         self.cause = cause
 
 
-def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress, commit: Callable[[list[Result]], None],
-               commit_every: int) -> None:
+def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
+               commit: Callable[[list[Result]], list[Request]], commit_every: int) -> list[Request]:
     """Run one ``engine.run`` call over ``batch``, validating each result against the engine
     contract (one per request) and committing every ``commit_every`` results as they arrive
-    (an engine that streams a whole stage commits as it goes; others commit once at the end)."""
+    (an engine that streams a whole stage commits as it goes; others commit once at the end).
+    A streaming engine gets a :class:`Feed`: the follow-ups each commit builds are added to it,
+    and when the engine has nothing in flight it asks the feed to refill (the results yielded so
+    far are committed then). Returns the follow-ups the engine did not take."""
     expected = {r.id: r for r in batch}
     got: set[str] = set()
     buffer: list[Result] = []
     stream: Iterator[Result] | None = None
+    streams = getattr(engine, "streams", False) is True
+    left: list[Request] = []  # follow-ups built from a non-streaming engine's results
+
+    def flush() -> None:
+        more = commit(buffer[:])
+        buffer.clear()
+        if feed is not None:
+            for r in more:
+                expected[r.id] = r
+            feed.add(more)
+        else:
+            left.extend(more)
+
+    feed = Feed(batch, refill=lambda: flush() if buffer else None) if streams else None
     hooked = hasattr(engine, "progress_hook")
     if hooked:
         engine.progress_hook = bar.engine_work  # type: ignore[attr-defined]
     try:
-        stream = iter(engine.run(batch))
+        stream = iter(engine.run(feed if feed is not None else batch))
         for res in stream:
             _check_result(engine, res, expected, got)
             got.add(res.request_id)
             buffer.append(res)
             bar.advance(1, errors=int(res.error is not None))
             if len(buffer) >= commit_every:
-                commit(buffer)
-                buffer = []
+                flush()
+        if feed is not None and buffer:
+            flush()
+        if feed is not None:
+            left = feed.take()  # follow-ups the engine did not take (it read its requests once)
+            for r in left:
+                del expected[r.id]
         lost = [rid for rid in expected if rid not in got]
         if lost:
             raise EngineError(
-                f"engine returned no result for {len(lost)} of {len(batch)} requests (first: {lost[0]})",
+                f"engine returned no result for {len(lost)} of {len(expected)} requests (first: {lost[0]})",
                 hint="an engine must yield exactly one Result per request (with error set on failure)",
             )
     except BaseException as e:  # KeyboardInterrupt included: keep what finished
@@ -293,7 +372,8 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress, commit: 
         if hooked:
             engine.progress_hook = None  # type: ignore[attr-defined]
     if buffer:
-        commit(buffer)
+        flush()
+    return left
 
 
 def _check_result(engine: Engine, res: object, expected: dict[str, Request], got: set[str]) -> None:

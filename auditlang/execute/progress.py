@@ -137,6 +137,15 @@ class ExecProgress:
             self._base, self._batch, self._work = self.results, size, 0.0
         self._refresh()
 
+    def grow(self, n: int) -> None:
+        """``n`` more requests joined the running call (follow-ups built from its results)."""
+        with self._lock:
+            self.total += n
+            self._batch += n
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, total=self.total)
+        self._refresh()
+
     def engine_work(self, units: float) -> None:
         """Called by an engine (its ``progress_hook``) with the requests' worth of work it just
         finished inside the current ``run`` call."""

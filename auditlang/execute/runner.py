@@ -9,6 +9,8 @@ Order of work (:func:`execute_plan`'s steps, methods of ``_PlanRun``), one engin
   judge_models    requests for judge models (llm_judge evaluators), after every audited model;
   finish          the totals, fingerprints and static keys recorded in run.json;
 then scoring reads everything back from the journal (no model loaded) and writes records.
+On an engine that streams (vLLM), stage 2 is no separate step: each item's follow-ups are built
+as soon as its stage-1 results are committed and join the engine's running call (no barrier).
 Follow-up, judge and cross requests are rebuilt from the journal by ``plan/from_journal.py``.
 Everything is keyed by request id + engine fingerprint, so a rerun executes only what is
 missing and an unchanged spec executes nothing.
@@ -116,16 +118,27 @@ class _PlanRun:
             self._with_engine(mid, lambda engine, mid=mid: self._model_stages(engine, mid))
 
     def _model_stages(self, engine, mid: str) -> None:
-        self._run_stage(engine, self.followups.stage1(mid), mid, "stage 1", shard=self.shard)
-        stage2 = self.followups.stage2(mid)
-        if stage2:
-            # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
-            self._run_stage(engine, stage2, mid, "stage 2")
+        if self.shard is None and getattr(engine, "streams", False) is True:
+            # A streaming engine (vLLM) gets each item's follow-ups as soon as its stage-1 results
+            # are committed, beside the rest of stage 1: no barrier that drains its batch between
+            # the stages, and no second read of every stage-1 result from the journal.
+            built = self.followups.stage2_stream(mid)
+            self._run_stage(engine, self.followups.stage1(mid), mid, "stages 1+2", followups=built.add)
+        else:
+            self._stages_in_turn(engine, mid)
         # Cross requests whose answers already exist (another prompt's or a sampled answer of
         # this model, models run before it) run now, in the same engine load.
         early = self.followups.cross(mid) if "cross" in self.phases else []
         if early:
             self._run_stage(engine, early, mid, "cross")
+
+    def _stages_in_turn(self, engine, mid: str) -> None:
+        """Stage 1, then stage 2 built from the journal (engines that take a call's requests at once)."""
+        self._run_stage(engine, self.followups.stage1(mid), mid, "stage 1", shard=self.shard)
+        stage2 = self.followups.stage2(mid)
+        if stage2:
+            # Stage 2 is built only for items whose stage 1 this journal holds, so it is not re-sharded.
+            self._run_stage(engine, stage2, mid, "stage 2")
 
     def cross_stage(self) -> None:
         """Phase 2: the cross stage, built from committed answers of every model (a shard builds
@@ -164,8 +177,9 @@ class _PlanRun:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _run_stage(self, engine, reqs, mid: str, stage: str, shard=None) -> None:
-        st = execute(engine, reqs, self.journal, shard=shard, description=f"{mid} {stage}", **self.opts)
+    def _run_stage(self, engine, reqs, mid: str, stage: str, shard=None, followups=None) -> None:
+        st = execute(engine, reqs, self.journal, shard=shard, description=f"{mid} {stage}", followups=followups,
+                     **self.opts)
         _acc(self.totals, st)
         if st.engine_work is not None:
             mine = self.work.setdefault(mid, {}).setdefault(stage, {})

@@ -21,7 +21,7 @@ from __future__ import annotations
 from auditlang.core.requests import Request, Result
 from auditlang.plan.crossdata import CrossData, cross_requests, source_followups
 from auditlang.plan.model import Plan
-from auditlang.plan.stage2 import Programs, item_stage2, stage2_requests
+from auditlang.plan.stage2 import Programs, Stage2Stream, item_stage2, stage2_requests
 from auditlang.resolve.spec import Spec
 
 
@@ -42,6 +42,12 @@ class FromJournal:
         only that model's own follow-ups."""
         reqs = stage2_requests(self.spec, self.plan, self.journal, self.fps, only_model=model, progs=self.progs)
         return reqs if model is None else [r for r in reqs if r.model == model]
+
+    def stage2_stream(self, model: str) -> Stage2Stream:
+        """``model``'s follow-ups built as its stage-1 results arrive (``.add(results)``): after
+        every stage-1 result of the model went through it, it has built what :meth:`stage2`
+        builds from the journal."""
+        return Stage2Stream(self.spec, self.plan, model, self.progs)
 
     def judges(self) -> list[Request]:
         """Requests for judge models (llm_judge evaluators) whose answers are committed."""

@@ -140,6 +140,42 @@ def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model:
     return list(out.values())
 
 
+class Stage2Stream:
+    """A model's stage-2 follow-ups built item by item as its stage-1 results arrive (in any
+    order), so a streaming engine runs them beside the rest of stage 1. Each (unit, protocol,
+    item) is built once all its stage-1 results are in, by :func:`item_stage2`: given every
+    result that :func:`stage2_requests` would read from the journal, it builds the same requests.
+    Judge requests (another model's) are left to the judge phase, as ``FromJournal.stage2``
+    leaves them."""
+
+    def __init__(self, spec: Spec, plan, model: str, progs: Programs) -> None:
+        self.spec, self.progs, self.model = spec, progs, model
+        # stage-1 request id -> the (unit, protocol, item) slots waiting for it, with its role there
+        self._waiting: dict[str, list[tuple[list, str]]] = {}
+        for unit in plan.units.values():
+            if unit.model != model:
+                continue
+            for pid, per_item in unit.stage1.items():
+                for ctx, reqs in zip(unit.contexts, per_item):
+                    slot = [unit.audit, pid, ctx, {}, len(reqs)]  # audit, protocol, item, got, roles
+                    for role, r in reqs.items():
+                        self._waiting.setdefault(r.id, []).append((slot, role))
+
+    def add(self, results: list[Result]) -> list[Request]:
+        """The follow-ups whose stage-1 inputs are complete with ``results`` (each once)."""
+        out: list[Request] = []
+        for res in results:
+            for slot, role in self._waiting.pop(res.request_id, ()):
+                got = slot[3]
+                got[role] = res
+                if len(got) == slot[4]:
+                    for r2role, req in item_stage2(self.progs, self.spec, slot[0], slot[1], slot[2], got).items():
+                        if req.model == self.model and not r2role.startswith("judge:"):
+                            out.append(req)
+                    slot[3] = {}  # built: drop the results
+        return out
+
+
 REQUEST_ERROR = "request_error"  # parse_rule of an answer whose evaluator follow-up failed in the engine
 EVALUATOR_ROLES = ("constrained:", "loglik:", "judge:")  # role prefixes of evaluator follow-ups
 

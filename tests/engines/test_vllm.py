@@ -445,3 +445,37 @@ def test_vllm_keeps_a_triton_cache_folder_set_before_it_compiles(monkeypatch, tm
         obj = adaptor.__new__(adaptor)
         obj.initialize_cache(str(tmp_path / "model" / "backbone"), disable_cache=False, prefix="backbone")
         assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "pinned"), name
+
+
+@needs_vllm
+def test_followups_added_to_the_feed_join_the_running_stream(vllm_engine, requests_) -> None:
+    """Issue 22: the executor adds each answer's follow-ups to the engine's Feed as results arrive
+    (stage 2 beside stage 1). Every request, initial or added, gets exactly one Result from the one
+    ``run`` call; a top-k window added while answers decode runs after them (its own phase); a
+    request that fails at once (too long) is an error, not an answer."""
+    from auditlang.core.engine import Feed
+
+    answers = requests_["greedy"][:3] + requests_["first"]
+    first = answers + [requests_["bad"][4]]
+    refills = []
+    feed = Feed(first, refill=lambda: refills.append(1))
+    added: list[Request] = []
+    results: dict[str, Result] = {}
+    for res in vllm_engine.run(feed):
+        assert res.request_id not in results
+        results[res.request_id] = res
+        if res.request_id in {r.id for r in answers} and res.error is None:
+            text = res.samples[0].text
+            new = [Request.make("m", "generate", Prompt(text=f"Answer: {text}\nConfidence (0-1):"), max_tokens=4),
+                   Request.make("m", "generate", Prompt(text=f"Answer: {text}\nIs it right?"), max_tokens=3,
+                                top_logprobs=1, first_top_logprobs=20),
+                   Request.make("m", "constrained_choice", Prompt(text=f"Answer: {text}\nRight or wrong?"),
+                                choices=[" right", " wrong"])]
+            added += new
+            feed.add(new)
+    assert len(added) == 3 * len(answers) and refills  # asked for more when idle
+    assert set(results) == {r.id for r in first + added}
+    assert all(results[r.id].error is None for r in added), [results[r.id].error for r in added]
+    assert "context" in (results[requests_["bad"][4].id].error or "")
+    window = [results[r.id] for r in added if r.p.get("first_top_logprobs")]
+    assert all(len(w.samples[0].tokens[0].top) >= 10 for w in window)
