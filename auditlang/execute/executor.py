@@ -208,7 +208,8 @@ def execute(
     work_before = counters() if callable(counters) else None
     streams = getattr(engine, "streams", False) is True
     calls = [(0, len(todo))] if streams and todo else list(commit_batches(engine, todo, batch_size))
-    with ExecProgress(len(todo), description or model, enabled=progress, console=console) as bar:
+    with ExecProgress(len(todo), description or model, enabled=progress, console=console,
+                      grows=followups is not None) as bar:
         def commit(results: list[Result]) -> list[Request]:
             """Commit ``results``; returns the follow-ups built from them, admitted to run."""
             nonlocal first_new

@@ -78,11 +78,12 @@ class ExecProgress:
     commit batch, :meth:`advance` per result, and hands :meth:`engine_work` to the engine."""
 
     def __init__(self, total: int, description: str, *, enabled: bool | str = True, console: Console | None = None,
-                 interval: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 interval: float | None = None, clock: Callable[[], float] = time.monotonic, grows: bool = False) -> None:
         self.console = console or Console(stderr=True)
         self.mode = resolve_display(enabled, self.console) if total > 0 else "none"
         self.enabled = self.mode != "none"
         self.total, self.description = total, description
+        self.grows = grows  # follow-ups join the total as results commit (:meth:`grow`)
         self.interval = _interval() if interval is None else float(interval)
         self.clock = clock
         self.errors = 0
@@ -181,7 +182,8 @@ class ExecProgress:
         if self._progress is not None:
             self._progress.start()
         elif self.mode == "plain":
-            self._emit(f"[{self.description}] {self.total:,} requests to run")
+            self._emit(f"[{self.description}] {self.total:,} requests to run"
+                       + (", and the follow-ups of their answers as they are committed" if self.grows else ""))
             if self.interval > 0:
                 self._ticker = threading.Thread(target=self._tick, daemon=True, name="auditlang-progress")
                 self._ticker.start()

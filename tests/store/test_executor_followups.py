@@ -119,3 +119,17 @@ def test_failed_answers_get_no_followup_and_are_retried_with_theirs(requests_100
                         retry_errors=True)
         assert (stats.executed, stats.errors) == (6, 0)  # the 3 answers, then their follow-ups
     assert dump_results(tmp_path / "run" / "journal.sqlite") == _clean(tmp_path, requests_100)
+
+
+def test_progress_counts_the_followups_as_they_join(requests_100, tmp_path) -> None:
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    with Journal(tmp_path / "run") as j:
+        execute(FeedEngine(), requests_100, j, batch_size=16, progress="plain", followups=Builder(j),
+                console=Console(file=buf, width=200), description="m stages 1+2")
+    text = buf.getvalue()
+    assert "[m stages 1+2] 100 requests to run, and the follow-ups of their answers as they are committed" in text
+    assert "[m stages 1+2] done: 150/150 requests" in text
