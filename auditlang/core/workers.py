@@ -5,6 +5,9 @@ into ordered shares and concatenates the results: the output is the same as in o
 Forking is used only where it is safe and pays: on Linux, with no other Python thread alive in
 this process (forking beside running threads can leave a child waiting on a lock forever), and
 with enough usable cores. An environment variable per stage overrides the choice (0 or 1: never).
+``fork_map_async`` forks the same workers but lets this process go on while they work (the
+report's figures render while its tables are built); until its results are collected the pool's
+threads are alive, so ``fork_workers`` answers 1 to any other stage meanwhile: nothing else forks.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SCORE_WORKERS_ENV", "fork_map", "fork_workers", "usable_cpus"]
+__all__ = ["SCORE_WORKERS_ENV", "AsyncMap", "fork_map", "fork_map_async", "fork_workers", "usable_cpus"]
 
 SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"  # scoring and cell metrics: N workers (0 or 1: never)
 
@@ -57,6 +60,46 @@ def fork_map(fn: Callable[[Any], Any], jobs: list, workers: int) -> list:
 
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         return pool.map(fn, jobs, chunksize=1)
+
+
+class AsyncMap:
+    """The pending results of :func:`fork_map_async`."""
+
+    def __init__(self, pool: Any, result: Any) -> None:
+        self._pool, self._result = pool, result
+
+    def get(self) -> list:
+        """``[fn(job) for job in jobs]``, waiting for the workers (a worker's exception is raised
+        here); the workers and the pool's threads are gone when it returns."""
+        try:
+            return self._result.get()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the workers without waiting for their results (nothing when already stopped)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.terminate()  # joins the pool's threads
+            pool.join()
+
+
+def fork_map_async(fn: Callable[[Any], Any], jobs: list, workers: int) -> AsyncMap:
+    """:func:`fork_map` that returns at once: the workers are forked now (multiprocessing forks a
+    pool's processes before it starts its threads), inherit this process's memory as it is now, and
+    work while this process goes on; ``get()`` collects the results in the jobs' order. Call it
+    where :func:`fork_workers` said more than 1 (no other thread alive), and ``get()`` or
+    ``close()`` the result on every path: until then the pool's threads are alive (so no other
+    stage forks: ``fork_workers`` says 1) and so are the workers."""
+    import multiprocessing  # lazy: only when a stage runs in workers
+
+    pool = multiprocessing.get_context("fork").Pool(workers)
+    try:
+        return AsyncMap(pool, pool.map_async(fn, jobs, chunksize=1))
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
 
 
 def _stop_tqdm_monitor() -> None:

@@ -4,6 +4,12 @@
 directory (records, cell metrics, journal fingerprints), computes every comparison the spec
 declares and writes the outputs the spec's ``report`` statement asks for (all of them when the
 spec has none) under ``run_dir/report/``. See docs/report.md for every file.
+
+Figures are read from ``report/.figures-cache/`` when what they are drawn from is unchanged. Else,
+on a host that renders them in forked workers (figures.render_workers), they are drawn as the
+build starts and render while it computes the comparisons, tables, checklist and disclosure; the
+build collects them where it first needs them (the figure files, the HTML). Elsewhere they are
+drawn and rendered one by one after the comparisons. The files are the same either way.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from auditlang.resolve.spec import Spec
 from auditlang.report.tables import NA, Table, safe_name
 from auditlang.report import textables as T
 from auditlang.report.checklist import build_checklist
-from auditlang.report.comparisons import compute_all, vpr_tables
+from auditlang.report.comparisons import compute_all, compute_one, vpr_tables
 from auditlang.report.disclosure import disclosure_tables
 from auditlang.report.html import render_html
 from auditlang.report.figure_file import Figure
@@ -89,17 +95,21 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     _remove_previous(out)
     want = requested_outputs(spec)
     rd = load_run(spec, plan, run_dir)
-    written: list[Path] = []
+    with_comps = "comparisons" in want or "html" in want or "checklist" in want
+    with _Figures(rd, out, with_comps) if ("figures" in want or "html" in want) else _NoFigures() as fw:
+        return _build(spec, plan, run_dir, out, want, rd, with_comps, fw)
 
+
+def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dict[str, Any]], rd, with_comps: bool,
+           fw: _Figures | _NoFigures) -> Path:
+    written: list[Path] = []
     excl = T.excluded_cells(rd)
     cell_notes = R.cell_notes(rd)
     na = R.not_applicable(rd)
     cells = _cells_table(rd.cells, excl, cell_notes, na)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
-    comps = compute_all(rd) if ("comparisons" in want or "html" in want or "checklist" in want) else []
-    figs, fig_note = [], ""
-    if "figures" in want or "html" in want:
-        figs, fig_note = _figures(rd, comps, out)
+    comps = compute_all(rd, fw.comps) if with_comps else []
+    fw.draw(comps)  # drawn and rendered here unless they render in workers already
     checklist = build_checklist(rd, comps) if ("checklist" in want or "html" in want) else None
     disclosure = disclosure_tables(rd) if ("disclosure" in want or "html" in want) else []
     cite = M.methods_sentences(rd) if ("checklist" in want or "html" in want) else []
@@ -128,6 +138,7 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
             parts.append("The spec declares no comparison (`compare NAME = ...`).")
         (out / "comparisons.md").write_text("\n".join(parts), encoding="utf-8")
         written.append(out / "comparisons.md")
+    figs, fig_note = fw.result()  # the figures' first use: wait for their workers
     if "figures" in want:
         if fig_note:
             (out / "figures.md").write_text(fig_note + "\n", encoding="utf-8")
@@ -192,22 +203,76 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def _figures(rd, comps, out: Path) -> tuple[list, str]:
-    """(figures, note): drawn again only when what they are drawn from changed (records, cell
-    metrics, the spec and plan, the report code, matplotlib); else read from
-    ``report/.figures-cache/`` (an unchanged rerun or `auditc report` redrew them in 15 of 20 s)."""
-    cache = out / FIGURE_CACHE_DIR
-    key = _figure_key(rd)
-    stored = _read_figure_cache(cache, key)
-    if stored is not None:
-        return stored, ""
-    try:
-        from auditlang.report.figures import all_figures  # lazy: auditlang.report.figures imports matplotlib, needed only here
-    except ImportError as err:  # matplotlib is the optional `report` extra
-        return [], f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
-    figs = all_figures(rd, comps)
-    _write_figure_cache(cache, key, figs)
-    return figs, ""
+class _Figures:
+    """The figures of one build: ``(figures, note)`` from ``result()``. Drawn again only when what
+    they are drawn from changed (records, cell metrics, the spec and plan, the report code,
+    matplotlib); else read from ``report/.figures-cache/`` (an unchanged rerun or `auditc report`
+    redrew them in 15 of 20 s). On a host that renders them in forked workers
+    (figures.render_workers) they are drawn when the build starts, from the comparisons they
+    show (computed first, here), and render while the comparisons, tables, checklist and
+    disclosure are built; elsewhere they are drawn and rendered one by one after the comparisons
+    (``draw``). A context manager: leaving it stops workers that are still rendering."""
+
+    def __init__(self, rd, out: Path, with_comps: bool) -> None:
+        self.rd, self.cache, self.key = rd, out / FIGURE_CACHE_DIR, _figure_key(rd)
+        self.comps: dict[str, Any] = {}  # compare id -> the comparisons computed for the figures
+        self._done: tuple[list, str] | None = None
+        self._rendering = None
+        stored = _read_figure_cache(self.cache, self.key)
+        if stored is not None:
+            self._done = stored, ""
+            return
+        try:
+            from auditlang.report.figures import (  # lazy: auditlang.report.figures imports matplotlib, needed only here
+                DRAWN_FROM, all_figures, render_workers, start_figures)
+        except ImportError as err:  # matplotlib is the optional `report` extra
+            self._done = [], f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
+            return
+        self._all_figures = all_figures
+        if render_workers() > 1:
+            if with_comps:
+                self.comps = {cid: compute_one(rd, cid) for cid, obj in rd.spec.of_kind("compare").items()
+                              if obj.ctor in DRAWN_FROM}
+            self._rendering = start_figures(rd, list(self.comps.values()))
+
+    def draw(self, comps: list) -> None:
+        """Draw and render them now, from every comparison, unless read or started already."""
+        if self._done is None and self._rendering is None:
+            self._finish(self._all_figures(self.rd, comps))
+
+    def result(self) -> tuple[list, str]:
+        if self._done is None:
+            self._finish(self._rendering.result())
+        return self._done
+
+    def _finish(self, figs: list) -> None:
+        _write_figure_cache(self.cache, self.key, figs)
+        self._done = figs, ""
+
+    def __enter__(self) -> _Figures:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._rendering is not None:
+            self._rendering.close()
+
+
+class _NoFigures:
+    """No figure asked for."""
+
+    comps: dict[str, Any] = {}
+
+    def draw(self, comps: list) -> None:
+        pass
+
+    def result(self) -> tuple[list, str]:
+        return [], ""
+
+    def __enter__(self) -> _NoFigures:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
 
 def _figure_key(rd) -> str | None:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
-from auditlang.core.workers import fork_map, fork_workers  # noqa: E402
+from auditlang.core.workers import AsyncMap, fork_map_async, fork_workers  # noqa: E402
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
 from auditlang.report.comparisons import Comparison  # noqa: E402
 from auditlang.report.comparisons.common import known  # noqa: E402
@@ -26,6 +26,7 @@ from auditlang.report.figure_file import Figure  # noqa: E402,F401 - the drawn f
 from auditlang.report.rundata import RunData  # noqa: E402
 
 TOKEN_CTORS = ("token_prob", "tok_prob_probe")
+DRAWN_FROM = ("spread", "size_spread", "consistency")  # the comparisons (constructors) figures are drawn from
 VERBAL_CTORS = ("verbalized", "ask_cal", "p_true")
 
 
@@ -40,7 +41,7 @@ SPARSE = 5  # bins with fewer items are drawn as hollow points and never joined 
 FORMATS = ("png", "pdf")
 FIGURE_WORKERS_ENV = "AUDITLANG_FIGURE_WORKERS"  # N: render in N forked workers (0 or 1: never)
 _MIN_CPUS, _MAX_WORKERS = 4, 8
-# figures drawn but not yet rendered, inside all_figures: (placeholder Figure, matplotlib figure)
+# figures drawn but not yet rendered, inside start_figures: (placeholder Figure, matplotlib figure)
 _DEFERRED: list[tuple[Figure, object]] | None = None
 
 
@@ -65,20 +66,57 @@ def _render_job(i: int) -> list[bytes]:
     return [_render(fig, fmt) for fmt in FORMATS]  # in this order: a PDF drawn after the PNG's layout
 
 
-def _render_deferred(pending: list[tuple[Figure, object]]) -> dict[int, Figure]:
-    """id(placeholder) -> the rendered Figure. Each figure is one job (its PNG, then its PDF, as
-    _save renders them: the PDF's bytes depend on the layout the PNG's drawing left); on a host
-    with cores to spare the jobs run in forked workers (the same bytes: rendering is deterministic)."""
-    workers = fork_workers(FIGURE_WORKERS_ENV, len(pending), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
-    if workers > 1:
-        out = fork_map(_render_job, list(range(len(pending))), workers)
-    else:
-        out = [_render_job(i) for i in range(len(pending))]
-    done = {}
-    for (ph, fig), (png, pdf) in zip(pending, out, strict=True):
-        done[id(ph)] = Figure(ph.name, ph.title, png, pdf)
-        plt.close(fig)
-    return done
+class Rendering:
+    """Figures drawn by :func:`start_figures`: rendered already, or being rendered in forked
+    workers while the caller goes on. ``result()`` collects them; ``close()`` (on every path)
+    stops the workers and closes the matplotlib figures."""
+
+    def __init__(self, drawn: list[Figure], pending: list[tuple[Figure, object]], job: AsyncMap | list) -> None:
+        self._drawn, self._pending, self._job = drawn, pending, job
+        self._figs: list[Figure] | None = None
+
+    def result(self) -> list[Figure]:
+        """Every figure, in drawing order; figures with identical PNG bytes are kept once."""
+        if self._figs is None:
+            try:
+                out = self._job.get() if isinstance(self._job, AsyncMap) else self._job
+                done = {id(ph): Figure(ph.name, ph.title, png, pdf)
+                        for (ph, _), (png, pdf) in zip(self._pending, out, strict=True)}
+            finally:
+                self.close()
+            self._figs = _unique([done[id(f)] for f in self._drawn])
+        return self._figs
+
+    def close(self) -> None:
+        if isinstance(self._job, AsyncMap):
+            self._job.close()
+        for _, fig in self._pending:
+            plt.close(fig)
+
+
+def start_figures(rd: RunData, comps: list[Comparison]) -> Rendering:
+    """Every figure drawn now; rendered (each figure one job: its PNG, then its PDF, as _save
+    renders them, for the PDF's bytes depend on the layout the PNG's drawing left) in forked
+    workers that go on while the caller works, on a host with cores to spare, else here at once.
+    The bytes are the same either way (rendering is deterministic; the workers are forked inside
+    the figures' rc_context)."""
+    global _DEFERRED
+    with plt.rc_context({**RC, "figure.max_open_warning": 0}):
+        _DEFERRED = pending = []
+        try:
+            drawn = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+            workers = fork_workers(FIGURE_WORKERS_ENV, len(pending), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
+            if workers > 1:
+                job: AsyncMap | list = fork_map_async(_render_job, list(range(len(pending))), workers)
+            else:
+                job = [_render_job(i) for i in range(len(pending))]
+        except BaseException:
+            for _, fig in pending:
+                plt.close(fig)
+            raise
+        finally:
+            _DEFERRED = None  # the forked workers keep their own copy
+    return Rendering(drawn, pending, job)
 
 
 def _safe(s: str) -> str:
@@ -290,25 +328,20 @@ def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> 
     ax.figure.colorbar(im, ax=ax, fraction=0.046)
 
 
+def render_workers() -> int:
+    """More than 1 when this host renders figures in forked workers (then ``all_figures`` draws
+    them all first; ``start_figures`` lets the caller work while they render)."""
+    return fork_workers(FIGURE_WORKERS_ENV, 2, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
+
+
 def all_figures(rd: RunData, comps: list[Comparison]) -> list[Figure]:
     """Every figure, drawn with Type 42 fonts; figures with identical PNG bytes are kept once."""
-    global _DEFERRED
-    if fork_workers(FIGURE_WORKERS_ENV, 2, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS) <= 1:
+    if render_workers() <= 1:
         with plt.rc_context(RC):  # one at a time, each rendered and closed as soon as it is drawn
             figs = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
         return _unique(figs)
-    # every figure drawn first, then rendered in forked workers (same bytes: see _render_deferred)
-    with plt.rc_context({**RC, "figure.max_open_warning": 0}):
-        _DEFERRED = []
-        try:
-            drawn = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
-            rendered = _render_deferred(_DEFERRED)
-        finally:
-            for _, fig in _DEFERRED or ():
-                plt.close(fig)
-            _DEFERRED = None
-        figs = [rendered[id(f)] for f in drawn]
-    return _unique(figs)
+    # every figure drawn first, then rendered in forked workers (same bytes: see start_figures)
+    return start_figures(rd, comps).result()
 
 
 def _unique(figs: list[Figure]) -> list[Figure]:

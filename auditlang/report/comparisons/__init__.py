@@ -33,6 +33,8 @@ def compute_one(rd: RunData, cid: str) -> Comparison:
         return Comparison(name, obj.ctor, obj.value.audit, tables=[t])
 
 
-def compute_all(rd: RunData) -> list[Comparison]:
-    """Every declared comparison, in declaration order."""
-    return [compute_one(rd, cid) for cid in rd.spec.of_kind("compare")]
+def compute_all(rd: RunData, done: Mapping[str, Comparison] | None = None) -> list[Comparison]:
+    """Every declared comparison, in declaration order; those in ``done`` (compare id ->
+    comparison, computed earlier from the same run data) are not computed again."""
+    done = done or {}
+    return [done[cid] if cid in done else compute_one(rd, cid) for cid in rd.spec.of_kind("compare")]
