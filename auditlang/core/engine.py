@@ -6,6 +6,8 @@ model through :func:`auditlang.engines.registry.load_engine`.
 
 from __future__ import annotations
 
+import threading
+
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -59,13 +61,14 @@ class Feed:
     once (``list(requests)``) serves them and the executor hands the rest to a further call. A
     streaming engine instead calls :meth:`take` whenever it can accept more, and :meth:`refill`
     when it has nothing left in flight: the consumer then commits the results it holds, builds
-    their follow-ups and adds them. Single-threaded: every call happens inside ``run``'s
-    generator or between its results.
+    their follow-ups and adds them (the executor adds from its commit thread: :meth:`take` and
+    :meth:`add` are thread-safe; :meth:`refill` returns once the consumer has added them).
     """
 
     def __init__(self, requests: Iterable[Request] = (), refill: Callable[[], None] | None = None) -> None:
         self._new: list[Request] = list(requests)
         self._refill = refill
+        self._lock = threading.Lock()
 
     def __iter__(self) -> Iterator[Request]:
         return iter(self.take())
@@ -75,11 +78,14 @@ class Feed:
 
     def take(self) -> list[Request]:
         """The requests added since the last take (and removes them from the feed)."""
-        out, self._new = self._new, []
+        with self._lock:
+            out, self._new = self._new, []
         return out
 
     def add(self, requests: Iterable[Request]) -> None:
-        self._new.extend(requests)
+        new = list(requests)
+        with self._lock:
+            self._new.extend(new)
 
     def refill(self) -> bool:
         """Ask the consumer for more work (it commits what it was yielded and adds the follow-ups);
