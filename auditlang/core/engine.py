@@ -6,8 +6,6 @@ model through :func:`auditlang.engines.registry.load_engine`.
 
 from __future__ import annotations
 
-import threading
-
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -61,14 +59,13 @@ class Feed:
     once (``list(requests)``) serves them and the executor hands the rest to a further call. A
     streaming engine instead calls :meth:`take` whenever it can accept more, and :meth:`refill`
     when it has nothing left in flight: the consumer then commits the results it holds, builds
-    their follow-ups and adds them (the executor adds from its commit thread: :meth:`take` and
-    :meth:`add` are thread-safe; :meth:`refill` returns once the consumer has added them).
+    their follow-ups and adds them. Single-threaded: every call happens inside ``run``'s
+    generator or between its results.
     """
 
     def __init__(self, requests: Iterable[Request] = (), refill: Callable[[], None] | None = None) -> None:
         self._new: list[Request] = list(requests)
         self._refill = refill
-        self._lock = threading.Lock()
 
     def __iter__(self) -> Iterator[Request]:
         return iter(self.take())
@@ -78,14 +75,11 @@ class Feed:
 
     def take(self) -> list[Request]:
         """The requests added since the last take (and removes them from the feed)."""
-        with self._lock:
-            out, self._new = self._new, []
+        out, self._new = self._new, []
         return out
 
     def add(self, requests: Iterable[Request]) -> None:
-        new = list(requests)
-        with self._lock:
-            self._new.extend(new)
+        self._new.extend(requests)
 
     def refill(self) -> bool:
         """Ask the consumer for more work (it commits what it was yielded and adds the follow-ups);

@@ -38,8 +38,6 @@ over the call reported as ``ExecStats.engine_work``.
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -320,25 +318,52 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
                commit: Callable[[list[Result]], list[Request]], commit_every: int) -> list[Request]:
     """Run one ``engine.run`` call over ``batch``, validating each result against the engine
     contract (one per request) and committing every ``commit_every`` results as they arrive
-    (an engine that streams a whole stage commits as it goes, see :func:`_run_stream`; others
-    commit once at the end). Returns the follow-ups built from the results, for a further call."""
-    if getattr(engine, "streams", False) is True:
-        return _run_stream(engine, batch, bar, commit, commit_every)
+    (an engine that streams a whole stage commits as it goes; others commit once at the end).
+    A streaming engine gets a :class:`Feed`: the follow-ups each commit builds are added to it,
+    and when the engine has nothing in flight it asks the feed to refill (the results yielded so
+    far are committed then). Returns the follow-ups the engine did not take."""
     expected = {r.id: r for r in batch}
     got: set[str] = set()
     buffer: list[Result] = []
     stream: Iterator[Result] | None = None
+    streams = getattr(engine, "streams", False) is True
+    left: list[Request] = []  # follow-ups built from a non-streaming engine's results
+
+    def flush() -> None:
+        more = commit(buffer[:])
+        buffer.clear()
+        if feed is not None:
+            for r in more:
+                expected[r.id] = r
+            feed.add(more)
+        else:
+            left.extend(more)
+
+    feed = Feed(batch, refill=lambda: flush() if buffer else None) if streams else None
     hooked = hasattr(engine, "progress_hook")
     if hooked:
         engine.progress_hook = bar.engine_work  # type: ignore[attr-defined]
     try:
-        stream = iter(engine.run(batch))
+        stream = iter(engine.run(feed if feed is not None else batch))
         for res in stream:
             _check_result(engine, res, expected, got)
             got.add(res.request_id)
             buffer.append(res)
             bar.advance(1, errors=int(res.error is not None))
-        _check_all(expected, got)
+            if len(buffer) >= commit_every:
+                flush()
+        if feed is not None and buffer:
+            flush()
+        if feed is not None:
+            left = feed.take()  # follow-ups the engine did not take (it read its requests once)
+            for r in left:
+                del expected[r.id]
+        lost = [rid for rid in expected if rid not in got]
+        if lost:
+            raise EngineError(
+                f"engine returned no result for {len(lost)} of {len(expected)} requests (first: {lost[0]})",
+                hint="an engine must yield exactly one Result per request (with error set on failure)",
+            )
     except BaseException as e:  # KeyboardInterrupt included: keep what finished
         raise _BatchFailed(buffer, e) from e
     finally:
@@ -347,129 +372,9 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
             close()
         if hooked:
             engine.progress_hook = None  # type: ignore[attr-defined]
-    return commit(buffer) if buffer else []
-
-
-def _run_stream(engine: Engine, batch: list[Request], bar: ExecProgress,
-                commit: Callable[[list[Result]], list[Request]], commit_every: int) -> list[Request]:
-    """One ``engine.run`` call of a streaming engine over a :class:`Feed` of ``batch``. Every
-    ``commit_every`` results go to a commit thread (:class:`_Committer`), which commits them and
-    adds the follow-ups built from them to the feed, while this thread keeps taking results (the
-    engine's own stepping). When the engine has nothing in flight it asks the feed to refill:
-    the results it yielded so far are committed first, and their follow-ups added. Returns the
-    follow-ups the engine did not take (one that reads its requests once)."""
-    expected = {r.id: r for r in batch}
-    got: set[str] = set()
-    buffer: list[Result] = []
-    stream: Iterator[Result] | None = None
-
-    def added(more: list[Request]) -> None:  # on the commit thread: known before the engine can take them
-        for r in more:
-            expected[r.id] = r
-        feed.add(more)
-
-    committer = _Committer(commit, added)
-
-    def flush() -> None:
-        if buffer:
-            committer.put(buffer[:])
-            buffer.clear()
-
-    def refill() -> None:
+    if buffer:
         flush()
-        committer.wait()
-
-    feed = Feed(batch, refill=refill)
-    hooked = hasattr(engine, "progress_hook")
-    if hooked:
-        engine.progress_hook = bar.engine_work  # type: ignore[attr-defined]
-    try:
-        stream = iter(engine.run(feed))
-        for res in stream:
-            _check_result(engine, res, expected, got)
-            got.add(res.request_id)
-            buffer.append(res)
-            bar.advance(1, errors=int(res.error is not None))
-            if len(buffer) >= commit_every:
-                flush()
-        refill()
-        left = feed.take()  # follow-ups the engine did not take (it read its requests once)
-        for r in left:
-            del expected[r.id]
-        _check_all(expected, got)
-    except BaseException as e:  # KeyboardInterrupt included: keep what finished
-        raise _BatchFailed(committer.stop() + buffer, e) from e
-    finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
-        if hooked:
-            engine.progress_hook = None  # type: ignore[attr-defined]
-        committer.stop()
     return left
-
-
-class _Committer:
-    """Commits result batches on a thread of its own while a streaming engine runs (the journal
-    is used by this thread alone until :meth:`stop`; the engine's thread only hands batches
-    over). ``commit(batch)`` returns the follow-ups built from the batch; ``added(more)`` hands
-    them to the engine's feed. A failure stops committing: :meth:`put` and :meth:`wait` raise
-    it, and :meth:`stop` returns the batches left uncommitted."""
-
-    def __init__(self, commit: Callable[[list[Result]], list[Request]], added: Callable[[list[Request]], None]) -> None:
-        self._commit, self._added = commit, added
-        self._queue: queue.Queue[list[Result] | None] = queue.Queue()
-        self._error: BaseException | None = None
-        self._left: list[Result] = []
-        self._thread = threading.Thread(target=self._loop, name="auditlang-commit", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            batch = self._queue.get()
-            try:
-                if batch is None:
-                    return
-                if self._error is not None:
-                    self._left += batch
-                    continue
-                try:
-                    self._added(self._commit(batch))
-                except BaseException as e:  # noqa: BLE001 - handed to the engine's thread
-                    self._error = e
-                    self._left += batch
-            finally:
-                self._queue.task_done()
-
-    def put(self, batch: list[Result]) -> None:
-        self._raise()
-        self._queue.put(batch)
-
-    def wait(self) -> None:
-        """Until every batch handed over is committed and its follow-ups are in the feed."""
-        self._queue.join()
-        self._raise()
-
-    def stop(self) -> list[Result]:
-        """Commit what was handed over, end the thread; the results left uncommitted."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        left, self._left = self._left, []
-        return left
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-
-def _check_all(expected: dict[str, Request], got: set[str]) -> None:
-    lost = [rid for rid in expected if rid not in got]
-    if lost:
-        raise EngineError(
-            f"engine returned no result for {len(lost)} of {len(expected)} requests (first: {lost[0]})",
-            hint="an engine must yield exactly one Result per request (with error set on failure)",
-        )
 
 
 def _check_result(engine: Engine, res: object, expected: dict[str, Request], got: set[str]) -> None:

@@ -123,8 +123,7 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]
 class Journal:
     """The request journal of one run directory (``run_dir/journal.sqlite``).
 
-    Use as a context manager or call :meth:`close`. Used by one thread at a time (the executor's
-    commit thread takes it over while a streaming engine runs).
+    Use as a context manager or call :meth:`close`. One instance per thread.
     """
 
     def __init__(self, run_dir: str | Path, *, busy_timeout: float = 60.0, synchronous: str = "FULL") -> None:
@@ -136,9 +135,7 @@ class Journal:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / JOURNAL_FILE
         try:
-            # one thread at a time, not necessarily the opener: the executor hands a journal to its
-            # commit thread while a streaming engine runs (execute/executor.py)
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
