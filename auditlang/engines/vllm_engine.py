@@ -30,7 +30,9 @@ Per kind:
   (whole KV blocks: 16 tokens on GPU, 128 on CPU; the rest of the prompt is computed per request). ``logprobs=k`` (0 = chosen token
   only); the window keeps the k best (vLLM adds the sampled token when outside the top-k).
   A request's sampling ``top_k`` becomes ``SamplingParams(top_k=k)`` (left at vLLM's 0 = off
-  when absent, 0 or -1).
+  when absent, 0 or -1). The answer text is one decode of all its ids here (as hf) and token
+  strings are ``decode([id])``, so vLLM's own incremental detokenizer (a main-process cost per
+  generated token) is off (``detokenize=False``) unless the request has stop strings.
 - continuation_logprobs: ``prompt_logprobs=k`` on ``TokensPrompt(prompt + continuation)``.
   With prefix caching on, vLLM reads no cached block for such a request
   (``SamplingParams.skip_reading_prefix_cache``, §2.2): a request that did would get
@@ -790,6 +792,9 @@ class VLLMEngine:
                 **({"top_k": spec.top_k} if spec.top_k else {}),
                 seed=sample_seed(spec.seed, s), stop=list(spec.stop) or None,
                 stop_token_ids=sorted(self.eos_ids), logprobs=spec.top_logprobs,
+                # the text and token strings are decoded here (``_sample``), so vLLM decodes
+                # only where it must: to find stop strings
+                detokenize=bool(spec.stop),
             ))
             for s in range(1 if spec.greedy else spec.n)  # greedy samples are identical: copy one
         ]

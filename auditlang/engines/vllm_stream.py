@@ -12,12 +12,13 @@ e.g. one few-shot context) are adjacent and reach vLLM's prefix cache together.
 
 Phases: vLLM computes a step's top-k logprobs at the widest k of any request in the step, for
 every row (``max_num_logprobs`` in both model runners), so one-token top-k windows (logprobs=200)
-run as their own first phase: mixed into decoding they made every decoding step of the stage pay
-for a 200-wide top-k (H100, study-000 design: 188 s for stage 1 instead of ~50 s). And on Model
-Runner V1 a batch step that holds any ``logprob_token_ids`` request gives those
-ids batch-wide precedence over plain ``logprobs=k`` windows (shared/notes/vllm.md §1.5), so
-``phases`` separates them: each phase is streamed whole, one after the other. Model Runner V2
-handles mixed steps per row: one phase.
+run first: mixed into decoding they made every decoding step of the stage pay for a 200-wide
+top-k (H100, study-000 design: 188 s for stage 1 instead of ~50 s). On Model Runner V2 the rest
+is queued right behind them (vLLM serves its queue first come first served, so only the steps
+where the windows end mix the two, and the batch is never drained between them). On Model
+Runner V1 the windows are a phase of their own, streamed whole before the rest, and a batch step
+that holds any ``logprob_token_ids`` request gives those ids batch-wide precedence over plain
+``logprobs=k`` windows (shared/notes/vllm.md §1.5), so those requests run as a third phase.
 
 Jobs may join while the stream runs (``more``): the engine builds them from the follow-ups the
 executor adds to its feed (stage 2 beside the rest of stage 1). A job of the running phase is
@@ -93,9 +94,16 @@ def stream(llm: Any, vllm: Any, jobs: Sequence[Job], *, mixed_ok: bool, max_in_f
             held = list(more(True))
         if not held:
             return
-        cur = min(phase_of(j, mixed_ok) for j in held)
-        queue: deque[Job] = deque(sorted((j for j in held if phase_of(j, mixed_ok) == cur), key=_prompt))
-        held = [j for j in held if phase_of(j, mixed_ok) != cur]
+        first = min(phase_of(j, mixed_ok) for j in held)
+        # On Model Runner V2 the windows and the rest start as one queue, windows first: vLLM
+        # schedules first come first served, so they share steps only where one ends and the
+        # other begins, and no drained batch waits between them. Jobs that join later join the
+        # phase of the queue's tail; a window arriving while answers decode waits for them.
+        starts = (0, 1) if mixed_ok and first == 0 else (first,)
+        queue: deque[Job] = deque(j for p in starts for j in sorted((j for j in held if phase_of(j, mixed_ok) == p),
+                                                                    key=_prompt))
+        cur = max(phase_of(j, mixed_ok) for j in queue)
+        held = [j for j in held if phase_of(j, mixed_ok) not in starts]
         live: dict[str, Job] = {}
         limit = max_in_flight or float("inf")
 

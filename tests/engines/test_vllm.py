@@ -479,3 +479,19 @@ def test_followups_added_to_the_feed_join_the_running_stream(vllm_engine, reques
     assert "context" in (results[requests_["bad"][4].id].error or "")
     window = [results[r.id] for r in added if r.p.get("first_top_logprobs")]
     assert all(len(w.samples[0].tokens[0].top) >= 10 for w in window)
+
+
+@needs_vllm
+def test_vllm_decodes_text_only_for_stop_strings(vllm_engine, requests_) -> None:
+    """The engine decodes answers itself (``_sample``: one decode of all ids, as hf), so vLLM's
+    incremental detokenizer, a main-process cost per generated token, runs only for requests with
+    stop strings, which need it; the text is the same either way."""
+    req = requests_["greedy"][0]
+    plain = vllm_engine._build_generate(req, vllm_engine.encode_prompt(req.prompt))
+    assert plain.jobs[0].params.detokenize is False
+    stop = Request.make("m", "generate", req.prompt, max_tokens=8, top_logprobs=3, stop=["\n\n"])
+    assert vllm_engine._build_generate(stop, vllm_engine.encode_prompt(stop.prompt)).jobs[0].params.detokenize is True
+    a, b = (next(iter(vllm_engine.run([r]))) for r in (req, stop))
+    assert a.error is None and b.error is None
+    assert b.samples[0].text == a.samples[0].text.split("\n\n")[0]
+    assert [t.token for t in a.samples[0].tokens] == [t.token for t in b.samples[0].tokens][: len(a.samples[0].tokens)]
