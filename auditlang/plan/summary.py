@@ -69,9 +69,9 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     calls = engine_calls_table(spec, plan)
     if calls is not None:
         con.print(calls)
-    pc = prefix_caching_line(spec, plan)
-    if pc:
-        con.print(pc, highlight=False)
+    for line in (prefix_caching_line(spec, plan), streamed_stage2_line(spec, plan)):
+        if line:
+            con.print(line, highlight=False)
     saved = plan.naive_request_count - plan.unique_request_count
     pct = 100.0 * saved / plan.naive_request_count if plan.naive_request_count else 0.0
     if plan.estimated_stage1:
@@ -130,6 +130,17 @@ def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:
     parts = ([f"on for {', '.join(on)} (the answers and samples of a prompt share its prefill)"] if on else []) + (
         [f"off for {', '.join(off)} (prefix_caching=off)"] if off else [])
     return "vLLM prefix caching: " + "; ".join(parts)
+
+
+def streamed_stage2_line(spec: Spec, plan: Plan) -> str | None:
+    """Which vllm models get their stage-2 follow-ups inside stage 1's stream (the runner's rule
+    for engines that stream, execute/runner.py), or None when no vllm model has follow-ups."""
+    mids = sorted({str(d["model"]) for d in plan.deferred if d["count"] and not str(d["source"]).startswith("cross:")
+                   and model_config(spec, str(d["model"]), kinds=plan.model_kinds(str(d["model"]))).engine == "vllm"})
+    if not mids:
+        return None
+    return (f"vLLM stage 2: the follow-ups of {', '.join(mids)} join stage 1's stream as the answers are committed "
+            "(no barrier between the stages; with --shard or --executor ray the stages run in turn)")
 
 
 def _deferred_label(d: dict) -> str:

@@ -81,6 +81,8 @@ def test_auditc_plan_says_how_run_will_set_it(tmp_path: Path, data: Path, capsys
     assert main(["plan", str(_spec(tmp_path)), "--data-root", str(data)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "vLLM prefix caching: on for gen, scored (the answers and samples of a prompt share its prefill)" in out
+    assert ("vLLM stage 2: the follow-ups of gen, scored join stage 1's stream as the answers are committed (no barrier "
+            "between the stages; with --shard or --executor ray the stages run in turn)") in out
     assert main(["plan", str(_spec(tmp_path, scored=", prefix_caching=off")), "--data-root", str(data)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert ("vLLM prefix caching: on for gen (the answers and samples of a prompt share its prefill); "
