@@ -21,6 +21,15 @@ from auditlang.core.requests import Request, Result, Sample, TokenLogprob
 Script = Callable[[Request], "Result | None"]
 
 
+def number_items(n: int) -> str:
+    """JSONL of ``n`` multiple-choice items "Which number is i?" (choices i..i+3, gold i)."""
+    import json
+
+    return "".join(json.dumps({"id": f"q{i}", "question": f"Which number is {i}?",
+                               "choices": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": str(i)}) + "\n"
+                   for i in range(n))
+
+
 def generation(req: Request, text: str) -> Result:
     tok = TokenLogprob(token=text[:1] or " ", token_id=1, logprob=-0.1, top={text[:1] or " ": -0.1})
     return Result(request_id=req.id, kind=req.kind, samples=[Sample(text=text, tokens=[tok])])

@@ -70,9 +70,6 @@ class Feed:
     def __iter__(self) -> Iterator[Request]:
         return iter(self.take())
 
-    def __bool__(self) -> bool:
-        return bool(self._new)
-
     def take(self) -> list[Request]:
         """The requests added since the last take (and removes them from the feed)."""
         out, self._new = self._new, []
@@ -87,6 +84,12 @@ class Feed:
         if self._refill is not None and not self._new:
             self._refill()
         return bool(self._new)
+
+
+def streams(engine: object) -> bool:
+    """Whether ``engine`` declares ``streams = True``: it takes a whole call at once, as a
+    :class:`Feed`, and yields results as they finish (vLLM)."""
+    return getattr(engine, "streams", False) is True
 
 
 @runtime_checkable

@@ -53,22 +53,19 @@ def _is_window(job: Job) -> bool:
 
 
 def phases(jobs: Sequence[Job], mixed_ok: bool) -> list[list[Job]]:
-    """The jobs split into phases streamed one after the other (see the module docstring):
-    one-token top-k windows first (vLLM computes a step's top-k at the batch's widest k for every
-    row, so a window mixed into decoding steps makes every row of every step pay for it), then
-    the rest; on Model Runner V1 the ``logprob_token_ids`` requests last, on their own."""
-    windows = [j for j in jobs if _is_window(j)]
-    rest = [j for j in jobs if not _is_window(j)]
-    if mixed_ok:
-        return [p for p in (windows, rest) if p]
-    ids = [j for j in rest if getattr(j.params, "logprob_token_ids", None)]
-    plain = [j for j in rest if not getattr(j.params, "logprob_token_ids", None)]
-    return [p for p in (windows, plain, ids) if p]
+    """The jobs grouped by :func:`phase_of`, in phase order, each in the given order: the plain
+    vLLM script of the benchmarks runs one ``llm.generate`` per group, one after the other."""
+    groups: list[list[Job]] = [[], [], []]
+    for j in jobs:
+        groups[phase_of(j, mixed_ok)].append(j)
+    return [g for g in groups if g]
 
 
 def phase_of(job: Job, mixed_ok: bool) -> int:
-    """The phase a job runs in (the order of :func:`phases`): 0 one-token top-k windows, 1 the
-    rest; on Model Runner V1 (``mixed_ok`` False) 2 the ``logprob_token_ids`` requests."""
+    """The phase a job runs in: 0 one-token top-k windows (vLLM computes a step's top-k at the
+    batch's widest k for every row, so a window mixed into decoding steps makes every row of every
+    step pay for it), 1 the rest; on Model Runner V1 (``mixed_ok`` False) 2 the
+    ``logprob_token_ids`` requests, on their own."""
     if _is_window(job):
         return 0
     return 2 if not mixed_ok and getattr(job.params, "logprob_token_ids", None) else 1

@@ -45,7 +45,7 @@ from typing import Any
 
 from rich.console import Console
 
-from auditlang.core.engine import Engine, EngineError, Feed
+from auditlang.core.engine import Engine, EngineError, Feed, streams
 from auditlang.execute.progress import ExecProgress
 from auditlang.core.requests import Request, Result
 from auditlang.store.journal import Journal
@@ -89,7 +89,7 @@ def default_batch_size(engine: Engine) -> int:
     """Commit batch when none is given: the engine's ``call_size`` when it declares one (the
     requests it serves best in one call, e.g. the vLLM engine's chunk, so continuous batching
     is not cut into small calls), else 4 engine batches, at least 32 and at most 512 requests."""
-    if getattr(engine, "streams", False) is True:
+    if streams(engine):
         return 256  # results per commit while the engine streams the whole call
     call = getattr(engine, "call_size", None)
     if isinstance(call, int) and not isinstance(call, bool) and call >= 1:
@@ -206,8 +206,8 @@ def execute(
 
     counters = getattr(engine, "work_counters", None)
     work_before = counters() if callable(counters) else None
-    streams = getattr(engine, "streams", False) is True
-    calls = [(0, len(todo))] if streams and todo else list(commit_batches(engine, todo, batch_size))
+    streaming = streams(engine)
+    calls = [(0, len(todo))] if streaming and todo else list(commit_batches(engine, todo, batch_size))
     with ExecProgress(len(todo), description or model, enabled=progress, console=console,
                       grows=followups is not None) as bar:
         def commit(results: list[Result]) -> list[Request]:
@@ -231,7 +231,7 @@ def execute(
             batch = todo[start:end]
             bar.begin_batch(len(batch))
             try:
-                more = _run_batch(engine, batch, bar, commit, commit_every=batch_size if streams else len(batch))
+                more = _run_batch(engine, batch, bar, commit, commit_every=batch_size if streaming else len(batch))
             except _BatchFailed as failed:
                 commit(failed.results)
                 done = f"{n['executed']}/{n['todo']} requests of this call committed"
@@ -248,7 +248,7 @@ def execute(
                 more = execution_order(engine, more)
                 base = len(todo)
                 todo += more
-                calls += ([(base, len(todo))] if streams else
+                calls += ([(base, len(todo))] if streaming else
                           [(base + a, base + b) for a, b in commit_batches(engine, more, batch_size)])
 
     work = None
@@ -326,7 +326,6 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
     got: set[str] = set()
     buffer: list[Result] = []
     stream: Iterator[Result] | None = None
-    streams = getattr(engine, "streams", False) is True
     left: list[Request] = []  # follow-ups built from a non-streaming engine's results
 
     def flush() -> None:
@@ -339,7 +338,7 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
         else:
             left.extend(more)
 
-    feed = Feed(batch, refill=lambda: flush() if buffer else None) if streams else None
+    feed = Feed(batch, refill=lambda: flush() if buffer else None) if streams(engine) else None
     hooked = hasattr(engine, "progress_hook")
     if hooked:
         engine.progress_hook = bar.engine_work  # type: ignore[attr-defined]
@@ -352,9 +351,9 @@ def _run_batch(engine: Engine, batch: list[Request], bar: ExecProgress,
             bar.advance(1, errors=int(res.error is not None))
             if len(buffer) >= commit_every:
                 flush()
-        if feed is not None and buffer:
-            flush()
         if feed is not None:
+            if buffer:
+                flush()
             left = feed.take()  # follow-ups the engine did not take (it read its requests once)
             for r in left:
                 del expected[r.id]

@@ -22,7 +22,7 @@ import contextlib
 import time
 from pathlib import Path
 
-from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.core.engine import EngineError, ModelConfig, streams
 from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
 from auditlang.execute.static_key import static_key
@@ -118,7 +118,7 @@ class _PlanRun:
             self._with_engine(mid, lambda engine, mid=mid: self._model_stages(engine, mid))
 
     def _model_stages(self, engine, mid: str) -> None:
-        if self.shard is None and getattr(engine, "streams", False) is True:
+        if self.shard is None and streams(engine):
             # A streaming engine (vLLM) gets each item's follow-ups as soon as its stage-1 results
             # are committed, beside the rest of stage 1: no barrier that drains its batch between
             # the stages, and no second read of every stage-1 result from the journal.

@@ -7,6 +7,7 @@ so both agree on request ids without storing a second plan.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditlang.core.requests import Request, Result
@@ -140,6 +141,17 @@ def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model:
     return list(out.values())
 
 
+@dataclass(slots=True)
+class _Waiting:
+    """One (unit, protocol, item) of :class:`Stage2Stream` whose stage-1 results are coming in."""
+
+    audit: str
+    pid: str
+    ctx: ItemCtx
+    roles: int  # its stage-1 roles
+    got: dict[str, Result] = field(default_factory=dict)
+
+
 class Stage2Stream:
     """A model's stage-2 follow-ups built item by item as its stage-1 results arrive (in any
     order), so a streaming engine runs them beside the rest of stage 1. Each (unit, protocol,
@@ -150,29 +162,28 @@ class Stage2Stream:
 
     def __init__(self, spec: Spec, plan, model: str, progs: Programs) -> None:
         self.spec, self.progs, self.model = spec, progs, model
-        # stage-1 request id -> the (unit, protocol, item) slots waiting for it, with its role there
-        self._waiting: dict[str, list[tuple[list, str]]] = {}
+        # stage-1 request id -> the items waiting for it, with its role there
+        self._waiting: dict[str, list[tuple[_Waiting, str]]] = {}
         for unit in plan.units.values():
             if unit.model != model:
                 continue
             for pid, per_item in unit.stage1.items():
                 for ctx, reqs in zip(unit.contexts, per_item):
-                    slot = [unit.audit, pid, ctx, {}, len(reqs)]  # audit, protocol, item, got, roles
+                    item = _Waiting(unit.audit, pid, ctx, len(reqs))
                     for role, r in reqs.items():
-                        self._waiting.setdefault(r.id, []).append((slot, role))
+                        self._waiting.setdefault(r.id, []).append((item, role))
 
     def add(self, results: list[Result]) -> list[Request]:
         """The follow-ups whose stage-1 inputs are complete with ``results`` (each once)."""
         out: list[Request] = []
         for res in results:
-            for slot, role in self._waiting.pop(res.request_id, ()):
-                got = slot[3]
-                got[role] = res
-                if len(got) == slot[4]:
-                    for r2role, req in item_stage2(self.progs, self.spec, slot[0], slot[1], slot[2], got).items():
+            for item, role in self._waiting.pop(res.request_id, ()):
+                item.got[role] = res
+                if len(item.got) == item.roles:
+                    for r2role, req in item_stage2(self.progs, self.spec, item.audit, item.pid, item.ctx, item.got).items():
                         if req.model == self.model and not r2role.startswith("judge:"):
                             out.append(req)
-                    slot[3] = {}  # built: drop the results
+                    item.got = {}  # built: drop the results
         return out
 
 

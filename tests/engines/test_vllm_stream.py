@@ -12,15 +12,18 @@ import pytest
 from auditlang.engines import vllm_stream
 
 
+VLLM = types.SimpleNamespace(TokensPrompt=lambda prompt_token_ids: prompt_token_ids)  # stream's ``vllm`` argument
+
+
 @pytest.fixture(autouse=True)
 def fake_vllm(monkeypatch):
+    """The one vLLM name the stream imports itself."""
     mod = types.ModuleType("vllm.sampling_params")
     mod.RequestOutputKind = types.SimpleNamespace(FINAL_ONLY="final")  # type: ignore[attr-defined]
     pkg = types.ModuleType("vllm")
     pkg.sampling_params = mod  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vllm", pkg)
     monkeypatch.setitem(sys.modules, "vllm.sampling_params", mod)
-    return types.SimpleNamespace(TokensPrompt=lambda prompt_token_ids: prompt_token_ids)
 
 
 @dataclass
@@ -47,17 +50,18 @@ class Out:
 @dataclass
 class Engine:
     """First come first served, ``width`` jobs per step; a job finishes after max_tokens steps.
-    ``log``: ("add", name) and ("step", names in the step)."""
+    ``log``: ("add", name) and ("step", names in the step). ``labels``: (params id, prompt) -> name."""
 
     width: int = 4
     reject: set = field(default_factory=set)
+    labels: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
     waiting: list = field(default_factory=list)
     running: dict = field(default_factory=dict)
     names: dict = field(default_factory=dict)
 
     def add_request(self, rid, prompt, params):
-        name = self._name[id(params), tuple(prompt)]
+        name = self.labels[id(params), tuple(prompt)]
         if name in self.reject:
             raise ValueError(f"{name}: impossible parameter")
         self.log.append(("add", name))
@@ -86,11 +90,8 @@ class Engine:
 
 
 def _run(jobs, *, mixed_ok, more=None, width=4, reject=()):
-    eng = Engine(width=width, reject=set(reject))
-    eng._name = {}
     everything = list(jobs) + [j for batch in (more or {}).values() for j in batch]
-    for j in everything:
-        eng._name[id(j.params), tuple(j.prompt)] = j.name
+    eng = Engine(width=width, reject=set(reject), labels={(id(j.params), tuple(j.prompt)): j.name for j in everything})
     llm = types.SimpleNamespace(llm_engine=eng)
     calls = []
 
@@ -100,12 +101,8 @@ def _run(jobs, *, mixed_ok, more=None, width=4, reject=()):
         return (more or {}).pop(steps, []) if not idle else (more or {}).pop("idle", [])
 
     done = [(j.name, isinstance(o, Exception)) for j, o in
-            vllm_stream.stream(llm, vllm_stream_fake(), jobs, mixed_ok=mixed_ok, more=ask if more is not None else None)]
+            vllm_stream.stream(llm, VLLM, jobs, mixed_ok=mixed_ok, more=ask if more is not None else None)]
     return eng.log, done, calls
-
-
-def vllm_stream_fake():
-    return types.SimpleNamespace(TokensPrompt=lambda prompt_token_ids: prompt_token_ids)
 
 
 def window(name, p):
@@ -160,3 +157,12 @@ def test_a_job_vllm_rejects_fails_alone():
     jobs = [answer("a1", 1), answer("bad", 2), window("w1", 3)]
     log, done, _ = _run(jobs, mixed_ok=True, reject={"bad"})
     assert ("bad", True) in done and ("a1", False) in done and ("w1", False) in done
+
+
+def test_phases_groups_the_plain_scripts_calls_in_phase_order():
+    """The benchmarks' plain vLLM script: one ``llm.generate`` per phase, jobs in the given order."""
+    jobs = [answer("a1", 5), ids("c1", 5), window("w1", 5), answer("a2", 3), window("w2", 3)]
+    names = lambda groups: [[j.name for j in g] for g in groups]  # noqa: E731
+    assert names(vllm_stream.phases(jobs, mixed_ok=True)) == [["w1", "w2"], ["a1", "c1", "a2"]]
+    assert names(vllm_stream.phases(jobs, mixed_ok=False)) == [["w1", "w2"], ["a1", "a2"], ["c1"]]
+    assert vllm_stream.phases([], mixed_ok=True) == []

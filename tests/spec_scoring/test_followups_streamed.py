@@ -5,7 +5,6 @@ barrier). A rerun after a kill mid-way builds the follow-ups of stored stage-1 a
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -13,11 +12,9 @@ import pandas as pd
 
 from auditlang.cli import main
 from auditlang.core.requests import Result
-from scripted_engine import generation, prompt_text, use_scripted_engine
+from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
 
-ROWS = "".join(json.dumps({"id": f"q{i}", "question": f"Which number is {i}?",
-                           "choices": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": str(i)}) + "\n"
-               for i in range(8))
+ROWS = number_items(8)
 SPEC = """import "stdlib/s000"
 import "stdlib/protocols"
 import "stdlib/s002"

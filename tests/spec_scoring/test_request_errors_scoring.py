@@ -10,7 +10,6 @@ item, and no number counts it as an incorrect answer.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -18,11 +17,9 @@ import pandas as pd
 
 from auditlang.cli import main
 from auditlang.core.requests import Result
-from scripted_engine import generation, prompt_text, use_scripted_engine
+from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
 
-ROWS = "".join(json.dumps({"id": f"q{i}", "question": f"Which number is {i}?",
-                           "choices": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": str(i)}) + "\n"
-               for i in range(6))
+ROWS = number_items(6)
 SPEC = """import "stdlib/s000"
 dataset arc = jsonl("arc.jsonl", task=multiple_choice)
 model m = hf("org/scripted", dtype=float32, max_tokens=4)
