@@ -133,3 +133,52 @@ def test_progress_counts_the_followups_as_they_join(requests_100, tmp_path) -> N
     text = buf.getvalue()
     assert "[m stages 1+2] 100 requests to run, and the follow-ups of their answers as they are committed" in text
     assert "[m stages 1+2] done: 150/150 requests" in text
+
+
+def test_kill_9_while_followups_stream_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    """Issue 22 item 2 with stage 2 in the stream: a ``kill -9`` loses only uncommitted results
+    (whole commit batches stay), and the rerun builds the follow-ups of the stored answers and
+    runs exactly what is missing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from store_fake_engine import arc_requests
+
+    worker = Path(__file__).resolve().parent / "store_worker.py"
+    run, reqs = tmp_path / "killed", arc_requests(100)  # 200 requests + 100 follow-ups
+    proc = subprocess.Popen([sys.executable, str(worker), str(run), "100", "0.01", "8", "-", "230", "followups"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while _results(run) < 120:  # past the first answers' follow-ups
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "worker made no progress"
+        time.sleep(0.02)
+    time.sleep(0.037)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    committed = _results(run)
+    assert 120 <= committed <= 224 and committed % 8 == 0  # whole commit batches only
+    with Journal(run) as j:
+        assert j._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        again = FeedEngine()
+        stats = execute(again, reqs, j, batch_size=8, progress=False, followups=Builder(j))
+        assert stats.executed == 300 - committed and stats.cached == committed
+    assert dump_results(run / "journal.sqlite") == _clean(tmp_path, reqs)
+
+
+def _results(run: Path) -> int:
+    import sqlite3
+
+    if not (run / "journal.sqlite").exists():
+        return 0
+    db = sqlite3.connect(run / "journal.sqlite")
+    try:
+        return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:  # the worker is still creating the schema
+        return 0
+    finally:
+        db.close()
