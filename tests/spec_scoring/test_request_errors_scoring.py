@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from auditlang.cli import main
 from auditlang.core.requests import Result
@@ -55,8 +56,10 @@ def _script(req):
     return None
 
 
-def test_failed_followups_are_missing_per_cell_never_wrong(tmp_path: Path, monkeypatch, capsys):
-    use_scripted_engine(monkeypatch, _script)
+@pytest.mark.parametrize("streaming", [False, True], ids=["stages-in-turn", "streamed-followups"])
+def test_failed_followups_are_missing_per_cell_never_wrong(tmp_path: Path, monkeypatch, capsys, streaming):
+    """Also with the follow-ups streamed into stage 1's call, as vLLM runs them."""
+    use_scripted_engine(monkeypatch, _script, streaming=streaming)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "arc.jsonl").write_text(ROWS, encoding="utf-8")
     spec = tmp_path / "s.audit"
