@@ -7,8 +7,9 @@ the runner records ``run.json["static_keys"][model] = {"key": ..., "fp": fingerp
 on the next run, a model whose static key is unchanged and whose every request is committed
 under that fingerprint is not loaded at all.
 
-The key hashes the model's :class:`ModelConfig`, the auditlang version, the engine's source
-files, the engine packages' installed versions (package metadata, no import), the machine (host
+The key hashes the model's :class:`ModelConfig`, the auditlang version, the source files of the
+engine module's whole auditlang import closure (every ``auditlang`` module it imports, at the top
+or inside a function, transitively: read from the source with :mod:`ast`, nothing is imported), the engine packages' installed versions (package metadata, no import), the machine (host
 name, architecture, ``CUDA_VISIBLE_DEVICES``) and the model files' metadata (name, size, mtime of
 every file of a local checkpoint directory; the converted checkpoint of an embedded model). Models whose weights cannot be identified that way (hub ids, served models)
 have no static key and are loaded as before.
@@ -16,7 +17,9 @@ have no static key and are loaded as before.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -24,25 +27,73 @@ import os
 import platform
 from pathlib import Path
 
+from auditlang.core.capabilities import ENGINE_CLASSES
 from auditlang.core.version import __version__
 from auditlang.core.engine import ModelConfig
 from auditlang.resolve.schema import EMBEDDED_MODELS
 
 ENGINE_PACKAGES = {"hf": ("transformers", "torch"), "vllm": ("vllm", "torch"), "dryrun": ()}
-ENGINE_MODULES = {"hf": ("hf.py", "hfstack.py", "embedded.py"), "vllm": ("vllm_engine.py", "hf.py", "embedded.py"),
-                  "dryrun": ("dryrun.py",)}
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def _sources(engine: str) -> str:
-    """Hash of the engine's own source files: an edited engine (a development checkout) may
-    fingerprint differently, so it is loaded again."""
+def _module_file(name: str, root: Path) -> Path | None:
+    """The source file of auditlang module ``name`` under ``root`` (the package directory)."""
+    parts = name.split(".")[1:]
+    base = root.joinpath(*parts)
+    for p in (base.with_suffix(".py"), base / "__init__.py"):
+        if p.is_file():
+            return p
+    return None
+
+
+def _imported(tree: ast.AST, name: str, is_pkg: bool) -> set[str]:
+    """Every ``auditlang`` module named by an import anywhere in ``tree`` (function bodies
+    included), ``from a import b`` naming submodule ``a.b`` where it is one, and
+    ``importlib.import_module("auditlang...")`` with a literal name."""
+    out: set[str] = set()
+    here = name.split(".") if is_pkg else name.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+              in ("import_module", "__import__")):
+            out.add(node.args[0].value)
+    return {m for m in out if m == "auditlang" or m.startswith("auditlang.")}
+
+
+def import_closure(module: str, root: Path = PACKAGE_ROOT) -> dict[str, Path]:
+    """``module`` and every auditlang module it imports, transitively, with their files."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _module_file(name, root)
+        if path is None:  # ``from pkg import attr``: an attribute, not a module
+            continue
+        seen[name] = path
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+        todo.extend(_imported(tree, name, path.name == "__init__.py") - seen.keys())
+    return seen
+
+
+@functools.lru_cache(maxsize=None)
+def _sources(engine: str, root: Path = PACKAGE_ROOT) -> str:
+    """Hash of the source of the engine module's auditlang import closure: an edited engine, or
+    anything it runs (a development checkout), may fingerprint differently, so it is loaded again."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1] / "engines"
-    for name in ENGINE_MODULES[engine]:
-        try:
-            h.update((root / name).read_bytes())
-        except OSError:
-            h.update(name.encode())
+    for name, path in sorted(import_closure(ENGINE_CLASSES[engine][0], root).items()):
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
