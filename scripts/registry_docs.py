@@ -10,10 +10,11 @@ A docs page holds a generated table between two markers::
 Usage::
 
     python scripts/registry_docs.py evaluator     # print the table (installed plugins included)
-    python scripts/registry_docs.py --write       # rewrite every marked table in docs/*.md
+    python scripts/registry_docs.py --write       # rewrite every marked table in docs/*.md and README.md
     python scripts/registry_docs.py --check       # exit 1 when a marked table is out of date
 
-``--write`` and ``--check`` document the built-in components only (installed plugins are
+Besides the component kinds, ``exit_codes`` (docs/cli.md) and ``exit_codes_line`` (README.md)
+render the one exit-code table of ``auditlang/core/errors.py``. ``--write`` and ``--check`` document the built-in components only (installed plugins are
 ignored). tests/test_docs_tables.py runs ``--check``.
 """
 
@@ -38,12 +39,19 @@ def main() -> int:
     if a.write or a.check:
         os.environ["AUDITLANG_NO_PLUGINS"] = "1"  # the docs describe the built-in components
     sys.path.insert(0, str(REPO))
-    from auditlang.lsp.docs import registry_table
+    from auditlang.core.errors import exit_codes_line, exit_codes_markdown
+    from auditlang.lsp.docs import registry_table as component_table
+
+    rules = {"exit_codes": exit_codes_markdown, "exit_codes_line": exit_codes_line}  # rules said once elsewhere
+
+    def registry_table(kind: str) -> str:
+        return rules[kind]() if kind in rules else component_table(kind)
 
     for kind in a.kinds:
         sys.stdout.write(registry_table(kind))
     stale = []
-    for page in sorted((REPO / "docs").glob("*.md")) if (a.write or a.check) else []:
+    pages = [p for p in (REPO / "README.md",) if p.is_file()] + sorted((REPO / "docs").glob("*.md"))
+    for page in pages if (a.write or a.check) else []:
         text = page.read_text(encoding="utf-8")
         new = BLOCK.sub(lambda m: m.group(1) + registry_table(m.group(2)) + m.group(4), text)
         if new != text:

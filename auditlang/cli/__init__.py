@@ -1,14 +1,6 @@
 """``auditc``: check, plan, show, fmt, run, rescore, report, diff, merge and status.
 
-Exit codes (docs/cli.md):
-  0  success
-  1  the spec, its data or a stored run has user-facing problems (diagnostics printed)
-  2  command-line usage error
-  3  a runtime failure outside the spec: missing engine package, unreachable server, model
-     load failure (the run directory stays consistent; rerun to resume)
-  4  `auditc run` finished with request errors: the engine failed some requests; their items
-     are missing from the metrics (n_error) and a rerun retries exactly those requests
-  70 internal error (a bug in auditlang; please report it with the traceback shown)
+Exit codes: the one table ``core.errors.EXIT_CODES``, printed by ``auditc --help`` (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -22,9 +14,10 @@ import threading
 import traceback
 
 from auditlang.core.version import __version__
-from auditlang.cli.common import EXIT_DIAG, EXIT_INTERNAL, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags  # noqa: F401
+from auditlang.cli.common import (  # noqa: F401
+    EXIT_DIAG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, print_diags)
 from auditlang.core.diagnostics import CompileError
-from auditlang.core.errors import AuditlangError
+from auditlang.core.errors import AuditlangError, exit_codes_help
 from auditlang.core.terminal import visible
 
 def _handler(command: str):
@@ -60,20 +53,7 @@ def _access_args(p: argparse.ArgumentParser) -> None:
                    help="let the run read the environment variable NAME (api_key_env, HF_TOKEN); repeatable")
 
 
-EXIT_CODES = """exit codes:
-  0    success
-  1    user-facing problems: spec diagnostics (file:line:col, caret, hint), data errors,
-       a bad run directory or evaluator name; `fmt --check` when a file would change;
-       --out into a folder that is not a run directory; a host or secret not allowed
-  2    command-line usage error (unknown flag, bad --shard, bad --swap-model)
-  3    runtime failure outside the spec: missing engine package, model load failure,
-       unreachable server, a full disk (the run directory stays consistent; rerun to resume)
-  4    `auditc run` finished, but the engine failed some requests: the count and the first
-       error are printed, the report shows n_error per cell; rerun to retry exactly those
-  70   internal error (a bug in auditlang; please report it with the traceback shown)
-  130  interrupted (Ctrl-C); committed work is kept
-
-docs/cli.md documents every command and flag."""
+EXIT_CODES = exit_codes_help() + "\n\ndocs/cli.md documents every command and flag."
 
 
 def _sub(sub, name: str, help: str, description: str, examples: str):
@@ -276,7 +256,7 @@ def _guarded(work) -> int:
         return EXIT_DIAG
     except KeyboardInterrupt:
         print("interrupted; the run directory is consistent — rerun to resume", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except AuditlangError as e:  # messages may quote data or a server's answer: control characters shown
         print(visible(f"error: {e}"), file=sys.stderr)
         if e.hint and e.hint not in str(e):  # a TemplateError's message already carries its hint

@@ -7,10 +7,11 @@ import sys
 import time
 
 from auditlang.core.diagnostics import DiagnosticBag, Span, render
-from auditlang.core.errors import UsageError
+from auditlang.core.errors import EXIT, UsageError
 
-EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
-EXIT_REQUEST_ERRORS = 4  # core.errors.RequestErrors: a finished run with requests that failed in the engine
+# the exit codes, by name, from their one table (core/errors.py EXIT_CODES)
+EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME = EXIT["ok"], EXIT["diagnostics"], EXIT["usage"], EXIT["runtime"]
+EXIT_REQUEST_ERRORS, EXIT_INTERNAL, EXIT_INTERRUPTED = EXIT["request_errors"], EXIT["internal"], EXIT["interrupted"]
 
 
 def _color() -> bool:

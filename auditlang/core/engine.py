@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from auditlang.core.errors import AuditlangError
+from auditlang.core.errors import EXIT, AuditlangError
 from auditlang.core.requests import Request, Result
 
 
@@ -32,7 +32,7 @@ class ModelConfig:
 class EngineError(AuditlangError):
     """A user-facing engine problem (missing package, unreachable server, unknown model)."""
 
-    exit_code = 3
+    exit_code = EXIT["runtime"]
 
 
 ProgressHook = Callable[[float], None]
