@@ -1,4 +1,4 @@
-"""``auditc``: check, plan, show, fmt, run, rescore, report, diff, merge and status.
+"""``auditc``: check, plan, show, fmt, run, rescore, report, view, diff, merge and status.
 
 Exit codes (docs/cli.md):
   0  success
@@ -212,6 +212,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
     p.add_argument("--spec", help="report under an edited spec: accepted when it needs no work the run did not do "
                                   "(new compare/report/metric statements); it then becomes the run's spec")
+
+    p = _sub(sub, "view", "browse every sample of a run: prompts, follow-ups, answers, labels (static HTML)",
+             "Write RUN_DIR/report/samples.html (and samples.data.js beside it): every cell x item of the run with\n"
+             "each request's prompt as sent (chat templates applied with the model's local tokenizer, no weights),\n"
+             "every follow-up (P(True), verbalized confidence, constrained re-prompts, judges), the raw answers,\n"
+             "the parsed label and confidence, correctness, parse failures and errors; filters by cell, model,\n"
+             "dataset, protocol, correctness, status and parse failure. One self-contained page, no network.",
+             "  auditc view runs/quickstart                 # writes the page and prints its file:// address\n"
+             "  auditc view runs/quickstart --open          # and opens it in the default browser\n"
+             "  auditc view runs/quickstart --serve --port 8765   # serve report/ on 127.0.0.1")
+    p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
+    p.add_argument("--serve", action="store_true", help="serve the report folder on http://127.0.0.1:PORT until Ctrl-C")
+    p.add_argument("--port", type=int, default=8765, help="--serve: the port (default 8765; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    p.add_argument("--no-chat-template", action="store_true",
+                   help="show chat prompts as role-tagged messages (no tokenizer read)")
 
     p = _sub(sub, "diff", "compare two run directories cell by cell with paired bootstrap intervals",
              "Match the cells of RUN_A and RUN_B by cell id (unmatched cells are listed) and, for each shared cell\n"

@@ -220,6 +220,8 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
         else:
             where, what = config.path, f"tokenizer of {config.path} from the local Hugging Face cache"
             extra = {"local_files_only": True, "revision": config.revision}
+            if not _in_hub_cache(config.path, config.revision):  # known before transformers' import (seconds)
+                return None, f"no tokenizer available locally ({config.path} is not in the local Hugging Face cache)", kwargs
     try:
         from transformers import AutoTokenizer  # lazy: transformers only when a tokenizer is read
 
@@ -230,3 +232,14 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
     except Exception as e:  # noqa: BLE001  (not in the cache, unreadable files: shown as messages, said so)
         return None, f"no tokenizer available locally ({type(e).__name__})", kwargs
     return tok, what + " (no weights loaded)", kwargs
+
+
+def _in_hub_cache(repo: str, revision: str | None) -> bool:
+    """Whether the local Hugging Face cache holds a tokenizer file of ``repo`` (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache  # lazy: only for a Hub model's tokenizer
+
+        return any(isinstance(try_to_load_from_cache(repo, name, revision=revision), str)
+                   for name in ("tokenizer_config.json", "tokenizer.json"))
+    except Exception:  # noqa: BLE001  (no huggingface_hub, a repo id it rejects: transformers decides)
+        return True
