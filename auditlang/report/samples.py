@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from auditlang.core.requests import Prompt
+from auditlang.core.requests import Prompt, Result
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR
 
@@ -51,17 +51,18 @@ def _num(x: Any) -> float | str | None:
 
 
 def _params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in params.items()) or "none"
+    return ", ".join(f"{k}={v!r}" for k, v in params.items()) or "none"
 
 
 def _request_view(d: dict[str, Any], render: Render | None) -> dict[str, Any]:
-    prompt = Prompt.from_dict(d["prompt"])
+    p = d["prompt"]
     out: dict[str, Any] = {"model": d.get("model"), "kind": d.get("kind"), "params": _params(d.get("params") or {}),
                            "seed": d.get("seed")}
-    if prompt.text is not None:
-        out["text"] = prompt.text
+    if p.get("text") is not None:
+        out["text"] = p["text"]
         out["how"] = "raw text prompt, sent as it is"
         return out
+    prompt = Prompt.from_dict(p)
     out["messages"] = [[m.role, m.content] for m in prompt.messages or ()]
     cont = ", continuing the last assistant message" if prompt.continue_final else ""
     text, note = render(str(d.get("model")), prompt) if render is not None else (None, None)
@@ -75,22 +76,22 @@ def _request_view(d: dict[str, Any], render: Render | None) -> dict[str, Any]:
     return out
 
 
-def _result_view(d: dict[str, Any]) -> dict[str, Any]:
+def _result_view(res: Result) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if d.get("error") is not None:
-        out["error"] = str(d["error"])
-    if d.get("samples") is not None:
-        out["texts"] = [s.get("text") or "" for s in d["samples"]]
-        out["finish"] = [s.get("finish_reason") or "" for s in d["samples"]]
-    if d.get("choice") is not None:
-        out["choice"] = str(d["choice"])
-    if d.get("choice_logprobs"):
-        out["choice_logprobs"] = {str(k): _num(v) for k, v in d["choice_logprobs"].items()}
-    if d.get("continuation") is not None:
-        lps = [float(t.get("logprob", math.nan)) for t in d["continuation"]]
+    if res.error is not None:
+        out["error"] = str(res.error)
+    if res.samples is not None:
+        out["texts"] = [s.text or "" for s in res.samples]
+        out["finish"] = [s.finish_reason or "" for s in res.samples]
+    if res.choice is not None:
+        out["choice"] = str(res.choice)
+    if res.choice_logprobs:
+        out["choice_logprobs"] = {str(k): _num(v) for k, v in res.choice_logprobs.items()}
+    if res.continuation is not None:
+        lps = [float(t.logprob) for t in res.continuation]
         out["continuation"] = f"{len(lps)} token(s), sum logprob {sum(lps):.4f}"
-    if d.get("hidden_state") is not None:
-        out["hidden"] = f"hidden state of {len(d['hidden_state'])} values"
+    if res.hidden_state is not None:
+        out["hidden"] = f"hidden state of {len(res.hidden_state)} values"
     return out
 
 
@@ -135,7 +136,7 @@ def build_samples(run_dir: str | Path, fps: dict[str, str], render: Render | Non
                         requests[rid] = _request_view(fp_map[fp], render)
         for fp, ids in want.items():
             for rid, res in journal.get_many(ids, fp).items():
-                results[rid] = _result_view(res.to_dict())
+                results[rid] = _result_view(res)
     return {"title": title, "fields": ROW_FIELDS, "cells": cell_rows, "rows": rows, "requests": requests,
             "results": results, "rendered": render is not None}
 
