@@ -137,15 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
              "the other cells that share it, and its prompt as the model receives it: the chat template applied with\n"
              "the model's tokenizer (no weights loaded; for embedded models the converted checkpoint's tokenizer).\n"
              "Without a local tokenizer the messages are printed role-tagged, and the output says so. Follow-ups\n"
-             "(stage 2) depend on the answer and are listed as built at run time.",
+             "(stage 2: P(True), verbalized confidence, constrained re-prompts, judges) are built by the run's own\n"
+             "builder from a placeholder answer, <answer> (or, where a follow-up shows the answer as the evaluator\n"
+             "reads it, the item's gold answer), and said so; with --run RUN_DIR from the answers stored there.",
              "  auditc show examples/quickstart.audit 'quickstart/smollm2/capitals/*/s000.token_norm/s000.first_char'\n"
-             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --item 3")
+             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --item 3\n"
+             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --run runs/quickstart")
     p.add_argument("spec", help="the .audit file")
     p.add_argument("cell", metavar="CELL_OR_PATTERN", help="a cell id or an fnmatch glob over cell ids (quote it in the shell)")
     p.add_argument("--item", type=int, default=0, metavar="N",
                    help="position of the item among the dataset's sampled items (default 0: the first)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    p.add_argument("--run", metavar="RUN_DIR",
+                   help="show the answers stored in this run directory and build the follow-ups from them "
+                        "(else from the placeholder answer <answer>)")
     _access_args(p)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
