@@ -119,12 +119,23 @@ def build_samples(run_dir: str | Path, fps: dict[str, str], render: Render | Non
                      bool(cols["confidence_parsed"][i]), cols["confidence_kind"][i], cols["status"][i] or "ok",
                      cols["error"][i] or "", roles, cols["generation"][i] or "",
                      extras if len(extras) <= EXTRAS_MAX else extras[:EXTRAS_MAX] + " …(cut)"])
-    every = set().union(*by_model.values()) if by_model else set()
+    requests, results = _journal_views(run_dir, by_model, fps, render)
+    return {"title": title, "fields": ROW_FIELDS, "cells": cell_rows, "rows": rows, "requests": requests,
+            "results": results, "rendered": render is not None}
+
+
+def _journal_views(run_dir: Path, by_model: dict[str, set[str]], fps: dict[str, str],
+                   render: Render | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Request id -> its request as recorded, and -> its stored result: under the model's own
+    engine fingerprint, else the one that ran it (a judge's). Empty without a journal (records
+    written by tests or copied alone; it is never opened, which would create one)."""
     requests: dict[str, Any] = {}
     results: dict[str, Any] = {}
+    if not (run_dir / JOURNAL).exists() or not by_model:
+        return requests, results
     with Journal(run_dir) as journal:
-        stored = journal.stored_requests(every)
-        want: dict[str, list[str]] = {}  # fp -> ids: the model's own fingerprint first, else the one that ran it
+        stored = journal.stored_requests(set().union(*by_model.values()))
+        want: dict[str, list[str]] = {}
         for mid, ids in by_model.items():
             own = fps.get(mid)
             for rid in ids:
@@ -137,8 +148,7 @@ def build_samples(run_dir: str | Path, fps: dict[str, str], render: Render | Non
         for fp, ids in want.items():
             for rid, res in journal.get_many(ids, fp).items():
                 results[rid] = _result_view(res)
-    return {"title": title, "fields": ROW_FIELDS, "cells": cell_rows, "rows": rows, "requests": requests,
-            "results": results, "rendered": render is not None}
+    return requests, results
 
 
 def _js(data: dict[str, Any]) -> str:
@@ -153,8 +163,6 @@ def write_samples(run_dir: str | Path, fps: dict[str, str], render: Render | Non
     """Write ``report/samples.html`` and ``report/samples.data.js``; returns both paths."""
     out = Path(run_dir) / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    if not (Path(run_dir) / JOURNAL).exists():
-        raise FileNotFoundError(Path(run_dir) / JOURNAL)
     data = build_samples(run_dir, fps, render, title)
     page, js = out / PAGE_FILE, out / DATA_FILE
     _atomic(js, _js(data))
