@@ -1,4 +1,4 @@
-"""``auditc``: check, plan, show, fmt, run, rescore, report, diff, merge and status.
+"""``auditc``: check, plan, show, fmt, run, rescore, report, view, diff, merge and status.
 
 Exit codes: the one table ``core.errors.EXIT_CODES``, printed by ``auditc --help`` (docs/cli.md).
 """
@@ -117,15 +117,21 @@ def build_parser() -> argparse.ArgumentParser:
              "the other cells that share it, and its prompt as the model receives it: the chat template applied with\n"
              "the model's tokenizer (no weights loaded; for embedded models the converted checkpoint's tokenizer).\n"
              "Without a local tokenizer the messages are printed role-tagged, and the output says so. Follow-ups\n"
-             "(stage 2) depend on the answer and are listed as built at run time.",
+             "(stage 2: P(True), verbalized confidence, constrained re-prompts, judges) are built by the run's own\n"
+             "builder from a placeholder answer, <answer> (or, where a follow-up shows the answer as the evaluator\n"
+             "reads it, the item's gold answer), and said so; with --run RUN_DIR from the answers stored there.",
              "  auditc show examples/quickstart.audit 'quickstart/smollm2/capitals/*/s000.token_norm/s000.first_char'\n"
-             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --item 3")
+             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --item 3\n"
+             "  auditc show examples/quickstart.audit '*/gemma3/arithmetic/*verbal_decimal*' --run runs/quickstart")
     p.add_argument("spec", help="the .audit file")
     p.add_argument("cell", metavar="CELL_OR_PATTERN", help="a cell id or an fnmatch glob over cell ids (quote it in the shell)")
     p.add_argument("--item", type=int, default=0, metavar="N",
                    help="position of the item among the dataset's sampled items (default 0: the first)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    p.add_argument("--run", metavar="RUN_DIR",
+                   help="show the answers stored in this run directory and build the follow-ups from them "
+                        "(else from the placeholder answer <answer>)")
     _access_args(p)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
@@ -192,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
     p.add_argument("--spec", help="report under an edited spec: accepted when it needs no work the run did not do "
                                   "(new compare/report/metric statements); it then becomes the run's spec")
+
+    p = _sub(sub, "view", "browse every sample of a run: prompts, follow-ups, answers, labels (static HTML)",
+             "Write RUN_DIR/report/samples.html (and samples.data.js beside it): every cell x item of the run with\n"
+             "each request's prompt as sent (chat templates applied with the model's local tokenizer, no weights),\n"
+             "every follow-up (P(True), verbalized confidence, constrained re-prompts, judges), the raw answers,\n"
+             "the parsed label and confidence, correctness, parse failures and errors; filters by cell, model,\n"
+             "dataset, protocol, correctness, status and parse failure. One self-contained page, no network.",
+             "  auditc view runs/quickstart                 # writes the page and prints its file:// address\n"
+             "  auditc view runs/quickstart --open          # and opens it in the default browser\n"
+             "  auditc view runs/quickstart --serve --port 8765   # serve report/ on 127.0.0.1")
+    p.add_argument("run_dir", help="a run directory written by `auditc run` or `auditc merge`")
+    p.add_argument("--serve", action="store_true", help="serve the report folder on http://127.0.0.1:PORT until Ctrl-C")
+    p.add_argument("--port", type=int, default=8765, help="--serve: the port (default 8765; 0 picks a free one)")
+    p.add_argument("--open", action="store_true", help="open the page in the default web browser")
+    p.add_argument("--no-chat-template", action="store_true",
+                   help="show chat prompts as role-tagged messages (no tokenizer read)")
 
     p = _sub(sub, "diff", "compare two run directories cell by cell with paired bootstrap intervals",
              "Match the cells of RUN_A and RUN_B by cell id (unmatched cells are listed) and, for each shared cell\n"

@@ -2,14 +2,19 @@
 
 For every matching cell: each stage-1 request of the chosen item (kind, parameters, seed, request
 id, the roles that use it and the other cells sharing it), its prompt as the model receives it
-(chat template applied with the model's tokenizer only; no weights are loaded), and the follow-up
-roles that are built at run time from the answer (``plan.deferred``).
+(chat template applied with the model's tokenizer only; no weights are loaded), and its follow-ups
+(stage 2), built by ``FromJournal.item`` (the run's one builder) from a placeholder answer
+``<answer>``, or with ``--run RUN_DIR`` from the answers stored there (shown with them). Follow-ups
+no item builds from one answer (cross stage) are listed by role (``plan.deferred``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +23,12 @@ from auditlang.cli.common import EXIT_OK, StepLog, print_diags
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 from auditlang.core.terminal import visible
+from auditlang.core.requests import Request, Result, Sample
 from auditlang.execute.access import load_allowances, not_downloaded, run_access, withhold_hub_token
+from auditlang.plan.from_journal import FromJournal
+from auditlang.plan.stage2 import EVALUATOR_ROLES
+from auditlang.store.journal import Journal
+from auditlang.store.rundir import JOURNAL, RUN_FILE, read_run_file
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import model_config
 
@@ -46,13 +56,55 @@ def cmd_show(args) -> int:
         raise UsageError(f"--item {args.item}: expected a position >= 0 in the sampled items")
     sharing = cells_by_request(plan)
     tokenizers: dict[str, tuple[Any, str, dict]] = {}
+
+    def tok(model: str) -> tuple[Any, str, dict]:
+        if model not in tokenizers:
+            tokenizers[model] = local_tokenizer(spec, model)
+        return tokenizers[model]
+
     out: list[str] = []
-    for cell in cells:
-        if cell.model not in tokenizers:
-            tokenizers[cell.model] = local_tokenizer(spec, cell.model)
-        out += show_cell(plan, cell, args.item, sharing, tokenizers[cell.model])
+    with stored_run(getattr(args, "run", None)) as run:
+        follow = FromJournal(spec, plan, run.journal if run else None, run.fps if run else {})
+        for cell in cells:
+            out += show_cell(plan, cell, args.item, sharing, tok(cell.model), Stage2View(follow, tok, run))
     print(visible("\n".join(out)))  # prompts hold data and template text: control characters shown, not sent
     return EXIT_OK
+
+
+PLACEHOLDER = "<answer>"  # stands for the model's answer in a previewed follow-up (never sent)
+
+
+@dataclass
+class StoredRun:
+    """``--run RUN_DIR``: its journal and engine fingerprints (model -> fp hash)."""
+
+    path: Path
+    journal: Journal
+    fps: dict[str, str]
+
+
+@contextlib.contextmanager
+def stored_run(run_dir: str | None) -> Iterator[StoredRun | None]:
+    if run_dir is None:
+        yield None
+        return
+    path = Path(run_dir)
+    if not (path / RUN_FILE).is_file() or not (path / JOURNAL).is_file():
+        raise UsageError(f"--run {run_dir}: not a run directory (no {RUN_FILE} and {JOURNAL})",
+                         hint="give the --out folder of an `auditc run` of this spec")
+    fps = dict(read_run_file(path).get("fingerprints") or {})
+    with Journal(path) as journal:
+        yield StoredRun(path, journal, fps)
+
+
+@dataclass
+class Stage2View:
+    """What `show` needs to preview an item's follow-ups: the one builder (``FromJournal``), the
+    tokenizer of any model (a judge's too) and the ``--run`` whose stored answers to use."""
+
+    follow: FromJournal
+    tok: Callable[[str], tuple[Any, str, dict]]
+    run: StoredRun | None = None
 
 
 AXES = ("audit", "model", "dataset", "variant", "protocol", "evaluator")  # the parts of a cell id
@@ -100,7 +152,8 @@ def cells_by_request(plan) -> dict[str, list[str]]:
     return out
 
 
-def show_cell(plan, cell, item: int, sharing: dict[str, list[str]], tok: tuple[Any, str, dict]) -> list[str]:
+def show_cell(plan, cell, item: int, sharing: dict[str, list[str]], tok: tuple[Any, str, dict],
+              stage2: Stage2View | None = None) -> list[str]:
     unit = plan.units[(cell.audit, cell.model, cell.dataset, cell.variant, "test")]
     per_item = unit.stage1.get(cell.protocol, [])
     if item >= len(per_item):
@@ -131,17 +184,112 @@ def show_cell(plan, cell, item: int, sharing: dict[str, list[str]], tok: tuple[A
         head, text = render_prompt(r.prompt, tokenizer, template_kwargs)
         lines.append(f"    prompt ({head}):")
         lines += [f"    │{ln}" for ln in text.split("\n")]
+        if stage2 is not None and stage2.run is not None:
+            lines += stored_lines(stage2.run, r)
     dev = plan.units.get((cell.audit, cell.model, cell.dataset, cell.variant, "dev"))
     if dev is not None and dev.stage1.get(cell.protocol):
         n_dev = len({r.id for reqs in dev.stage1[cell.protocol] for r in reqs.values()})
         lines += ["", f"  dev split: {n_dev} more request(s) on {len(dev.stage1[cell.protocol])} dev item(s) "
                       "(the protocol fits or prompts with them), not shown"]
     follow = followups(plan, cell)
-    if follow:
-        lines += ["", "  follow-ups (built at run time from the answer):"]
-        lines += [f"    {role}: {kind} (model {model}, from {source})" for model, source, role, kind in follow]
+    shown: set[str] = set()
+    if stage2 is not None:
+        built, how = preview_followups(stage2, cell, ctx, per_item[item])
+        if built:
+            lines += ["", f"  follow-ups (stage 2) as the run builds them from the answer; {how}:"]
+        for role, (r, note) in built.items():
+            shown.add(role)
+            rtok, rsource, rkwargs = stage2.tok(r.model)
+            lines += ["", f"  request {r.id} (role {role}, model {r.model})",
+                      f"    built from: {note}",
+                      f"    kind: {r.kind}",
+                      f"    params: {', '.join(f'{k}={_param(v)}' for k, v in r.params) or 'none'}",
+                      f"    seed: {r.seed}"]
+            if r.model != cell.model:
+                lines.append(f"    tokenizer: {rsource}")
+            head, text = render_prompt(r.prompt, rtok, rkwargs)
+            lines.append(f"    prompt ({head}):")
+            lines += [f"    │{ln}" for ln in text.split("\n")]
+            if stage2.run is not None and not note.startswith("the placeholder"):
+                lines += stored_lines(stage2.run, r)
+    rest = [f for f in follow if f[2] not in shown and not any(f[2] == role.split(":", 1)[0] for role in shown)]
+    if rest:
+        lines += ["", "  follow-ups (built at run time from the answer):" if not shown else
+                  "  other follow-ups (built at run time, not previewed):"]
+        lines += [f"    {role}: {kind} (model {model}, from {source})" for model, source, role, kind in rest]
     lines.append("")
     return lines
+
+
+def _stand_ins(reqs: dict[str, Request], text: str) -> dict[str, Result]:
+    """Role -> a stand-in result of each stage-1 request whose generations are ``text``."""
+    return {role: Result(request_id=r.id, kind=r.kind,
+                         samples=[Sample(text, [], "stop")] * max(1, int(r.p.get("n", 1) or 1))
+                         if r.kind == "generate" else None) for role, r in reqs.items()}
+
+
+def _mine(built: dict[str, Request], eid: str) -> dict[str, Request]:
+    """The follow-ups a cell reads: its protocol's, and its own evaluator's (not the other evaluators')."""
+    return {role: r for role, r in built.items() if not role.startswith(EVALUATOR_ROLES)
+            or role in (f"constrained:{eid}", f"judge:{eid}") or role.startswith(f"loglik:{eid}:")}
+
+
+def _shows(r: Request, text: str) -> bool:
+    p = r.prompt
+    sent = p.text if p.text is not None else "\n".join(m.content for m in p.messages or ())
+    return text in sent or text in repr(r.params)
+
+
+def preview_followups(stage2: Stage2View, cell, ctx, reqs: dict[str, Request]) -> tuple[dict[str, tuple[Request, str]], str]:
+    """Role -> (follow-up request, what it was built from) of one item of ``cell``, built by
+    ``FromJournal.item`` (the run's own builder) from: the stored stage-1 results of ``--run``
+    when it has them all, else the placeholder answer ``<answer>``, else (a follow-up built from
+    the evaluator's reading of the answer, which the placeholder has none of) the gold answer."""
+    f, eid = stage2.follow, cell.evaluator
+    if stage2.run is not None:
+        got = {role: stage2.run.journal.get(r.id, stage2.run.fps.get(cell.model, "")) for role, r in reqs.items()}
+        bad = next((f"{role}: {'no stored result' if v is None else 'failed: ' + str(v.error)}"
+                    for role, v in got.items() if v is None or v.error is not None), None)
+        if bad is None:
+            built = _mine(f.item(cell.audit, cell.protocol, ctx, got), eid)
+            return {role: (r, f"the stored answer in {stage2.run.path}") for role, r in built.items()}, \
+                f"from the answers stored in {stage2.run.path}"
+        why = f"--run {stage2.run.path} holds no usable answer for this item ({bad}); "
+    else:
+        why = ""
+    out = {role: (r, f"the placeholder answer {PLACEHOLDER}") for role, r in
+           _mine(f.item(cell.audit, cell.protocol, ctx, _stand_ins(reqs, PLACEHOLDER)), eid).items()
+           if _shows(r, PLACEHOLDER)}
+    gold = ctx.item.get("gold_label") if ctx.labels else ctx.item.get("answer")
+    if gold not in (None, ""):
+        for role, r in _mine(f.item(cell.audit, cell.protocol, ctx, _stand_ins(reqs, str(gold))), eid).items():
+            if role not in out:
+                out[role] = (r, f"the item's gold answer {str(gold)!r} standing in for the model's answer (this "
+                                f"follow-up shows the answer as the evaluator reads it, and {PLACEHOLDER} reads as none)")
+    return out, why + f"{PLACEHOLDER} stands for the model's answer (a placeholder: no model was run)"
+
+
+def stored_lines(run: StoredRun, r: Request) -> list[str]:
+    """The stored result of ``r`` in ``--run``'s journal, as `show` prints it."""
+    res = run.journal.get(r.id, run.fps.get(r.model, ""))
+    if res is None:
+        return [f"    stored answer: none in {run.path} (the run did not send this request)"]
+    if res.error is not None:
+        return [f"    stored answer: the request failed: {res.error}"]
+    if res.samples is not None:
+        out = []
+        for i, smp in enumerate(res.samples):
+            out.append("    stored answer" + (f" (sample {i})" if len(res.samples) > 1 else "") + ":")
+            out += [f"    │{ln}" for ln in (smp.text or "").split("\n")]
+        return out
+    if res.choice is not None:
+        return [f"    stored answer: forced choice {res.choice!r}"]
+    if res.choice_logprobs:
+        return ["    stored answer: label logprobs " + ", ".join(f"{k!r}: {v:.4f}" for k, v in res.choice_logprobs.items())]
+    if res.continuation is not None:
+        return [f"    stored answer: {len(res.continuation)} continuation token(s), "
+                f"sum logprob {sum(t.logprob for t in res.continuation):.4f}"]
+    return ["    stored answer: stored (no text)"]
 
 
 def _param(v: Any) -> str:
@@ -220,6 +368,8 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
         else:
             where, what = config.path, f"tokenizer of {config.path} from the local Hugging Face cache"
             extra = {"local_files_only": True, "revision": config.revision}
+            if not _in_hub_cache(config.path, config.revision):  # known before transformers' import (seconds)
+                return None, f"no tokenizer available locally ({config.path} is not in the local Hugging Face cache)", kwargs
     try:
         from transformers import AutoTokenizer  # lazy: transformers only when a tokenizer is read
 
@@ -230,3 +380,14 @@ def local_tokenizer(spec, mid: str) -> tuple[Any, str, dict[str, Any]]:
     except Exception as e:  # noqa: BLE001  (not in the cache, unreadable files: shown as messages, said so)
         return None, f"no tokenizer available locally ({type(e).__name__})", kwargs
     return tok, what + " (no weights loaded)", kwargs
+
+
+def _in_hub_cache(repo: str, revision: str | None) -> bool:
+    """Whether the local Hugging Face cache holds a tokenizer file of ``repo`` (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache  # lazy: only for a Hub model's tokenizer
+
+        return any(isinstance(try_to_load_from_cache(repo, name, revision=revision), str)
+                   for name in ("tokenizer_config.json", "tokenizer.json"))
+    except Exception:  # noqa: BLE001  (no huggingface_hub, a repo id it rejects: transformers decides)
+        return True

@@ -39,6 +39,7 @@ from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report import methods as M
 from auditlang.report import runfacts as R
 from auditlang.report.rundata import load_run
+from auditlang.report.samples import PAGE_FILE as SAMPLES_PAGE, write_samples
 from auditlang.core.hashing import sha256_file
 from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR
 
@@ -184,9 +185,14 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
                                                              "cell tables)" if len(rd.failed) else ", 0 request errors")), ("cells", str(len(plan.cells))),
                 ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
+        samples = (run_dir / RECORDS).exists()
+        if samples:  # the sample browser report.html links to (`auditc view` rewrites it with chat templates applied)
+            written += write_samples(run_dir, dict(rd.run_info.get("fingerprints") or {}),
+                                     title=f"Samples: {spec.entry.name}")
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
-                           if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite), cells_notes=cell_notes)
+                           if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite), cells_notes=cell_notes,
+                           samples=SAMPLES_PAGE if samples else "")
         (out / "report.html").write_text(html, encoding="utf-8")
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)

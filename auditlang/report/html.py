@@ -36,8 +36,9 @@ def _figs(figs: list[Figure]) -> list[dict[str, str]]:
 def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], comparisons: list[tuple[str, list[Table]]],
                 figures: list[Figure], checklist: Checklist | None, disclosure: list[Table], *,
                 cells_df: pd.DataFrame | None = None, cite: str = "", cells_notes: list[str] | None = None,
-                cells_na: dict[str, set[str]] | None = None) -> str:
-    """``cells_df``: the per-cell metrics, shown metrics first (htmlcells.py) before the ``cells`` tables."""
+                cells_na: dict[str, set[str]] | None = None, samples: str = "") -> str:
+    """``cells_df``: the per-cell metrics, shown metrics first (htmlcells.py) before the ``cells`` tables;
+    ``samples``: the sample browser's file name (report/samples.py), linked from the top of the page."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     first = [cells_html(cells_df, cells_notes, cells_na)] if cells_df is not None else []
@@ -58,4 +59,4 @@ def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], com
         sections.append(Section("checklist", "Reporting checklist", "", [checklist.to_html()]))
     if cite:
         sections.append(Section("cite", "How to cite the setup", "", [cite]))
-    return env.get_template("report.html.j2").render(title=title, meta=meta, sections=sections)
+    return env.get_template("report.html.j2").render(title=title, meta=meta, sections=sections, samples=samples)

@@ -338,6 +338,17 @@ class Journal:
                 self._remember(rid, fp_hash, res)
         return out
 
+    def stored_requests(self, request_ids: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """Request id -> fp_hash -> ``Request.to_dict()`` as recorded before it ran, under every
+        engine fingerprint that ran it: what was sent (`auditc view`)."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for chunk in _chunks(list(dict.fromkeys(request_ids))):
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT request_id, fp_hash, request FROM requests WHERE request_id IN ({marks})"
+            for rid, fp, text in self._db.execute(q, chunk):
+                out.setdefault(rid, {})[fp] = json.loads(text)
+        return out
+
     def _remember(self, request_id: str, fp_hash: str, res: Result) -> None:
         cache = self._cache
         if cache is None:
