@@ -403,7 +403,7 @@ def not_applicable(rd: RunData) -> dict[str, set[str]]:
         cols: set[str] = set()
         pid = str(d["protocol"])
         if (rd.protocol_ctor(pid) if pid in rd.spec.objects else str(d.get("confidence_kind") or "")) not in VERBAL_CTORS:
-            cols |= {"vpr", "excluded"}
+            cols |= {"vpr", "excluded", "scale_mismatch_rate"}
         elif aid in rd.spec.objects and not rd.vpr_declared(aid):
             cols.add("excluded")
         if decisions.get(str(d["protocol"])):
