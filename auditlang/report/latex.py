@@ -97,16 +97,36 @@ VERBATIM_END = "\\end{Verbatim}"
 
 
 def verbatim_safe(text: str) -> str:
-    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded,
-    and ``\\end{Verbatim}`` (which fancyvrb obeys anywhere on a line, letting the rest of the text
-    run as LaTeX) written ``\\end {Verbatim}``."""
-    text = "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
-                   for ch in text)
-    return text.replace(VERBATIM_END, "\\end {Verbatim}")
+    """Text for the ``Verbatim`` environment :data:`VERBATIM` (``commandchars=\\\{\}``): printable
+    ASCII as it is, except ``\\``, ``{`` and ``}``, which are typewriter glyphs (``\\auditbs{}``, ...),
+    so no text can close the block (``\\end{Verbatim}`` is never in the output) or run a command;
+    tabs expanded; any other character as :func:`escape` sets it, in roman type (``§``, ``é``,
+    ``→``, ...: issue 34 item 5), or ``[U+XXXX]`` where no glyph exists (CJK)."""
+    out = []
+    for ch in text:
+        if ch in _TT_CHARS:
+            out.append(_TT_CHARS[ch])
+        elif 32 <= ord(ch) <= 126 or ch == "\n":
+            out.append(ch)
+        elif ch == "\t":
+            out.append("    ")
+        else:
+            e = _TT_DASHES.get(ch) or escape(ch)
+            if e.startswith(("[U+", "{[}U+")):
+                out.append(f"[U+{ord(ch):04X}]")
+            else:  # math-mode mappings through \ensuremath: "$" is an ordinary character in Verbatim
+                out.append("{\\rmfamily " + re.sub(r"\$(.*?)\$", r"\\ensuremath{\1}", e) + "}")
+    return "".join(out)
 
 
-# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap TS1 font
-VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,"
+# typewriter glyphs of \\ { } (IDENT_DEF defines the commands: a "\\char92" written in the text
+# would be split by fvextra's break points)
+_TT_CHARS = {"\\": "\\auditbs{}", "{": "\\auditlb{}", "}": "\\auditrb{}"}
+_TT_DASHES = {"–": "\\textendash{}", "—": "\\textemdash{}"}  # Verbatim turns the -- ligatures off
+
+# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap
+# TS1 font; commandchars: the escapes verbatim_safe writes for \\ { } and non-ASCII characters
+VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,commandchars=\\\\\\{\\},"
             "breaksymbolleft=\\ensuremath{\\hookrightarrow}]")
 
 # Packages every generated fragment needs (fvextra: texlive-latex-extra; the rest: -base/-recommended).
@@ -146,6 +166,7 @@ IDENT_DEF = r"""\makeatletter
 \def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\auditid@brk#1\fi}
 \def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\fi\fi\fi}
 \makeatother
+\providecommand\auditbs{\char92\relax}\providecommand\auditlb{\char123\relax}\providecommand\auditrb{\char125\relax}
 """
 # an identifier: a dotted or slashed name (s000.token_norm, org/model-1b, arc_challenge.jsonl) or a
 # name with an underscore (first_char); "e.g." and numbers (0.95) are prose
