@@ -97,7 +97,7 @@ VERBATIM_END = "\\end{Verbatim}"
 
 
 def verbatim_safe(text: str) -> str:
-    """Text for the ``Verbatim`` environment :data:`VERBATIM` (``commandchars=\\\{\}``): printable
+    """Text for the ``Verbatim`` environment :data:`VERBATIM` (``commandchars`` for the backslash and braces): printable
     ASCII as it is, except ``\\``, ``{`` and ``}``, which are typewriter glyphs (``\\auditbs{}``, ...),
     so no text can close the block (``\\end{Verbatim}`` is never in the output) or run a command;
     tabs expanded; any other character as :func:`escape` sets it, in roman type (``§``, ``é``,
