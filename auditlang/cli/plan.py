@@ -189,7 +189,7 @@ def print_precision(pp, console=None) -> None:
     else:
         lines += [f"accuracy: binomial z·√(p(1-p)/N) at p={pp.p:g} (--precision-p); brier: plug-in z·s/√N with "
                   f"s = {prec.calibrated_brier_sd(pp.p):.3f}, the per-item SD under an assumption: "
-                  f"{prec.BRIER_ASSUMPTION} (--pilot measures it); mean confidence: bound z·0.5/√N (a [0,1] value "
+                  f"{prec.BRIER_ASSUMPTION} (a miscalibrated model's is wider, up to z·0.5/√N; --pilot measures it); mean confidence: bound z·0.5/√N (a [0,1] value "
                   "has variance ≤ 1/4); auroc: Hanley–McNeil SE at AUROC 0.5;",
                   f"contrasts: sd_d = √(2 s² (1 - ρ)) at ρ={pp.rho:g} (--precision-rho; items shared by both cells "
                   "usually correlate, ρ > 0, which lowers the MDD); ECE-type metrics, NLL, AURC: n/a (use --pilot)"]

@@ -67,6 +67,8 @@ class DatasetItems:
     n_drawn: int | None = None  # the sample size before `--limit` cut it (None: no limit)
     note: str | None = None  # which source was read, when a hub dataset has a fallback (plan notes)
     decl: str | None = None  # the declaration read (the dataset, or its fallback): its dev split applies
+    n_source_rows: int | None = None  # rows read from the file or split, before filter_field/filter_in
+    file_rows: list[int] | None = None  # each item's 0-based row in the source (None: no filter, the same)
 
     @property
     def sample(self) -> list[dict[str, Any]]:
@@ -396,6 +398,7 @@ def _items(ds_id: str, src: Resolved, rows: list[dict[str, Any]], where: str, me
         if not rows:
             raise DataError("the dataset has no rows" if src.ctor == "hub" else "data file has no rows", where,
                             hint="point the dataset at a file with one row per item")
+        source = rows
         rows = _filter(rows, src, where)
         items = _normalise_all(rows, src, where)
     except DataError as e:
@@ -406,8 +409,11 @@ def _items(ds_id: str, src: Resolved, rows: list[dict[str, Any]], where: str, me
         indices = stratified_indices(rows, src)
     else:
         indices = sample_indices(len(items), src.value.sample or len(items), src.value.seed)
+    kept = {id(r) for r in rows} if rows is not source else None
+    file_rows = [i for i, r in enumerate(source) if id(r) in kept] if kept is not None else None
     return DatasetItems(ds_id, where, items, indices, meta=meta, raw_rows=raw,
-                        warnings=data_warnings(rows, items, where), note=source_note(meta, fb), decl=src.id)
+                        warnings=data_warnings(rows, items, where), note=source_note(meta, fb), decl=src.id,
+                        n_source_rows=len(source), file_rows=file_rows)
 
 
 def _short(value: Any, width: int = 60) -> str:

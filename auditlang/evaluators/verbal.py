@@ -24,9 +24,16 @@ auditlang's reading, applied identically by every parser here:
   text (``0.``, ``75 out of``) is cut off and never well-formed; ``0.9.`` is complete.
 * Multi-valued: two numbers joined by ``-``, ``–``, ``—``, ``~``, ``/``, ``to``, ``or`` or ``and``
   (``70-80%``, ``0.7 or 0.8``, ``between 0.6 and 0.8``) are never well-formed.
+* Scale mismatch (issue 34 item 4; study 000 A.3 accepts only values in the phrasing's range and
+  says nothing of replies on another scale, so none is guessed): a bare number that fits another
+  scale better is not read. Under decimal_01 (and scale_0_10) that is a bare number above the
+  scale but within [0, 100] (``85``: a percentage without its sign); under percent_0_100 and
+  integer_0_100 a bare number written with a decimal point and at most 1 (``0.01``, ``0.8``, ``1.0``:
+  a decimal probability, not 0.8 %). When nothing else parses the reason is ``scale_mismatch``,
+  reported per cell (``scale_mismatch_rate`` in metrics/cells.csv).
 * The value is the first well-formed percentage; else the first well-formed bare number; else
   the first well-formed phrase. ``rule`` is the form (``percent``/``bare``/``phrase``) or the
-  failure reason (``empty``, ``no_number``, ``multi_valued``, ``partial``, ``not_well_formed``,
+  failure reason (``empty``, ``no_number``, ``multi_valued``, ``partial``, ``scale_mismatch``, ``not_well_formed``,
   ``too_many_numbers`` after ``MAX_NUMBERS`` numeric mentions without a decision).
 
 Every regex is anchored by a look-behind or uses bounded/possessive quantifiers, so parsing is
@@ -54,6 +61,7 @@ _RANGE_GAP = re.compile(r"\s{0,3}(?:[-–—~/]|to|or|and)\s{0,3}", re.IGNORECAS
 _MAX_NUM_CHARS = 15
 # A percentage candidate (same number and suffix rules as _NUM + _PCT), for the fast scan.
 _PCT_NUM = re.compile(_NUM.pattern + _PCT.pattern, re.IGNORECASE)
+SCALE_MISMATCH = "scale_mismatch"  # the failure reason of a bare number on another scale
 MAX_NUMBERS = 1_000  # numeric mentions examined before giving up ("too_many_numbers")
 _WINDOW = 64  # context re-tokenised around a later percentage (> longest token + connector)
 
@@ -120,8 +128,19 @@ class NumericVerbalParser(VerbalParser):
     denominators: ClassVar[tuple[Decimal, ...]] = (Decimal(100),)
     slash_fraction: ClassVar[bool] = False
     _scale_doc: ClassVar[str]
+    _mismatch_doc: ClassVar[str] = "a bare number with a decimal point at most 1 (e.g. 0.01: a decimal probability)"
+
+    def scale_mismatch(self, t: NumToken) -> bool:
+        """A bare number that fits another scale better (module docstring): not read, never guessed."""
+        if t.kind != "bare" or t.multi or t.negative or t.x is None:
+            return False
+        if self.bare_max < 100:
+            return self.bare_max < t.x <= 100
+        return t.has_point and t.x <= 1
 
     def _value(self, t: NumToken) -> float | None:
+        if self.scale_mismatch(t):
+            return None
         if t.multi or t.negative or t.x is None or t.kind == "partial":
             return None
         if t.kind == "percent":
@@ -141,13 +160,14 @@ class NumericVerbalParser(VerbalParser):
         if not s.strip():
             return failure(EMPTY)
         first: dict[str, tuple[float, NumToken]] = {}
-        saw_number = saw_multi = saw_partial = False
+        saw_number = saw_multi = saw_partial = saw_mismatch = False
         for count, t in enumerate(number_tokens(s, self.slash_fraction), 1):
             if count > MAX_NUMBERS:
                 return failure("too_many_numbers")
             saw_number = True
             saw_multi = saw_multi or t.multi
             saw_partial = saw_partial or t.kind == "partial"
+            saw_mismatch = saw_mismatch or self.scale_mismatch(t)
             if t.kind in first:
                 continue
             v = self._value(t)
@@ -167,6 +187,8 @@ class NumericVerbalParser(VerbalParser):
             if kind in first:
                 v, t = first[kind]
                 return ParseOutcome(min(1.0, max(0.0, v)), True, kind, (t.start, t.end))
+        if saw_mismatch:
+            return failure(SCALE_MISMATCH)
         if saw_multi:
             return failure("multi_valued")
         if saw_partial:
@@ -196,7 +218,9 @@ class NumericVerbalParser(VerbalParser):
             f"Verbal confidence, {self.name} (source: {self.source}): the first well-formed explicit percentage "
             f"(x% or x percent, x in [0, 100], read as x/100); else the first bare number {self._scale_doc}; else the "
             f"first phrase {phrase} with 0 <= X <= N, read as X/N; numbers joined as a range or alternative "
-            "(e.g. 70-80%, 0.7 or 0.8) and cut-off numbers (e.g. a final '0.') never count; the value is clipped to [0, 1] and anything else is a non-parse."
+            "(e.g. 70-80%, 0.7 or 0.8) and cut-off numbers (e.g. a final '0.') never count; "
+            f"{self._mismatch_doc} is a non-parse (scale_mismatch), never guessed; "
+            "the value is clipped to [0, 1] and anything else is a non-parse."
         )
 
 
@@ -205,6 +229,7 @@ class Decimal01Parser(NumericVerbalParser):
     source = "study 000 A.3 and B.2 (decimal_01); study 002 table 5 P(1), CF(1)"
     bare_max = Decimal(1)
     _scale_doc = "in [0, 1] (0.75, .75, 1), taken as is"
+    _mismatch_doc = "a bare number above 1 and at most 100 (e.g. 85: a percentage without its sign)"
 
 
 class Percent0100Parser(NumericVerbalParser):
@@ -229,3 +254,4 @@ class Scale010Parser(NumericVerbalParser):
     denominators = (Decimal(10), Decimal(100))
     slash_fraction = True
     _scale_doc = "in [0, 10], read as x/10"
+    _mismatch_doc = "a bare number above 10 and at most 100 (e.g. 85: a percentage without its sign)"

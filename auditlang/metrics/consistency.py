@@ -197,18 +197,27 @@ __all__ = ["AbstainMetrics", "ConsistencyReport", "abstain_f1", "abstain_metrics
 
 _ZD = {"zero_division": ParamSpec(float, 0.0, doc="value of a ratio with an empty denominator (NaN allowed)")}
 _DEC = "decisions_1+decisions_2"
-register("iou_acc", iou_acc, _ZD, inputs=_DEC, doc="|A1 & A2| / |A1 | A2| (004 §3)")
-register("iou_rej", iou_rej, _ZD, inputs=_DEC, doc="|R1 & R2| / |R1 | R2| (004 §3)")
-register("iou_cons", iou_cons, _ZD, inputs=_DEC, doc="harmonic mean of IoU_acc and IoU_rej (004 §3)")
+register("iou_acc", iou_acc, _ZD, inputs=_DEC, doc="|A1 & A2| / |A1 | A2| (004 §3)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
+register("iou_rej", iou_rej, _ZD, inputs=_DEC, doc="|R1 & R2| / |R1 | R2| (004 §3)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
+register("iou_cons", iou_cons, _ZD, inputs=_DEC, doc="harmonic mean of IoU_acc and IoU_rej (004 §3)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
 register("dec_cons", decision_consistency, _ZD, inputs=_DEC,
-         doc="share of decided questions with equal decisions (004 §3)")
+         doc="share of decided questions with equal decisions (004 §3)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
 register("agreement", agreement, _ZD, inputs=_DEC + "+answers_1+answers_2",
-         doc="share of commonly accepted questions with the same model answer (004 §3)")
+         doc="share of commonly accepted questions with the same model answer (004 §3)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
 register("common_accept_accuracy", common_accept_accuracy, _ZD, inputs=_DEC + "+correct_1+correct_2",
-         doc="mean accuracy over commonly accepted questions (004 App. C)")
+         doc="mean accuracy over commonly accepted questions (004 App. C)",
+         level="pair of cells (two decision sets)", shown_by="consistency")
 register("abstain_precision", abstain_precision, _ZD, inputs="abstain+correct",
-         doc="abstained-and-wrong / abstained (Feng et al. 2024b; 004 §5.4)")
+         doc="abstained-and-wrong / abstained (Feng et al. 2024b; 004 §5.4)",
+         level="set of abstention decisions", shown_by="consistency")
 register("abstain_recall", abstain_recall, _ZD, inputs="abstain+correct",
-         doc="abstained-and-wrong / wrong (Feng et al. 2024b; 004 §5.4)")
+         doc="abstained-and-wrong / wrong (Feng et al. 2024b; 004 §5.4)",
+         level="set of abstention decisions", shown_by="consistency")
 register("abstain_f1", abstain_f1, _ZD, inputs="abstain+correct",
-         doc="harmonic mean of abstain precision and recall (004 §5.4)")
+         doc="harmonic mean of abstain precision and recall (004 §5.4)",
+         level="set of abstention decisions", shown_by="consistency")

@@ -7,7 +7,8 @@ Two sources, both pure numpy:
   brier — the plug-in variance of the per-item loss ``(c - y)^2`` under a stated assumption: a
   calibrated model (``y ~ Bernoulli(c)``) whose confidence is ``Beta(2p, 2(1-p))`` (mean ``p``;
   uniform at p = 0.5, per-item SD 0.197; the worst-case bound 0.5 was 2.7x too wide for a
-  calibrated model); mean confidence — a bound: a per-item value in [0, 1] has variance <= 1/4
+  calibrated model; every such figure carries the note ``BRIER_CAVEAT``: an over-confident model's
+  spread is wider, up to the bound ``z * 0.5 / sqrt(n)``); mean confidence — a bound: a per-item value in [0, 1] has variance <= 1/4
   (Popoviciu), so ``h <= z * 0.5 / sqrt(n)``; auroc — Hanley & McNeil (1982), with
   ``n1 = round(p n)`` correct and ``n0 = n - n1`` wrong items at AUROC 0.5 (its SE's maximum for
   balanced classes, within 3 % of it down to 10 % wrong items);
@@ -63,6 +64,10 @@ _PER_ITEM = {"accuracy", "brier", "nll", MEAN_CONFIDENCE}
 # metrics whose pilot figure is a plug-in variance of per-item terms (their mean is the metric), not the bootstrap
 _PLUG_IN = {"ece"}
 BRIER_ASSUMPTION = "a calibrated model (y ~ Bernoulli(c)) with confidence c ~ Beta(2p, 2(1-p))"
+# said next to every analytic Brier figure (issue 39 item 5): a real model is rarely calibrated, and an
+# over-confident one's spread was 1.5-2.2x the calibrated figure in simulation; the [0, 1] loss bounds it
+BRIER_CAVEAT = ("no pilot: the figure assumes a calibrated model, and an over- or under-confident model's half-width is "
+                "wider (up to the bound z*0.5/sqrt(N), per-item loss in [0, 1]): run --pilot to measure it")
 
 NO_ANALYTIC = {
     "ece": "binned ECE is biased upward at small n and not normal near 0: no honest analytic half-width; use --pilot",
@@ -195,7 +200,8 @@ def analytic(metric: str, n: int, p: float = 0.5, level: float = 0.95, params: M
     base = _per_item_sd(metric, p, params)
     if base is not None:
         sd, how = base
-        return Estimate(z * sd / math.sqrt(n), f"{how}: z*sd/sqrt(n)", sd=sd)
+        return Estimate(z * sd / math.sqrt(n), f"{how}: z*sd/sqrt(n)", sd=sd,
+                        note=BRIER_CAVEAT if metric == "brier" else "")
     if metric == "auroc":
         n1 = int(round(p * n))
         n1 = min(max(n1, 1), n - 1) if n >= 2 else 0
@@ -229,7 +235,8 @@ def analytic_contrast(metric: str, n: int, p: float = 0.5, rho: float = 0.0, lev
     if metric == "selective_accuracy":  # both sides answer their own top c*n items: pairing on those is not exact
         n_eff = max(1, int(math.floor(float((params or {}).get("coverage") or 1.0) * n)))
     how = f"{one.method.split(':')[0]}; sd_d = sqrt(2 s^2 (1 - rho)), rho={rho:g}"
-    return Estimate(z_level(level) * sd_d / math.sqrt(n_eff), how, mdd=mdd(sd_d, n_eff, alpha, power), sd=sd_d)
+    return Estimate(z_level(level) * sd_d / math.sqrt(n_eff), how, mdd=mdd(sd_d, n_eff, alpha, power), sd=sd_d,
+                    note=one.note)
 
 
 # ------------------------------------------------------------------------------------------- pilot

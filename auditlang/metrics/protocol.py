@@ -151,4 +151,5 @@ __all__ = ["GRID", "ContrastSummary", "GridSummary", "calibration_gap", "contras
 
 register("calibration_gap", calibration_gap,
          {"estimator": ParamSpec(str, "ece", doc="registered calibration metric: ece (A/B) or binfree_ece (C/D)")},
-         inputs="verbal+token+correct", doc="g_X = ECE(verbal) - ECE(token) for one configuration (001 §3.2)")
+         inputs="verbal+token+correct", doc="g_X = ECE(verbal) - ECE(token) for one configuration (001 §3.2)",
+         level="pair of cells (verbal and token configuration)", shown_by="protocol_grid")

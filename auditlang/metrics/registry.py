@@ -15,6 +15,11 @@ from auditlang.core.registry import REGISTRY, Entry
 from auditlang.metrics import calibration, discrimination, kernel_ece, selective
 
 INPUT_KINDS = ("conf+correct", "correct")
+# the level a metric is computed at: "cell" metrics are columns of metrics/cells.csv (an audit's
+# ``metrics = [...]``); any other level (a pair of models, a set of variants, ...) is computed by
+# the comparison named in ``shown_by`` and cannot be an audit's cell metric (resolver E134)
+CELL = "cell"
+CELL_INPUTS = ("conf+correct", "correct", "verbal")
 
 
 @dataclass(frozen=True)
@@ -56,24 +61,31 @@ class MetricSpec:
     params: Mapping[str, ParamSpec] = field(default_factory=dict)
     inputs: str = "conf+correct"
     doc: str = ""
+    level: str = CELL
+    shown_by: str | None = None  # the comparison that computes a metric of another level
 
 
 def _spec(entry: Entry) -> MetricSpec:
-    return MetricSpec(entry.name, entry.impl, entry.schema, entry.meta.get("inputs", "conf+correct"), entry.doc)
+    inputs = entry.meta.get("inputs", "conf+correct")
+    level = entry.meta.get("level") or (CELL if inputs in CELL_INPUTS else f"not a cell ({inputs})")
+    return MetricSpec(entry.name, entry.impl, entry.schema, inputs, entry.doc, level, entry.meta.get("shown_by"))
 
 
 METRICS: Mapping[str, MetricSpec] = REGISTRY.view("metric", _spec)
 
 
 def register(name: str, fn: Callable[..., Any], params: Mapping[str, ParamSpec] | None = None,
-             inputs: str = "conf+correct", doc: str = "", replace: bool = False) -> MetricSpec:
+             inputs: str = "conf+correct", doc: str = "", replace: bool = False, level: str | None = None,
+             shown_by: str | None = None) -> MetricSpec:
     """Add a metric under its spec-level ``name``. ``inputs`` says what it consumes (free text for
-    study-specific metrics, e.g. ``"conf+correct"``, ``"correct"``, ``"variants"``). Registering a
-    taken name raises ValueError unless ``replace=True``."""
+    study-specific metrics, e.g. ``"conf+correct"``, ``"correct"``, ``"variants"``). ``level`` is
+    where it is computed: ``"cell"`` (the default for ``conf+correct``, ``correct`` and ``verbal``
+    inputs: a column of cells.csv) or another level (``"pair of models"``, ...) computed by the
+    comparison ``shown_by``. Registering a taken name raises ValueError unless ``replace=True``."""
     if not callable(fn):  # a metric is computed in-process: no lazy "module:attr" implementation
         raise ValueError(f"register: fn for {name!r} is not callable")
     return _spec(REGISTRY.register("metric", name, impl=fn, schema=dict(params or {}), doc=doc, replace=replace,
-                                   inputs=inputs))
+                                   inputs=inputs, level=level, shown_by=shown_by))
 
 
 def validate_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -168,10 +168,13 @@ __all__ = ["ItemAverage", "a_sst", "a_stb", "answer_groups", "answer_sensitivity
            "extreme_groups", "p_rb", "prompt_robustness"]
 
 register("p_rb", p_rb, {}, inputs="items x prompts confidence",
-         doc="1 - mean per-item std of confidence across equivalent prompts (002 eq. 3)")
+         doc="1 - mean per-item std of confidence across equivalent prompts (002 eq. 3)",
+         level="set of prompts", shown_by="robustness")
 register("a_stb", a_stb, {}, inputs="per-item answer confidences+semantic groups",
-         doc="1 - mean std of confidence within the largest semantic group (002 eq. 4)")
+         doc="1 - mean std of confidence within the largest semantic group (002 eq. 4)",
+         level="set of prompts", shown_by="robustness")
 register("a_sst", a_sst, {"contrast": ParamSpec(str, "min", choices=("min", "not_max"),
                                                 doc="compare Y^max with Y^min or with every answer outside Y^max")},
          inputs="per-item answer confidences+semantic groups",
-         doc="mean |Delta(Y^max, Y^min) - Delta(Y^max, Y^max)| (002 eqs. 5-7)")
+         doc="mean |Delta(Y^max, Y^min) - Delta(Y^max, Y^max)| (002 eqs. 5-7)",
+         level="set of prompts", shown_by="robustness")

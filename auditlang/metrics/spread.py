@@ -97,6 +97,8 @@ __all__ = ["SPREAD_VARIANTS", "SpearmanResult", "prompt_spread", "prompt_spread_
            "size_spread_correlation"]
 
 register("prompt_spread", prompt_spread_arrays, {}, inputs="correct per variant",
-         doc="max - min accuracy over the named variant set (000 §3, Table 3)")
+         doc="max - min accuracy over the named variant set (000 §3, Table 3)",
+         level="set of variants", shown_by="spread")
 register("size_spread_spearman", size_spread_correlation, {}, inputs="model sizes+spreads",
-         doc="Spearman rho and p between parameter count and spread across models (000 §4.3, Table 10)")
+         doc="Spearman rho and p between parameter count and spread across models (000 §4.3, Table 10)",
+         level="set of models", shown_by="size_spread")

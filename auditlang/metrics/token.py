@@ -171,4 +171,5 @@ __all__ = ["LabelCoverage", "TokenConfidence", "label_coverage", "label_probs", 
 register("topk_label_coverage", label_coverage,
          {"logprobs": ParamSpec(bool, True, doc="window values are log-probabilities")},
          inputs="top-k windows+valid labels",
-         doc="share of examples whose top-k window holds every valid label (000 App. C.3)")
+         doc="share of examples whose top-k window holds every valid label (000 App. C.3)",
+         level="set of top-k windows", shown_by="norm_shift")

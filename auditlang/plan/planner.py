@@ -432,6 +432,11 @@ class Planner:
                                "indices": ds.indices,
                                "n_dev": len(ds.dev_indices) or len(getattr(getattr(ds, "extras_dev", None), "indices", [])),
                                **ds.meta}
+        if ds.file_rows is not None:  # filter_field/filter_in: which rows of the file the items are (issue 39.2)
+            v = spec.get(ds.decl or dsid).value
+            self._ds_info[dsid].update({"n_source_rows": ds.n_source_rows,
+                                        "filter": {"field": v.filter_field, "in": list(v.filter_in or [])},
+                                        "file_rows": [ds.file_rows[i] for i in ds.indices]})
         if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
             self._ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
         return True, ds

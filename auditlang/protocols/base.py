@@ -225,6 +225,9 @@ class Program:
     """
 
     needs_dev: bool = False
+    # the confidence is a number stated in the reply and read by a verbal parser, so the verbal
+    # parse rate (VPR) applies to its cells; elsewhere VPR is n/a (empty in cells.csv, NaN in the API)
+    verbal_parse: bool = False
     # read() takes keyword arguments ``extract`` / ``same`` (the cell evaluator's answer
     # extraction and equivalence) -- self-consistency, and Platt scaling over it.
     accepts_extract: bool = False

@@ -270,6 +270,7 @@ class AskCalProgram(_Thresholded, _FollowupProbe):
     """
 
     DEFAULT = "s004/mc/askcal"
+    verbal_parse = True
     ROLE = "ask_cal"
 
     def __init__(self, obj, spec) -> None:

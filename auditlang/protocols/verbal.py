@@ -203,6 +203,8 @@ def render_single(ctx: ItemCtx, tpl, answer: str) -> str:
 class VerbalProgram(SuppliedAnswers, Program):
     """``verbalized(scale, phrasing, parser, provenance, mode, max_tokens, prefill, answer_form)``."""
 
+    verbal_parse = True
+
     def __init__(self, obj, spec) -> None:
         super().__init__(obj, spec)
         p = self.p

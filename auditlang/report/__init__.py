@@ -191,8 +191,8 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
                                      title=f"Samples: {spec.entry.name}")
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
-                           if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite), cells_notes=cell_notes,
-                           samples=SAMPLES_PAGE if samples else "")
+                           if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite),
+                           cells_notes=R.cell_notes(rd, warnings=True), samples=SAMPLES_PAGE if samples else "")
         (out / "report.html").write_text(html, encoding="utf-8")
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)

@@ -484,14 +484,20 @@ def _seeds(rd: RunData) -> Entry:
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
         where = "fallback file" if info.get("source") == "fallback" else "source" if o.ctor == "hub" else "file"
         e.lines.append(f"dataset {dsid}: {where} {data_file(info.get('path'), (rd.run_info.get('data') or {}).get(dsid))}, "
-                       f"{info.get('n_items')} rows, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
+                       f"{_rows_text(info)}, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
         if info.get("limit") is not None:
             e.lines.append(f"dataset {dsid}: run with --limit {info['limit']}: only the first {len(idx)} of the "
                            f"{info.get('n_drawn')} sampled items were planned and scored")
             e.flag(f"{D.WARNING}: the run used --limit {info['limit']}: dataset '{dsid}' is cut to {len(idx)} of its "
                    f"{info.get('n_drawn')} sampled items; the numbers do not describe the declared sample")
-        e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")
+        if info.get("filter"):
+            e.lines.append(f"dataset {dsid} sample indices (positions among the {info.get('n_items')} filtered rows): "
+                           f"{', '.join(str(i) for i in idx)}")
+            e.lines.append(f"dataset {dsid} file rows of the sample (0-based, of the {info.get('n_source_rows')} rows "
+                           f"in the file): {', '.join(str(i) for i in info.get('file_rows', []))}")
+        else:
+            e.lines.append(f"dataset {dsid} sample indices: {', '.join(str(i) for i in idx)}")
         if o.value.sample is not None and "seed" not in D.explicit(o):
             e.flag(D.unspecified(o, "seed", "sampling seed"))
     for mid in dict.fromkeys(m for aid in rd.audit_ids() for m in rd.audit(aid).models):
@@ -533,6 +539,15 @@ def _seeds(rd: RunData) -> Entry:
     return e
 
 
+def _rows_text(info: dict) -> str:
+    """'2000 rows in the file, 486 kept by filter subject in [...]' (or '486 rows' without a filter)."""
+    f = info.get("filter")
+    if not f:
+        return f"{info.get('n_items')} rows"
+    return (f"{info.get('n_source_rows')} rows in the file, {info.get('n_items')} kept by filter {f['field']} in "
+            f"[{', '.join(map(str, f['in']))}]")
+
+
 def _draw_text(o, info: dict, idx: list[int]) -> str:
     """How the sample was drawn: all rows in file order, a stratified draw or a random draw."""
     v = o.value
@@ -546,7 +561,8 @@ def _draw_text(o, info: dict, idx: list[int]) -> str:
         why = ("no sample size declared" if v.sample is None else
                f"the declared sample of {v.sample} covers every row")
         return f"all {n_items} rows in file order ({why}: no random draw)"
-    return f"sample {drawn} drawn with random.Random({info.get('seed')}).sample over row indices"
+    over = f"the positions of the {n_items} filtered rows" if info.get("filter") else "row indices"
+    return f"sample {drawn} drawn with random.Random({info.get('seed')}).sample over {over}"
 
 
 # -------------------------------------------------------------- audit-level items

@@ -16,7 +16,7 @@ from typing import Any
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.report.cross_scoring import cross_uses
-from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
+from auditlang.report.decoding import chat_template_options, decoding_of, kwargs_text
 from auditlang.report.paths import data_source
 
 AXES: dict[str, list[tuple[str, str]]] = {
@@ -231,28 +231,25 @@ def _decoding_rows_and_notes(rd: RunData, aid: str, t: Table) -> None:
 
     a = rd.audit(aid)
 
-    def mark(o) -> str:
-        return " [UNSPECIFIED: left at the default]" if decoding_flags(o, "") else ""
-
+    # a setting left at its default is the checklist's UNSPECIFIED item (its summary), not a mark
+    # in this paper table (issue 34 item 5)
     decs = {v: decoding_of(rd.spec.get(v)) for v in a.variants}
     if len(set(decs.values())) > 1:
         main = a.variants[0]
         t.add("Answer decoding", f"{decs[main].text()} ({main})",
               "; ".join(f"{decs[v].text()} ({v})" for v in a.variants[1:] if decs[v] != decs[main]),
               "prompts, protocols, evaluators, models, data", "per-cell table")
-        t.notes.append("Answer decoding: " + "; ".join(f"{v}: {d.text()}{mark(rd.spec.get(v))}" for v, d in decs.items())
+        t.notes.append("Answer decoding: " + "; ".join(f"{v}: {d.text()}" for v, d in decs.items())
                        + ".")
     elif decs:
         d = next(iter(decs.values()))
-        unspec = any(decoding_flags(rd.spec.get(v), "") for v in a.variants)
-        t.notes.append(f"Answer decoding: {d.text()} under every variant"
-                       + (" [UNSPECIFIED: left at the default]" if unspec else "") + ".")
+        t.notes.append(f"Answer decoding: {d.text()} under every variant.")
     own = [(p, decoding_of(rd.spec.get(p))) for p in a.protocols]
     own = [(p, d) for p, d in own if d is not None]
     if own:  # protocols that decode alike share one statement
         alike: dict[str, list[str]] = {}
         for p, d in own:
-            alike.setdefault(f"{d.text()}{mark(rd.spec.get(p))}", []).append(p)
+            alike.setdefault(d.text(), []).append(p)
         t.notes.append("Protocol calls: " + "; ".join(f"{', '.join(ps)}: {text}" for text, ps in alike.items()) + ".")
     chat = {m: kw for m in a.models if (kw := chat_template_options(rd, m))}
     if chat:

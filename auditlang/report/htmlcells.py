@@ -17,7 +17,8 @@ import pandas as pd
 from auditlang.report.tables import LEGEND, NA_MARK, UNDEFINED_MARK, fixed
 
 IDS = ("audit", "model", "dataset", "variant", "protocol", "evaluator", "confidence_kind")
-COUNTS = ("n", "n_error", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "mean_confidence")
+COUNTS = ("n", "n_error", "n_correct_known", "n_conf", "n_conf_missing", "answer_parse_rate", "vpr", "scale_mismatch_rate",
+          "mean_confidence")
 LABEL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
 
 

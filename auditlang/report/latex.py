@@ -1,4 +1,6 @@
-"""LaTeX helpers: escaping for pdflatex (ASCII output), line-breakable text and a standalone document.
+"""LaTeX helpers: escaping for pdflatex (ASCII output: Latin accents, Greek and common symbols as OT1
+commands; characters with no glyph, e.g. CJK, as [U+XXXX] with a note in the document), line-breakable
+text and a standalone document.
 
 Everything generated here compiles in a plain ``article`` (one- or two-column) at the size it
 states: no ``\\resizebox``; long identifiers get break points, long hashes are shortened with the
@@ -8,6 +10,7 @@ full value in a footnote (:func:`breakable`).
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _SPECIAL = {  # OT1-safe (pdflatex without T1 fonts)
     "\\": r"$\backslash$", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -20,7 +23,45 @@ _UNICODE = {
     "Δ": r"$\Delta$", "ρ": r"$\rho$", "λ": r"$\lambda$", "σ": r"$\sigma$", "…": r"\ldots{}",
     "’": "'", "‘": "`", "“": "``", "”": "''", "→": r"$\rightarrow$", "∩": r"$\cap$", "ℓ": r"$\ell$",
     "✗": r"$\times$", "†": r"$^{\dagger}$", "✓": r"$\checkmark$", "−": "-", "\u00a0": "~",
+    # OT1 text symbols and letters without a combining accent (issue 34 item 5: none printed as [U+XXXX])
+    "§": r"\S{}", "¶": r"\P{}", "©": r"\copyright{}", "£": r"\pounds{}", "ß": r"\ss{}", "æ": r"\ae{}",
+    "Æ": r"\AE{}", "œ": r"\oe{}", "Œ": r"\OE{}", "ø": r"\o{}", "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}",
+    "ı": r"\i{}", "å": r"\aa{}", "Å": r"\AA{}", "¡": "!`", "¿": "?`", "«": "<<", "»": ">>", "‹": "<", "›": ">",
+    "„": ",,", "‚": ",", "•": r"$\bullet$", "·": r"$\cdot$", "°": r"$^{\circ}$", "µ": r"$\mu$", "÷": r"$\div$",
+    "≠": r"$\neq$", "≈": r"$\approx$", "∞": r"$\infty$", "∈": r"$\in$", "∑": r"$\sum$", "√": r"$\surd$",
+    "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$", "⇒": r"$\Rightarrow$", "∪": r"$\cup$", "‰": r"\textperthousand{}",
+    "€": "EUR", "¢": "c", "¥": "JPY", "™": r"$^{\mathrm{TM}}$", "®": r"(R)", "¹": r"$^1$", "²": r"$^2$", "³": r"$^3$",
+    "½": r"$\frac12$", "¼": r"$\frac14$", "¾": r"$\frac34$", "‐": "-", "‑": "-", "‒": "--", "\u2009": r"\,",
+    "\u200b": "", "\ufeff": "", "\u2002": " ", "\u2003": " ",
 }
+_GREEK = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi o pi rho varsigma sigma tau "
+          "upsilon phi chi psi omega").split()
+_ROMAN = {"alpha": "A", "beta": "B", "epsilon": "E", "zeta": "Z", "eta": "H", "iota": "I", "kappa": "K", "mu": "M",
+          "nu": "N", "o": "O", "rho": "P", "tau": "T", "chi": "X"}  # capitals that are Latin letters in TeX
+for _i, _g in enumerate(_GREEK):
+    _UNICODE.setdefault(chr(0x3B1 + _i), "o" if _g == "o" else f"$\\{_g}$")
+    if _g != "varsigma":  # U+03A2 is unassigned
+        _UNICODE.setdefault(chr(0x391 + _i), _ROMAN.get(_g) or f"$\\{_g.capitalize()}$")
+# combining accent -> OT1 accent command: a Latin letter with accents (é, ü, ñ, ç, š, ő, ...) is its
+# base letter under these commands, from its Unicode decomposition
+_ACCENTS = {"\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0304": "=", "\u0306": "u", "\u0307": ".",
+            "\u0308": '"', "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c", "\u0328": "k", "\u0323": "d"}
+# the note a document carries when a character had to fall back to its code point (CJK, emoji, ...)
+FALLBACK_NOTE = ("Characters shown as [U+XXXX] (e.g. CJK) have no glyph in the fonts pdflatex uses here; "
+                 "their Unicode code points are printed instead (the run directory's files hold the text itself).")
+
+
+def _accented(ch: str) -> str | None:
+    """``\\'{e}`` for é: the letter's canonical decomposition as OT1 accent commands, else None."""
+    parts = unicodedata.normalize("NFD", ch)
+    base, marks = parts[0], parts[1:]
+    if not (base.isascii() and base.isalpha()) or not marks or any(m not in _ACCENTS for m in marks):
+        return None
+    out = {"i": r"\i{}", "j": r"\j{}"}.get(base, base) if marks[0] not in ("\u0327", "\u0328", "\u0323") else base
+    for m in marks:
+        cmd = _ACCENTS[m]
+        out = f"\\{cmd}{{{out}}}" if cmd.isalpha() else f"{{\\{cmd}{{{out}}}}}"
+    return out
 
 
 def escape(text: object) -> str:
@@ -42,6 +83,8 @@ def escape(text: object) -> str:
             out.append(_SPECIAL[ch])
         elif ch in _UNICODE:
             out.append(_UNICODE[ch])
+        elif ord(ch) > 126 and (acc := _accented(ch)) is not None:
+            out.append(acc)
         elif ord(ch) > 126 or (ord(ch) < 32 and ch not in "\n\t"):
             out.append(f"[U+{ord(ch):04X}]")
         else:
@@ -54,16 +97,36 @@ VERBATIM_END = "\\end{Verbatim}"
 
 
 def verbatim_safe(text: str) -> str:
-    """Text for a ``Verbatim`` environment: ASCII only (``[U+XXXX]`` for the rest), tabs expanded,
-    and ``\\end{Verbatim}`` (which fancyvrb obeys anywhere on a line, letting the rest of the text
-    run as LaTeX) written ``\\end {Verbatim}``."""
-    text = "".join(ch if (32 <= ord(ch) <= 126 or ch == "\n") else ("    " if ch == "\t" else f"[U+{ord(ch):04X}]")
-                   for ch in text)
-    return text.replace(VERBATIM_END, "\\end {Verbatim}")
+    """Text for the ``Verbatim`` environment :data:`VERBATIM` (``commandchars`` for the backslash and braces): printable
+    ASCII as it is, except ``\\``, ``{`` and ``}``, which are typewriter glyphs (``\\auditbs{}``, ...),
+    so no text can close the block (``\\end{Verbatim}`` is never in the output) or run a command;
+    tabs expanded; any other character as :func:`escape` sets it, in roman type (``§``, ``é``,
+    ``→``, ...: issue 34 item 5), or ``[U+XXXX]`` where no glyph exists (CJK)."""
+    out = []
+    for ch in text:
+        if ch in _TT_CHARS:
+            out.append(_TT_CHARS[ch])
+        elif 32 <= ord(ch) <= 126 or ch == "\n":
+            out.append(ch)
+        elif ch == "\t":
+            out.append("    ")
+        else:
+            e = _TT_DASHES.get(ch) or escape(ch)
+            if e.startswith(("[U+", "{[}U+")):
+                out.append(f"[U+{ord(ch):04X}]")
+            else:  # math-mode mappings through \ensuremath: "$" is an ordinary character in Verbatim
+                out.append("{\\rmfamily " + re.sub(r"\$(.*?)\$", r"\\ensuremath{\1}", e) + "}")
+    return "".join(out)
 
 
-# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap TS1 font
-VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,"
+# typewriter glyphs of \\ { } (IDENT_DEF defines the commands: a "\\char92" written in the text
+# would be split by fvextra's break points)
+_TT_CHARS = {"\\": "\\auditbs{}", "{": "\\auditlb{}", "}": "\\auditrb{}"}
+_TT_DASHES = {"–": "\\textendash{}", "—": "\\textemdash{}"}  # Verbatim turns the -- ligatures off
+
+# Verbatim that wraps long lines at any character (fvextra); straight quotes would need the bitmap
+# TS1 font; commandchars: the escapes verbatim_safe writes for \\ { } and non-ASCII characters
+VERBATIM = ("\\begin{Verbatim}[fontsize=\\footnotesize,breaklines,breakanywhere,curlyquotes,commandchars=\\\\\\{\\},"
             "breaksymbolleft=\\ensuremath{\\hookrightarrow}]")
 
 # Packages every generated fragment needs (fvextra: texlive-latex-extra; the rest: -base/-recommended).
@@ -83,8 +146,9 @@ PREAMBLE = r"""\documentclass[10pt]{article}
 
 def document(body: str, title: str) -> str:
     """A standalone document around ``body`` (compiles with pdflatex from texlive-latex-recommended)."""
+    note = ("\n\\par\\medskip\\noindent{\\footnotesize " + escape(FALLBACK_NOTE) + "}\n") if "[U+" in body else ""
     return (PREAMBLE + "\\title{" + escape(title) + "}\n\\date{}\n\\begin{document}\n" + IDENT_DEF + "\\maketitle\n"
-            + body + "\n\\end{document}\n")
+            + body + note + "\n\\end{document}\n")
 
 
 HASH = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{24,}(?![0-9a-fA-F])")
@@ -102,6 +166,7 @@ IDENT_DEF = r"""\makeatletter
 \def\auditid@one#1{\ifx#1\_\textunderscore\allowbreak\else#1\auditid@brk#1\fi}
 \def\auditid@brk#1{\ifx#1.\allowbreak\else\ifx#1/\allowbreak\else\ifx#1-\allowbreak\fi\fi\fi}
 \makeatother
+\providecommand\auditbs{\char92\relax}\providecommand\auditlb{\char123\relax}\providecommand\auditrb{\char125\relax}
 """
 # an identifier: a dotted or slashed name (s000.token_norm, org/model-1b, arc_challenge.jsonl) or a
 # name with an underscore (first_char); "e.g." and numbers (0.95) are prose

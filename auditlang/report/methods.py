@@ -21,7 +21,7 @@ from auditlang.report import runfacts as R
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
-from auditlang.resolve.bootstrap_units import audit_unit
+from auditlang.resolve.bootstrap_units import audit_unit, comparison_resamples
 from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.templates import compile_obj
@@ -294,7 +294,7 @@ def _intervals(rd: RunData, aid: str) -> str:
             "macro": "over settings: items are resampled within each (model, dataset) setting independently and "
                      "the replicate averages the settings (macro bootstrap); per-cell intervals are over the "
                      "cell's items",
-            "auto": "over the items of each cell; each comparison resamples the unit its study defines"}[unit]
+            "auto": "over the items of each cell"}[unit]
     own: dict[int, list[str]] = {}
     for cid in rd.spec.of_kind("compare"):
         v = rd.spec.get(cid).value
@@ -303,7 +303,27 @@ def _intervals(rd: RunData, aid: str) -> str:
             own.setdefault(int(r), []).append(cid)
     diff = "".join(f" The {_join(c)} comparison uses its own B={r} resamples." if len(c) == 1 else
                    f" The {_join(c)} comparisons use their own B={r} resamples." for r, c in own.items())
-    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed}).{diff}"
+    return f"Intervals are {level:.0%} percentile-bootstrap intervals {what} (B={B}, seed {seed}).{diff}" + \
+        _comparison_units(rd, aid, unit)
+
+
+def _comparison_units(rd: RunData, aid: str, unit: str) -> str:
+    """One sentence per kind of resampling among the audit's comparisons, from what each declares
+    (resolve/bootstrap_units.py): what its intervals resample, or that it has none."""
+    said: dict[str | None, list[str]] = {}
+    for cid, obj in rd.spec.of_kind("compare").items():
+        if getattr(obj.value, "audit", None) == aid:
+            said.setdefault(comparison_resamples(obj.ctor, unit), []).append(cid)
+    out = []
+    for what, cids in said.items():
+        names = f"The {_join(cids)} comparison{'s' if len(cids) > 1 else ''}"
+        if what is None:
+            out.append(f" {names} {'have' if len(cids) > 1 else 'has'} no intervals.")
+        elif what == "":
+            out.append(f" {names} {'declare' if len(cids) > 1 else 'declares'} no resampling unit.")
+        else:
+            out.append(f" {names} {'resample' if len(cids) > 1 else 'resamples'} {what}.")
+    return "".join(out)
 
 
 def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
@@ -314,6 +334,10 @@ def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
     n = len(info.get("indices", []))
     drawn = info.get("n_drawn") or n
     limit = f", the first {n} of them used (--limit {info['limit']})" if info.get("limit") is not None else ""
+    f = info.get("filter")
+    if f:  # the rows drawn from are those the filter kept (issue 39 item 2)
+        limit = (f" (the {info.get('n_items')} of the file's {info.get('n_source_rows')} rows with {f['field']} in "
+                 f"{', '.join(map(str, f['in']))})") + limit
     if getattr(o.value, "sample_per", None):
         return f"{dsid}: a stratified random sample of {drawn} of {info.get('n_items')} rows, seed {info.get('seed')}{limit}", True
     if info.get("n_items") is not None and drawn >= info["n_items"]:

@@ -403,7 +403,7 @@ def not_applicable(rd: RunData) -> dict[str, set[str]]:
         cols: set[str] = set()
         pid = str(d["protocol"])
         if (rd.protocol_ctor(pid) if pid in rd.spec.objects else str(d.get("confidence_kind") or "")) not in VERBAL_CTORS:
-            cols |= {"vpr", "excluded"}
+            cols |= {"vpr", "excluded", "scale_mismatch_rate"}
         elif aid in rd.spec.objects and not rd.vpr_declared(aid):
             cols.add("excluded")
         if decisions.get(str(d["protocol"])):
@@ -413,15 +413,16 @@ def not_applicable(rd: RunData) -> dict[str, set[str]]:
     return out
 
 
-def cell_notes(rd: RunData, aid: str | None = None, cells: set[str] | None = None) -> list[str]:
-    """The notes every per-cell table carries (Markdown, LaTeX, HTML) for its cells: degenerate
-    answer sets, confidence metrics on fewer items than n, verbal confidences that copy the
-    prompt's example value."""
-    out = [f"WARNING: {ln}" for ln in degenerate_lines(rd, aid, cells)]
+def cell_notes(rd: RunData, aid: str | None = None, cells: set[str] | None = None, warnings: bool = False) -> list[str]:
+    """The notes every per-cell table carries (Markdown, LaTeX, HTML) for its cells: confidence
+    metrics on fewer items than n; with ``warnings`` (the HTML report only) also the WARNING lines
+    of degenerate answer sets and of verbal confidences that copy the prompt's example value. Paper
+    tables stay clean (issue 34 item 5): those warnings are the checklist's (its summary)."""
+    out = [f"WARNING: {ln}" for ln in degenerate_lines(rd, aid, cells)] if warnings else []
     note = conf_count_note(rd, aid, cells)
     if note:
         out.append(note)
-    for a in ([aid] if aid is not None else rd.audit_ids()):
+    for a in ([aid] if aid is not None and warnings else rd.audit_ids() if warnings else []):
         mids = None if cells is None else {c.split("/")[1] for c in cells if c.startswith(a + "/")}
         if mids == set():
             continue

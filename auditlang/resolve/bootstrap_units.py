@@ -38,6 +38,32 @@ WHY = {
                      "(001 §3.2)",
 }
 
+# what each comparison's intervals resample under ``auto`` (its study's unit), and the comparisons
+# that compute no interval at all: the facts the methods text states per comparison (issue 39 item 3)
+AUTO_RESAMPLES: dict[str, str] = {
+    "spread": "the items of each (model, dataset), paired across variants (000 App. E.2)",
+    "size_spread": "the items of each (model, dataset), paired across variants (000 App. E.2)",
+    "ece_gap": "the (verbal, token, correct) rows of each cell, paired (000 App. E.2)",
+    "norm_shift": "the per-cell shifts themselves (000 App. E.2)",
+    "protocol_grid": "the items of each setting, paired across configurations, with macro means over settings "
+                     "(001 §3.2)",
+    "provenance": "the items of each contrast (and the pooled items for the pooled rows)",
+}
+NO_INTERVALS = ("evaluator_repair", "robustness", "aligned", "consistency")
+
+
+def comparison_resamples(ctor: str, unit: str) -> str | None:
+    """What the intervals of a ``ctor`` comparison resample under bootstrap ``unit``; None when it
+    computes no interval; "" when the comparison (e.g. a plugin's) declares nothing."""
+    if ctor in NO_INTERVALS:
+        return None
+    if ctor not in AUTO_RESAMPLES:
+        return ""
+    if unit == "auto" or ctor not in SUPPORTED_UNITS:
+        return AUTO_RESAMPLES[ctor]
+    return {"cell": "the items of each cell", "paired": "the items of each (model, dataset), paired across its cells",
+            "macro": "the items within each setting, with macro means over settings"}[unit]
+
 
 def audit_unit(spec, audit_id: str) -> str:
     """The ``unit`` of the audit's ``bootstrap(...)`` (``auto`` when it declares none)."""

@@ -22,7 +22,7 @@ from auditlang.resolve.modules import LoadedModule, load_modules, project_root
 from auditlang.resolve.spec import MetricRef, Resolved, Spec
 from auditlang.syntax import ast as A
 from auditlang.metrics.registry import METRICS
-from auditlang.metrics.registry import validate_params
+from auditlang.metrics.registry import CELL, validate_params
 from auditlang.core.errors import UsageError
 from auditlang.syntax.parse import parse_text
 from auditlang.resolve.checks import check_spec
@@ -315,6 +315,8 @@ class _Resolver:
         ref_kind = cls.REFS.get(fname)
         if isinstance(expr, A.ListExpr):
             vals = [self._one_value(f"{oid}.{fname}[{i}]", mod, ref_kind, item) for i, item in enumerate(expr.items)]
+            if ref_kind == "metric" and cls is S.Audit:
+                vals = [self._cell_metric(v, item.span) for v, item in zip(vals, expr.items)]
             return _FAIL if any(v is _FAIL for v in vals) else vals  # every item checked: all errors reported
         return self._one_value(f"{oid}.{fname}", mod, ref_kind, expr)
 
@@ -400,6 +402,23 @@ class _Resolver:
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
 
     # -------------------------------------------------------------- metrics
+    def _cell_metric(self, mid: Any, span: Span) -> Any:
+        """``mid`` if its metric is computed per cell (an audit's ``metrics = [...]`` are columns of
+        metrics/cells.csv), else E134 naming the level it is computed at and the comparison that shows it."""
+        if mid is _FAIL or mid not in self.spec.metrics:
+            return mid
+        ref = self.spec.metrics[mid]
+        m = _metric_registry().get(ref.name)
+        level = getattr(m, "level", CELL)
+        if m is None or level == CELL:
+            return mid
+        by = getattr(m, "shown_by", None)
+        hint = (f"remove it from the audit's metrics; a `compare NAME = {by}(AUDIT, ...)` computes it and the report "
+                f"shows it (docs/metrics.md)" if by else "remove it from the audit's metrics: they are per-cell metrics")
+        self.bag.error("E134", f"metric '{ref.name}' is computed per {level}, not per cell: an audit's metrics are the "
+                               "columns of metrics/cells.csv", span, hint=hint)
+        return _FAIL
+
     def _metric_expr(self, mod: LoadedModule, expr: A.Expr, oid: str) -> MetricRef | None:
         if isinstance(expr, A.Ref):
             target = self.lookup(mod, expr)

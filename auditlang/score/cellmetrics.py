@@ -5,7 +5,10 @@ than ``ok``) is missing from every number of its cell and counted in ``n_error``
 answered rows. Rows whose confidence is missing (unparsed verbal output, a label outside the
 window, ...) are excluded from confidence metrics and counted (``n_conf_missing``); accuracy uses
 every answered row with known correctness. VPR (verbal parse rate) and the answer parse rate are
-reported per cell, over answered rows.
+reported per cell, over answered rows, with ``scale_mismatch_rate`` (replies whose number fits
+another scale better, not read: evaluators/verbal.py); these two only where the cell's protocol reads a stated number
+(its program's ``verbal_parse``), NaN elsewhere (empty in cells.csv). The audit's metrics are all
+cell-level (the resolver rejects others, E134).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import numpy as np
 import pandas as pd
 
 from auditlang.core.workers import SCORE_WORKERS_ENV, fork_map, fork_workers
+from auditlang.evaluators.verbal import SCALE_MISMATCH
 from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
-from auditlang.metrics.registry import METRICS, validate_params
+from auditlang.metrics.registry import CELL, METRICS, validate_params
 from auditlang.plan.model import Plan
+from auditlang.protocols.registry import PROGRAMS
 from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.resolve.spec import MetricRef, Spec
 from auditlang.store.records import answered, read_records
@@ -67,6 +72,22 @@ def _aligned(df: pd.DataFrame, items: pd.Index, arrays: str) -> tuple[np.ndarray
     if arrays == "correct":
         return (correct,)
     return (d["confidence"].to_numpy(dtype=float), correct)
+
+
+def parses_verbal(spec: Spec, pid: str) -> bool:
+    """Whether protocol ``pid`` reads its confidence from a stated number (VPR applies to its cells)."""
+    obj = spec.objects.get(pid)
+    cls = PROGRAMS.get(obj.ctor) if obj is not None else None
+    return bool(getattr(cls, "verbal_parse", False))
+
+
+def _mismatch_rate(df: pd.DataFrame) -> float:
+    """Share of the cell's answered rows whose stated number was on another scale (parser rule
+    ``scale_mismatch``: not read, counted as a non-parse; evaluators/verbal.py)."""
+    return float(df["extras"].astype(str).str.contains(_MISMATCH, regex=True).mean())
+
+
+_MISMATCH = r'"rule": ?"' + SCALE_MISMATCH + '"'
 
 
 def _safe(fn, *a, **k) -> float:
@@ -120,6 +141,7 @@ def _cell_rows(spec: Spec, cell_meta: dict, paired: dict, groups: list, bootstra
         known = ~np.isnan(correct_all)
         conf = df["confidence"].to_numpy(dtype=float)
         ok = known & ~np.isnan(conf)
+        verbal = parses_verbal(spec, str(df_all["protocol"].iat[0]))
         row: dict[str, Any] = {
             "cell_id": cell_id, "audit": audit, "model": df_all["model"].iat[0], "dataset": df_all["dataset"].iat[0],
             "variant": df_all["variant"].iat[0], "protocol": df_all["protocol"].iat[0],
@@ -127,7 +149,8 @@ def _cell_rows(spec: Spec, cell_meta: dict, paired: dict, groups: list, bootstra
             "n": int(len(df)), "n_error": n_error, "n_correct_known": int(known.sum()),
             "n_conf": int(ok.sum()), "n_conf_missing": int((known & np.isnan(conf)).sum()),
             "answer_parse_rate": float(df["parsed"].mean()) if len(df) else math.nan,
-            "vpr": float(df["confidence_parsed"].mean()) if len(df) else math.nan,
+            "vpr": float(df["confidence_parsed"].mean()) if len(df) and verbal else math.nan,
+            "scale_mismatch_rate": _mismatch_rate(df) if len(df) and verbal else math.nan,
             "mean_confidence": float(np.nanmean(conf)) if ok.any() else math.nan,
         }
         for m in (audit_metrics(spec, audit) if audit in spec.objects else DEFAULT_METRICS):
@@ -137,10 +160,13 @@ def _cell_rows(spec: Spec, cell_meta: dict, paired: dict, groups: list, bootstra
             kwargs = validate_params(m.name, dict(m.params))
             if spec_m.inputs == "correct":
                 arrays = (correct_all[known],)
-            elif spec_m.inputs == "conf+correct":
-                arrays = (conf[ok], correct_all[ok])
-            else:
+            elif spec_m.inputs == "verbal":  # vpr(): the cell's parse rate, n/a where nothing is parsed
+                row[m.label] = row["vpr"]
                 continue
+            elif spec_m.level == CELL:  # conf+correct, or a plugin's cell metric fn(conf, correct)
+                arrays = (conf[ok], correct_all[ok])
+            else:  # only cell-level metrics reach an audit (resolver E134)
+                raise ValueError(f"metric {m.name!r} is computed per {spec_m.level}, not per cell")
             if arrays[0].size == 0:
                 row[m.label] = math.nan
                 continue

@@ -244,3 +244,34 @@ def test_dryrun_pilot_and_user_errors(tmp_path: Path, capsys) -> None:
     assert "none of its cells is a cell of" in capsys.readouterr().err
     assert main(["plan", str(spec), "--data-root", str(DATA), "--precision", "--pilot", str(tmp_path / "nope")]) == 1
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_analytic_brier_says_it_assumes_calibration_against_a_monte_carlo(capsys) -> None:
+    """issue 39 item 5: without a pilot the Brier half-width is the calibrated model's; an
+    over-confident model's Monte Carlo spread is wider (0.45-0.66x was reported), and the figure
+    says so next to itself, with the [0, 1] bound that holds for every model."""
+    body = _plan_json(capsys, str(QUICKSTART), "--data-root", str(DATA))
+    rows = _rows(body, "cell", "brier") + _rows(body, "contrast", "brier")
+    assert rows and all("assumes a calibrated model" in r["note"] and "run --pilot" in r["note"] for r in rows)
+    row = next(r for r in _rows(body, "cell", "brier") if r["dataset"] == "arithmetic")
+    n = row["n"]
+    rng = np.random.default_rng(11)
+    reps = 6000
+    # calibrated (the stated assumption): the figure is the spread
+    c = rng.uniform(0.0, 1.0, (reps, n))
+    y = (rng.random((reps, n)) < c).astype(float)
+    calibrated = np.quantile(((c - y) ** 2).mean(axis=1), [0.025, 0.975])
+    assert (calibrated[1] - calibrated[0]) / 2 == pytest.approx(row["half_width"], rel=0.08)
+    # over-confident: confidence 0.8-1.0, accuracy 0.5: the spread is about twice the figure, below the bound
+    c = rng.uniform(0.8, 1.0, (reps, n))
+    y = (rng.random((reps, n)) < 0.5).astype(float)
+    lo, hi = np.quantile(((c - y) ** 2).mean(axis=1), [0.025, 0.975])
+    spread = (hi - lo) / 2
+    assert row["half_width"] / spread < 0.66
+    assert spread <= Z * 0.5 / math.sqrt(n)  # the bound the note names
+    # the printed table carries the note as a footnote of the Brier rows
+    assert main(["plan", str(QUICKSTART), "--data-root", str(DATA), "--precision"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # long lines are wrapped
+    assert ("no pilot: the figure assumes a calibrated model, and an over- or under-confident model's half-width "
+            "is wider (up to the bound z*0.5/sqrt(N)") in out
+    assert "a miscalibrated model's is wider, up to z·0.5/√N" in out

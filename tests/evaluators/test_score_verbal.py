@@ -24,15 +24,17 @@ def val(parser, text):
     [
         ("75%", 0.75, 0.75),  # explicit percentage
         ("75 percent", 0.75, 0.75),
-        ("0.75", 0.75, 0.0075),  # decimal form; percent phrasing reads a bare number as a percentage
-        (".75", 0.75, 0.0075),
+        ("0.75", 0.75, "scale_mismatch"),  # decimal form; under percent phrasing a decimal <= 1 is flagged (issue 34.4)
+        (".75", 0.75, "scale_mismatch"),
         ("75 out of 100", 0.75, 0.75),  # phrase form
-        ("85", "not_well_formed", 0.85),  # bare 85 is outside [0, 1] for decimal_01
-        ("0.8", 0.8, 0.008),  # B.2 example for decimal_01
+        ("85", "scale_mismatch", 0.85),  # bare 85 is a percentage without its sign for decimal_01
+        ("0.8", 0.8, "scale_mismatch"),  # B.2 example for decimal_01: no 0.8 % under percent
         ("1", 1.0, 0.01),
         ("0", 0.0, 0.0),
         ("100%", 1.0, 1.0),
-        ("Confidence: 0.9.", 0.9, 0.009),
+        ("Confidence: 0.9.", 0.9, "scale_mismatch"),
+        ("150", "not_well_formed", "not_well_formed"),  # on no scale
+        ("7.5", "scale_mismatch", 0.075),  # a percentage (above 1) written with a point
     ],
 )
 def test_forms_and_phrasing_scale(text: str, decimal_01, percent_0_100) -> None:
@@ -85,6 +87,18 @@ def test_values_are_in_unit_interval_and_span_points_at_the_value() -> None:
     assert "Roughly 75 out of 100"[out.span[0] : out.span[1]] == "75 out of 100"
 
 
+def test_scale_mismatch_is_flagged_not_guessed() -> None:
+    """issue 34 item 4: a bare number that fits another scale better is a non-parse
+    ``scale_mismatch``; an explicit percentage or another well-formed value still wins."""
+    assert val(P, "0.01") == "scale_mismatch" and val(I, "0.5") == "scale_mismatch"
+    assert val(D, "85") == "scale_mismatch" and val(D, "100") == "scale_mismatch"
+    assert val(P, "0.01, that is 1%") == pytest.approx(0.01)  # the explicit percentage
+    assert val(D, "85, i.e. 0.85") == pytest.approx(0.85)  # the next well-formed bare number
+    assert val(P, "0") == 0.0 and val(P, "1") == pytest.approx(0.01)  # integers: on the percent scale
+    for parser in (D, P, I, S):
+        assert "scale_mismatch" in parser.describe()
+
+
 # ----------------------------------------------------------------------------- other scales
 
 
@@ -100,7 +114,8 @@ def test_scale_0_10() -> None:
     assert val(S, "8/10") == pytest.approx(0.8)
     assert val(S, "8 out of 10") == pytest.approx(0.8)
     assert val(S, "7.5") == pytest.approx(0.75)
-    assert val(S, "11") == "not_well_formed"
+    assert val(S, "11") == "scale_mismatch"  # a percentage without its sign
+    assert val(S, "101") == "not_well_formed"
     assert val(S, "7/8") == "multi_valued"  # X/N only for N = 10 or 100; otherwise "/" joins two values
     assert val(D, "8 out of 10") == "not_well_formed"  # 000's phrase form is "X out of 100" only
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -59,4 +60,72 @@ def test_hostile_text_compiles(tmp_path):
     (tmp_path / "x.tex").write_text(document(t.to_latex() + escape(nasty), nasty), encoding="utf-8")
     res = compile_tex(tmp_path / "x.tex", tmp_path / "build")
     assert res.returncode == 0, res.stdout[-3000:]
-    assert "[U+03A9]" in escape(nasty)
+    assert "$\\Omega$" in escape(nasty)  # Greek is mapped (issue 34 item 5), no [U+03A9]
+
+
+@needs_pdflatex
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+def test_non_ascii_text_prints_its_characters(tmp_path):
+    """issue 34 item 5: `§`, `–`, `é`, `≤` (and other Latin letters, Greek, symbols) come out as
+    themselves in the PDF, never as [U+XXXX]; CJK falls back to its code point with a note."""
+    text = "See § 4.2 – café, naïve, Škoda, Øre, straße; p ≤ 0.05, ≠ 1, α = 0.1, 20 °; 中文"
+    t = Table("t", "Non-ASCII " + text, ["column"], notes=[text])
+    t.add(text)
+    (tmp_path / "u.tex").write_text(document(t.to_latex() + escape(text), "Unicode"), encoding="utf-8")
+    res = compile_tex(tmp_path / "u.tex", tmp_path / "build")
+    assert res.returncode == 0, res.stdout[-3000:]
+    pdf = subprocess.run(["pdftotext", str(tmp_path / "build" / "u.pdf"), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    # pdftotext gives accents as combining marks, ï as a dotless i + diaeresis, ≠ as "=" with a
+    # combining slash and ° as \circ: composed back before comparing
+    flat = unicodedata.normalize("NFC", " ".join(pdf.split()))
+    flat = flat.replace("ı\u0308", "ï").replace("\u0338=", "≠").replace("◦", "°")
+    for want in ("§", "–", "café", "naïve", "Škoda", "Øre", "straße", "≤", "≠", "α", "°"):
+        assert want in flat, (want, flat[:600])
+    assert "[U+00A7]" not in flat and "[U+00E9]" not in flat
+    assert "[U+4E2D][U+6587]" in flat and "have no glyph in the fonts pdflatex uses" in flat
+
+
+UNICODE_SPEC = '''import "stdlib/s000"
+dataset arc = jsonl("arc_challenge.jsonl", task=multiple_choice, sample=3, seed=42)
+model m = hf("org/tiny", dtype=float32, batch_size=4, max_tokens=8)
+template t = template("""Règle § 4.2 – réponds (p ≤ 0.5, A → B), 中文:
+{{ question }}
+{% for c in choices %}{{ c }}
+{% endfor %}Answer:""")
+variant v = variant(multiple_choice=t)
+audit a {
+  models = [m]
+  datasets = [arc]
+  variants = [v]
+  protocols = [s000.token_norm]
+  evaluators = [s000.first_char]
+  metrics = [accuracy, brier]
+}
+report cells, checklist(format=both), disclosure(format=both)
+'''
+
+
+@needs_pdflatex
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="pdftotext (poppler-utils) not installed")
+def test_template_characters_print_in_the_checklist_pdf(tmp_path, shared_data):
+    """issue 34 item 5, the user's path: a template with `§`, `–`, `é`, `≤`, `→` and CJK, `auditc
+    run`, pdflatex on the checklist: the prompt shown verbatim has its characters; CJK falls back
+    to its code point with the note."""
+    from auditlang.cli import main
+
+    spec = tmp_path / "u.audit"
+    spec.write_text(UNICODE_SPEC, encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--data-root", str(shared_data), "--out", str(out), "--engine", "dryrun",
+                 "--no-progress"]) == 0
+    tex = (out / "report" / "checklist.tex").read_text(encoding="utf-8")
+    assert "[U+00A7]" not in tex and "[U+00E9]" not in tex and "[U+2192]" not in tex
+    res = compile_tex(out / "report" / "checklist.tex", tmp_path / "build")
+    assert res.returncode == 0, res.stdout[-3000:]
+    pdf = subprocess.run(["pdftotext", str(tmp_path / "build" / "checklist.pdf"), "-"], capture_output=True,
+                         text=True, check=True).stdout
+    flat = unicodedata.normalize("NFC", " ".join(pdf.split()))
+    for want in ("§ 4.2", "–", "è", "é", "≤ 0.5", "→"):
+        assert want in flat, want
+    assert "[U+4E2D][U+6587]" in flat and "have no glyph in the fonts pdflatex uses" in flat

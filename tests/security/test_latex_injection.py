@@ -59,7 +59,8 @@ def test_hostile_strings_compile_in_every_latex_output(tmp_path):
     assert {"checklist.tex", "disclosure_standalone.tex"} <= names, names
     assert MARKER not in "".join(p.read_text() for p in texs)
     checklist = (report / "checklist.tex").read_text()
-    assert r"\end {Verbatim}\input{" in checklist  # the template text is shown, neutralised
+    # the template text is shown, neutralised: \ { } are typewriter glyphs, never a command or group
+    assert r"\auditbs{}end\auditlb{}Verbatim\auditrb{}\auditbs{}input\auditlb{}" in checklist
     for tex in texs:
         body = tex.read_text()
         if "\\documentclass" not in body:  # a fragment: compile it inside the standalone preamble

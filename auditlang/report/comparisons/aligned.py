@@ -27,6 +27,8 @@ from auditlang.metrics.aligned import (
     weighted_brier,
     weighted_ece,
 )
+from auditlang.metrics.registry import validate_params
+from auditlang.score.cellmetrics import audit_metrics
 from auditlang.report.comparisons.common import Comparison, by_item, ece_bins, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
@@ -72,6 +74,28 @@ def _candidates(rd: RunData, df, other: str, items: list) -> tuple[np.ndarray, n
     return (np.asarray(conf), np.asarray(corr)) if seen and conf else None
 
 
+def _ece_column(rd: RunData, aid: str, bins: int) -> str:
+    """The cells-table column of the audit's equal-width ECE with ``bins`` bins ("" when it has none)."""
+    for ref in audit_metrics(rd.spec, aid):
+        if ref.name == "ece" and validate_params("ece", dict(ref.params)) == validate_params(
+                "ece", {"bins": bins, "binning": "equal_width"}):
+            return ref.label
+    return ""
+
+
+def _cell_value(rd: RunData, aid: str, key: tuple[str, ...], column: str) -> float:
+    """The per-cell table's value of ``column`` for (model, dataset, variant, protocol, evaluator),
+    NaN when the table has no such column or cell."""
+    cells = rd.cells
+    if cells.empty or column not in cells.columns:
+        return math.nan
+    mask = cells["audit"].astype(str) == aid
+    for col, val in zip(("model", "dataset", "variant", "protocol", "evaluator"), key):
+        mask &= cells[col].astype(str) == val
+    got = cells.loc[mask, column]
+    return float(got.iat[0]) if len(got) == 1 else math.nan
+
+
 def _with_row(df):
     """The records with their row index as a column (``by_item`` re-indexes by item)."""
     return df.assign(_row=df.index)
@@ -80,6 +104,7 @@ def _with_row(df):
 def aligned(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     bins, label = ece_bins(rd, c.metric)
+    ece_col = _ece_column(rd, c.audit, bins)
     pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
     views = [VIEW_NAMES[v] for v in c.views]
     out = Comparison(name, "aligned", c.audit)
@@ -106,8 +131,25 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                         c1, z1 = r1.loc[items, "confidence"].to_numpy(float), r1.loc[items, "correct"].to_numpy(float)
                         c2, z2 = r2.loc[items, "confidence"].to_numpy(float), r2.loc[items, "correct"].to_numpy(float)
                         vals: dict[str, dict[str, tuple[float, float]]] = {"ECE": {}, "Brier": {}}
-                        vals["ECE"]["raw"] = (weighted_ece(c1, z1, bins=bins), weighted_ece(c2, z2, bins=bins))
-                        vals["Brier"]["raw"] = (weighted_brier(c1, z1), weighted_brier(c2, z2))
+                        # raw: the per-cell table's own number where the case holds every item of the cell
+                        # with a confidence (one computation shown twice), else the same estimator on the
+                        # shared items, said in a note with the n used
+                        keys = [(m, d, v, p, e) for m in (m1, m2)]
+                        full = (len(items) == len(r1), len(items) == len(r2))
+                        vals["ECE"]["raw"] = tuple(
+                            _cell_value(rd, c.audit, k, ece_col) if whole else math.nan for k, whole in zip(keys, full))
+                        vals["Brier"]["raw"] = tuple(
+                            _cell_value(rd, c.audit, k, "brier") if whole else math.nan for k, whole in zip(keys, full))
+                        fresh = {"ECE": (weighted_ece(c1, z1, bins=bins), weighted_ece(c2, z2, bins=bins)),
+                                 "Brier": (weighted_brier(c1, z1), weighted_brier(c2, z2))}
+                        for metric in ("ECE", "Brier"):
+                            vals[metric]["raw"] = tuple(x if not math.isnan(x) else y
+                                                        for x, y in zip(vals[metric]["raw"], fresh[metric]))
+                        if not all(full):
+                            long.notes.append(
+                                f"{where}: raw, IA, DA and CA use the n={len(items)} items both models answered with a "
+                                f"confidence ({m1}'s cell has {len(r1)}, {m2}'s {len(r2)}), so raw ECE and Brier differ "
+                                "from the per-cell table there")
                         retention = math.nan
                         if "IA" in views:
                             try:
