@@ -210,7 +210,7 @@ def show_cell(plan, cell, item: int, sharing: dict[str, list[str]], tok: tuple[A
             head, text = render_prompt(r.prompt, rtok, rkwargs)
             lines.append(f"    prompt ({head}):")
             lines += [f"    │{ln}" for ln in text.split("\n")]
-            if stage2.run is not None and not note.startswith("the placeholder"):
+            if stage2.run is not None and note.startswith("the stored answer"):
                 lines += stored_lines(stage2.run, r)
     rest = [f for f in follow if f[2] not in shown and not any(f[2] == role.split(":", 1)[0] for role in shown)]
     if rest:

@@ -34,7 +34,7 @@ def cmd_view(args) -> int:
         if not (run.run_dir / RECORDS).exists() or stale_outputs(run.run_dir, run.info)[0]:
             print(f"note: {RECORDS} is missing or no longer matches the journal; scored again", file=sys.stderr)
             score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
-        render = None if args.no_chat_template else ChatRenderer(run.spec)
+        render = _untemplated if args.no_chat_template else ChatRenderer(run.spec)
         page, _ = write_samples(run.run_dir, run.fingerprints, render, title=f"Samples: {run.spec.entry.name}")
     print(f"samples written: {page}")
     if args.serve:
@@ -70,6 +70,10 @@ class ChatRenderer:
         msgs = [{"role": m.role, "content": m.content} for m in prompt.messages or ()]
         how = "continuing the assistant message" if prompt.continue_final else "with the generation prompt"
         return apply_chat(tok, msgs, prompt.continue_final, kwargs), f"chat template applied {how}: {source}"
+
+
+def _untemplated(model: str, prompt: Prompt) -> tuple[None, str]:
+    return None, "--no-chat-template"
 
 
 def serve(folder: Path, port: int, open_browser: bool) -> int:

@@ -289,3 +289,63 @@ def test_a_10k_item_run_stays_responsive(tmp_path: Path) -> None:
     png = _screenshot(page.as_uri() + "#outcome=correct&row=4", tmp_path / "big.png", tmp_path)
     assert _distinct_colours(png) > 8
 
+
+
+def _converted(name: str) -> bool:
+    from auditlang.engines import embedded
+
+    d = embedded.checkpoint_dir(name)
+    return embedded.read_provenance(d) is not None and (d / "config.json").is_file()
+
+
+def test_view_applies_the_models_chat_template(tmp_path: Path) -> None:
+    """On a model with a local tokenizer, `auditc view` shows each chat prompt as the engine
+    renders it (the converted checkpoint's chat template; no weights loaded)."""
+    pytest.importorskip("transformers")
+    if not _converted("smollm2-135m-instruct"):
+        pytest.skip("embedded smollm2-135m-instruct is not converted on this machine (`auditc run` converts it once)")
+    mp = pytest.MonkeyPatch()
+    try:
+        use_scripted_engine(mp, _script)  # the hf engine, which serves embedded models, answers from the script
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data" / "arc.jsonl").write_text(number_items(2), encoding="utf-8")
+        spec = SPEC.replace('hf("org/scripted", dtype=float32, max_tokens=4)', 'embedded("smollm2-135m-instruct", max_tokens=4)')
+        (tmp_path / "s.audit").write_text(spec, encoding="utf-8")
+        rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path / "data"), "--out", str(tmp_path / "run"),
+                   "--no-progress", "--no-report"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    res = _cli("view", str(tmp_path / "run"))
+    assert res.returncode == 0, res.stderr
+    data = _data(tmp_path / "run")
+    verbal = [q for q in data["requests"].values() if "state your confidence" in q.get("text", "")]
+    assert verbal and all(q["how"].startswith("chat template applied with the generation prompt: tokenizer of the "
+                                              "converted embedded checkpoint 'smollm2-135m-instruct'") for q in verbal)
+    assert "<|im_start|>assistant\n" in verbal[0]["text"] and verbal[0]["messages"][1][0] == "assistant"
+    res = _cli("view", str(tmp_path / "run"), "--no-chat-template")
+    assert all("text" not in q and q["how"].endswith("--no-chat-template, so no chat template applied here")
+               for q in _data(tmp_path / "run")["requests"].values())
+
+
+def test_view_serve_on_loopback(viewed: Path) -> None:
+    """`auditc view RUN --serve --port 0` serves the page and its data on 127.0.0.1 until stopped."""
+    import signal
+    import urllib.request
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "auditlang.cli", "view", str(viewed), "--serve", "--port", "0",
+                             "--no-chat-template"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = ""
+        while "serving" not in line:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, proc.stderr.read()
+        url = re.search(r"(http://127\.0\.0\.1:\d+/samples\.html)", line).group(1)
+        page = urllib.request.urlopen(url, timeout=30).read().decode("utf-8")
+        assert '<script src="samples.data.js"></script>' in page
+        js = urllib.request.urlopen(url.replace("samples.html", "samples.data.js"), timeout=30).read().decode("utf-8")
+        assert js.startswith("window.AUDITC_SAMPLES = ")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
