@@ -154,7 +154,7 @@ def load_run(run_dir: str | Path) -> Run:
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         try:
-            spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+            spec = compile_spec(entry, swaps=info.get("model_swaps") or None, confine_models=False)
         except CompileError:
             _missing_plugins(run_dir, info)
             raise
@@ -244,7 +244,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
                                                   if k not in ("spec_entry", "data", "plan_hash", "format", "spec", "plan", "run_dir")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
-        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None)
+        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None, confine_models=False)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
                              data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
