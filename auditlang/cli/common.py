@@ -8,9 +8,16 @@ import time
 
 from auditlang.core.diagnostics import DiagnosticBag, Span, render
 from auditlang.core.errors import UsageError
+from auditlang.core.terminal import visible
 
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME, EXIT_INTERNAL = 0, 1, 2, 3, 70
 EXIT_REQUEST_ERRORS = 4  # core.errors.RequestErrors: a finished run with requests that failed in the engine
+
+
+def say(*parts: object, file=None, **kw) -> None:
+    """``print`` for lines that may quote a run's text (a server's error in the heartbeat, a model
+    path, a file name): control characters shown, not sent (core/terminal.py)."""
+    print(visible(" ".join(str(p) for p in parts)), file=file if file is not None else sys.stdout, **kw)
 
 
 def _color() -> bool:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from auditlang.api import adopt_spec, load_run, write_report
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.score.cellmetrics import write_cell_metrics
 from auditlang.score.stage import score_and_write
 from auditlang.store.integrity import ARTIFACTS, METRICS_FILES, record, stale_outputs
@@ -29,14 +29,14 @@ def cmd_report(args) -> int:
     bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
     if bad_records:
         rescore = True
-        print(f"note: {_files(run, bad_records)}; rebuilt from journal.sqlite", file=sys.stderr)
+        say(f"note: {_files(run, bad_records)}; rebuilt from journal.sqlite", file=sys.stderr)
     elif bad_metrics:
         remetric = True
-        print(f"note: {_files(run, bad_metrics)}; recomputed from records.parquet", file=sys.stderr)
+        say(f"note: {_files(run, bad_metrics)}; recomputed from records.parquet", file=sys.stderr)
     if getattr(args, "spec", None):
         run = adopt_spec(run, args.spec)
         rescore = True
-        print(f"{args.spec}: every cell and request it needs is in this run; it is now the run's spec")
+        say(f"{args.spec}: every cell and request it needs is in this run; it is now the run's spec")
     with run.stdlib():
         if rescore:
             score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
@@ -44,7 +44,7 @@ def cmd_report(args) -> int:
             write_cell_metrics(run.spec, run.plan, run.run_dir, None)
             record(run.run_dir, METRICS_FILES)
         out = write_report(run.spec, run.plan, run.run_dir)
-    print(f"report written: {out}")
+    say(f"report written: {out}")
     return EXIT_OK
 
 
