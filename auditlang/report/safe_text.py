@@ -17,7 +17,9 @@ from pathlib import Path
 
 from auditlang.core.terminal import CONTROL, visible
 
-_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # CommonMark raw HTML and autolinks start so
+# what CommonMark reads as raw HTML or an autolink after a `<`: a tag name ended by a space, `/`, `>`
+# or the line's end; a closing tag; a comment, declaration or processing instruction; a URI scheme
+_TAG = re.compile(r"<(?=[A-Za-z][A-Za-z0-9-]*(?:[\s/>]|$)|/[A-Za-z]|!|\?|[A-Za-z][A-Za-z0-9+.-]{1,31}:)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
