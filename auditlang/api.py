@@ -27,9 +27,9 @@ from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.resolve.spec import Spec
 from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record
 from auditlang.store.inputs import save_inputs
-from auditlang.store.journal import Journal
+from auditlang.store.journal import Journal, check_journal_file
 from auditlang.store.rundir import (
-    CELLS_CSV, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
+    CELLS_CSV, JOURNAL, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     check_out_dir, read_run_file)
 from auditlang.store.runlock import RunLock
 
@@ -154,7 +154,7 @@ def load_run(run_dir: str | Path) -> Run:
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         try:
-            spec = compile_spec(entry, swaps=info.get("model_swaps") or None)
+            spec = compile_spec(entry, swaps=info.get("model_swaps") or None, confine_models=False)
         except CompileError:
             _missing_plugins(run_dir, info)
             raise
@@ -244,7 +244,7 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
                                                   if k not in ("spec_entry", "data", "plan_hash", "format", "spec", "plan", "run_dir")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
-        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None)
+        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None, confine_models=False)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
                              data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
@@ -306,13 +306,15 @@ class RunPlan:
     env_settings: dict[str, str]
 
 
-def env_settings(spec: Spec) -> dict[str, str]:
-    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url)."""
+def env_settings(spec: Spec, engine: str | None = None) -> dict[str, str]:
+    """Models whose server URL comes from $OPENAI_BASE_URL (openai(...) naming no base_url, or
+    every model under ``--engine openai``)."""
     url = os.environ.get(OPENAI_BASE_URL_ENV)
     if not url:
         return {}
     return {mid: url for mid, o in spec.of_kind("model").items()
-            if o.ctor == "openai" and "base_url" not in dict(o.param_spans)}
+            if (o.ctor == "openai" and "base_url" not in dict(o.param_spans))
+            or (engine == "openai" and o.ctor != "openai")}
 
 
 def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: str | None = None,
@@ -328,7 +330,7 @@ def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: st
     access = [a for a in access if a.model not in offline or a.kind != "dataset"]
     with withhold_hub_token(allow):  # the Hub token only with --allow-secret HF_TOKEN
         plan = plan_spec(spec, data_root, limit, step=step, no_download=offline)
-    return RunPlan(spec, plan, allow, access, env_settings(spec))
+    return RunPlan(spec, plan, allow, access, env_settings(spec, engine))
 
 
 def require_cells(rp: RunPlan) -> None:
@@ -346,6 +348,9 @@ def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict
     and the environment's settings."""
     require_cells(rp)
     check_out_dir(run_dir)
+    check_journal_file(Path(run_dir) / JOURNAL)  # never into a database auditlang did not create
+    if kw.get("cache_dir"):
+        check_journal_file(Path(kw["cache_dir"]).expanduser() / JOURNAL)
     fields = {"env_settings": {m: {"base_url": u, "from": OPENAI_BASE_URL_ENV} for m, u in rp.env_settings.items()},
               "access": access_record(rp.access, rp.allow), **(run_fields or {})}
     enforce(rp.allow)

@@ -8,10 +8,17 @@ import time
 
 from auditlang.core.diagnostics import DiagnosticBag, Span, render
 from auditlang.core.errors import EXIT, UsageError
+from auditlang.core.terminal import visible
 
 # the exit codes, by name, from their one table (core/errors.py EXIT_CODES)
 EXIT_OK, EXIT_DIAG, EXIT_USAGE, EXIT_RUNTIME = EXIT["ok"], EXIT["diagnostics"], EXIT["usage"], EXIT["runtime"]
 EXIT_REQUEST_ERRORS, EXIT_INTERNAL, EXIT_INTERRUPTED = EXIT["request_errors"], EXIT["internal"], EXIT["interrupted"]
+
+
+def say(*parts: object, file=None, **kw) -> None:
+    """``print`` for lines that may quote a run's text (a server's error in the heartbeat, a model
+    path, a file name): control characters shown, not sent (core/terminal.py)."""
+    print(visible(" ".join(str(p) for p in parts)), file=file if file is not None else sys.stdout, **kw)
 
 
 def _color() -> bool:

@@ -9,7 +9,7 @@ import math
 import sys
 
 from auditlang.api import load_run
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError, UserError
 from auditlang.metrics.registry import METRICS
@@ -98,7 +98,7 @@ def cmd_diff(args) -> int:
             w.writerow({**r.to_dict(), "statement": significance(r)})
         sys.stdout.write(buf.getvalue())
         return EXIT_OK
-    print(render_table(args.run_a, args.run_b, result, shared, models))
+    say(render_table(args.run_a, args.run_b, result, shared, models))
     return EXIT_OK
 
 

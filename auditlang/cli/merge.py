@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.core.errors import UserError
 from auditlang.store.rundir import (
     DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, check_out_dir, read_plan_file, read_run_file,
@@ -56,6 +56,6 @@ def cmd_merge(args) -> int:
                 info.setdefault(k, v)
     record(target, INPUTS, journal=True, info=info)
     write_run_file(target, info)
-    print(f"{target}: {rep.summary()}")
-    print(f"next: auditc report {target}")
+    say(f"{target}: {rep.summary()}")
+    say(f"next: auditc report {target}")
     return EXIT_OK

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from auditlang.api import load_run
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
+from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, say, spec_warnings
 from auditlang.core.errors import UsageError
 from auditlang.execute.access import (
     access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
@@ -205,9 +205,9 @@ def print_precision(pp, console=None) -> None:
 def print_access(access: list[dict]) -> None:
     """Every host a run would contact and every secret it would read, and whether it may."""
     if not access:
-        print("network: none (no model calls a server, no dataset or weights are downloaded); secrets: none")
+        say("network: none (no model calls a server, no dataset or weights are downloaded); secrets: none")
         return
-    print("network and secrets (docs/security.md):")
+    say("network and secrets (docs/security.md):")
     for a in access:
         kind = a.get("kind", "model")
         fallback = "fallback file" in (a.get("not_downloaded") or "")
@@ -216,12 +216,12 @@ def print_access(access: list[dict]) -> None:
                                         "NOT ALLOWED (not contacted; plan read the local cache only): auditc run needs "
                                         f"--allow-host {a['host']}" if kind == "dataset" else
                                         "NOT ALLOWED: auditc run needs --allow-host " + (a["host"] or "HOST"))
-        print(f"  {kind} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
+        say(f"  {kind} {a['model']}: {a['url']} (host {a['host']}, from {a['url_from']}): {host}")
         if a["secret"] and kind != "model":  # the Hub token: sent only when allowed, else withheld
             sec = (f"sent, allowed by {a['secret_allowed_by']}" if a["secret_allowed_by"] else
                    f"not sent (--allow-secret {a['secret']} sends it)")
-            print(f"    Hub token ${a['secret']}: {sec}")
+            say(f"    Hub token ${a['secret']}: {sec}")
         elif a["secret"]:
             sec = a["secret_allowed_by"] or ("not set, no key is sent" if not a.get("secret_set", True) else
                                              f"NOT ALLOWED: auditc run needs --allow-secret {a['secret']}")
-            print(f"    reads ${a['secret']} as its API key: {sec}")
+            say(f"    reads ${a['secret']} as its API key: {sec}")

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from auditlang.api import adopt_spec, load_run, write_report
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.score.cellmetrics import write_cell_metrics
 from auditlang.score.stage import score_and_write
-from auditlang.store.integrity import METRICS_FILES, record, stale_outputs
+from auditlang.store.integrity import ARTIFACTS, METRICS_FILES, record, stale_outputs
 from auditlang.store.rundir import RECORDS
 
 
@@ -29,16 +29,14 @@ def cmd_report(args) -> int:
     bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
     if bad_records:
         rescore = True
-        print(f"note: {_files(bad_records)} the hash recorded when the run scored "
-              "(edited or damaged); rebuilt from journal.sqlite", file=sys.stderr)
+        say(f"note: {_files(run, bad_records)}; rebuilt from journal.sqlite", file=sys.stderr)
     elif bad_metrics:
         remetric = True
-        print(f"note: {_files(bad_metrics)} the hash recorded when the run scored "
-              "(edited or damaged); recomputed from records.parquet", file=sys.stderr)
+        say(f"note: {_files(run, bad_metrics)}; recomputed from records.parquet", file=sys.stderr)
     if getattr(args, "spec", None):
         run = adopt_spec(run, args.spec)
         rescore = True
-        print(f"{args.spec}: every cell and request it needs is in this run; it is now the run's spec")
+        say(f"{args.spec}: every cell and request it needs is in this run; it is now the run's spec")
     with run.stdlib():
         if rescore:
             score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
@@ -46,9 +44,20 @@ def cmd_report(args) -> int:
             write_cell_metrics(run.spec, run.plan, run.run_dir, None)
             record(run.run_dir, METRICS_FILES)
         out = write_report(run.spec, run.plan, run.run_dir)
-    print(f"report written: {out}")
+    say(f"report written: {out}")
     return EXIT_OK
 
 
-def _files(names: list[str]) -> str:
-    return f"{names[0]} no longer matches" if len(names) == 1 else f"{', '.join(names)} no longer match"
+def _files(run, names: list[str]) -> str:
+    """What is wrong with the derived files ``names``: no longer matching, or no hash recorded."""
+    arts = run.info.get(ARTIFACTS) or {}
+    changed = [n for n in names if isinstance(arts.get(n), dict)]
+    unhashed = [n for n in names if n not in changed]
+    parts = []
+    if changed:
+        parts.append(f"{', '.join(changed)} no longer match{'es' if len(changed) == 1 else ''} the hash recorded "
+                     "when the run scored (edited or damaged)")
+    if unhashed:
+        parts.append(f"{', '.join(unhashed)} ha{'s' if len(unhashed) == 1 else 've'} no hash recorded in run.json "
+                     "(cannot be checked)")
+    return "; ".join(parts)

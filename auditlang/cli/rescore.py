@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditlang.api import load_run
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UserError
 from auditlang.core.registry import REGISTRY
@@ -45,5 +45,5 @@ def cmd_rescore(args) -> int:
             cells = out / Path(CELLS_CSV).name
             table.to_csv(cells, index=False)
             cells.with_suffix(".md").write_text(to_markdown(table), encoding="utf-8")
-            print(f"re-scored {len(records)} examples under {name} -> {out}")
+            say(f"re-scored {len(records)} examples under {name} -> {out}")
     return EXIT_OK

@@ -18,6 +18,7 @@ from auditlang.core.terminal import visible
 from auditlang.execute.runner import item_shard_key
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+from auditlang.store.journal import check_journal_file
 from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
 from auditlang.store.shards import Shard
 
@@ -62,6 +63,7 @@ def cmd_run(args) -> int:
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     if cache_dir:
         check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
+        check_journal_file(Path(cache_dir).expanduser() / JOURNAL)  # a user's own journal.sqlite is not ours
     spec = compile_spec(args.spec, swaps=swaps)
     executor = ray_executor(args, spec)
     step = StepLog() if display != "none" else None
@@ -85,6 +87,7 @@ def cmd_run(args) -> int:
         print(f"note: model {mid} names no base_url: using ${OPENAI_BASE_URL_ENV} = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
     check_out_dir(run_dir)
+    check_journal_file(run_dir / JOURNAL)
     _check_owner(args, spec, run_dir)
     try:
         return _execute(args, rp, run_dir, shard_ix, display, cache_dir, swaps, executor)

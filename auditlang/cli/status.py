@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.core.errors import UserError
 from auditlang.store.journal import Journal, JournalCounts
 from auditlang.store.integrity import check_files, check_journal, stale_outputs
@@ -54,12 +54,12 @@ def cmd_status(args) -> int:
     plan = read_plan_file(run_dir)
     ids = read_plan_ids(run_dir)
     fps = info.get("fingerprints", {})
-    print(f"run     {run_dir}")
-    print(f"spec    {info.get('spec_entry') or info.get('spec')}  (plan {plan.get('hash', '?')}, "
+    say(f"run     {run_dir}")
+    say(f"spec    {info.get('spec_entry') or info.get('spec')}  (plan {plan.get('hash', '?')}, "
           f"{len(plan.get('cells', []))} cells)")
-    print(f"state   {run_state(run_dir)}")
+    say(f"state   {run_state(run_dir)}")
     if ids is None:
-        print("  (this run directory predates plan.requests.tsv.gz: rerun `auditc run` to refresh it)")
+        say("  (this run directory predates plan.requests.tsv.gz: rerun `auditc run` to refresh it)")
         return EXIT_OK
     rows = [["model", "stage-1 committed", "errors", "follow-ups committed"]]
     left = 0
@@ -72,7 +72,7 @@ def cmd_status(args) -> int:
     usable = jpath.is_file() and jpath.stat().st_size > 0  # a 0-byte file holds no results (and is not opened)
     if not usable and fps:  # the run executed requests: their results are gone
         what = "is missing" if not jpath.exists() else "is empty (0 bytes)" if jpath.is_file() else "is not a file"
-        print(f"journal {jpath} {what}: the results this run executed are lost, so nothing counts as committed; "
+        say(f"journal {jpath} {what}: the results this run executed are lost, so nothing counts as committed; "
               f"rerun the same `auditc run` command to execute them again (or restore the file from a backup)")
     with Journal(run_dir) if usable else _NoJournal() as journal:
         for mid in models:
@@ -90,24 +90,24 @@ def cmd_status(args) -> int:
             note = "" if fp else " (not started)"
             rows.append([mid, f"{len(done)}/{len(mine)}{note}", str(n_err),
                          f"{extra} of ~{deferred.get(mid, 0)} planned" if deferred.get(mid) else str(extra)])
-    print(_table(rows))
+    say(_table(rows))
     rec = run_dir / RECORDS
-    print(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
+    say(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
     stale = [f for group in stale_outputs(run_dir, info) for f in group]
     if stale and not live:
-        print(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
+        say(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
               f"{'it' if len(stale) == 1 else 'them'})")
     if live:
-        print(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
+        say(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
     elif left:
-        print(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
+        say(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
     elif not rec.exists():
-        print("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
+        say("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
     elif errors:
-        print(f"complete, with {errors} failed stage-1 request(s) (their items are missing from the metrics): "
+        say(f"complete, with {errors} failed stage-1 request(s) (their items are missing from the metrics): "
               "rerun the same `auditc run` command to retry exactly them")
     else:
-        print("complete")
+        say("complete")
     return EXIT_OK
 
 

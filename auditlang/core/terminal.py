@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what visible() shows
 
 
 def _show(m: re.Match[str]) -> str:
@@ -25,4 +25,4 @@ def _show(m: re.Match[str]) -> str:
 
 def visible(text: str) -> str:
     """``text`` with every terminal control character shown, not sent (newline and tab kept)."""
-    return _CONTROL.sub(_show, text) if _CONTROL.search(text) else text
+    return CONTROL.sub(_show, text) if CONTROL.search(text) else text

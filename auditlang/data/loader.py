@@ -164,6 +164,13 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
         try:
             for row in reader:
                 out: dict[str, Any] = {}
+                if any(v is None for k, v in row.items() if k is not None):  # DictReader pads a short row
+                    cells = sum(v is not None for k, v in row.items() if k is not None)
+                    header = len(reader.fieldnames or ())
+                    raise DataError(f"row has {cells} cell{'s' if cells != 1 else ''}, the header has {header} "
+                                    f"({', '.join(reader.fieldnames or ())})", str(path), reader.line_num,
+                                    hint="give every row one cell per header column (an empty cell is written as "
+                                         "nothing between two commas)")
                 for k, v in row.items():
                     if k is None:
                         raise DataError("row has more cells than the header", str(path), reader.line_num,
@@ -251,6 +258,8 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
                             line, hint=f"field '{v.gold_index}' must be an integer from 0 to {len(choices) - 1}")
         if gold is None:
             gold = choices[gold_index]
+        else:
+            _check_gold_agrees(gold, gold_index, choices, labels, v, path, line)
     elif v.gold is None:
         raise DataError(f"gold=none takes the gold from the options, but the row has no field '{v.choices}'", path,
                         line, hint=f"fields present: {', '.join(_paths(row))}")
@@ -259,6 +268,25 @@ def normalise(row: dict[str, Any], ds: Resolved, path: str, idx: int) -> dict[st
     aliases = need(v.aliases, False)
     item["aliases"] = aliases if isinstance(aliases, list) else None
     return item
+
+
+def _check_gold_agrees(gold: Any, gold_index: int, choices: list, labels: Any, v: Any, path: str,
+                       line: int | None) -> None:
+    """A row whose gold text names another choice (or another option label) than its gold index
+    contradicts itself: a DataError naming the row, never a silent pick of one of the two."""
+    if _hashable(gold) and gold in choices and choices[gold_index] != gold:
+        named = choices.index(gold)
+        what = f"choice {named} ({_short(gold)})"
+    elif isinstance(labels, list) and len(labels) == len(choices) and gold not in choices \
+            and str(gold) in [str(lab) for lab in labels] and str(labels[gold_index]) != str(gold):
+        named = [str(lab) for lab in labels].index(str(gold))
+        what = f"the option labelled {_short(gold)} (choice {named})"
+    else:
+        return
+    raise DataError(f"the row contradicts itself: '{v.gold}' {_short(gold)} is {what}, but '{v.gold_index}' is "
+                    f"{gold_index} ({_short(choices[gold_index])})", path, line,
+                    hint="fix the row so both name the same choice, or map only one of them "
+                         "(gold_index=none or gold=none in the dataset declaration)")
 
 
 def _csv_int(cell: Any) -> Any:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditlang.core.confine import cache_root
 from auditlang.core.engine import EngineError
 from auditlang.core.hashing import sha256_file  # noqa: F401  (re-exported: engines.hf reads it from here)
 from auditlang.engines.hfstack import import_hf_stack
@@ -136,12 +137,6 @@ def _missing(info: EmbeddedModel) -> EngineError:
 
 def is_embedded(name: str) -> bool:
     return name in EMBEDDED_MODELS
-
-
-def cache_root() -> Path:
-    """``$AUDITLANG_CACHE`` or ``~/.cache/auditlang``."""
-    env = os.environ.get("AUDITLANG_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "auditlang"
 
 
 def models_dir() -> Path:

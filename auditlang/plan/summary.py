@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from auditlang.core.capabilities import engine_calls
+from auditlang.core.terminal import visible
 from auditlang.plan.model import Plan
 from auditlang.plan.planner import PLACEHOLDER_NOTE
 from auditlang.resolve.models import model_config
@@ -25,12 +27,18 @@ def axis_cells(counts: Counter) -> str:
     return ", ".join(f"{k} {n:,}" for k, n in counts.items())
 
 
+def _text(value: object) -> str:
+    """A path or note (data, file names) for rich markup: control characters shown, brackets escaped."""
+    return escape(visible(str(value)))
+
+
 def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Console | None = None) -> None:
     con = console or Console()
     est = " (estimated)" if plan.estimated else ""
-    con.print(f"[bold]plan[/bold] {plan.spec_path}  ·  {len(plan.cells)} cells{est}  ·  seed {plan.seed}  ·  {plan.version}")
+    con.print(f"[bold]plan[/bold] {_text(plan.spec_path)}  ·  {len(plan.cells)} cells{est}  ·  seed {plan.seed}  ·  "
+              f"{plan.version}")
     for note in plan.notes:
-        con.print(f"[yellow]note[/yellow]: {note}")
+        con.print(f"[yellow]note[/yellow]: {_text(note)}")
 
     axes = Table(title="cells by axis", show_edge=False)
     axes.add_column("axis")
@@ -48,7 +56,7 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
         src = str(info.get("path"))
         if info.get("source") == "fallback":
             src += f" (fallback of hub {info.get('hub_id')}: not available offline)"
-        ds.add_row(dsid, src, str(info.get("n_items", "?")),
+        ds.add_row(dsid, visible(src), str(info.get("n_items", "?")),
                    f"{info.get('n_sample')}{'' if info.get('available') else ' (declared)'}", str(info.get("n_dev", 0)))
     con.print(ds)
 

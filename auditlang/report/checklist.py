@@ -30,6 +30,7 @@ from auditlang.report.comparisons.common import CALIBRATION_METRICS
 from auditlang.report import runfacts as R
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
+from auditlang.report.safe_text import fence_for, md_line
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
 from auditlang.resolve.models import declared_model
 from auditlang.resolve.spec import MetricRef
@@ -134,20 +135,20 @@ class Checklist:
         counts, _ = self.summary()
         out += ["## Summary", "", counts, ""]
         for kind, items in self.summary_groups():
-            out += [f"**{kind}**", ""] + [f"- {where}: " + " · ".join(fs) for where, fs in items] + [""]
+            out += [f"**{kind}**", ""] + [md_line(f"- {where}: " + " · ".join(fs)) for where, fs in items] + [""]
         for g in self.groups:
             out += [f"## {g.title}", ""]
             for e in g.entries:
                 out += [f"### {e.title}", ""]
-                out += [f"- {ln}" for ln in e.lines]
-                out += [f"- **{fl}**" for fl in e.flags]
+                out += [f"- {md_line(ln)}" for ln in e.lines]  # quoted text cannot start a line (safe_text.py)
+                out += [f"- **{md_line(fl)}**" for fl in e.flags]
                 if e.table:
                     cols, rows = e.table
                     out += ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-                    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+                    out += ["| " + " | ".join(md_line(c).replace("|", "\\|") for c in r) + " |" for r in rows]
                 for cap, text in e.blocks:
-                    fence = "````" if "```" in text else "```"
-                    out += ["", f"{cap}:", "", fence + "text", text, fence]
+                    fence = fence_for(text)  # longer than any backtick run inside: the text cannot close it
+                    out += ["", f"{md_line(cap)}:", "", fence + "text", text, fence]
                 out.append("")
         return "\n".join(out).rstrip() + "\n"
 

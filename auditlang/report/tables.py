@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.report.latex import breakable
+from auditlang.report.safe_text import write_report_text
 
 NOT_COMPUTABLE = "not computable"
 
@@ -231,7 +232,7 @@ class Table:
         stem = safe_name(self.name)
         csv_path, md_path = folder / f"{stem}.csv", folder / f"{stem}.md"
         csv_path.write_text(self.to_csv(), encoding="utf-8")
-        md_path.write_text(self.to_markdown(heading=1), encoding="utf-8")
+        write_report_text(md_path, self.to_markdown(heading=1))  # markup and control characters neutralised
         return [csv_path, md_path]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from auditlang.core.confine import inside, outside_hint
+from auditlang.core.confine import inside, local_model_path, model_outside_hint, model_roots, outside_hint
 from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
@@ -16,8 +16,10 @@ from auditlang.resolve.templates import compile_obj
 
 
 
-def check_spec(spec: Spec, bag: DiagnosticBag) -> None:
+def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> None:
     check_templates(spec, bag)
+    if confine_models:
+        check_model_paths(spec, bag)
     check_protocols(spec, bag)
     for ds in spec.of_kind("dataset").values():
         v = ds.value
@@ -196,6 +198,28 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
             bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
 
+
+
+def check_model_paths(spec: Spec, bag: DiagnosticBag) -> None:
+    """A local ``hf(PATH)``/``vllm(PATH)`` checkpoint (the engines and ``auditc show`` read its
+    config, tokenizer and chat template) must resolve inside the project root or a model root the
+    user allows (core/confine.py; E118, docs/security.md). A ``--swap-model`` expression is the
+    user's own, typed outside the spec, and is not confined."""
+    roots: list[Path] | None = None
+    for o in spec.of_kind("model").values():
+        if o.ctor not in ("hf", "vllm") or not isinstance(getattr(o.value, "path", None), str):
+            continue
+        span = o.param_span("path")
+        if span is not None and str(span.file).startswith("--swap-model"):
+            continue
+        local = local_model_path(o.value.path)
+        if local is None:
+            continue
+        roots = roots if roots is not None else model_roots(spec.root)
+        if inside(local, roots) is None:
+            bag.error("E118", f"model '{o.id}': local checkpoint '{o.value.path}' resolves to "
+                      f"{os.path.realpath(local)}, outside the project root {spec.root} and the model roots",
+                      span, hint=model_outside_hint(roots))
 
 
 def check_templates(spec: Spec, bag: DiagnosticBag) -> None:

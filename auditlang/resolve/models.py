@@ -43,8 +43,9 @@ def declared_model(spec: Spec, mid: str) -> tuple[str, str, bool]:
 def model_config(spec: Spec, mid: str, engine_override: str | None = None,
                  kinds: Collection[str] | None = None) -> ModelConfig:
     """The engine configuration of spec model ``mid``. ``engine_override`` (``auditc run --engine``)
-    replaces the declared engine; the declared engine's options are then not sent. ``openai(...)``
-    without ``base_url`` takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint).
+    replaces the declared engine; the declared engine's options are then not sent. A model on the
+    openai engine (``openai(...)`` without ``base_url``, or any model under ``--engine openai``)
+    takes ``$OPENAI_BASE_URL`` when it is set (recorded in the fingerprint).
 
     ``kinds``: the request kinds the run sends this model (``Plan.model_kinds``); given (a run), a
     vllm model's ``prefix_caching=auto`` (the default) is resolved into an explicit
@@ -62,8 +63,10 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
         for param, option in ENGINE_OPTIONS.get(engine, {}).items():
             if param in written and getattr(v, param, None) is not None:
                 options[option] = getattr(v, param)
-        if o.ctor == "openai" and "base_url" not in written and os.environ.get(OPENAI_BASE_URL_ENV):
-            options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]  # the spec names no server: the environment's
+    if engine == "openai" and "base_url" not in options and os.environ.get(OPENAI_BASE_URL_ENV):
+        # the spec names no server (or --engine openai overrides another engine): the environment's,
+        # as the engine itself would take it, so the consent check asks about the host it contacts
+        options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]
     if options.get("enable_prefix_caching") == "auto":
         del options["enable_prefix_caching"]  # not an engine value: resolved below from the run's kinds
     if engine == "vllm" and kinds is not None:

@@ -508,12 +508,15 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
         r.decls[oid] = (mod, decl)
 
 
-def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None) -> Spec:
+def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None, *,
+                 confine_models: bool = True) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
     string); ``path`` still names it in diagnostics and anchors relative imports and data paths.
     ``swaps``: model name -> model expression in spec syntax (``auditc run --swap-model``).
+    ``confine_models=False``: a run directory's stored spec read back (``api.load_run``), whose
+    local checkpoints were confined when it ran and are not read again (no model is loaded).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -531,7 +534,7 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     r.resolve_all()
     r.report(top)
 
-    check_spec(spec, bag)
+    check_spec(spec, bag, confine_models)
     bag.raise_if_errors()
     spec.warnings = bag.warnings
     return spec

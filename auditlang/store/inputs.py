@@ -183,6 +183,6 @@ def save_inputs(spec: Spec, plan: Plan, run_dir: Path, **run_fields: Any) -> dic
     info.update(run_fields)
     info.update({"format": RUN_FORMAT, "spec_entry": entry, "data": data, "plan_hash": plan.hash,
                  "spec_source": spec.entry.name, "plugin_components": plugin_components(spec)})
-    record(run_dir, INPUTS, info=info)  # the hashes later commands check (store/integrity.py)
+    record(run_dir, INPUTS, journal=True, info=info)  # the hashes later commands check (store/integrity.py)
     write_run_file(run_dir, info)
     return info

@@ -3,8 +3,9 @@
 Each stage records what it wrote in ``run.json`` under ``artifacts`` (path relative to the run
 directory -> entry), in the manner of dbt's artifact checks:
 
-* inputs (``store/inputs.py``): ``plan.json``, ``plan.requests.tsv.gz`` (sha256 of the bytes) and
-  ``spec/`` (one sha256 over every file's relative path and bytes); the data copies keep their
+* inputs (``store/inputs.py``): ``plan.json``, ``plan.requests.tsv.gz`` (sha256 of the bytes),
+  ``spec/`` (one sha256 over every file's relative path and bytes) and the journal's digest (that
+  of an empty journal on a new run); the data copies keep their
   sha256 in ``run.json``'s ``data`` entry, as before;
 * scoring, a ``--shard`` run's execution and ``auditc merge``: ``journal.sqlite`` as a digest of its
   committed rows and successes (below);
@@ -21,9 +22,11 @@ replaced by a retry), so its digest covers what cannot change: the successes com
 recorded row (``max_rowid``) and time (``last``). Later appends and retries leave it unchanged;
 a row that was edited or deleted, or an emptied or replaced journal, does not.
 
-Run directories written before these hashes existed have no ``artifacts`` entry and are not
-checked. A file's entry disappears when the file is legitimately rewritten (the stage records it
-again).
+A run directory without its hashes is not read: run.json with no ``artifacts`` (or ``{}``), an
+input or an output on disk with no entry, a data copy with no sha256, or a journal with no digest
+(recorded with the inputs, as an empty journal's before the first result) is an :class:`IntegrityError` (exit 1; :func:`check_recorded`):
+deleting a hash must not turn its check off. Records and metrics without an entry are rebuilt by
+``auditc report`` like mismatched ones.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from auditlang.store.rundir import (
 
 __all__ = [
     "ARTIFACTS", "INPUTS", "METRICS_FILES", "OUTPUTS", "IntegrityError", "check_data", "check_files",
-    "check_inputs", "check_journal", "journal_digest", "outputs_state", "record", "stale_outputs"]
+    "check_inputs", "check_journal", "check_recorded", "journal_digest", "outputs_state", "record", "stale_outputs"]
 
 ARTIFACTS = "artifacts"  # run.json key
 INPUTS = (PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR)
@@ -135,6 +138,9 @@ def record(run_dir: Path, rels: Iterable[str], *, journal: bool = False, info: d
             entries[JOURNAL] = journal_digest(run_dir)
         except sqlite3.Error:
             pass  # not a journal: nothing to vouch for
+    elif journal:  # no results yet: the digest of an empty journal, so the entry is there from the start
+        entries[JOURNAL] = {"max_rowid": 0, "last": "", "rows": 0, "ok": 0, "bytes": 0,
+                            "sha256": hashlib.sha256().hexdigest()}
     target = info if info is not None else read_run_file(run_dir)
     arts = dict(target.get(ARTIFACTS) or {})
     arts.update(entries)
@@ -147,12 +153,15 @@ def record(run_dir: Path, rels: Iterable[str], *, journal: bool = False, info: d
 # ------------------------------------------------------------------ checking
 
 
+NO_HASH = "has no hash recorded in run.json"  # a file on disk whose entry is gone (_mismatch)
+
+
 def _mismatch(run_dir: Path, rel: str, info: dict[str, Any]) -> str | None:
-    """Why ``rel`` does not match its recorded entry, or None (matches, or nothing recorded)."""
+    """Why ``rel`` does not match its recorded entry, or None (matches, or neither file nor entry)."""
     want = (info.get(ARTIFACTS) or {}).get(rel)
-    if not want or "sha256" not in want:
-        return None
     p = run_dir / rel
+    if not isinstance(want, dict) or not isinstance(want.get("sha256"), str):
+        return NO_HASH if p.exists() else None
     if not p.exists():
         return "is missing"
     got = _file_entry(run_dir, rel) or {}
@@ -168,12 +177,46 @@ def _mismatch(run_dir: Path, rel: str, info: dict[str, Any]) -> str | None:
     return "has changed since it was written (sha256 differs)"
 
 
+def _restore_hint(run_dir: Path) -> str:
+    return (f"restore {run_dir / RUN_FILE} from a copy of the run directory, or run the spec again into a new "
+            "folder (`auditc run SPEC --out runs/NEW`); a run directory is read only with the hashes its run "
+            "recorded (docs/security.md)")
+
+
+def check_recorded(run_dir: Path, info: dict[str, Any]) -> None:
+    """IntegrityError when run.json holds no content hashes at all (``artifacts`` missing, empty
+    or not an object): every run of this format records them when it writes its inputs, so a run
+    directory without them was edited and nothing in it can be checked."""
+    arts = info.get(ARTIFACTS)
+    if isinstance(arts, dict) and arts:
+        return
+    what = "is missing" if ARTIFACTS not in info else f"is {json_kind(arts)}"
+    raise IntegrityError(
+        f"{Path(run_dir) / RUN_FILE}: its content hashes (`{ARTIFACTS}`) {what}, so its plan, spec, data, journal, "
+        "records and metrics cannot be checked against what the run wrote; refusing to read the run directory",
+        hint=_restore_hint(Path(run_dir)))
+
+
+def json_kind(value: Any) -> str:
+    """``{}``, ``null``, ``a JSON list``...: how a run.json value reads in a message."""
+    if value == {}:
+        return "empty ({})"
+    if value is None:
+        return "null"
+    return f"a JSON {type(value).__name__}, not an object"
+
+
 def check_files(run_dir: Path, rels: Iterable[str], info: dict[str, Any] | None = None) -> None:
-    """IntegrityError for the first of ``rels`` that no longer matches its recorded hash."""
+    """IntegrityError for the first of ``rels`` that no longer matches its recorded hash, or that
+    is on disk with no hash recorded."""
     run_dir = Path(run_dir)
     info = read_run_file(run_dir) if info is None else info
+    check_recorded(run_dir, info)
     for rel in rels:
         why = _mismatch(run_dir, rel, info)
+        if why == NO_HASH:
+            raise IntegrityError(f"{run_dir / rel}: {why}, so it cannot be checked against what the run wrote; "
+                                 "refusing to read the run directory", hint=_restore_hint(run_dir))
         if why:
             what = "folder" if rel == SPEC_DIR else "file"
             raise IntegrityError(
@@ -185,10 +228,17 @@ def check_files(run_dir: Path, rels: Iterable[str], info: dict[str, Any] | None 
 def check_data(run_dir: Path, info: dict[str, Any]) -> None:
     """Each data copy must have the sha256 ``run.json`` recorded when the run read it."""
     run_dir = Path(run_dir)
-    for dsid, entry in sorted((info.get("data") or {}).items()):
-        rel, want = entry.get("file"), entry.get("sha256")
-        if not rel or not want:
-            continue
+    data = info.get("data")
+    if not isinstance(data, dict):
+        raise IntegrityError(f"{run_dir / RUN_FILE}: its `data` entry (each data copy's file and sha256) "
+                             f"{'is missing' if data is None else 'is not an object'}", hint=_restore_hint(run_dir))
+    for dsid, entry in sorted(data.items()):
+        rel = entry.get("file") if isinstance(entry, dict) else None
+        want = entry.get("sha256") if isinstance(entry, dict) else None
+        if not rel or not isinstance(want, str):
+            raise IntegrityError(f"{run_dir / RUN_FILE}: the copy of dataset '{dsid}' has no "
+                                 f"{'file' if not rel else 'sha256'} recorded, so it cannot be checked against what "
+                                 "the run read; refusing to read the run directory", hint=_restore_hint(run_dir))
         p = run_dir / rel
         if not p.is_file():
             raise IntegrityError(f"{p}: the copy of dataset '{dsid}' the run read is missing",
@@ -214,10 +264,17 @@ def check_journal(run_dir: Path, info: dict[str, Any] | None = None, *, quick: b
     replaced journal; not an edited result: ``auditc status``)."""
     run_dir = Path(run_dir)
     info = read_run_file(run_dir) if info is None else info
+    check_recorded(run_dir, info)
     want = (info.get(ARTIFACTS) or {}).get(JOURNAL)
-    if not want or not (want.get("rows") or want.get("ok")):
-        return
     path = run_dir / JOURNAL
+    if not isinstance(want, dict):
+        if path.exists():  # recorded with the inputs, before the first result (store/inputs.py)
+            raise IntegrityError(f"{path}: {NO_HASH} (the journal's digest), so its results cannot be checked "
+                                 "against what the run committed; refusing to read the run directory",
+                                 hint=_restore_hint(run_dir))
+        return
+    if not (want.get("rows") or want.get("ok")):
+        return
     where = f"{path}: "
     held = f"it held {want.get('rows', want['ok']):,} results when last recorded"
     redo = (f"restore journal.sqlite (with its -wal file) from a copy; without it, rerun `auditc run SPEC --out "
@@ -242,8 +299,8 @@ def check_journal(run_dir: Path, info: dict[str, Any] | None = None, *, quick: b
 
 
 def stale_outputs(run_dir: Path, info: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
-    """(records files, metrics files) that no longer match their recorded hashes (missing ones
-    included only when a hash was recorded)."""
+    """(records files, metrics files) that no longer match their recorded hashes or have none
+    recorded (missing ones included only when a hash was recorded)."""
     run_dir = Path(run_dir)
     info = read_run_file(run_dir) if info is None else info
     return ([r for r in RECORD_FILES if _mismatch(run_dir, r, info)],
@@ -261,7 +318,8 @@ def check_outputs(run_dir: Path, rels: Iterable[str], info: dict[str, Any] | Non
             continue
         why = _mismatch(run_dir, rel, info)
         if why:
-            raise IntegrityError(f"{run_dir / rel}: this file {why}; it no longer holds what the scoring stage wrote",
+            what = "it cannot be checked against" if why == NO_HASH else "it no longer holds"
+            raise IntegrityError(f"{run_dir / rel}: this file {why}; {what} what the scoring stage wrote",
                                  hint=f"run `auditc report {run_dir}` to rebuild it from the journal")
 
 

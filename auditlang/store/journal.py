@@ -40,7 +40,8 @@ from auditlang.core.requests import Request, Result
 from auditlang.store.codec import dumps, fingerprint_hash, request_to_json, result_from_json, result_to_json
 from auditlang.store.rundir import JOURNAL
 
-__all__ = ["JOURNAL_FILE", "SCHEMA_VERSION", "EngineRecord", "Journal", "JournalCounts", "JournalError"]
+__all__ = ["JOURNAL_FILE", "SCHEMA_VERSION", "EngineRecord", "Journal", "JournalCounts", "JournalError",
+           "check_journal_file"]
 
 JOURNAL_FILE = JOURNAL  # the name is store/rundir.py's
 SCHEMA_VERSION = 1
@@ -120,6 +121,58 @@ def _chunks(items: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]
         yield items[i : i + size]
 
 
+_TABLES = frozenset({"meta", "engines", "requests", "results"})
+
+
+def check_journal_file(path: Path) -> None:
+    """A JournalError unless ``path`` is absent, empty, or a journal auditlang wrote: a SQLite file
+    whose tables are the journal's and whose ``meta`` holds its ``schema_version`` (written when
+    the journal is created). A user's own ``journal.sqlite`` (in a ``--cache`` folder, say) is
+    refused before anything is written into it. Read as an immutable file, so no ``-wal``/``-shm``
+    file is left beside it; a file with a ``-wal`` (open elsewhere, or not checkpointed) is checked
+    by :class:`Journal` on its own connection instead."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_file():
+            raise JournalError(f"{path} is not a file; refusing to use it as a journal",
+                               hint="name another folder, or remove it")
+        if not path.is_file() or path.stat().st_size == 0 or Path(f"{path}-wal").exists():
+            return
+    except OSError as e:
+        raise JournalError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        # no -wal: every committed page is in the file itself, read without creating -wal/-shm files
+        db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, timeout=30)
+        try:
+            why = _not_a_journal(db)
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as e:
+        raise JournalError(f"cannot open the journal {path}: {e}; it is not an auditlang journal, nothing was written",
+                           hint="name a folder auditlang created (or a new one) with --cache/--out") from None
+    _refuse(path, why)
+
+
+def _not_a_journal(db: sqlite3.Connection) -> str | None:
+    """Why the database behind ``db`` is not an auditlang journal (None: it is one, or is empty)."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not str(r[0]).startswith("sqlite_")}
+    if not tables:
+        return None  # a new, empty database
+    if tables - _TABLES:
+        return f"it holds tables auditlang does not write ({', '.join(sorted(tables - _TABLES)[:5])})"
+    if "meta" not in tables or db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() is None:
+        return "it has no journal schema version (auditlang writes one when it creates a journal)"
+    return None
+
+
+def _refuse(path: Path, why: str | None) -> None:
+    if why:
+        raise JournalError(f"{path} is not an auditlang journal: {why}; refusing to write into it, nothing was written",
+                           hint="name a folder auditlang created (or a new one) with --cache/--out; auditlang never "
+                                "adds its tables to a database it did not create")
+
+
 class Journal:
     """The request journal of one run directory (``run_dir/journal.sqlite``).
 
@@ -134,8 +187,13 @@ class Journal:
             raise ValueError(f"run directory {self.run_dir} exists and is not a directory")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / JOURNAL_FILE
+        check_journal_file(self.path)  # never add tables to a database auditlang did not create
         try:
             self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
+            why = _not_a_journal(self._db)  # also one with a -wal beside it, on this connection
+            if why:
+                self._db.close()
+                _refuse(self.path, why)
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")

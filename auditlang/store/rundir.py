@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.core.errors import UserError
+from auditlang.core.hashing import sha256_file
 
 RUN_FORMAT = "auditlang.run/2"
 RUN_FILE = "run.json"
@@ -61,16 +62,39 @@ RUN_NAMES = frozenset({
     RESCORE_DIR})
 
 
-def is_run_dir(path: Path) -> bool:
-    """A folder auditlang wrote: its ``run.json`` is a JSON object with a ``format``, or a run
-    stopped before writing it: the run lock is there and nothing but names auditlang writes
-    (:data:`RUN_NAMES`, and their ``.tmp`` files)."""
+RUN_FORMAT_PREFIX = "auditlang.run/"
+
+
+def run_file_owner(path: Path) -> str:
+    """Whether ``run.json`` in ``path`` is one auditlang wrote for this folder: ``"owned"`` (an
+    ``auditlang.run/...`` format, and for this format the sha256 of ``plan.json`` it recorded
+    when it wrote the inputs matches the plan.json beside it: a key anyone could write is not
+    enough), ``"mismatch"`` (this format, but plan.json is missing or not the one it recorded),
+    or ``"foreign"`` (absent, unreadable, or not auditlang's format)."""
     try:
         info = json.loads((Path(path) / RUN_FILE).read_text(encoding="utf-8"))
-        if isinstance(info, dict) and "format" in info:
-            return True
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError, RecursionError):
+        return "foreign"
+    fmt = info.get("format") if isinstance(info, dict) else None
+    if not isinstance(fmt, str) or not fmt.startswith(RUN_FORMAT_PREFIX):
+        return "foreign"
+    if fmt != RUN_FORMAT:
+        return "owned"  # an older auditlang's run directory (no hashes yet): resumed to bring it up to date
+    arts = info.get("artifacts")
+    want = arts.get(PLAN_FILE) if isinstance(arts, dict) else None
+    want = want.get("sha256") if isinstance(want, dict) else None
+    try:
+        return "owned" if isinstance(want, str) and sha256_file(Path(path) / PLAN_FILE) == want else "mismatch"
+    except OSError:
+        return "mismatch"
+
+
+def is_run_dir(path: Path) -> bool:
+    """A folder auditlang wrote: its ``run.json`` is auditlang's and vouches for the plan.json
+    beside it (:func:`run_file_owner`), or a run stopped before writing it: the run lock is there
+    and nothing but names auditlang writes (:data:`RUN_NAMES`, and their ``.tmp`` files)."""
+    if run_file_owner(path) == "owned":
+        return True
     try:
         names = [p.name for p in Path(path).iterdir()]
     except OSError:
@@ -91,9 +115,15 @@ def check_out_dir(path: Path) -> None:
             entries = next(iter(path.iterdir()), None)
         except OSError as e:
             raise UserError(f"{path}: cannot list the folder ({e.strerror})") from None
+        if entries is not None and not is_run_dir(path) and run_file_owner(path) == "mismatch":
+            raise UserError(f"{path / RUN_FILE} names an auditlang run, but {path / PLAN_FILE} is missing or is not the "
+                            "plan it recorded (edited, or a run.json copied from elsewhere); refusing to write into "
+                            "the folder, nothing was written",
+                            hint=f"restore {PLAN_FILE} from a copy of the run directory, or run into a new folder "
+                                 "(--out runs/NEW)")
         if entries is not None and not is_run_dir(path):
             raise UserError(f"{path} is a non-empty folder that is not an auditlang run directory (no {RUN_FILE} "
-                            "with a format); refusing to write into it, nothing was written",
+                            "auditlang wrote for it); refusing to write into it, nothing was written",
                             hint="name a new or empty folder (e.g. runs/NAME), or an existing run directory to resume it")
     else:
         parent = next((a for a in path.absolute().parents if a.exists()), None)
