@@ -268,8 +268,17 @@ def _compile(source: str, name: str) -> CompiledTemplate:
         line = exc.lineno
         raise TemplateError(exc.message or "syntax error", name=name, line=line,
                             col=_tag_col(source, line)) from None
+    except (RecursionError, SyntaxError, MemoryError) as exc:  # 2,000 nested {% if %}, 30 nested loops
+        why = exc.msg if isinstance(exc, SyntaxError) and exc.msg else "nested too deeply"
+        raise TemplateError(f"the template cannot be compiled: {why}", name=name, line=1, col=1,
+                            hint="templates nest at most a few dozen tags and brackets deep") from None
     compiled = CompiledTemplate(name=name, source=source, hash=template_hash(source), _template=template, _ast=ast)
-    _check_includes(compiled)
+    try:
+        _check_includes(compiled)
+        compiled.variables, compiled.static  # noqa: B018 (walked once here, where a too deep tree is reported)
+    except RecursionError:
+        raise TemplateError("the template cannot be compiled: nested too deeply", name=name, line=1, col=1,
+                            hint="templates nest at most a few dozen tags and brackets deep") from None
     return compiled
 
 

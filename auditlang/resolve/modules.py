@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditlang import stdlib_location
+from auditlang.core.confine import path_problem
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
@@ -36,8 +37,13 @@ class LoadedModule:
     imports: dict[str, "LoadedModule"] = field(default_factory=dict)  # namespace -> module
 
 
-def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | None, str | None]:
+def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | None, str | None, str | None]:
+    """The imported file, or why not with a hint (E112)."""
     raw = imp.path
+    shown = raw if len(raw) <= 80 else raw[:80] + "..."
+    why = path_problem(raw)
+    if why:
+        return None, f"import '{shown}' cannot name a file: {why}", "import a spec by its path relative to this file"
     if raw.startswith("stdlib/") or raw == "stdlib":
         rel = raw[len("stdlib/"):]
         cand = stdlib_root() / rel
@@ -47,14 +53,31 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
         base = root
     if cand.suffix != ".audit":
         cand = cand.with_suffix(".audit") if not cand.name.endswith(".audit") else cand
-    cand = cand.resolve()
     try:
+        cand = cand.resolve()
         cand.relative_to(base.resolve())
     except ValueError:
-        return None, f"import '{raw}' leaves the project root ({base})"
+        where = "the standard library" if base == stdlib_root() else "the project root"
+        return None, f"import '{shown}' leaves {where} ({base})", (
+            "a spec imports files under its project root (the folder holding auditlang.toml, pyproject.toml "
+            "or .git) or stdlib/...; move the file there (docs/security.md)")
+    except (OSError, RuntimeError) as e:  # a symlink loop
+        return None, f"import '{shown}' cannot be resolved: {getattr(e, 'strerror', None) or e}", \
+            "check the file and the symlinks on its path"
+    if raw.startswith("stdlib/") or raw == "stdlib":
+        avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
+        hint = did_you_mean(raw[len("stdlib/"):], avail, "stdlib modules") if not cand.exists() else None
+    else:
+        near = [x.stem for x in cand.parent.glob("*.audit") if x != importer.resolve()] if cand.parent.is_dir() else []
+        close = did_you_mean(Path(raw).stem, near) if near else None
+        hint = close if close and close.startswith("did you mean") else None
     if not cand.exists():
-        return None, f"cannot find '{raw}' (looked for {cand})"
-    return cand, None
+        return None, f"cannot find '{shown}' (looked for {cand})", hint or (
+            "the import path is relative to the importing file, with or without .audit")
+    if not cand.is_file():
+        return None, f"import '{shown}' names a folder, not a spec file ({cand})", \
+            "import the .audit file inside it, e.g. import \"folder/name\""
+    return cand, None, None
 
 
 def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
@@ -116,13 +139,8 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
         loaded[p] = mod
         stack.append(p)
         for imp in mod_ast.imports:
-            target, err = _resolve_import(imp, p, root)
+            target, err, hint = _resolve_import(imp, p, root)
             if err:
-                hint = None
-                if "cannot find" in err and imp.path.startswith("stdlib/"):
-                    avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
-
-                    hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
                 bag.error("E112", err, imp.span, hint=hint)
                 continue
             sub = load(target, imp)

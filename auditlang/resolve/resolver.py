@@ -395,6 +395,8 @@ class _Resolver:
                     got = err.get("input")
                     shown_got = got if isinstance(got, str) else repr(got)
                     hint = f"'{shown}' takes a list; write {shown}=[{shown_got}]"
+                if hint is None and typ in ("less_than_equal", "less_than"):  # over a bound of schema.MAX_*
+                    hint = S.VALUE_HINTS.get(shown or "")
                 if hint is None and pname in cls.model_fields:
                     hint = f"'{shown}' takes {_type_name(cls.model_fields[pname].annotation)}"
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
