@@ -8,7 +8,7 @@ from pathlib import Path
 
 from auditlang import stdlib_location
 from auditlang.core.confine import path_problem
-from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, SourceCache, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
 from auditlang.core.diagnostics import did_you_mean
@@ -124,7 +124,9 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
             return None
         except UnicodeDecodeError as e:
             line = raw.count(b"\n", 0, e.start) + 1
-            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            start = raw.rfind(b"\n", 0, e.start) + 1
+            col = len(raw[start:e.start].decode("utf-8", "replace")) + 1  # characters, as the caret is drawn
+            SourceCache.put(str(p), raw.decode("utf-8", "replace"))  # the line is quoted, the bad byte shown as U+FFFD
             bag.error("E111", f"'{p.name}' is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
                       Span.point(str(p), line, col), hint="save the spec as UTF-8")
             return None

@@ -75,3 +75,33 @@ def test_every_import_error_has_a_hint(tmp_path, capsys, imp):
     (proj / "sub" / "other.audit").write_text("", encoding="utf-8")
     rc, err = _check(capsys, "check", "s.audit")
     assert rc == 1 and "s.audit:1:1: error[E112]" in err and "hint:" in err, err
+
+
+def test_unknown_report_output_parameter_is_e120_with_did_you_mean(tmp_path, capsys):
+    make_project(tmp_path / "p", BASE.replace("report cells, checklist", "report cells, disclosure(fromat=latex)"))
+    rc, err = _check(capsys, "check", "s.audit")
+    assert rc == 1 and "s.audit:13:26: error[E120]: unknown parameter 'fromat'" in err and "did you mean 'format'?" in err
+
+
+@pytest.mark.parametrize("order", ["forward", "backward"])
+def test_a_with_chain_deeper_than_100_is_e103(tmp_path, capsys, order):
+    decls = ["protocol p0 = s000.token_norm\n"] + [f"protocol p{i + 1} = p{i} with (top_k=20)\n" for i in range(1000)]
+    spec = 'import "stdlib/s000"\n' + "".join(decls if order == "forward" else decls[::-1])
+    make_project(tmp_path / "p", spec)
+    rc, err = _check(capsys, "check", "s.audit")
+    assert rc == 1 and "error[E103]: definition chain deeper than 100 objects" in err and "hint:" in err
+    assert err.count("error[E103]") == 1
+    make_project(tmp_path / "q", 'import "stdlib/s000"\n' + "".join(decls[:60]))
+    assert _check(capsys, "check", "s.audit")[0] == 0
+
+
+def test_non_utf8_spec_and_template_show_the_line_and_a_caret(tmp_path, capsys):
+    proj = make_project(tmp_path / "p", spec_with_template('file="t.j2"'))
+    (proj / "s.audit").write_bytes(b'import "stdlib/s000"\n# caf\xe9 \n')
+    rc, err = _check(capsys, "check", "s.audit")
+    assert rc == 1 and "s.audit:2:6: error[E111]" in err and "   2 | # caf\ufffd" in err and "\n            ^\n" in err
+    (proj / "s.audit").write_text(spec_with_template('file="t.j2"'), encoding="utf-8")
+    (proj / "t.j2").write_bytes(b"ok {{ question }}\nbad \xff byte\n")
+    rc, err = _check(capsys, "check", "s.audit")
+    assert rc == 1 and f"{proj / 't.j2'}:2:5: error[E160]" in err and "   2 | bad \ufffd byte" in err
+    assert "\n           ^\n" in err and "hint: save the file as UTF-8" in err
