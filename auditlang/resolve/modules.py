@@ -80,9 +80,12 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
     return cand, None, None
 
 
-def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
+def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None,
+                 max_import_chars: int | None = None) -> tuple[LoadedModule, dict[str, str]]:
     """Parse the entry spec and, recursively, everything it imports. ``text``: the entry's source
-    (not read from disk; ``entry`` then only locates it for relative imports and the project root)."""
+    (not read from disk; ``entry`` then only locates it for relative imports and the project root).
+    ``max_import_chars``: an imported file larger than this is not parsed (E111 at the import; the
+    language server's bound on the work of one document)."""
     entry = entry.resolve()
     entry_text = text
     root = project_root(entry)
@@ -116,6 +119,11 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
             if p == entry and entry_text is not None:
                 src = entry_text[1:] if entry_text.startswith("\ufeff") else entry_text
             else:
+                size = p.stat().st_size
+                if max_import_chars is not None and via is not None and size > max_import_chars:
+                    bag.error("E111", f"'{p.name}' has {size:,} bytes, more than the {max_import_chars:,} the editor "
+                              "reads for an import", via.span, hint="run `auditc check` for its diagnostics")
+                    return None
                 raw = p.read_bytes()
                 src = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
         except OSError as e:

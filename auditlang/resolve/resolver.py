@@ -515,12 +515,14 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
         r.decls[oid] = (mod, decl)
 
 
-def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None) -> Spec:
+def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None,
+                 max_import_chars: int | None = None) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
     string); ``path`` still names it in diagnostics and anchors relative imports and data paths.
     ``swaps``: model name -> model expression in spec syntax (``auditc run --swap-model``).
+    ``max_import_chars``: imported files larger than this are an E111 instead of being parsed (editors).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -529,7 +531,7 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
         bag.error("E100", f"spec file {what}: {entry}", None,
                   hint=did_you_mean(entry.name, [p.name for p in entry.parent.glob('*.audit')] if entry.parent.exists() else [], "specs here"))
         raise CompileError(bag)
-    top, hashes = load_modules(entry, bag, text)
+    top, hashes = load_modules(entry, bag, text, max_import_chars)
     spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes, entry_text=text)
     r = _Resolver(top, bag, spec)
     if swaps and top is not None:
