@@ -20,6 +20,24 @@ ENV_CACHE = "AUDITLANG_CACHE"  # converted embedded checkpoints (engines/embedde
 _HUB_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 
 
+MAX_NAME_BYTES = 255  # longest file or folder name (Linux NAME_MAX)
+MAX_PATH_BYTES = 4096  # longest path (Linux PATH_MAX)
+
+
+def path_problem(text: str) -> str | None:
+    """Why ``text`` cannot name a file on any filesystem (a NUL byte, a name over 255 bytes, a
+    path over 4096 bytes), or None. Checked on every path a spec gives, before anything is opened."""
+    if "\x00" in text:
+        return "a path cannot contain a NUL byte"
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_PATH_BYTES:
+        return f"a path is at most {MAX_PATH_BYTES} bytes long (this one is {len(raw):,})"
+    for part in raw.split(b"/"):
+        if len(part) > MAX_NAME_BYTES:
+            return f"a file or folder name is at most {MAX_NAME_BYTES} bytes long (one here is {len(part):,})"
+    return None
+
+
 def inside(path: Path, roots: list[Path]) -> Path | None:
     """``path`` with symlinks resolved when it lies inside one of ``roots`` (also resolved), else None."""
     real = Path(os.path.realpath(path))

@@ -190,8 +190,9 @@ class OpenAIOptions(EngineOptions):
     server: Literal["generic", "vllm"] = option(
         "generic", "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
         spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"))
-    timeout: float = option(120.0, "seconds per HTTP request (default 120)")
-    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)")
+    timeout: float = option(120.0, "seconds per HTTP request (default 120); a request that times out on every try "
+                                   "is a counted request error", spec="timeout")
+    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)", spec="retries")
     backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)")
     concurrency: int = option(4, "requests in flight at once (default 4)")
     window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)")

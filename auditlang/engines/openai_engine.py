@@ -155,6 +155,7 @@ class OpenAIEngine:
         data = json.dumps(body).encode("utf-8") if body is not None else None
         delay = self._opts.backoff
         last = ""
+        timeouts = 0
         for attempt in range(self._opts.retries + 1):
             if attempt:
                 time.sleep(delay)
@@ -162,7 +163,10 @@ class OpenAIEngine:
             req = urllib.request.Request(url, data=data, method=method, headers=self._headers)
             try:
                 with _OPENER.open(req, timeout=self._opts.timeout) as resp:
-                    return json.loads(resp.read().decode("utf-8"))
+                    reply = json.loads(resp.read().decode("utf-8"))
+                if not isinstance(reply, dict):  # a JSON list, string or number: not an OpenAI reply
+                    raise RequestFailed(f"{path} answered with a JSON {type(reply).__name__}, not an object")
+                return reply
             except urllib.error.HTTPError as e:
                 detail = _error_text(e)
                 if e.code in _FATAL_STATUS:
@@ -175,8 +179,15 @@ class OpenAIEngine:
                     raise RequestFailed(f"HTTP 500 from {path} after {attempt + 1} tries: {detail}") from e
             except _NETWORK_ERRORS as e:
                 last = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
+                reason = getattr(e, "reason", e)
+                timeouts += isinstance(e, (socket.timeout, TimeoutError)) or isinstance(reason, (socket.timeout, TimeoutError))
+            except UnicodeDecodeError as e:
+                raise RequestFailed(f"{path} answered with a body that is not UTF-8 ({e.reason})") from e
             except json.JSONDecodeError as e:
                 raise RequestFailed(f"{path} answered with invalid JSON ({e})") from e
+        if timeouts == self._opts.retries + 1 and getattr(self, "_served", None) is not None:
+            # the server answered before: this one request hangs (a counted error; the run goes on and reports)
+            raise RequestFailed(f"no reply from {path} within {self._opts.timeout:g} s ({timeouts} tries; option timeout)")
         raise EngineError(
             f"OpenAI-compatible server at {self._opts.base_url} is unreachable or failing ({last}; {self._opts.retries + 1} tries)",
             hint="start the server or fix options.base_url; results so far are kept: rerun `auditc run` to resume",
@@ -188,11 +199,13 @@ class OpenAIEngine:
             listing = self._call("GET", "/models")
         except RequestFailed:
             return []  # some servers have no /models: the first request will tell
-        served = [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)]
+        data = listing.get("data")
+        models = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+        served = [str(m.get("id")) for m in models]
         if served and self.model not in served:
             raise EngineError(f"model {self.config.name!r}: the server at {self._opts.base_url} does not serve {self.model!r}",
                               hint="served models: " + ", ".join(served) + " (set the model's path to one of them)")
-        self._model_info = next((m for m in listing.get("data", []) if m.get("id") == self.model), {})
+        self._model_info = next((m for m in models if m.get("id") == self.model), {})
         return served
 
     # -- protocol
@@ -251,6 +264,8 @@ class OpenAIEngine:
             return handler(req)
         except (RequestFailed, ValueError) as e:
             return _error(req, str(e))
+        except (AttributeError, TypeError, KeyError, IndexError) as e:  # a reply of another shape than the API's
+            return _error(req, f"malformed reply from the server ({type(e).__name__}: {e})"[:500])
 
     def _route(self, prompt: Prompt) -> str:
         """'chat' or 'completions' for this prompt (ValueError when the option forbids it)."""

@@ -43,10 +43,11 @@ def _first_import_line(text: str) -> int:
     return 0
 
 
-def check_text(text: str, path: Path) -> list[Issue]:
-    """Every error and warning ``auditc check`` would report for ``text`` saved at ``path``."""
+def check_text(text: str, path: Path, max_import_chars: int | None = None) -> list[Issue]:
+    """Every error and warning ``auditc check`` would report for ``text`` saved at ``path``
+    (an import over ``max_import_chars`` is one E111 instead)."""
     try:
-        diags = list(compile_spec(path, text=text).warnings)
+        diags = list(compile_spec(path, text=text, max_import_chars=max_import_chars).warnings)
     except CompileError as e:
         diags = list(e.diagnostics)
     except Exception as e:  # noqa: BLE001 - an editor must keep running; show it as a diagnostic

@@ -21,6 +21,7 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.lsp.analysis import check_text
 from auditlang.lsp.complete import complete
 from auditlang.lsp.hover import definition, hover
+from auditlang.lsp.textsync import install as _install_textsync
 from auditlang.lsp.wire import serve_stdio
 from auditlang.syntax.fmt import format_text
 
@@ -45,7 +46,8 @@ def _offset(doc, pos: T.Position) -> int:
 # Work per document is bounded (docs/editors.md): diagnostics are computed DEBOUNCE_S after the
 # last change, one analysis at a time in a worker thread (requests keep being answered), a result
 # for an older version is dropped, a document over MAX_CHARS is not analysed (nor hovered or
-# completed), and at most MAX_DIAGNOSTICS are published.
+# completed), an imported file over MAX_CHARS is not parsed (E111 at its import), incremental
+# changes cost one copy of the text (lsp/textsync.py), and at most MAX_DIAGNOSTICS are published.
 MAX_CHARS = 200_000
 MAX_DIAGNOSTICS = 200
 DEBOUNCE_S = 0.3
@@ -91,7 +93,7 @@ class _Analyses:
                                                   severity=T.DiagnosticSeverity.Information, source="auditc")])
             return
         self.running.add(uri)
-        fut = asyncio.get_running_loop().run_in_executor(self.pool, check_text, text, _path(uri))
+        fut = asyncio.get_running_loop().run_in_executor(self.pool, check_text, text, _path(uri), MAX_CHARS)
         fut.add_done_callback(lambda f: self._done(ls, uri, version, f))
 
     def _done(self, ls: LanguageServer, uri: str, version: int | None, fut: asyncio.Future) -> None:
@@ -122,6 +124,7 @@ def _send(ls: LanguageServer, uri: str, version: int | None, diags: list[T.Diagn
 
 
 _ANALYSES = _Analyses()
+_install_textsync()
 
 
 def _too_large(doc) -> bool:

@@ -4,7 +4,9 @@ pygls reads ``Content-Length: N`` headers and then exactly N bytes. A header tha
 number left its reader out of step with the stream, so every later message was lost; a length of
 10^12 made it try to read (and allocate) that much and stop answering. Here a header that is not
 a number, or a length above :data:`MAX_BODY`, is logged to stderr and the stream is skipped up to
-the next ``Content-Length:`` header: the server keeps answering the messages after it.
+the next ``Content-Length:`` header: the server keeps answering the messages after it. Stray
+bytes before a header (one byte too many on stdin, or a body shorter than its length, whose rest
+then runs into the next header) are skipped the same way: the header is found anywhere in a line.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ async def read_messages(server, reader, stop: threading.Event) -> None:
         if not line:
             break
         low = line.lower()
-        if skipping:
-            at = low.find(_HEADER)
-            if at < 0:
-                continue
-            line, low, skipping = line[at:], low[at:], False
+        at = low.find(_HEADER)
+        if skipping and at < 0:
+            continue
+        if at > 0:  # stray bytes (or the tail of a body that was too short) before a header: resync there
+            print(f"auditlang lsp: skipping {at} stray byte(s) before a Content-Length header", file=sys.stderr)
+            line, low, length = line[at:], low[at:], None
+        skipping = False
         if low.startswith(_HEADER):
             m = _LENGTH.fullmatch(line[len(_HEADER):])
             n = int(m.group(1)) if m else None

@@ -1,7 +1,8 @@
 """Prompt templates: compile, inspect and render Jinja templates in a sandbox.
 
 Templates are Jinja2 sources rendered by an ``ImmutableSandboxedEnvironment`` (no attribute
-access to dunders or other unsafe members, no mutation of the context) with
+access to dunders or other unsafe members, no mutation of the context), bounded in the size of
+what it builds and the work of one render (:mod:`auditlang.prompts.sandbox`), with
 ``StrictUndefined`` (a missing variable is an error, never an empty string), autoescape off
 and ``keep_trailing_newline`` (the rendered text is byte-exact: a template file that ends
 without a newline renders without one). ``{% include %}`` / ``{% import %}`` names resolve
@@ -26,6 +27,8 @@ from typing import Any, Callable, Sequence
 import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from auditlang.prompts.sandbox import MAX_STEPS, MAX_TEXT, BoundedSandbox, Budget, BudgetError, render_bounded
 
 from auditlang.core.errors import UserError
 from auditlang.stdlib_location import stdlib_root
@@ -151,35 +154,15 @@ def _stdlib_path(name: str) -> Path | None:
     return path
 
 
-MAX_REPEAT = 1_000_000  # longest string or list a template may build with * (a prompt, not a memory bomb)
-MAX_EXPONENT = 1_000  # largest exponent of ** in a template
-
-
-class _BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The sandbox, with ``*`` and ``**`` bounded so a hostile template cannot exhaust memory or CPU."""
-
-    intercepted_binops = frozenset(["*", "**"])
-
-    def call_binop(self, context, operator, left, right):  # noqa: ANN001 (jinja2 signature)
-        if operator == "**":
-            if isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-                raise SecurityError(f"exponent {right} is larger than {MAX_EXPONENT}")
-            return left ** right
-        for seq, n in ((left, right), (right, left)):
-            if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT:
-                raise SecurityError(f"repeating a sequence {n} times builds more than {MAX_REPEAT} items")
-        return left * right
-
-
 def _make_env() -> ImmutableSandboxedEnvironment:
-    env = _BoundedSandbox(
+    env = BoundedSandbox(
         loader=_StdlibLoader(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
         finalize=_finalize,
     )
-    env.filters.update(FILTERS)
+    env.add_filters(FILTERS)
     env.globals.update(GLOBALS)
     return env
 
@@ -232,7 +215,12 @@ class CompiledTemplate:
 
     def _render(self, context: dict[str, Any]) -> str:
         try:
-            return self._template.render(context)
+            Budget.start()
+            return render_bounded(self._template.generate(context))
+        except BudgetError as exc:
+            raise TemplateError(f"over the sandbox's bounds: {exc}", name=self.name, line=_render_line(exc, self.name),
+                                hint=f"a prompt template formats item fields; bounds per prompt: {MAX_TEXT:,} characters "
+                                     f"built, {MAX_STEPS:,} steps (docs/security.md)") from None
         except SecurityError as exc:
             raise TemplateError(f"unsafe operation blocked by the sandbox: {exc}", name=self.name,
                                 line=_render_line(exc, self.name),
@@ -280,8 +268,17 @@ def _compile(source: str, name: str) -> CompiledTemplate:
         line = exc.lineno
         raise TemplateError(exc.message or "syntax error", name=name, line=line,
                             col=_tag_col(source, line)) from None
+    except (RecursionError, SyntaxError, MemoryError) as exc:  # 2,000 nested {% if %}, 30 nested loops
+        why = exc.msg if isinstance(exc, SyntaxError) and exc.msg else "nested too deeply"
+        raise TemplateError(f"the template cannot be compiled: {why}", name=name, line=1, col=1,
+                            hint="templates nest at most a few dozen tags and brackets deep") from None
     compiled = CompiledTemplate(name=name, source=source, hash=template_hash(source), _template=template, _ast=ast)
-    _check_includes(compiled)
+    try:
+        _check_includes(compiled)
+        compiled.variables, compiled.static  # noqa: B018 (walked once here, where a too deep tree is reported)
+    except RecursionError:
+        raise TemplateError("the template cannot be compiled: nested too deeply", name=name, line=1, col=1,
+                            hint="templates nest at most a few dozen tags and brackets deep") from None
     return compiled
 
 

@@ -9,6 +9,7 @@ from auditlang.core.confine import inside, local_model_path, model_outside_hint,
 from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
+from auditlang.resolve import schema as S
 from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.bootstrap_units import check_units
 from auditlang.resolve.spec import Spec
@@ -138,6 +139,9 @@ def _check_sample_per(ds, bag: DiagnosticBag) -> None:
                   "filter_in values", where, hint="give one sample size per filter_in value, in the same order")
     if any(n < 1 for n in v.sample_per):
         bag.error("E123", f"dataset '{ds.id}': every sample_per= size must be at least 1", where)
+    elif sum(v.sample_per) > S.MAX_ITEMS:
+        bag.error("E123", f"dataset '{ds.id}': sample_per= sums to more than {S.MAX_ITEMS:,} items", where,
+                  hint=S.VALUE_HINTS["sample"])
     if v.sample is not None and v.sample != sum(v.sample_per):
         bag.error("E123", f"dataset '{ds.id}': sample={v.sample} but sample_per= sums to {sum(v.sample_per)}",
                   ds.param_span("sample"), hint=f"drop sample= or set it to {sum(v.sample_per)}")

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditlang import stdlib_location
-from auditlang.core.diagnostics import CompileError, DiagnosticBag, Span
+from auditlang.core.confine import path_problem
+from auditlang.core.diagnostics import CompileError, DiagnosticBag, SourceCache, Span
 from auditlang.syntax import ast as A
 from auditlang.syntax.parse import parse_text
 from auditlang.core.diagnostics import did_you_mean
@@ -36,8 +37,13 @@ class LoadedModule:
     imports: dict[str, "LoadedModule"] = field(default_factory=dict)  # namespace -> module
 
 
-def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | None, str | None]:
+def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | None, str | None, str | None]:
+    """The imported file, or why not with a hint (E112)."""
     raw = imp.path
+    shown = raw if len(raw) <= 80 else raw[:80] + "..."
+    why = path_problem(raw)
+    if why:
+        return None, f"import '{shown}' cannot name a file: {why}", "import a spec by its path relative to this file"
     if raw.startswith("stdlib/") or raw == "stdlib":
         rel = raw[len("stdlib/"):]
         cand = stdlib_root() / rel
@@ -47,19 +53,39 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
         base = root
     if cand.suffix != ".audit":
         cand = cand.with_suffix(".audit") if not cand.name.endswith(".audit") else cand
-    cand = cand.resolve()
     try:
+        cand = cand.resolve()
         cand.relative_to(base.resolve())
     except ValueError:
-        return None, f"import '{raw}' leaves the project root ({base})"
+        where = "the standard library" if base == stdlib_root() else "the project root"
+        return None, f"import '{shown}' leaves {where} ({base})", (
+            "a spec imports files under its project root (the folder holding auditlang.toml, pyproject.toml "
+            "or .git) or stdlib/...; move the file there (docs/security.md)")
+    except (OSError, RuntimeError) as e:  # a symlink loop
+        return None, f"import '{shown}' cannot be resolved: {getattr(e, 'strerror', None) or e}", \
+            "check the file and the symlinks on its path"
+    if raw.startswith("stdlib/") or raw == "stdlib":
+        avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
+        hint = did_you_mean(raw[len("stdlib/"):], avail, "stdlib modules") if not cand.exists() else None
+    else:
+        near = [x.stem for x in cand.parent.glob("*.audit") if x != importer.resolve()] if cand.parent.is_dir() else []
+        close = did_you_mean(Path(raw).stem, near) if near else None
+        hint = close if close and close.startswith("did you mean") else None
     if not cand.exists():
-        return None, f"cannot find '{raw}' (looked for {cand})"
-    return cand, None
+        return None, f"cannot find '{shown}' (looked for {cand})", hint or (
+            "the import path is relative to the importing file, with or without .audit")
+    if not cand.is_file():
+        return None, f"import '{shown}' names a folder, not a spec file ({cand})", \
+            "import the .audit file inside it, e.g. import \"folder/name\""
+    return cand, None, None
 
 
-def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tuple[LoadedModule, dict[str, str]]:
+def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None,
+                 max_import_chars: int | None = None) -> tuple[LoadedModule, dict[str, str]]:
     """Parse the entry spec and, recursively, everything it imports. ``text``: the entry's source
-    (not read from disk; ``entry`` then only locates it for relative imports and the project root)."""
+    (not read from disk; ``entry`` then only locates it for relative imports and the project root).
+    ``max_import_chars``: an imported file larger than this is not parsed (E111 at the import; the
+    language server's bound on the work of one document)."""
     entry = entry.resolve()
     entry_text = text
     root = project_root(entry)
@@ -93,6 +119,11 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
             if p == entry and entry_text is not None:
                 src = entry_text[1:] if entry_text.startswith("\ufeff") else entry_text
             else:
+                size = p.stat().st_size
+                if max_import_chars is not None and via is not None and size > max_import_chars:
+                    bag.error("E111", f"'{p.name}' has {size:,} bytes, more than the {max_import_chars:,} the editor "
+                              "reads for an import", via.span, hint="run `auditc check` for its diagnostics")
+                    return None
                 raw = p.read_bytes()
                 src = raw.decode("utf-8-sig")  # a UTF-8 byte-order mark is accepted and dropped
         except OSError as e:
@@ -101,7 +132,9 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
             return None
         except UnicodeDecodeError as e:
             line = raw.count(b"\n", 0, e.start) + 1
-            col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+            start = raw.rfind(b"\n", 0, e.start) + 1
+            col = len(raw[start:e.start].decode("utf-8", "replace")) + 1  # characters, as the caret is drawn
+            SourceCache.put(str(p), raw.decode("utf-8", "replace"))  # the line is quoted, the bad byte shown as U+FFFD
             bag.error("E111", f"'{p.name}' is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})",
                       Span.point(str(p), line, col), hint="save the spec as UTF-8")
             return None
@@ -116,13 +149,8 @@ def load_modules(entry: Path, bag: DiagnosticBag, text: str | None = None) -> tu
         loaded[p] = mod
         stack.append(p)
         for imp in mod_ast.imports:
-            target, err = _resolve_import(imp, p, root)
+            target, err, hint = _resolve_import(imp, p, root)
             if err:
-                hint = None
-                if "cannot find" in err and imp.path.startswith("stdlib/"):
-                    avail = sorted(x.stem for x in stdlib_root().glob("*.audit"))
-
-                    hint = did_you_mean(imp.path[len("stdlib/"):], avail, "stdlib modules")
                 bag.error("E112", err, imp.span, hint=hint)
                 continue
             sub = load(target, imp)

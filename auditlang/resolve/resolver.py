@@ -50,6 +50,7 @@ class _Resolver:
         self.failed: set[str] = set()  # objects whose resolution failed (diagnostics already given)
         self._names_memo: dict[tuple, list[str]] = {}  # names_of_kind
         self.chain_reported = False
+        self.depth: dict[str, int] = {}  # objects in the derivation chain ending at an object (E103)
         self.fallbacks: dict[str, tuple[LoadedModule, A.Expr]] = {}  # fallback id -> its module and expression
         self._collect(top)
 
@@ -178,7 +179,7 @@ class _Resolver:
                     self.bag.error("E105", "positional arguments are not allowed when deriving from an object",
                                    node.args[0].span, hint=f"use named parameters, or `{node.func.dotted} with (...)`")
                     return False
-                if not self.resolve_id(target):
+                if not self.resolve_id(target) or not self._deeper(oid, target, st_span=span):
                     return False
                 base_ctor, base_raw, base_spans = self.raw[target]
                 kwargs = list(node.kwargs) + kwargs
@@ -200,7 +201,7 @@ class _Resolver:
                     self._unknown_ref(mod, kind, node)
                     return False
             else:
-                if not self.resolve_id(target):
+                if not self.resolve_id(target) or not self._deeper(oid, target, st_span=span):
                     return False
                 base_ctor, base_raw, base_spans = self.raw[target]
         elif kind == "template" and isinstance(node, A.Literal) and isinstance(node.value, str):
@@ -210,6 +211,21 @@ class _Resolver:
                            hint=f"{kind} constructors: {', '.join(S.constructor_names(kind)) or 'none'}")
             return False
         return self._build(oid, mod, kind, base_ctor, dict(base_raw), dict(base_spans), kwargs, args, span)
+
+    def _deeper(self, oid: str, base: str, st_span: Span) -> bool:
+        """Record ``oid`` as derived from ``base`` (``oid = base with (...)``); E103 once the chain of
+        derivations is deeper than MAX_CHAIN objects, however the declarations are ordered."""
+        depth = self.depth.get(base, 1) + 1
+        self.depth[oid] = depth
+        if depth <= MAX_CHAIN:
+            return True
+        if not self.chain_reported:
+            self.bag.error("E103", f"definition chain deeper than {MAX_CHAIN} objects ({oid} is derived from {base}, "
+                           f"{depth - 1} derivations deep)", st_span,
+                           hint="define objects from constructors, or from a short chain of `with` overrides")
+            self.chain_reported = True
+        self.failed.add(oid)
+        return False
 
     def _example(self, kind: str) -> str:
         names = S.constructor_names(kind)
@@ -397,6 +413,8 @@ class _Resolver:
                     got = err.get("input")
                     shown_got = got if isinstance(got, str) else repr(got)
                     hint = f"'{shown}' takes a list; write {shown}=[{shown_got}]"
+                if hint is None and typ in ("less_than_equal", "less_than"):  # over a bound of schema.MAX_*
+                    hint = S.VALUE_HINTS.get(shown or "")
                 if hint is None and pname in cls.model_fields:
                     hint = f"'{shown}' takes {_type_name(cls.model_fields[pname].annotation)}"
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
@@ -483,6 +501,14 @@ class _Resolver:
                 if name not in S.REPORT_OUTPUTS:
                     self.bag.error("E140", f"unknown report output '{name}'", out.span, hint=did_you_mean(name, S.REPORT_OUTPUTS, "outputs"))
                     continue
+                unknown = [k for k in (out.kwargs if isinstance(out, A.Call) else []) if k.name != "format"]
+                if unknown or (isinstance(out, A.Call) and out.args):
+                    bad = unknown[0] if unknown else None
+                    self.bag.error("E120", f"unknown parameter '{bad.name}' for report output {name}" if bad else
+                                   f"report output {name} takes no positional arguments", bad.span if bad else out.span,
+                                   hint=(did_you_mean(bad.name, ["format"], "parameters") if bad else None)
+                                   or "a report output takes one parameter: format=latex, markdown or both")
+                    continue
                 fmt = params.get("format")
                 if fmt is not None and fmt not in ("latex", "markdown", "both"):
                     self.bag.error("E141", f"unknown format '{fmt}' for {name}", out.span, hint="formats: latex, markdown, both")
@@ -508,8 +534,8 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
         r.decls[oid] = (mod, decl)
 
 
-def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None, *,
-                 confine_models: bool = True) -> Spec:
+def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None,
+                 max_import_chars: int | None = None, *, confine_models: bool = True) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
@@ -517,6 +543,7 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     ``swaps``: model name -> model expression in spec syntax (``auditc run --swap-model``).
     ``confine_models=False``: a run directory's stored spec read back (``api.load_run``), whose
     local checkpoints were confined when it ran and are not read again (no model is loaded).
+    ``max_import_chars``: imported files larger than this are an E111 instead of being parsed (editors).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -525,7 +552,7 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
         bag.error("E100", f"spec file {what}: {entry}", None,
                   hint=did_you_mean(entry.name, [p.name for p in entry.parent.glob('*.audit')] if entry.parent.exists() else [], "specs here"))
         raise CompileError(bag)
-    top, hashes = load_modules(entry, bag, text)
+    top, hashes = load_modules(entry, bag, text, max_import_chars)
     spec = Spec(entry=entry.resolve(), root=project_root(entry.resolve()), files=hashes, entry_text=text)
     r = _Resolver(top, bag, spec)
     if swaps and top is not None:

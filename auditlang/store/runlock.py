@@ -39,7 +39,13 @@ class RunLock:
 
     def __enter__(self) -> "RunLock":
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.run_dir / LOCK_FILE, "a+")
+        lock = self.run_dir / LOCK_FILE
+        try:
+            self._fh = open(lock, "a+")
+        except OSError as e:  # run.lock replaced by a folder, or not writable
+            raise UserError(f"cannot open the run lock {lock}: {e.strerror}",
+                            hint=f"{LOCK_FILE} must be a writable file; remove what is there (no `auditc run` "
+                                 "is using the folder without it), or pass another --out") from None
         if fcntl is not None:
             try:
                 fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -51,7 +57,13 @@ class RunLock:
                                 f"{other.get('host', '?')}, since {other.get('started', '?')})",
                                 hint="wait for it to finish, or pass another --out") from None
         self.state = {"pid": os.getpid(), "host": socket.gethostname(), "started": _now(), "state": "starting"}
-        self._write()
+        try:
+            self._write()
+        except OSError as e:
+            self._fh.close()
+            self._fh = None
+            raise UserError(f"cannot write {self.run_dir / HEARTBEAT_FILE}: {e.strerror}",
+                            hint=f"{HEARTBEAT_FILE} must be a writable file; remove what is there, or pass another --out") from None
         return self
 
     def beat(self, **state: Any) -> None:
@@ -85,7 +97,7 @@ def read_heartbeat(run_dir: Path) -> dict[str, Any]:
 def is_live(run_dir: Path) -> bool:
     """Whether a process holds the run directory's lock right now (never waits)."""
     p = Path(run_dir) / LOCK_FILE
-    if fcntl is None or not p.exists():
+    if fcntl is None or not p.is_file():
         return False
     with open(p, "a+") as fh:
         try:

@@ -206,6 +206,40 @@ MAX_NESTING = 64  # brackets deeper than this are refused (no spec needs them; t
 _SKIP = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"""|$)|"(?:[^"\\\n]|\\.)*"?|#[^\n]*', re.S)
 
 
+MAX_SPEC_BYTES = 2_000_000  # largest spec file (the stdlib's largest is 15 KB)
+MAX_NAME = 128  # longest name: names become parts of file names (255 bytes at most)
+MAX_TOKENS = 100_000  # most tokens in one spec file (a 5 MB list literal would take minutes to parse)
+_TOKEN = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"""|$)|"(?:[^"\\\n]|\\.)*"?|#[^\n]*|[A-Za-z0-9_.+-]+|\S', re.S)
+
+
+def _check_size(bag: DiagnosticBag, file: str, text: str) -> None:
+    """E006 for a spec file over :data:`MAX_SPEC_BYTES` or :data:`MAX_TOKENS` (checked before parsing)."""
+    hint = ("a spec declares what to audit; put long lists in a data file and filter with filter_field=, "
+            "long prompts in a template file (template(file=...))")
+    if len(text) > MAX_SPEC_BYTES:
+        bag.error("E006", f"the spec file is {len(text):,} characters long, more than {MAX_SPEC_BYTES:,}",
+                  Span.point(file, 1, 1), hint=hint)
+        raise CompileError(bag)
+    count = 0
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        count += tok[0] != "#"
+        if len(tok) > MAX_NAME and (tok[0].isalpha() or tok[0] == "_"):
+            long = next((p for p in tok.split(".") if len(p) > MAX_NAME and not p[:1].isdigit()), None)
+            if long is not None:
+                line = text.count("\n", 0, m.start()) + 1
+                col = m.start() + tok.index(long) - (text.rfind("\n", 0, m.start()) + 1) + 1
+                bag.error("E007", f"a name of {len(long):,} characters; names are at most {MAX_NAME}",
+                          Span(file, line, col, line, col + len(long)),
+                          hint="names become parts of the run directory's file names; use a shorter name")
+                raise CompileError(bag)
+        if count > MAX_TOKENS:
+            line = text.count("\n", 0, m.start()) + 1
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            bag.error("E006", f"the spec file has more than {MAX_TOKENS:,} tokens", Span.point(file, line, col), hint=hint)
+            raise CompileError(bag)
+
+
 def _check_nesting(bag: DiagnosticBag, file: str, text: str) -> None:
     """E005 at the first bracket nested deeper than :data:`MAX_NESTING` (strings and comments skipped)."""
     depth, i, n = 0, 0, len(text)
@@ -237,6 +271,7 @@ def parse_text(text: str, file: str = "<string>") -> A.Module:
     """
     SourceCache.put(file, text)
     bag = DiagnosticBag()
+    _check_size(bag, file, text)
     _check_nesting(bag, file, text)
     work = text
     tree = None

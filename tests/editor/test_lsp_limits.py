@@ -92,3 +92,57 @@ def test_a_bad_content_length_does_not_silence_or_kill_the_server(client, length
     client.proc.stdin.flush()
     assert client.request("shutdown", timeout=60) is None  # the next message is answered
     assert client.proc.poll() is None
+
+
+@pytest.mark.parametrize("stray", [b"x", b"\x00", b"\r\n\r\n}", b"Content-Type: x\r\n"])
+def test_a_stray_byte_on_stdin_does_not_silence_the_server(client, tmp_path, stray):
+    """Issue 40 item 9: one byte too many before a message used to make every later one unreadable."""
+    client.proc.stdin.write(stray)
+    client.proc.stdin.flush()
+    uri = (tmp_path / "s.audit").as_uri()
+    _open(client, uri, SMALL)  # lost or not, the messages after it are read again
+    assert client.request("textDocument/completion", {"textDocument": {"uri": uri},
+                                                      "position": {"line": 0, "character": 0}}, timeout=60) is not None
+    assert client.request("shutdown", timeout=60) is None
+    assert client.proc.poll() is None
+
+
+def test_a_short_body_resyncs_at_the_next_message(client):
+    junk = json.dumps({"jsonrpc": "2.0", "method": "$/junk", "params": {}}).encode()
+    client.proc.stdin.write(b"Content-Length: " + str(len(junk) - 3).encode() + b"\r\n\r\n" + junk)
+    client.proc.stdin.flush()
+    assert client.request("shutdown", timeout=60) is None
+
+
+def test_200_edits_of_a_10_mb_document_do_not_block_responses(client, tmp_path):
+    big = SMALL + ("# filler " + "y" * 90 + "\n") * 100_000
+    uri = (tmp_path / "big.audit").as_uri()
+    _open(client, uri, big)
+    _diags(client, uri, 1, timeout=120)
+    for v in range(2, 202):
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v}, "contentChanges": [
+            {"range": {"start": {"line": 50_000 + v, "character": 3}, "end": {"line": 50_000 + v, "character": 4}},
+             "text": "z"}]})
+    other = (tmp_path / "small.audit").as_uri()
+    _open(client, other, SMALL)
+    import time
+
+    t0 = time.monotonic()
+    assert _hover(client, other, timeout=60) is not None
+    assert time.monotonic() - t0 < 30  # an unpatched server takes a minute or more (0.3 s an edit)
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 202}, "contentChanges": [
+        {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 100_001, "character": 0}}, "text": SMALL}]})
+    assert _diags(client, uri, 202, timeout=120) == []  # the edits were applied where they belong
+
+
+def test_a_small_document_importing_a_10_mb_file_does_not_stop_diagnostics(client, tmp_path):
+    (tmp_path / "auditlang.toml").write_text("")
+    (tmp_path / "huge.audit").write_text(SMALL + ("x = [" + ", ".join(["1"] * 200_000) + "]\n") * 25)
+    assert (tmp_path / "huge.audit").stat().st_size > 10_000_000
+    uri = (tmp_path / "a.audit").as_uri()
+    _open(client, uri, 'import "huge"\n' + SMALL)
+    (d,) = _diags(client, uri, 1, timeout=60)
+    assert d["code"] == "E111" and "more than the 200,000 the editor reads for an import" in d["message"]
+    other = (tmp_path / "b.audit").as_uri()
+    _open(client, other, SMALL + "model z = nosuch()\n")
+    assert len(_diags(client, other, 1, timeout=60)) == 1
