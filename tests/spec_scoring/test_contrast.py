@@ -122,3 +122,52 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     # a name no cell carries is a usage error, not a traceback
     assert main(["diff", str(out), str(out), "--match", "smol=llama"]) == 2
     assert "no cell of RUN_B names 'llama'" in capsys.readouterr().err
+
+
+def _journal_results(run: Path) -> int:
+    from auditlang.store.journal import Journal
+
+    with Journal(run) as j:
+        return j.counts().results
+
+
+def test_one_model_under_two_names_runs_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The same declaration under two names (and a --swap-model to an identical declaration):
+    each distinct request executes once, both names' cells get the results."""
+    engine = use_scripted_engine(monkeypatch, _script)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "arc.jsonl").write_text(number_items(N), encoding="utf-8")
+    twice = SPEC.replace('model gemma = hf("org/gemma"', 'model gemma = hf("org/smol"')
+    spec = tmp_path / "twice.audit"
+    spec.write_text(twice, encoding="utf-8")
+    single = tmp_path / "single.audit"
+    single.write_text(SPEC.replace("models = [smol, gemma]", "models = [smol]").split("compare ")[0], encoding="utf-8")
+    one = tmp_path / "one"
+    assert main(["run", str(single), "--data-root", str(tmp_path / "data"), "--out", str(one), "--no-progress"]) == 0
+    n_single = len(engine.seen)
+    assert n_single == 2 * N and _journal_results(one) == 2 * N  # an answer and a confidence follow-up per item
+    engine.seen.clear()
+    out = tmp_path / "run"
+    assert main(["run", str(spec), "--data-root", str(tmp_path / "data"), "--out", str(out), "--no-progress"]) == 0
+    assert len(engine.seen) == n_single and len({r.id for r in engine.seen}) == n_single
+    assert {r.model for r in engine.seen} == {"smol"}
+    assert _journal_results(out) == n_single
+    cells = {r["model"]: r for r in csv.DictReader((out / "metrics" / "cells.csv").open(encoding="utf-8"))}
+    assert set(cells) == {"smol", "gemma"} and cells["gemma"]["n"] == cells["smol"]["n"] == str(N)
+    assert cells["gemma"]["accuracy"] == cells["smol"]["accuracy"] == "0.75"
+    run_json = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert run_json["fingerprints"]["gemma"] == run_json["fingerprints"]["smol"]
+    rows = list(csv.DictReader((out / "report" / "comparisons" / "smol_vs_gemma.csv").open(encoding="utf-8")))
+    assert {float(r["delta"]) for r in rows} == {0.0}
+    capsys.readouterr()
+    assert main(["plan", str(spec), "--data-root", str(tmp_path / "data")]) == 0
+    assert "model gemma is declared as smol is" in capsys.readouterr().out
+
+    # --swap-model to a declaration identical to another model's: the swapped model runs nothing new
+    two = tmp_path / "two.audit"
+    two.write_text(SPEC, encoding="utf-8")
+    engine.seen.clear()
+    swapped = tmp_path / "swapped"
+    assert main(["run", str(two), "--data-root", str(tmp_path / "data"), "--out", str(swapped), "--no-progress",
+                 "--swap-model", 'gemma=hf("org/smol", dtype=float32, max_tokens=4)']) == 0
+    assert len(engine.seen) == n_single and _journal_results(swapped) == n_single
