@@ -837,12 +837,14 @@ def contrast_table(c: Comparison) -> list[TexTable]:
     tt = TexTable(c.name, f"Paired contrast a - b over {axis}s ({c.name}){': ' + settings if settings else ''}. "
                   f"Delta with its {c.data.get('level', 0.95) * 100:g} % paired bootstrap interval "
                   f"(B={c.data.get('B')}, seed={c.data.get('seed')}).",
-                  ["a", "b"] + [k.capitalize() for k in vary] + ["Metric", "n", "a value", "b value", "a - b"],
-                  [False, False] + [False] * len(vary) + [False, True, True, True, True])
+                  ["a", "b"] + [k.capitalize() for k in vary] + ["Metric", "n", "a value", "b value", "a - b",
+                                                                  "planned MDD"],
+                  [False, False] + [False] * len(vary) + [False, True, True, True, True, True])
     for i, r in enumerate(recs):
         mark = "*" if r["significant"] is True else ""
         tt.add([r["a"], r["b"]] + [fmt(r[k]) for k in vary] + [r["metric"], _count(r["n_paired"]),
-               value_cell(r["value_a"]), value_cell(r["value_b"]), value_cell(r["delta"], r["delta lo"], r["delta hi"], mark)],
+               value_cell(r["value_a"]), value_cell(r["value_b"]), value_cell(r["delta"], r["delta lo"], r["delta hi"], mark),
+               value_cell(r.get("planned MDD"))],
                f"{c.name}[{i}]")
     tt.notes += ["* the interval excludes 0."] + t.all_notes()
     return [tt]

@@ -96,6 +96,20 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     assert abs(float(acc["delta"]) - 0.25) < 1e-12  # 30/40 - 20/40
     assert acc["significant"] == str(want["accuracy"][1] > 0 or want["accuracy"][2] < 0)
 
+    # the report shows what `auditc plan --precision` planned for the same pair and metric
+    capsys.readouterr()
+    assert main(["plan", str(spec), "--data-root", str(tmp_path / "data"), "--precision", "--format", "json",
+                 "--no-requests"]) == 0
+    planned = [r for r in json.loads(capsys.readouterr().out)["precision"]["rows"]
+               if r["group"] == "compare smol_vs_gemma"]
+    assert {r["metric"] for r in planned} == {"accuracy", "brier"}
+    for r in rows:
+        p = next(x for x in planned if x["metric"] == r["metric"])
+        assert p["cell"].split("/")[1] == "smol" and p["cell_a"].split("/")[1] == "gemma"  # B - A = smol - gemma
+        assert abs(float(r["planned MDD"]) - p["mdd"]) < 1e-12
+        assert abs(float(r["planned half-width"]) - p["half_width"]) < 1e-12
+        assert abs(float(r["half-width"]) - (float(r["delta hi"]) - float(r["delta lo"])) / 2) < 1e-12
+
     d, lo, hi = want["accuracy"]
     shown = f"{d:.3f} [{lo:.3f}, {hi:.3f}]"
     md = (out / "report" / "comparisons.md").read_text(encoding="utf-8")
