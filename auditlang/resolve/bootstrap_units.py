@@ -13,7 +13,7 @@ App. E.2 and study 001 §3.2 define:
 | ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
 | ``contrast`` | paired: the items both cells scored, the same resample on both sides | paired |
 
-``evaluator_repair``, ``robustness``, ``aligned`` and ``consistency`` compute no intervals: the unit
+``evaluator_repair``, ``robustness``, ``aligned`` (but its raw difference, paired as ``contrast``) and ``consistency`` compute no intervals: the unit
 does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
 over settings: a warning (W159), and its per-cell intervals are cell-level.
 """

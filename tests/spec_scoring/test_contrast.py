@@ -29,6 +29,7 @@ audit a {
   bootstrap = bootstrap(resamples=500, seed=7)
 }
 compare smol_vs_gemma = contrast(a, models=[smol, gemma], metrics=[accuracy, brier])
+compare views = aligned(a, pairs=[[smol, gemma]], views=[instance, distribution])
 report cells, comparisons, html
 """
 
@@ -95,6 +96,13 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     acc = next(r for r in rows if r["metric"] == "accuracy")
     assert abs(float(acc["delta"]) - 0.25) < 1e-12  # 30/40 - 20/40
     assert acc["significant"] == str(want["accuracy"][1] > 0 or want["accuracy"][2] < 0)
+
+    # aligned's raw difference gets the same interval (same helper, same items, same resamples)
+    views = list(csv.DictReader((out / "report" / "comparisons" / "views.csv").open(encoding="utf-8")))
+    raw = next(r for r in views if r["metric"] == "Brier" and r["view"] == "raw")
+    brier = next(r for r in rows if r["metric"] == "brier")
+    assert (raw["diff (1-2) lo"], raw["diff (1-2) hi"]) == (brier["delta lo"], brier["delta hi"])
+    assert all(r["diff (1-2) lo"] == "" for r in views if r["view"] != "raw")
 
     # the report shows what `auditc plan --precision` planned for the same pair and metric
     capsys.readouterr()
