@@ -19,15 +19,17 @@ SPEC = """import "stdlib/s000"
 dataset arc = jsonl("arc.jsonl", task=multiple_choice)
 model m = hf("org/scripted", dtype=float32, max_tokens=8)
 evaluator strict = regex_reparse(tail=150, case_sensitive=true)
+evaluator anycase = regex_reparse(tail=150, case_sensitive=false)
 audit a {
   models = [m]
   datasets = [arc]
   variants = [s000.surface_paraphrase]
   protocols = [s000.verbal_decimal]
-  evaluators = [strict]
+  evaluators = [strict, anycase]
   metrics = [accuracy, brier]
 }
-report cells, html
+compare by_evaluator = contrast(a, evaluators=[anycase, strict], metrics=[accuracy])
+report cells, comparisons, html
 """
 LOOSE = "regex_reparse(tail=150, case_sensitive=false)"
 
@@ -79,7 +81,7 @@ def test_rescore_with_expressions_in_report_and_diff(tmp_path: Path, monkeypatch
 
     # diff the run against its rescore: strict reads no letter (upper case only), loose reads a/b
     capsys.readouterr()
-    assert main(["diff", str(run), str(run / "rescore" / "loose"), "--match", "evaluator", "--metric", "accuracy",
+    assert main(["diff", str(run), str(run / "rescore" / "loose"), "--match", "strict=loose", "--metric", "accuracy",
                  "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     z_strict = np.zeros(N)
@@ -89,8 +91,14 @@ def test_rescore_with_expressions_in_report_and_diff(tmp_path: Path, monkeypatch
     lo, hi = np.quantile(reps, [0.025, 0.975])
     assert row["a"] == 0.0 and row["b"] == 0.5 and row["diff"] == 0.5 and row["n_paired"] == N
     assert abs(row["low"] - lo) < 1e-12 and abs(row["high"] - hi) < 1e-12 and row["significant"] is True
-    # two rescores against each other, paired by their labels
-    assert main(["diff", str(run / "rescore" / "strict"), str(run / "rescore" / "loose"), "--match", "strict=loose",
+    # two rescores against each other, paired by ignoring the evaluator axis
+    assert main(["diff", str(run / "rescore" / "strict"), str(run / "rescore" / "loose"), "--match", "evaluator",
                  "--metric", "accuracy", "--format", "json"]) == 0
     row2 = json.loads(capsys.readouterr().out)["rows"][0]
     assert (row2["diff"], row2["low"], row2["high"]) == (row["diff"], row["low"], row["high"])
+    # a contrast over evaluators inside the run: anycase - strict, the same numbers
+    import csv
+
+    con = next(csv.DictReader((run / "report" / "comparisons" / "by_evaluator.csv").open(encoding="utf-8")))
+    assert (con["a"], con["b"], con["model"]) == ("anycase", "strict", "m")
+    assert (float(con["delta"]), float(con["delta lo"]), float(con["delta hi"])) == (row["diff"], row["low"], row["high"])
