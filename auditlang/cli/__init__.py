@@ -219,10 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
              "Match the cells of RUN_A and RUN_B by cell id (unmatched cells are listed) and, for each shared cell\n"
              "and metric, report B - A with a paired percentile bootstrap interval over the items both runs scored\n"
              "(the same resampled items on both sides) and whether the interval excludes 0 at the level. The runs\n"
-             "may come from the same spec (e.g. two models swapped in with --swap-model) or from two specs.",
+             "may come from the same spec (e.g. two models swapped in with --swap-model) or from two specs.\n"
+             "--match pairs cells that differ only by a name; RUN_A or RUN_B may be a rescore folder\n"
+             "RUN_DIR/rescore/NAME (`auditc rescore`).",
              "  auditc diff runs/a runs/b\n"
              "  auditc diff runs/a runs/b --metric accuracy --metric brier --format csv > diff.csv\n"
-             "  auditc diff runs/a runs/b --resamples 2000 --seed 7 --level 0.99")
+             "  auditc diff runs/a runs/b --resamples 2000 --seed 7 --level 0.99\n"
+             "  auditc diff runs/a runs/a --match smol=gemma    # gemma - smol inside one run\n"
+             "  auditc diff runs/a runs/a/rescore/strict --match evaluator")
     p.add_argument("run_a", metavar="RUN_A", help="the reference run directory (A)")
     p.add_argument("run_b", metavar="RUN_B", help="the run directory compared with it (B); differences are B - A")
     p.add_argument("--metric", action="append", default=[], metavar="M",
@@ -232,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, metavar="B", help="bootstrap resamples (default: the audit's bootstrap, else 1000)")
     p.add_argument("--seed", type=int, metavar="S", help="bootstrap seed (default: the audit's bootstrap seed, else 42)")
     p.add_argument("--level", type=float, metavar="L", help="interval level (default: the audit's, else 0.95)")
+    p.add_argument("--match", action="append", default=[], metavar="KEY",
+                   help="pair cells that differ only by a name: an axis (model, dataset, variant, protocol, "
+                        "evaluator) or A_NAME=B_NAME (e.g. smol=gemma; RUN_A and RUN_B may be one run); repeatable")
 
     p = _sub(sub, "merge", "merge shard run directories into one (then `auditc report`)",
              "Merge the run directories of `auditc run --shard I/N` into TARGET: every shard must have run the\n"

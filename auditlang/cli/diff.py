@@ -7,6 +7,7 @@ import io
 import json
 import math
 import sys
+from pathlib import Path
 
 from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK, say
@@ -15,8 +16,9 @@ from auditlang.core.errors import UsageError, UserError
 from auditlang.metrics.registry import METRICS
 from auditlang.resolve.spec import MetricRef
 from auditlang.score.cellmetrics import DEFAULT_METRICS, audit_bootstrap
-from auditlang.score.rundiff import DiffMetric, cautions, diff_runs, significance
-from auditlang.store.rundir import RECORDS
+from auditlang.score.rundiff import DiffMetric, cautions, diff_runs, match_cells, significance
+from auditlang.store.records import read_records
+from auditlang.store.rundir import RECORDS, RESCORE_DIR, RUN_FILE
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 
@@ -68,8 +70,16 @@ def cmd_diff(args) -> int:
         raise UsageError(f"--seed {args.seed}: expected an integer >= 0")
     if args.level is not None and not 0 < args.level < 1:
         raise UsageError(f"--level {args.level}: expected a number between 0 and 1, e.g. 0.95")
-    run_a, run_b = load_run(args.run_a), load_run(args.run_b)
-    rec_a, rec_b = _records(run_a), _records(run_b)
+    (run_a, rec_a), (run_b, rec_b) = _side(args.run_a), _side(args.run_b)
+    match = list(getattr(args, "match", None) or [])
+    original_b: dict[str, str] = {}
+    if match:
+        try:
+            m = match_cells(rec_a, rec_b, match)
+        except ValueError as e:
+            raise UsageError(str(e), hint="e.g. --match model (runs of one model each) or --match smol=gemma "
+                                          "(A's smol cells with B's gemma cells; RUN_A and RUN_B may be the same run)") from None
+        rec_a, rec_b, original_b = m.records_a, m.records_b, m.original_b
     shared = [c for c in dict.fromkeys(rec_a["cell_id"]) if c in set(rec_b["cell_id"])]
     metrics = _metrics_for(run_a, run_b, shared, list(args.metric))
     settings = {}
@@ -79,14 +89,16 @@ def cmd_diff(args) -> int:
         settings[cid] = (args.resamples or B, seed if args.seed is None else args.seed,
                          level if args.level is None else args.level)
     result = diff_runs(rec_a, rec_b, metrics, settings)
-    models = {"A": _models(run_a, shared), "B": _models(run_b, shared)}
+    models = {"A": _models(run_a, shared), "B": _models(run_b, [original_b.get(c, c) for c in shared])}
+    matched = [{"a": c, "b": original_b[c]} for c in shared if c in original_b]
     if args.format == "json":
         from auditlang.score.rundiff import cautions  # lazy: as above
 
         body = {"run_a": str(args.run_a), "run_b": str(args.run_b), "difference": "B - A",
                 "models_a": models["A"], "models_b": models["B"], "cautions": cautions(result.rows),
                 "bootstrap": "paired percentile bootstrap over the items both runs scored",
-                "rows": [_jsonable(r.to_dict()) for r in result.rows], "only_a": result.only_a, "only_b": result.only_b}
+                "rows": [_jsonable(r.to_dict()) for r in result.rows], "only_a": result.only_a, "only_b": result.only_b,
+                "match": match, "matched": matched}
         sys.stdout.write(json.dumps(body, indent=1, ensure_ascii=False) + "\n")
         return EXIT_OK
     if args.format == "csv":
@@ -98,7 +110,7 @@ def cmd_diff(args) -> int:
             w.writerow({**r.to_dict(), "statement": significance(r)})
         sys.stdout.write(buf.getvalue())
         return EXIT_OK
-    say(render_table(args.run_a, args.run_b, result, shared, models))
+    say(render_table(args.run_a, args.run_b, result, shared, models, match=match, matched=matched))
     return EXIT_OK
 
 
@@ -116,6 +128,21 @@ def _models(run, cells: list[str]) -> dict[str, str]:
         out[mid] = (f"{o.ctor} {name}" + (f" at revision {rev}" if rev else "")
                     + (f" (--swap-model {mid}={swaps[mid]})" if mid in swaps else ""))
     return out
+
+
+def _side(path: str):
+    """(run, records) of a run directory, or of a rescore folder RUN_DIR/rescore/NAME (the run's
+    spec and plan, the rescored records)."""
+    p = Path(path)
+    if p.parent.name == RESCORE_DIR and (p / RECORDS).is_file() and not (p / RUN_FILE).exists():
+        run = load_run(p.parent.parent)
+        return run, read_records(p / RECORDS)
+    if p.name == RESCORE_DIR and p.is_dir():
+        names = sorted(x.name for x in p.iterdir() if (x / RECORDS).is_file())
+        raise UsageError(f"{path} holds the rescores of a run, not one: name one of them",
+                         hint=" or ".join(f"{p / n}" for n in names[:3]) or "run `auditc rescore` first")
+    run = load_run(path)
+    return run, _records(run)
 
 
 def _records(run):
@@ -138,10 +165,16 @@ def _f(v: float) -> str:
     return "–" if math.isnan(v) else f"{v:.3f}"
 
 
-def render_table(a: str, b: str, result, shared: list[str], models: dict[str, dict[str, str]] | None = None) -> str:
+def render_table(a: str, b: str, result, shared: list[str], models: dict[str, dict[str, str]] | None = None,
+                 match: list[str] | None = None, matched: list[dict[str, str]] | None = None) -> str:
     models = models or {}
     lines = [f"A = {a}" + _ran(models.get("A")), f"B = {b}" + _ran(models.get("B")),
              f"{len(shared)} cell(s) in both runs, {len(result.only_a)} only in A, {len(result.only_b)} only in B"]
+    if match:
+        lines.append(f"cells matched by --match {' --match '.join(match)}: {len(matched or [])} pair(s); each row names "
+                     "A's cell, B's is the same cell under B's name" + "".join(
+                         f"\n  {m['a']}  <->  {m['b']}" for m in (matched or [])[:6])
+                     + (f"\n  ... and {len(matched) - 6} more" if matched and len(matched) > 6 else ""))
     settings = sorted({(r.B, r.seed, r.level) for r in result.rows})
     for B, seed, level in settings:
         lines.append(f"paired bootstrap over the items both runs scored: B={B} resamples, seed={seed}, "

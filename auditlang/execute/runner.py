@@ -169,6 +169,9 @@ class _PlanRun:
         self.log(f"requests: executed {t['executed']}, cached {t['cached']}"
                  + (f" ({t['from_cache']} from the response cache {self.cache_dir})" if t["from_cache"] else "")
                  + f", errors {t['errors']}")
+        for mid in self.plan.models:  # a model declared twice: its cells read the first one's results
+            if self.plan.runs_as(mid) != mid and self.plan.runs_as(mid) in self.fps:
+                self.fps[mid] = self.fps[self.plan.runs_as(mid)]
         info = read_run_file(self.run_dir)
         info.update({"fingerprints": self.fps, "last_run": t, "plan_hash": self.plan.hash, "static_keys": self.statics,
                      "engine_work": self.work})

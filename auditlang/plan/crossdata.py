@@ -89,7 +89,7 @@ class CrossData:
     def _read_source(self, aid: str, src: Source) -> dict[int, list[Candidate]]:
 
         unit = self.plan.units[src.unit]
-        fp = self.fps.get(unit.model)
+        fp = self.fps.get(self.plan.runs_as(unit.model))
         pending = self.__dict__.setdefault("_pending", {})
         if fp is None or not unit.stage1:
             pending[src.unit] = {ctx.index for ctx in unit.contexts}

@@ -67,6 +67,11 @@ class Plan:
         """The plan's content hash (as stored in ``plan.json``)."""
         return self.to_dict(include_requests=False)["hash"]
 
+    def runs_as(self, mid: str) -> str:
+        """The model whose requests ``mid``'s cells read: itself, or the earlier model with the
+        same declaration (``models[mid]["shares_requests_of"]``, resolve/models.py)."""
+        return self.models.get(mid, {}).get("shares_requests_of", mid)
+
     @property
     def deferred_count(self) -> int:
         return sum(d["count"] for d in self.deferred)

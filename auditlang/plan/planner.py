@@ -12,7 +12,7 @@ import os
 import random
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from auditlang.prompts.perturb import apply_perturbation
 from auditlang.prompts.render import TemplateError
 from auditlang.protocols.base import RENDERS, ItemCtx, ModelInfo
 from auditlang.protocols.registry import program_for
-from auditlang.resolve.models import declared_model
+from auditlang.resolve.models import declared_model, shared_declarations
 from auditlang.resolve.spec import Spec
 from auditlang.data.loader import ENV_DATA_ROOT
 from auditlang.core.diagnostics import did_you_mean
@@ -188,6 +188,11 @@ class Planner:
         self.failed_protocols: set[str] = set()
         self._render_cache: dict[tuple[str, str, str], list | None] = {}
         self._renders: dict = {}  # protocol template renders shared by every model (ItemCtx.render)
+        # a model declared again under another name -> the first name: its requests are that one's
+        self._runs_as = shared_declarations(spec, [m for a in spec.of_kind("audit").values() for m in a.value.models
+                                                   if m in spec.objects and spec.get(m).kind == "model"])
+        for mid, first in self._runs_as.items():
+            self.notes.append(f"model {mid} is declared as {first} is: its cells read {first}'s requests, which run once")
         self._ctx_seen: dict[tuple[str, str, str, str], list[ItemCtx]] = {}
 
     # -------------------------------------------------------------- data
@@ -268,6 +273,8 @@ class Planner:
         var = spec.get(vid).value
         task = spec.get(dsid).value.task
         minfo = model_info(spec, mid)
+        if mid in self._runs_as:  # the same declaration as an earlier model: its requests, run once
+            minfo = replace(minfo, id=self._runs_as[mid])
         budget = var.max_tokens or spec.get(mid).value.max_tokens
         extras = {"pool": ds.items, "temperature": var.temperature, "top_p": var.top_p, "sample_top_k": var.sample_top_k,
                   RENDERS: self._renders}
@@ -585,6 +592,8 @@ class Planner:
         spec = self.spec
         models = {mid: {"engine": _engine_of(spec, mid), "path": _path_of(spec, mid), "chat": model_info(spec, mid).chat}
                   for mid in spec.of_kind("model")}
+        for mid, first in self._runs_as.items():
+            models[mid]["shares_requests_of"] = first
         deferred = [{"model": m, "source": s, "role": r, "kind": k, "count": c}
                     for (m, s, r, k), c in sorted(self._deferred.items())]
         return Plan(

@@ -123,9 +123,9 @@ def _stage2_requests(spec: Spec, plan, journal, fps: dict[str, str], only_model:
                      judges_only: bool, progs: Programs) -> list[Request]:
     out: dict[str, Request] = {}
     for unit in plan.units.values():
-        if only_model is not None and not judges_only and unit.model != only_model:
+        if only_model is not None and not judges_only and plan.runs_as(unit.model) != only_model:
             continue
-        fp = fps.get(unit.model)
+        fp = fps.get(plan.runs_as(unit.model))
         if fp is None:
             continue
         for pid, per_item in unit.stage1.items():
@@ -164,8 +164,9 @@ class Stage2Stream:
         self.spec, self.progs, self.model = spec, progs, model
         # stage-1 request id -> the items waiting for it, with its role there
         self._waiting: dict[str, list[tuple[_Waiting, str]]] = {}
+        self._built: set[str] = set()  # follow-up ids handed out (a model declared twice builds each once)
         for unit in plan.units.values():
-            if unit.model != model:
+            if plan.runs_as(unit.model) != model:
                 continue
             for pid, per_item in unit.stage1.items():
                 for ctx, reqs in zip(unit.contexts, per_item):
@@ -181,7 +182,8 @@ class Stage2Stream:
                 item.got[role] = res
                 if len(item.got) == item.roles:
                     for r2role, req in item_stage2(self.progs, self.spec, item.audit, item.pid, item.ctx, item.got).items():
-                        if req.model == self.model and not r2role.startswith("judge:"):
+                        if req.model == self.model and not r2role.startswith("judge:") and req.id not in self._built:
+                            self._built.add(req.id)
                             out.append(req)
                     item.got = {}  # built: drop the results
         return out

@@ -41,8 +41,9 @@ from auditlang.report import runfacts as R
 from auditlang.report.rundata import load_run
 from auditlang.report.samples import PAGE_FILE as SAMPLES_PAGE, write_samples
 from auditlang.report.safe_text import write_report_text
+from auditlang.report.rescores import rescore_tables
 from auditlang.core.hashing import sha256_file
-from auditlang.store.rundir import FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR
+from auditlang.store.rundir import CELLS_CSV, FIGURE_CACHE_DIR, METRICS_DIR, RECORDS, REPORT_DIR, RESCORE_DIR
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
@@ -111,6 +112,7 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
     cells = _cells_table(rd.cells, excl, cell_notes, na)
     vprs = [t for aid in rd.audit_ids() for t in vpr_tables(rd, aid)]
     comps = compute_all(rd, fw.comps) if with_comps else []
+    rescores = rescore_tables(run_dir) if ("cells" in want or "html" in want) else []
     fw.draw(comps)  # drawn and rendered here unless they render in workers already
     checklist = build_checklist(rd, comps) if ("checklist" in want or "html" in want) else None
     disclosure = disclosure_tables(rd) if ("disclosure" in want or "html" in want) else []
@@ -121,6 +123,12 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
             written += cells.write(out)
             for t in vprs:
                 written += t.write(out / "vpr")
+            if rescores:
+                parts = ["# Rescored under other evaluators (auditc rescore)", ""]
+                for t in rescores:
+                    written += t.write(out / "rescore")
+                    parts.append(t.to_markdown(heading=2))
+                written.append(_write(out / "rescore.md", "\n".join(parts)))
         if "latex" in _formats(want["cells"]):
             for aid, tables in T.cells_tables(rd).items():
                 written.append(_write(out / "tables" / f"cells_{safe_name(aid)}.tex", T.fragment(tables)))
@@ -192,7 +200,8 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
                            if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite),
-                           cells_notes=R.cell_notes(rd, warnings=True), samples=SAMPLES_PAGE if samples else "")
+                           cells_notes=R.cell_notes(rd, warnings=True), samples=SAMPLES_PAGE if samples else "",
+                           rescores=rescores)
         write_report_text(out / "report.html", html)
         written.append(out / "report.html")
     index = _index(spec, rd, comps, written, out)
@@ -340,7 +349,7 @@ def _remove_previous(out: Path) -> None:
         if p.is_file() and root in p.parents:
             p.unlink()
     manifest.unlink(missing_ok=True)
-    for sub in ("comparisons", "figures", "vpr", "tables"):
+    for sub in ("comparisons", "figures", "vpr", "tables", "rescore"):
         d = out / sub
         if d.is_dir() and not any(d.iterdir()):
             d.rmdir()
@@ -359,5 +368,8 @@ def _index(spec: Spec, rd, comps, written: list[Path], out: Path) -> str:
         for c in comps:
             lines.append(f"- {c.name} ({c.ctor}): " + ("; ".join(c.summary) or "see comparisons.md"))
         lines.append("")
+    rescored = sorted(p.parent.name for p in (rd.run_dir / RESCORE_DIR).glob(f"*/{Path(CELLS_CSV).name}"))
+    if rescored:
+        lines += ["## Rescores", "", f"Re-scored with `auditc rescore` under: {', '.join(rescored)} (rescore.md).", ""]
     lines += ["## Files", ""] + [f"- {p.relative_to(out)}" for p in written]
     return "\n".join(lines) + "\n"

@@ -36,7 +36,8 @@ def _figs(figs: list[Figure]) -> list[dict[str, str]]:
 def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], comparisons: list[tuple[str, list[Table]]],
                 figures: list[Figure], checklist: Checklist | None, disclosure: list[Table], *,
                 cells_df: pd.DataFrame | None = None, cite: str = "", cells_notes: list[str] | None = None,
-                cells_na: dict[str, set[str]] | None = None, samples: str = "") -> str:
+                cells_na: dict[str, set[str]] | None = None, samples: str = "",
+                rescores: list[Table] | None = None) -> str:
     """``cells_df``: the per-cell metrics, shown metrics first (htmlcells.py) before the ``cells`` tables;
     ``samples``: the sample browser's file name (report/samples.py), linked from the top of the page."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
@@ -50,6 +51,10 @@ def render_html(title: str, meta: list[tuple[str, Any]], cells: list[Table], com
             sec.html.append(f"<h3>{name}</h3>")
             sec.html += [t.to_html() for t in tables]
         sections.append(sec)
+    if rescores:
+        sections.append(Section("rescores", "Rescored under other evaluators (auditc rescore)",
+                                "The run's stored answers scored again with no model call; per-cell metrics with "
+                                "their bootstrap intervals.", [t.to_html() for t in rescores]))
     if figures:
         sections.append(Section("figures", "Figures", figures=_figs(figures)))
     if disclosure:

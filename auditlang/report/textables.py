@@ -822,9 +822,38 @@ def provenance_table(c: Comparison) -> list[TexTable]:
     return [_generic(t, f"Paired supplied-answer contrasts ({c.name}, study 001 Table 14).")] if t is not None else []
 
 
+def contrast_table(c: Comparison) -> list[TexTable]:
+    """A paired contrast: per pair, varying setting and metric, the two values and delta [CI]; the
+    settings every row shares are named in the caption."""
+    t = _table(c)
+    if t is None or not t.rows:
+        return [_generic(t, t.title)] if t is not None else []
+    recs = t.records()
+    fixed_cols = ["dataset", "variant", "protocol", "evaluator", "model"]
+    shared = [k for k in fixed_cols if k in t.columns and len({r[k] for r in recs}) == 1]
+    vary = [k for k in fixed_cols if k in t.columns and k not in shared]
+    axis = c.data.get("axis", "")
+    settings = "; ".join(f"{k} {recs[0][k]}" for k in shared)
+    tt = TexTable(c.name, f"Paired contrast a - b over {axis}s ({c.name}){': ' + settings if settings else ''}. "
+                  f"Delta with its {c.data.get('level', 0.95) * 100:g} % paired bootstrap interval "
+                  f"(B={c.data.get('B')}, seed={c.data.get('seed')}).",
+                  ["a", "b"] + [k.capitalize() for k in vary] + ["Metric", "n", "a value", "b value", "a - b",
+                                                                  "planned MDD"],
+                  [False, False] + [False] * len(vary) + [False, True, True, True, True, True])
+    for i, r in enumerate(recs):
+        mark = "*" if r["significant"] is True else ""
+        tt.add([r["a"], r["b"]] + [fmt(r[k]) for k in vary] + [r["metric"], _count(r["n_paired"]),
+               value_cell(r["value_a"]), value_cell(r["value_b"]), value_cell(r["delta"], r["delta lo"], r["delta hi"], mark),
+               value_cell(r.get("planned MDD"))],
+               f"{c.name}[{i}]")
+    tt.notes += ["* the interval excludes 0."] + t.all_notes()
+    return [tt]
+
+
 SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "spread": spread_table, "size_spread": spread_table,
           "norm_shift": norm_shift_tables, "protocol_grid": grid_table, "robustness": robustness_table,
-          "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table}
+          "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table,
+          "contrast": contrast_table}
 
 
 def comparison_tables(rd: RunData, comps: list[Comparison]) -> dict[str, list[TexTable]]:

@@ -11,8 +11,9 @@ App. E.2 and study 001 §3.2 define:
 | ``ece_gap`` | the (verbal, token, correct) rows of one cell, paired | cell, paired (the same here) |
 | ``norm_shift`` | cell: the per-cell shifts themselves are resampled | cell |
 | ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
+| ``contrast`` | paired: the items both cells scored, the same resample on both sides | paired |
 
-``evaluator_repair``, ``robustness``, ``aligned`` and ``consistency`` compute no intervals: the unit
+``evaluator_repair``, ``robustness``, ``aligned`` (but its raw difference, paired as ``contrast``) and ``consistency`` compute no intervals: the unit
 does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
 over settings: a warning (W159), and its per-cell intervals are cell-level.
 """
@@ -27,6 +28,7 @@ SUPPORTED_UNITS: dict[str, tuple[str, ...]] = {
     "ece_gap": ("cell", "paired"),
     "norm_shift": ("cell",),
     "protocol_grid": ("paired", "macro"),
+    "contrast": ("paired",),
 }
 
 WHY = {
@@ -36,6 +38,8 @@ WHY = {
     "norm_shift": "the per-cell |shift| values themselves are resampled (000 App. E.2, 'cell-level')",
     "protocol_grid": "g_X pairs verbal and token confidence on a setting's items, and macro means resample settings "
                      "(001 §3.2)",
+    "contrast": "a contrast resamples the items both cells scored, the same indices on both sides (`auditc diff`'s "
+                "paired bootstrap)",
 }
 
 # what each comparison's intervals resample under ``auto`` (its study's unit), and the comparisons

@@ -106,7 +106,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
         ref_id = getattr(comp.value, "reference_audit", None)
         ref = spec.get(ref_id).value if ref_id in spec.objects and spec.get(ref_id).kind == "audit" else a
         for fld, pool in (("variants", a.variants), ("probes", a.protocols), ("configs", a.protocols),
-                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", ref.variants)):
+                          ("protocols", a.protocols), ("datasets", a.datasets), ("reference_variants", ref.variants),
+                          ("models", a.models)):
             for x in getattr(comp.value, fld, []) or []:
                 if x not in pool:
                     what = "protocols" if fld in ("probes", "configs", "protocols") else fld.replace("reference_", "")
@@ -122,6 +123,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
         if comp.ctor == "robustness":
             _check_robustness(spec, comp, a, bag)
+        if comp.ctor == "contrast":
+            _check_contrast(comp, a, audit_id, bag)
 
 
 def _check_sample_per(ds, bag: DiagnosticBag) -> None:
@@ -176,6 +179,30 @@ def _check_repair_reference(comp, audit, audit_id: str, bag: DiagnosticBag, ref=
         bag.error("E159", f"compare '{comp.id}': the repaired variant '{c.variant}' is also a reference variant",
                   comp.param_span("reference_variants" if c.reference_variants else "reference_variant"),
                   hint="the reference is the base evaluator's accuracy on the other variants")
+
+
+def _check_contrast(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
+    """E157: a contrast names exactly one axis, with two or more distinct names (evaluators the audit lists)."""
+    c = comp.value
+    given = [f for f in c.AXES if getattr(c, f)]
+    if len(given) != 1:
+        bag.error("E157", f"compare '{comp.id}': contrast() takes exactly one axis of {', '.join(c.AXES)}"
+                  + (f", got {len(given)} ({', '.join(given)})" if given else ", got none"),
+                  comp.param_span(given[1]) if len(given) > 1 else comp.span,
+                  hint="e.g. contrast(AUDIT, models=[m1, m2]): the delta is m1 - m2 on the items both cells scored")
+        return
+    fld = given[0]
+    names = getattr(c, fld)
+    if len(set(names)) < 2:
+        bag.error("E157", f"compare '{comp.id}': {fld}= names {len(set(names))} distinct {fld[:-1]}; a contrast "
+                  "needs two", comp.param_span(fld), hint=f"write {fld}=[a, b] (the delta is a - b)")
+    if fld == "evaluators":
+        pool = list(audit.evaluators)
+        for x in names:
+            if x not in pool:
+                bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' evaluators",
+                          comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}" if pool else
+                          f"audit '{audit_id}' declares no evaluators (the default one only): list them in the audit")
 
 
 def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:

@@ -6,8 +6,10 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict
 from typing import Any
 
 from auditlang.core.engine import ModelConfig
@@ -87,3 +89,30 @@ def prefix_caching_for(declared: bool | str) -> bool:
     safe with it on: vLLM reads no cached block for them, and the engine checks that per request
     (a cached read would leave the rows of those positions uninitialised, vLLM bug #42019)."""
     return bool(declared) if declared in (True, False) else True
+
+
+def declaration_key(spec: Spec, mid: str) -> str:
+    """What the engine and the requests of model ``mid`` depend on, without its name: the engine
+    configuration (:func:`model_config`) and the request defaults (max_tokens, seed). Two names
+    with one key are one model."""
+    cfg = asdict(model_config(spec, mid))
+    cfg.pop("name")
+    v = spec.get(mid).value
+    cfg["max_tokens"] = v.max_tokens
+    cfg["seed"] = v.seed if v.seed is not None else spec.settings.seed
+    return json.dumps(cfg, sort_keys=True, default=str)
+
+
+def shared_declarations(spec: Spec, mids: Iterable[str]) -> dict[str, str]:
+    """model -> the earlier model (in ``mids`` order) with the same declaration, for every model
+    declared again under another name (or swapped to an identical one with ``--swap-model``):
+    its requests are the earlier model's, so they run once."""
+    first: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for mid in dict.fromkeys(mids):
+        key = declaration_key(spec, mid)
+        if key in first:
+            out[mid] = first[key]
+        else:
+            first[key] = mid
+    return out

@@ -534,8 +534,25 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
         r.decls[oid] = (mod, decl)
 
 
+def _add_evaluators(r: _Resolver, top: LoadedModule, evaluators: dict[str, str]) -> None:
+    """``auditc rescore --evaluator [LABEL=]EXPR``: each expression becomes the declaration
+    ``evaluator LABEL = EXPR`` of the entry spec, resolved like any other (its diagnostics quote
+    the expression as given, in a source named ``--evaluator``)."""
+    scope = r.scopes[top.path]
+    for label, expr in evaluators.items():
+        if label in scope:
+            raise UsageError(f"--evaluator {label}={expr}: the spec already declares '{label}'",
+                             hint="choose another LABEL for the rescore (LABEL=EXPR), or pass the spec's name alone")
+        parsed = parse_text(f"evaluator {label} = {expr}\n", "--evaluator")
+        decl = next(st for st in parsed.statements if isinstance(st, A.Decl))
+        oid = f"{top.key}.{label}" if top.key else label
+        scope[label] = oid
+        r.decls[oid] = (top, decl)
+
+
 def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None,
-                 max_import_chars: int | None = None, *, confine_models: bool = True) -> Spec:
+                 max_import_chars: int | None = None, *, confine_models: bool = True,
+                 evaluators: dict[str, str] | None = None) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
@@ -544,6 +561,8 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     ``confine_models=False``: a run directory's stored spec read back (``api.load_run``), whose
     local checkpoints were confined when it ran and are not read again (no model is loaded).
     ``max_import_chars``: imported files larger than this are an E111 instead of being parsed (editors).
+    ``evaluators``: label -> evaluator expression declared as ``evaluator LABEL = EXPR`` in the
+    entry spec (``auditc rescore``).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -558,6 +577,8 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     if swaps and top is not None:
         _apply_swaps(r, top, swaps)
         spec.model_swaps = dict(swaps)
+    if evaluators and top is not None:
+        _add_evaluators(r, top, evaluators)
     r.resolve_all()
     r.report(top)
 

@@ -654,6 +654,25 @@ class Aligned(_Compare):
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "pairs": "model"}
 
 
+class Contrast(_Compare):
+    DOC: ClassVar[str] = ("Paired contrast a - b of one axis (models, variants, protocols or evaluators) on the items "
+                          "both cells scored, with the paired bootstrap interval of `auditc diff`.")
+    # exactly one axis, two or more of its names: every pair (first - second, ...) in the order given
+    models: list[str] = []
+    variants: list[str] = []
+    protocols: list[str] = []
+    evaluators: list[str] = []
+    metrics: list[str] = []  # default: the audit's metrics (those computed from one cell's records)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "models": "model", "variants": "variant",
+                                      "protocols": "protocol", "evaluators": "evaluator", "metrics": "metric"}
+    AXES: ClassVar[tuple[str, ...]] = ("models", "variants", "protocols", "evaluators")
+
+    def axis(self) -> tuple[str, list[str]]:
+        """(axis field, its names) of the one axis given; ("", []) when none is."""
+        given = [(f, list(getattr(self, f))) for f in self.AXES if getattr(self, f)]
+        return given[0] if len(given) == 1 else ("", [])
+
+
 class Consistency(_Compare):
     DOC: ClassVar[str] = "Study 004: intra-method (across variants) and cross-method consistency of probes."
     probes: list[str]
@@ -712,6 +731,7 @@ for _name, _schema, _impl in (
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
     ("robustness", Robustness, "robustness:robustness"),
     ("aligned", Aligned, "aligned:aligned"),
+    ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),
     ("provenance", ProvenanceContrast, "provenance:provenance"),
 ):

@@ -8,7 +8,7 @@ in one axis only (model, variant, protocol or evaluator: "model pairs", ...), an
 each ``compare`` statement is built from (``spread``: its variants; ``ece_gap``: verbal vs token;
 ``norm_shift``: raw vs norm; ``evaluator_repair``: base vs each repair on its variant;
 ``protocol_grid``: verbal vs each config per estimator; ``provenance``: own vs each supplied
-answer, mean confidence). Comparisons whose statistic is not a difference of two cells
+answer, mean confidence; ``contrast``: each pair of its names, its metrics). Comparisons whose statistic is not a difference of two cells
 (``size_spread``, ``robustness``, ``aligned``, ``consistency``) get one n/a row saying why.
 
 With a pilot's records every value comes from the pilot (module metrics/precision.py, "pilot");
@@ -40,7 +40,7 @@ MEANCONF = MetricRef(prec.MEAN_CONFIDENCE)
 NO_PAIRS = {
     "size_spread": "a correlation across models: its precision is set by the number of models, not of items",
     "robustness": "P-RB / A-STB / A-SST are computed without intervals (resolve/bootstrap_units.py); no paired cell difference",
-    "aligned": "aligned views compare calibration of model pairs on re-aligned items; computed without intervals",
+    "aligned": "aligned views compare calibration of model pairs on re-aligned items (the raw difference has an interval; plan it with contrast())",
     "consistency": "probe consistency is computed without intervals; no paired cell difference",
 }
 
@@ -186,6 +186,12 @@ def compare_pairs(spec: Spec, cells: list[Cell]) -> list[tuple[str, str, list[tu
             others = [x for x in (c.gold, c.plausible, c.off_type) if x]
             pairs = _pairs_between(mine, "protocol", c.own, others)
             metrics = [("mean confidence", MEANCONF)]
+        elif ctor == "contrast":  # delta = first - second: A is the second name, B the first
+            fld, names = c.axis()
+            names = list(dict.fromkeys(names))
+            pairs = [p for i, x in enumerate(names) for y in names[i + 1:] for p in _pairs_between(mine, fld[:-1], y, [x])]
+            ids = ([c.metric] if c.metric else []) + list(c.metrics)
+            metrics = [_ref(spec, m, ACCURACY) for m in ids] or _shown(spec, c.audit)
         else:
             why = NO_PAIRS.get(ctor, "not a difference of two cells' metrics")
         if not pairs and not why:

@@ -162,3 +162,75 @@ def cautions(rows: list[CellDiff]) -> list[str]:
                    f"{tested[0].level * 100:g} % (Bonferroni: level 1 - {alpha:g}/{len(tested)} per interval)")
     return out
 
+
+
+CELL_AXES = ("model", "dataset", "variant", "protocol", "evaluator")  # cell id components after the audit
+
+
+@dataclass
+class Matched:
+    """B's records with their cell ids renamed to the A cells they are compared with (``--match``)."""
+
+    records_a: pd.DataFrame
+    records_b: pd.DataFrame
+    original_b: dict[str, str]  # renamed B cell id -> B's own cell id
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # (A cell id, B cell id) matched
+
+
+def match_cells(records_a: pd.DataFrame, records_b: pd.DataFrame, keys: list[str]) -> Matched:
+    """Pair cells that differ only by a name. Each key is an axis (``model``, ``dataset``,
+    ``variant``, ``protocol``, ``evaluator``: cells equal on every other component, one cell on
+    each side) or a mapping ``A_NAME=B_NAME`` (A's cells naming A_NAME with B's cells naming
+    B_NAME in the same place, everything else equal). Raises ValueError with the reason."""
+    ids_a = list(dict.fromkeys(records_a["cell_id"])) if len(records_a) else []
+    ids_b = list(dict.fromkeys(records_b["cell_id"])) if len(records_b) else []
+    split_a = {c: c.split("/") for c in ids_a}
+    split_b = {c: c.split("/") for c in ids_b}
+    maps = [k.split("=", 1) for k in keys if "=" in k]
+    axes = [k for k in keys if "=" not in k]
+    for k in axes:
+        if k not in CELL_AXES:
+            raise ValueError(f"--match {k!r}: expected a cell axis ({', '.join(CELL_AXES)}) or A_NAME=B_NAME")
+    positions = [1 + CELL_AXES.index(k) for k in axes]
+
+    def key(parts: list[str]) -> tuple:
+        out = list(parts)
+        for p in positions:
+            if p < len(out):
+                out[p] = "*"
+        for x, y in maps:
+            out = [x if (i > 0 and v == y) else v for i, v in enumerate(out)]
+        return tuple(out)
+
+    if maps:  # only the cells that name a mapped name take part
+        names_a, names_b = {x for x, _ in maps}, {y for _, y in maps}
+        for x, y in maps:
+            if not any(x in p[1:] for p in split_a.values()):
+                raise ValueError(f"--match {x}={y}: no cell of RUN_A names {x!r}")
+            if not any(y in p[1:] for p in split_b.values()):
+                raise ValueError(f"--match {x}={y}: no cell of RUN_B names {y!r}")
+        split_a = {c: p for c, p in split_a.items() if names_a & set(p[1:])}
+        split_b = {c: p for c, p in split_b.items() if names_b & set(p[1:])}
+    by_key_a: dict[tuple, list[str]] = {}
+    for c, p in split_a.items():
+        by_key_a.setdefault(key(p), []).append(c)
+    by_key_b: dict[tuple, list[str]] = {}
+    for c, p in split_b.items():
+        by_key_b.setdefault(key(p), []).append(c)
+    rename: dict[str, str] = {}
+    pairs = []
+    for k, cb in by_key_b.items():
+        ca = by_key_a.get(k, [])
+        if not ca:
+            continue
+        if len(ca) > 1 or len(cb) > 1:
+            raise ValueError(f"--match {' '.join(keys)}: {len(ca)} cell(s) of RUN_A and {len(cb)} of RUN_B differ only "
+                             f"there (e.g. {ca[0]} and {cb[0]}), so they cannot be paired one to one")
+        rename[cb[0]] = ca[0]
+        pairs.append((ca[0], cb[0]))
+    keep_a = records_a[records_a["cell_id"].isin(set(split_a))] if maps else records_a
+    b = records_b[records_b["cell_id"].isin(set(rename))].copy()
+    b["cell_id"] = b["cell_id"].map(rename)
+    unmatched_b = records_b[~records_b["cell_id"].isin(set(rename)) & records_b["cell_id"].isin(set(split_b))]
+    b = pd.concat([b, unmatched_b]) if len(unmatched_b) and not maps else b
+    return Matched(keep_a, b, {v: k for k, v in rename.items()}, pairs)

@@ -61,7 +61,7 @@ def score_cells(spec: Spec, plan: Plan, journal: Journal, fps: dict[str, str],
         keep = set(only_units)
         cells_by_unit = {k: v for k, v in cells_by_unit.items() if k in keep}
     for (aid, mid, dsid, vid), cells in cells_by_unit.items():
-        fp = fps.get(mid)
+        fp = fps.get(plan.runs_as(mid))  # a model declared twice reads the first one's results
         unit = plan.units.get((aid, mid, dsid, vid, "test"))
         if fp is None or unit is None:
             continue

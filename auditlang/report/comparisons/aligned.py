@@ -29,10 +29,11 @@ from auditlang.metrics.aligned import (
 )
 from auditlang.metrics.registry import validate_params
 from auditlang.score.cellmetrics import audit_metrics
-from auditlang.report.comparisons.common import Comparison, by_item, ece_bins, known
+from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, ece_bins, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.evaluators.string_match import normalize_answer
+from auditlang.score.rundiff import DiffMetric, paired_cell_diff
 
 VIEW_NAMES = {"instance": "IA", "distribution": "DA", "candidate": "CA"}
 
@@ -96,6 +97,19 @@ def _cell_value(rd: RunData, aid: str, key: tuple[str, ...], column: str) -> flo
     return float(got.iat[0]) if len(got) == 1 else math.nan
 
 
+def _raw_intervals(r1, r2, items: list, bins: int, B: int, seed: int, level: float,
+                   where: str) -> dict[str, tuple[float, float]]:
+    """(low, high) of the raw ECE and Brier difference model 1 - model 2 on ``items``: the paired
+    bootstrap of :func:`auditlang.score.rundiff.paired_cell_diff`, the one ``auditc diff`` uses."""
+    a, b = r2.loc[items].reset_index(), r1.loc[items].reset_index()  # its B - A = model 1 - model 2
+    out = {}
+    for metric, m in (("ECE", DiffMetric("ECE", "ece", (("bins", bins), ("binning", "equal_width")))),
+                      ("Brier", DiffMetric("Brier", "brier"))):
+        d = paired_cell_diff(where, a, b, m, B=B, seed=seed, level=level)
+        out[metric] = (d.low, d.high)
+    return out
+
+
 def _with_row(df):
     """The records with their row index as a column (``by_item`` re-indexes by item)."""
     return df.assign(_row=df.index)
@@ -110,7 +124,8 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
     out = Comparison(name, "aligned", c.audit)
     long = Table(name, f"Raw and accuracy-controlled calibration per model pair ({name}, {label} and Brier)",
                  ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "metric", "view", "value_1",
-                  "value_2", "diff (1-2)", "reversal"])
+                  "value_2", "diff (1-2)", "diff (1-2) lo", "diff (1-2) hi", "reversal"])
+    B, seed, level = bootstrap_settings(rd, c.audit)
     cases = Table(f"{name}_cases", f"Accuracy gap and ranking-reversal pattern per case ({name})",
                   ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "n_items", "acc_1", "acc_2",
                    "acc gap (1-2)", "IA retention", "ECE reversals", "Brier reversals"])
@@ -175,12 +190,14 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                                 ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
                                 vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)
                         pats: dict[str, str] = {}
+                        raw_ci = _raw_intervals(r1, r2, items, bins, B, seed, level, where)
                         for metric, vv in vals.items():
                             raw_diff = vv["raw"][0] - vv["raw"][1]
                             aligned_diffs = {k: x[0] - x[1] for k, x in vv.items() if k != "raw"}
                             for k, (x1, x2) in vv.items():
                                 rev: Any = "" if k == "raw" else is_reversal(raw_diff, x1 - x2)
-                                long.add(m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, rev)
+                                lo, hi = raw_ci[metric] if k == "raw" else (math.nan, math.nan)
+                                long.add(m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, lo, hi, rev)
                                 if k != "raw":
                                     view_rev.setdefault((metric, k), []).append(bool(rev))
                             pat = reversal_pattern(raw_diff, aligned_diffs)
@@ -194,6 +211,9 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
                                   pats["Brier"])
     long.notes.append("A reversal: the aligned difference has the strictly opposite sign of the raw one "
                       "(study 003 section 5.2); ties are not reversals.")
+    long.notes.append(f"raw diff (1-2): interval of the paired bootstrap of `auditc diff` and contrast() over the "
+                      f"shared items (B={B}, seed={seed}, level {level * 100:g} %); the aligned views (IA, DA, CA) "
+                      "re-align the items and are shown without intervals")
     s = Table(f"{name}_summary", f"Ranking-reversal rates per view ({name})",
               ["metric", "view", "n_cases", "n_reversals", "reversal rate"])
     for (metric, view), revs in sorted(view_rev.items()):
