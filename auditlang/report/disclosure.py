@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditlang.report.rundata import RunData
+from auditlang.report import facts as F
 from auditlang.report.tables import Table
 from auditlang.report.cross_scoring import cross_uses
 from auditlang.report.decoding import chat_template_options, decoding_flags, decoding_of, kwargs_text
@@ -184,11 +185,18 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
                   ", ".join(_shown(ctor, av, ax) for ax in dax) + f" ({alt_id})",
                   ", ".join(fixed) + ("; " if fixed else "") + "models, data",
                   contrast or f"{m_id} vs {alt_id}")
-    if "token_prob" in by_ctor and any(c in by_ctor for c in ("verbalized",)):
-        t.add("Confidence signal", f"verbal ({', '.join(by_ctor['verbalized'])})", f"token ({', '.join(by_ctor['token_prob'])})",
-              "answers, evaluators, models, data",
+    signals = _signals(rd, aid, by_ctor)
+    if len(signals) > 1:  # the main signal is the first protocol family in audit order, as the note says
+        (main_sig, main_p), rest = signals[0], signals[1:]
+        t.add("Confidence signal", f"{main_sig} ({', '.join(main_p)})",
+              "; ".join(f"{sig} ({', '.join(ps)})" for sig, ps in rest), "answers, evaluators, models, data",
               next((f"ECE_gap ({cid})" for cid, o in rd.spec.of_kind("compare").items()
-                    if o.value.audit == aid and o.ctor in ("ece_gap", "protocol_grid")), "verbal vs token ECE"))
+                    if o.value.audit == aid and o.ctor in ("ece_gap", "protocol_grid")), "per-cell table"))
+    if len(a.models) > 1:
+        al = next((cid for cid, o in rd.spec.of_kind("compare").items()
+                   if o.value.audit == aid and o.ctor == "aligned"), None)
+        t.add("Model", a.models[0], "; ".join(a.models[1:]), "prompts, protocols, evaluators, data",
+              f"aligned ({al})" if al else "per-cell table")
     for cid, o in rd.spec.of_kind("compare").items():
         if o.value.audit == aid and o.ctor == "protocol_grid" and len(o.value.estimators) >= 2:
             labels = [rd.spec.metrics[m].label for m in o.value.estimators]
@@ -214,6 +222,18 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def _signals(rd: RunData, aid: str, by_ctor: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """[(confidence signal, protocols)] in audit order, the signal as each program declares it
+    (its ``signal`` fact; UNSPECIFIED where it declares none)."""
+    out: dict[str, list[str]] = {}
+    for pids in by_ctor.values():
+        for p in pids:
+            pf = F.protocol_facts(rd, aid, p)
+            sig = pf.text("signal", forms=False) or pf.missing("signal")
+            out.setdefault(sig, []).append(p)
+    return list(out.items())
 
 
 def _errors_note(rd: RunData, aid: str) -> str:

@@ -18,6 +18,7 @@ from auditlang.report import describe as D
 from auditlang.report.describe import label_form_text
 from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report import runfacts as R
+from auditlang.report import facts as F
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
@@ -66,23 +67,6 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-SCALE_WORDS = {"decimal_01": "a decimal between 0 and 1", "percent_0_100": "a percentage from 0 to 100",
-               "integer_0_100": "an integer from 0 to 100", "scale_0_10": "a number from 0 to 10",
-               "linguistic": "a verbal expression of likelihood", "linguistic_mc": "a choice among likelihood phrases",
-               "boxed_0_100": "a boxed number from 0 to 100"}
-
-
-def _by_prompt_form(chat: dict[str, bool] | None, chat_text: str, text_text: str) -> str:
-    """``chat_text`` for models given chat messages, ``text_text`` for models given plain text;
-    both, each with its models, when the audit has both kinds."""
-    if not chat or all(chat.values()):
-        return chat_text
-    if not any(chat.values()):
-        return text_text
-    return (f"{chat_text} for {_join([m for m, c in chat.items() if c])}, and {text_text} for "
-            f"{_join([m for m, c in chat.items() if not c])}")
-
-
 def prompt_form_text(chat: dict[str, bool]) -> str:
     """Which models get chat messages through their chat template and which plain text."""
     yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
@@ -95,44 +79,27 @@ def prompt_form_text(chat: dict[str, bool]) -> str:
             f"{'is' if len(no) == 1 else 'are'} given plain text, without a chat template.")
 
 
-def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None) -> str:
-    """What a confidence protocol measures, in words (its spec parameters, not its name);
-    ``chat``: model -> whether its prompts are chat messages (how a follow-up is asked differs)."""
-    o = rd.spec.get(pid)
-    v, ctor = o.value, o.ctor
-    if ctor == "token_prob":
-        if v.readout == "first_token":
-            norm = "normalised over the valid labels" if v.normalise == "label_set" else "unnormalised"
-            window = f"top-{v.top_k} logprob window" if v.window == "top_k" else "full-vocabulary label logprobs"
-            return (f"the first-token probability of the predicted label, {norm} ({window}; {label_form_text(v)})")
-        span = ("geometric-mean token probability of the answer span (T1)" if v.readout == "T1"
-                else "probability of the answer's first token (T2)")
-        what = "the gold answer" if v.scored == "gold" else "the model's extracted answer"
-        ctx = "after a verbal-confidence prefix" if v.context == "verbal_prefix" else "after the bare question"
-        how = "from the generation's own logprobs" if v.source == "generation" else "teacher-forced"
-        return f"the {span} of {what}, {how} {ctx}"
-    if ctor in ("verbalized", "p_true"):
-        about = {"self": "the model's own " + ("full answer" if v.answer_form == "full" else "extracted answer"),
-                 "gold": "the gold answer", "plausible_wrong": "a plausible wrong answer",
-                 "off_type": "an off-type answer"}[v.provenance]
-        if ctor == "p_true":
-            norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
-            return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
-        if v.prefill:
-            when = _by_prompt_form(chat, "with that answer prefilled in the assistant's turn of the chat",
-                                   "with that answer written after the question as plain text, which the model "
-                                   "continues")
-        elif v.mode == "followup":
-            when = _by_prompt_form(chat, "asked in a follow-up user turn after the answer",
-                                   "asked by appending the follow-up question to the prompt and the model's answer "
-                                   "as plain text")
-        else:
-            when = "asked together with the answer"
-        return f"a stated confidence, {SCALE_WORDS.get(v.scale, f'on the {v.scale} scale')}, about {about}, {when}"
-    if ctor == "self_consistency":
-        return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
-    doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
-    return f"{doc[0].lower() + doc[1:]} ({ctor})"
+def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, aid: str | None = None) -> str:
+    """What a confidence protocol measures, in words: the ``measure`` fact its program declares,
+    how the question was sent (its ``context`` fact, per prompt form) where it sends one, and the
+    label strings the journal's requests carried where the declaration asks for them."""
+    aid = aid or next(a for a in rd.audit_ids() if pid in rd.audit(a).protocols)
+    pf = F.protocol_facts(rd, aid, pid)
+    measure = pf.text("measure", forms=False)
+    if measure is None:
+        doc = (type(rd.spec.get(pid).value).DOC or "").strip().rstrip(".")
+        return (f"{doc[0].lower() + doc[1:]} (protocol {pf.ctor}; " if doc else f"protocol {pf.ctor} (") \
+            + pf.missing("measure").split(": ", 1)[1] + ")"
+    out = measure
+    ctx = pf.facts("context")
+    if ctx and all(isinstance(f.value, tuple) and f.value[0] not in ("answer_prompt", "none") for _, f in ctx):
+        out += ", sent as " + ("; ".join(f"{f.text} for {_join(ms)}" for ms, f in ctx) if len(ctx) > 1
+                               else ctx[0][1].text)
+    if "sent_labels" in F.fact_runs(pf, "measure"):
+        labels = F.sent_labels_text(rd, aid, pid)
+        if labels:
+            out += f" (label strings sent: {labels})"
+    return out
 
 
 def model_name(rd: RunData, mid: str) -> str:
@@ -368,7 +335,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             + "; ".join(variant_clause(rd, aid, v) for v in a.variants) + ".", ["variants", "templates"],
                             aid, [f"spec:{v}" for v in a.variants]))
         chat = {model_name(rd, m): c for m, c in R.chat_models(rd, aid).items()}
-        texts = {p: protocol_text(rd, p, chat) for p in a.protocols}
+        texts = {p: protocol_text(rd, p, chat, aid) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
