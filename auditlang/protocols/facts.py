@@ -26,7 +26,8 @@ FACT_KEYS: dict[str, str] = {
 }
 
 # ``Fact.run``: facts of the run the report adds to a declared fact (report/checklist.py RUN_FACTS)
-RUN_FACT_NAMES = ("label_start_share", "window_source", "argmax_rows", "label_coverage", "sent_labels")
+RUN_FACT_NAMES = ("label_start_share", "window_source", "argmax_rows", "label_coverage", "sent_labels",
+                  "answer_prompt_shown")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Fact:
     params: tuple[str, ...] = ()
     run: tuple[str, ...] = ()
     value: Any = None
+    # (what every prompt form shares, what this form adds): lets a paragraph state the shared part once
+    prose: tuple[str, str] | None = None
 
 
 NOT_APPLICABLE = "not applicable"
@@ -74,21 +77,31 @@ def layout_context(layout: str, chat: bool, what: str, tpl=None, tid: str | None
     ``(layout, "chat" | "text")``."""
     form = "chat" if chat else "text"
     name = tid or (tpl.name if tpl is not None else "the variant prompt")
+    prose = None
     if layout == "followup":
         text = (f"a follow-up user turn: [user: the answer prompt, assistant: the answer, user: {what} {name}] "
                 "(chat template)" if chat else
                 f"one plain-text prompt: the answer prompt, the answer, a blank line and {what} {name} concatenated "
                 "(no chat template)")
+        prose = (f"asked after the model's answer with {what} {name}",
+                 "a user turn after the assistant's answer, through the chat template" if chat else
+                 "the answer prompt, the answer, a blank line and the question as one plain text")
     elif layout == "single":
         slot = answer_slot(tpl) if tpl is not None else "<answer>"
-        text = (f"one new prompt, {what} {name} rendered with the item and the answer (shown as \u201c{slot}\u201d), "
-                + ("as a single user turn (chat template)" if chat else "as plain text (no chat template)")
-                + "; the variant's answer prompt and the model's earlier turn are not part of it")
+        common = f"one new prompt, {what} {name} rendered with the item and the answer (shown as \u201c{slot}\u201d)"
+        form_text = "as a single user turn (chat template)" if chat else "as plain text (no chat template)"
+        text = f"{common}, {form_text}, not a continuation of the answer's conversation"
+        prose = (f"asked in {common}, not a continuation of the answer's conversation",
+                 "a single user turn through the chat template" if chat else "plain text, without a chat template")
     elif layout == "prefill":
         text = (f"{'the prompt ' + name if tid else 'the variant prompt'} answered by the prefill {prefill}, which "
                 "holds the answer; the model writes only the value ("
                 + ("chat template: the prefill is the open assistant turn)" if chat else
                    "no chat template: prompt and prefill concatenated as plain text)"))
+        prose = (f"asked with {'the prompt ' + name if tid else 'the variant prompt'} answered by the prefill {prefill}, which "
+                 "holds the answer, so that the model writes only the value",
+                 "the prefill as the open assistant turn of the chat template" if chat else
+                 "prompt and prefill concatenated as plain text")
     elif layout == "joint_answer":
         text = "answer and confidence in one generation of the variant prompt (Guess:/Probability:)"
     elif layout == "joint_call":
@@ -97,7 +110,7 @@ def layout_context(layout: str, chat: bool, what: str, tpl=None, tid: str | None
         text = "the variant's answer prompt itself, no confidence question"
     else:
         text = f"prompt layout {layout}"
-    return Fact(text, value=(layout, form))
+    return Fact(text, value=(layout, form), run=("answer_prompt_shown",) if layout == "single" else (), prose=prose)
 
 
 def label_form_text(v) -> str:

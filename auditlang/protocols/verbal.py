@@ -33,6 +33,7 @@ fallback); that request is built in the run's cross stage (auditlang/plan/crossd
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -261,7 +262,8 @@ class VerbalProgram(SuppliedAnswers, Program):
                              value=p.scale)
         out["normalisation"] = na("verbalized", "the stated number is the confidence")
         ctx = layout_context(self.layout, chat, "the phrasing", self.phrasing, p.phrasing, prefill=p.prefill)
-        out["context"] = Fact(ctx.text, params=("prefill",) if self.layout == "prefill" else ("mode",), value=ctx.value)
+        out["context"] = Fact(ctx.text, params=("prefill",) if self.layout == "prefill" else ("mode",), value=ctx.value,
+                              run=ctx.run, prose=ctx.prose)
         out["prompt"] = template_fact(self.phrasing, p.phrasing)
         out["measure"] = Fact(f"a stated confidence, {SCALE_WORDS.get(p.scale, f'on the {p.scale} scale')}, about "
                               f"{out['provenance'].value_text}")
@@ -389,9 +391,10 @@ class PTrueProgram(SuppliedAnswers, Program):
         p = self.p
         out = supplied_facts(self)
         out["signal"] = Fact("P(True)")
-        first = f"the first label of labels={list(p.labels)}"
-        out["readout"] = Fact((f"probability of {first} at the next token, normalised over all labels" if p.normalise
-                               else f"raw probability of {first} at the next token") + f" (top_k={p.top_k})",
+        first = f"the true label, the first of the spec's labels {json.dumps(list(p.labels))}"
+        out["readout"] = Fact((f"probability of {first}, at the next token, normalised over all labels" if p.normalise
+                               else f"raw probability of {first}, at the next token") + f" (top_k={p.top_k}; the "
+                              "label strings as sent follow)",
                               params=("normalise",), value=p.normalise)
         out["labels"] = Fact("label strings scored as the first token after the prompt, each with a leading space "
                              "when the prompt ends in a non-space character and no chat generation prompt follows "
@@ -400,10 +403,10 @@ class PTrueProgram(SuppliedAnswers, Program):
             "P(true label) / sum over the labels" if p.normalise else "the raw probability of the true label"),
             params=("normalise",))
         ctx = layout_context(self.layout, chat, "the template", self.tpl, p.template)
-        out["context"] = Fact(ctx.text, value=ctx.value)
+        out["context"] = ctx
         out["prompt"] = template_fact(self.tpl, p.template)
         norm = "normalised over the labels" if p.normalise else "unnormalised"
-        out["measure"] = Fact(f"the probability of the 'true' label, the first of {list(p.labels)} ({norm}), for "
+        out["measure"] = Fact(f"the probability of the true label, the first of {json.dumps(list(p.labels))} ({norm}), for "
                               f"{out['provenance'].value_text}", run=("sent_labels",))
         return out
 

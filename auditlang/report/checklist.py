@@ -80,6 +80,15 @@ class Entry:
     flags: list[str] = field(default_factory=list)
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (caption, verbatim text)
     table: tuple[list[str], list[list[str]]] | None = None  # per-cell detail: (columns, rows), first column X
+    facts: dict[str, list[str]] = field(default_factory=dict)  # line or flag -> the facts it states (claims.json)
+
+    def state(self, text: str, facts: list[str], flag: bool = False) -> None:
+        """Add a line (or a flag) built from the named facts."""
+        if flag:
+            self.flag(text)
+        else:
+            self.lines.append(text)
+        self.facts.setdefault(text, list(facts))
 
     @property
     def title(self) -> str:
@@ -103,6 +112,18 @@ class Checklist:
 
     def flags(self) -> list[str]:
         return [f for g in self.groups for e in g.entries for f in e.flags]
+
+    def claims(self) -> list[dict]:
+        """Every statement of the checklist with the facts it was built from (report/claims.json): a
+        protocol item's lines name the protocol's declared facts (``protocol:<id>:<key>``) and the run
+        facts (``run:<name>``); every other line its checklist item (``checklist:<item>``)."""
+        out = []
+        for g in self.groups:
+            for e in g.entries:
+                for kind, texts in (("line", e.lines), ("flag", e.flags)):
+                    out += [{"file": "checklist", "where": f"{g.title} > {e.title}", "kind": kind, "text": t,
+                             "facts": e.facts.get(t) or [f"checklist:{e.key}"]} for t in texts]
+        return out
 
     def summary_groups(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
         """[(kind, [(group > item, [flag text without its kind prefix])])]: UNSPECIFIED, then WARNING, then others."""
@@ -856,8 +877,8 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     o = rd.spec.get(pid)
     dec = decoding_of(o)
     if dec is None:
-        e.lines.append(f"not applicable to {o.ctor}: the protocol makes no generation of its own (it reads logprobs "
-                       "or fits on hidden states / the dev split); the answers' decoding is stated per variant above")
+        e.lines.append(f"not applicable to {o.ctor}: its parameters set no decoding of its own calls (no temperature); "
+                       "the answers' decoding is stated per variant above")
         return e
     what = {"self_consistency": "sampled answers", "verbalized": "verbal-confidence call"}.get(o.ctor, "probe reply")
     mt = getattr(o.value, "max_tokens", None)
@@ -910,6 +931,15 @@ def _run_fact_lines(rd: RunData, aid: str, pid: str, name: str) -> list[str]:
                 + (f"; no valid label in the window, confidence missing: {am[1]} rows" if am[1] else "") + ")"] if am else []
     if name == "label_coverage":
         return _coverage_lines(rd, aid, pid)
+    if name == "answer_prompt_shown":
+        got = F.answer_prompt_shown(rd, aid, pid)
+        if not got:
+            return ["whether the variant's answer prompt is part of this prompt: not computable (no request of this "
+                    "protocol is in the journal)"]
+        return [f"{m}: none of the {n} requests checked contains the variant's answer prompt (its instruction is "
+                "not sent; journal)" if not hit else
+                f"{m}: {hit} of {n} requests checked contain the variant's answer prompt text (journal)"
+                for m, (hit, n) in got.items()]
     if name == "sent_labels":
         text = F.sent_labels_text(rd, aid, pid)
         return [f"label strings sent (the requests' choices in the journal): {text}" if text else
@@ -926,16 +956,20 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
     for item, keys in PROTOCOL_ITEM_FACTS.items():
         e = Entry(item)
         for n, key in enumerate(keys):
+            fact = f"protocol:{pid}:{key}"
             if not pf.declared(key):
                 if n == 0:
-                    e.flag(pf.missing(key) + (f" (its program raised {pf.error})" if pf.error else ""))
+                    e.state(pf.missing(key) + (f" (its program raised {pf.error})" if pf.error else ""),
+                            [f"{fact}:undeclared"], flag=True)
                 continue
-            e.lines += pf.lines(key)
+            for line in pf.lines(key):
+                e.state(line, [fact])
             for run in F.fact_runs(pf, key):
-                e.lines += _run_fact_lines(rd, aid, pid, run)
+                for line in _run_fact_lines(rd, aid, pid, run):
+                    e.state(line, [fact, f"run:{run}"])
             for param in F.fact_params(pf, key):
-                if param in type(o.value).model_fields:
-                    e.flag(D.unspecified(o, param))
+                if param in type(o.value).model_fields and (text := D.unspecified(o, param)):
+                    e.state(text, [fact, f"spec:{pid}.{param}"], flag=True)
         out.append(e)
     return out
 

@@ -131,14 +131,54 @@ def sent_labels(rd: RunData, aid: str, pid: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def sent_labels_text(rd: RunData, aid: str, pid: str) -> str | None:
-    got = sent_labels(rd, aid, pid)
+def _prompt_text(prompt: dict) -> str:
+    if prompt.get("text") is not None:
+        return prompt["text"]
+    users = [m["content"] for m in prompt.get("messages") or [] if m.get("role") == "user"]
+    return users[0] if users else ""
+
+
+def answer_prompt_shown(rd: RunData, aid: str, pid: str) -> dict[str, tuple[int, int]]:
+    """model -> (requests of the protocol that contain the variant's answer prompt text, requests),
+    over its records' own requests (the roles besides the answer and the evaluators' ``x:y`` roles)."""
+    path = rd.run_dir / RECORDS
+    if not path.is_file() or not (rd.run_dir / JOURNAL).exists():
+        return {}
+    try:
+        df = pd.read_parquet(path, columns=["cell_id", "protocol", "model", "request_ids"])
+    except (OSError, ValueError, KeyError):
+        return {}
+    rows = df[df["cell_id"].str.startswith(aid + "/") & (df["protocol"] == pid)].drop_duplicates("request_ids")
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for m, ids in zip(rows["model"], rows["request_ids"]):
+        got = json.loads(ids) if isinstance(ids, str) else {}
+        own = [rid for r, rid in got.items() if r != "answer" and ":" not in r and isinstance(rid, str)]
+        if got.get("answer") and own:
+            pairs.setdefault(str(m), []).append((got["answer"], own[0]))
+    out: dict[str, tuple[int, int]] = {}
+    with Journal(rd.run_dir) as j:
+        for m, ps in pairs.items():
+            ps = ps[:200]
+            reqs = j.request_params([x for p in ps for x in p])
+            n = hit = 0
+            for a, o in ps:
+                if a in reqs and o in reqs:
+                    n += 1
+                    hit += _prompt_text(reqs[a]["prompt"]).strip() in _prompt_text(reqs[o]["prompt"])
+            if n:
+                out[m] = (hit, n)
+    return out
+
+
+def sent_labels_text(rd: RunData, aid: str, pid: str, name=str) -> str | None:
+    """The label strings sent, per group of models (``name``: how a model is named)."""
+    got = {name(m): ch for m, ch in sent_labels(rd, aid, pid).items()}
     if not got:
         return None
     forms: dict[tuple[str, ...], list[str]] = {}
     for m, ch in got.items():
         forms.setdefault(ch, []).append(m)
-    return "; ".join(", ".join(repr(c) for c in ch) + f" to {_join(ms)}" for ch, ms in forms.items())
+    return "; ".join(", ".join(json.dumps(c) for c in ch) + f" to {_join(ms)}" for ch, ms in forms.items())
 
 
 def fact_params(pf: ProtocolFacts, key: str) -> tuple[str, ...]:
