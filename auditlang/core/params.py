@@ -31,6 +31,10 @@ class Obj(BaseModel):
     # parameters added after a release: left out of the object's parameters (and so of the cells'
     # content hashes) while they hold their default, so specs written before them keep their hashes
     OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
+    # the disclosure table's axes (report/disclosure.py): (parameter, label) on which two objects of
+    # one constructor are compared; AXIS_PARTS: axis -> the axis it is disclosed as part of
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = ()
+    AXIS_PARTS: ClassVar[dict[str, str]] = {}
 
     @model_serializer(mode="wrap")
     def _omit_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -41,6 +45,19 @@ class Obj(BaseModel):
             if key in out and out[key] == f.default:
                 out.pop(key)
         return out
+
+    def axis_applies(self, axis: str) -> bool:
+        """Whether ``axis`` is a setting this object actually uses (override where one depends on another)."""
+        return True
+
+    def axis_compared(self, other: "Obj", axis: str) -> bool:
+        """Whether a difference in ``axis`` between this object and ``other`` is a difference between them."""
+        return self.axis_applies(axis) or other.axis_applies(axis)
+
+    def axis_text(self, axis: str) -> str:
+        """``axis=value`` as the disclosure table shows it."""
+        v = getattr(self, axis, None)
+        return f"{axis}={'none' if v is None else v}"
 
     def values(self) -> dict[str, Any]:
         """Every parameter (defaults included, by its spec name): what a component is built with."""

@@ -127,6 +127,7 @@ class Evaluator(_Component):
 
     _kind = "evaluator"
     requires_model: ClassVar[bool] = False
+    PROSE: ClassVar[str] = ""  # the rule in a few words, as a methods section names it (empty: not declared)
 
     class Params(Obj):
         """No parameters (a subclass declares its own ``Params``)."""

@@ -103,6 +103,8 @@ class Boxed0100Parser(VerbalParser):
 class BoxedLetterEvaluator(Evaluator):
     """``boxed_letter``: study 003 table 3 template I + D.2 exact letter match."""
 
+    PROSE = "the letter in \\boxed{}"  # the rule in a few words (report/methods.py)
+
     name = "boxed_letter"
     source = "study 003 (arXiv 2606.30814), table 3 template I and appendix D.2"
 

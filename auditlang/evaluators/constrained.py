@@ -98,6 +98,8 @@ class ConstrainedEvaluator(Evaluator):
     (``Result.choice``); ``request`` builds the follow-up request from the original prompt and
     the generation."""
 
+    PROSE = "a constrained re-generation of the label"  # the rule in a few words (report/methods.py)
+
     name = "constrained"
     source = "study 000 (arXiv 2605.02038), appendix C.1 'Repair Path 2 - constrained-decoding pass'"
     requires_model = True

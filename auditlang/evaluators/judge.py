@@ -173,6 +173,8 @@ class LLMJudgeEvaluator(Evaluator):
     judge's reply (use ``verdict``).
     """
 
+    PROSE = "an LLM judge"  # the rule in a few words (report/methods.py)
+
     name = "llm_judge"
     source = "study 002 (arXiv 2601.08064), section 5 'Evaluation' and appendix A.1"
     requires_model = True

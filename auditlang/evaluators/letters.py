@@ -133,6 +133,8 @@ class FirstCharEvaluator(Evaluator):
     """``first_char``: study 000 appendix A.3 ``extract_pred_letter``; correct iff the extracted
     letter equals the gold letter (an invalid first character is scored wrong, as in 000 C.1)."""
 
+    PROSE = "the answer's first character as the label"  # the rule in a few words (report/methods.py)
+
     name = "first_char"
     source = "study 000 (arXiv 2605.02038), appendix A.3 'Answer-letter scoring'"
 

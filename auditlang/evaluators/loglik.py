@@ -97,6 +97,8 @@ def argmax_label(scores: Sequence[float], labels: Sequence[str]) -> str | None:
 class LoglikArgmaxEvaluator(Evaluator):
     """``loglik_argmax``: the option with the highest (normalised) log-likelihood."""
 
+    PROSE = "the label of highest log-likelihood"  # the rule in a few words (report/methods.py)
+
     name = "loglik_argmax"
     source = ("lm-evaluation-harness multiple_choice (acc, acc_norm); issue 10 item 3 (study 000 A.3 letter "
               "labels, study 001 §3.1 teacher-forced option scores)")

@@ -110,6 +110,8 @@ def regex_reparse(
 class RegexReparseEvaluator(Evaluator):
     """``regex_reparse``: study 000 appendix C.1 repair path 1."""
 
+    PROSE = "a regular-expression re-parse of the answer for a label"  # the rule in a few words (report/methods.py)
+
     name = "regex_reparse"
     source = "study 000 (arXiv 2605.02038), appendix C.1 'Repair Path 1 - regex re-parse'"
 

@@ -175,6 +175,8 @@ class _StringMatch(Evaluator):
 class ExactMatchEvaluator(_StringMatch):
     """``exact_match``: 001 appendix M table 22 strict scorer (normalised equality)."""
 
+    PROSE = "exact match with the gold answer"  # the rule in a few words (report/methods.py)
+
     name = "exact_match"
     source = "study 001 (arXiv 2605.27752), section 3 and appendix M (table 22, 'exact match only')"
 
@@ -193,6 +195,8 @@ class ExactMatchEvaluator(_StringMatch):
 
 class LenientMatchEvaluator(_StringMatch):
     """``lenient_match``: 001 section 3 / appendix M main scorer."""
+
+    PROSE = "lenient (normalised) match with the gold answer"  # the rule in a few words (report/methods.py)
 
     name = "lenient_match"
     source = "study 001 (arXiv 2605.27752), section 3 and appendix M"
@@ -214,6 +218,8 @@ class LenientMatchEvaluator(_StringMatch):
 
 class AliasMatchEvaluator(_StringMatch):
     """``alias_match``: 003 appendix D.2 TriviaQA alias-aware exact match."""
+
+    PROSE = "match with any gold alias"  # the rule in a few words (report/methods.py)
 
     name = "alias_match"
     source = "study 003 (arXiv 2606.30814), appendix D.2 (TriviaQA) and table 3 template III"

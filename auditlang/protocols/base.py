@@ -279,6 +279,12 @@ class Program:
     def describe(self) -> str:
         return self.p.DOC
 
+    def facts(self, chat: bool) -> dict[str, Any]:
+        """What the report may say about this protocol, as ``{key: protocols.facts.Fact}`` (keys in
+        ``protocols.facts.FACT_KEYS``) for a model given chat messages (``chat``) or plain text.
+        A key left out is printed as UNSPECIFIED; the base class declares nothing."""
+        return {}
+
     # ------------------------------------------------------------ dev-split fitting
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
         """Fit on the dev split (``needs_dev`` programs); JSON-serialisable parameters.

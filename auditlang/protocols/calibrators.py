@@ -26,6 +26,7 @@ import numpy as np
 
 from auditlang.core.requests import Result
 from auditlang.protocols.base import ItemCtx, Program, Readout
+from auditlang.protocols.facts import Fact, na
 
 SEP = " [SEP] "
 
@@ -38,6 +39,17 @@ def uniform_draw(*parts: Any) -> float:
 
 class RandomBaselineProgram(Program):
     """``random_baseline(seed)``: 002's BL, see the module docstring."""
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        seed = self.p.seed if self.p.seed is not None else self.spec.settings.seed
+        what, none = "random_baseline", ("none", "none")
+        return {"signal": Fact("random baseline"), "provenance": na(what, "no model call"),
+                "scored": Fact("the model's own answer (the confidence ignores it)"),
+                "readout": na(what, f"uniform random confidence U(0,1) per scored answer and prompt, seed {seed} "
+                                    "(study 002 BL)"),
+                "context": Fact(f"{'not applicable'} to {what}: no model call", value=none),
+                "normalisation": na(what, "a random number"),
+                "measure": Fact(f"a uniform random confidence per scored answer (seed {seed}; study 002's baseline)")}
 
     def answer_conditioned(self) -> bool:
         return True  # a supplied answer gets its own draw
@@ -53,6 +65,21 @@ class RandomBaselineProgram(Program):
 
 class AuxClassifierProgram(Program):
     """``aux_classifier(...)``: 002's Calib1, see the module docstring."""
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p, what = self.p, "aux_classifier"
+        return {"signal": Fact("auxiliary classifier"),
+                "provenance": na(what, "an auxiliary classifier, no elicitation"),
+                "scored": Fact("the model's own answer to the variant prompt, read with the rendered prompt"),
+                "readout": Fact(f"{'not applicable'} to {what}: logistic classifier on hashed word uni/bigrams of "
+                                f"prompt [SEP] answer (dims={p.dims}), focal loss gamma={p.gamma}, l2={p.l2}, fitted on "
+                                "the dev split (study 002 Calib1; 002 names no classifier, this one is auditlang's "
+                                "choice)", params=("gamma",)),
+                "context": Fact(f"not applicable to {what}: no model call", value=("none", "none")),
+                "normalisation": na(what, "a classifier's probability"),
+                "measure": Fact(f"an auxiliary classifier's probability of correctness from the prompt and the answer "
+                                f"(hashed n-grams, {p.dims} dimensions, focal loss gamma {p.gamma:g}; fitted on the "
+                                "dev split)")}
 
     needs_dev = True
 

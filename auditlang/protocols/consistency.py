@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from auditlang.core.requests import Request, Result
+from auditlang.protocols.facts import Fact, na
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 from auditlang.evaluators.letters import extract_pred_letter
 from auditlang.evaluators.string_match import extract_answer
@@ -80,6 +81,24 @@ class SelfConsistencyProgram(Program):
     """``self_consistency(k, temperature, top_p, sample_top_k, seed, max_tokens, reference)``."""
 
     accepts_extract = True
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p, what = self.p, "self_consistency"
+        runs = (f"share of k={p.k} runs (temperature {p.temperature}, top_p {p.top_p}) that agree" if p.reference ==
+                "first_sample" else f"share of k={p.k} samples (temperature {p.temperature}, top_p {p.top_p}) that agree")
+        return {
+            "signal": Fact("self-consistency"),
+            "provenance": na(what, "no confidence prompt"),
+            "scored": Fact("the scored answer is run 1 of the k runs; confidence = agreement with it (reference="
+                           "first_sample, 003 App. D.3)" if p.reference == "first_sample" else
+                           "agreement of k further samples with the scored answer (reference=answer)",
+                           params=("reference",)),
+            "readout": na(what, runs),
+            "context": Fact("the variant prompt, sampled", value=("answer_prompt", "chat" if chat else "text")),
+            "normalisation": na(what, "a share of agreeing runs"),
+            "measure": Fact(f"the agreement of {p.k} sampled answers (temperature {p.temperature:g}) with the scored "
+                            "answer"),
+        }
 
     def stage1_roles(self) -> dict[str, str]:
         return {"samples": "generate"}

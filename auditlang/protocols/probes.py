@@ -43,6 +43,7 @@ from auditlang.core.requests import Prompt, Request, Result
 from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, letters
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import first_token_readout, first_token_window
+from auditlang.protocols.facts import Fact, layout_context, na, template_fact
 from auditlang.protocols.verbal import first_line, render_single, uses_answer, verbal_parser
 from auditlang.evaluators.letters import extract_pred_letter
 
@@ -117,6 +118,37 @@ class _PromptedProbe(Program):
                             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else None,
                             top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 
+    DECISION: str = ""  # how the reply decides (the program's read rule), for the report
+
+    def _prompt_template(self) -> CompiledTemplate:
+        return self.tpl if self.tpl is not None else stdlib_template(self.DEFAULT)
+
+    def _layout(self) -> str:
+        return "new_prompt"
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        what = self.obj.ctor
+        tpl = self._prompt_template()
+        prompt = template_fact(tpl, self.p.template)
+        if self.tpl is None:
+            prompt = Fact(prompt.text + " (items with a one-shot example use its _oneshot form)", params=("template",),
+                          value=prompt.value)
+        layout = self._layout()
+        if layout == "new_prompt":
+            ctx = Fact(f"one new prompt, the probe template {self.p.template or tpl.name} rendered with the item, "
+                       + ("as a single user turn (chat template)" if chat else "as plain text (no chat template)"),
+                       value=("single", "chat" if chat else "text"))
+        else:
+            ctx = layout_context(layout, chat, "the probe template", tpl, self.p.template)
+        return {"signal": Fact(f"abstention probe ({what})"),
+                "provenance": Fact("the model's own answer (provenance self)" if layout != "new_prompt" else
+                                   f"not applicable to {what}: the probe shows no answer", value="self"),
+                "scored": Fact("the model's own answer to the variant prompt"),
+                "readout": Fact(f"not applicable to {what}: {self.DECISION}"),
+                "context": ctx, "prompt": prompt,
+                "normalisation": na(what, "a decision, not a probability"),
+                "measure": Fact(f"{type(self.p).DOC.split(': ', 1)[-1].rstrip('.')} ({what})")}
+
     def _reply(self, results: dict[str, Result]) -> str | None:
         res = usable(results, self.ROLE)
         return None if res is None else generated_text(res)
@@ -124,6 +156,9 @@ class _PromptedProbe(Program):
 
 class _FollowupProbe(_PromptedProbe):
     """Two-stage probes: the probe prompt embeds the model's own guess (004 §2.1 "Prompting")."""
+
+    def _layout(self) -> str:
+        return "single" if uses_answer(self._prompt_template()) else "followup"
 
     def roles2(self, ctx: ItemCtx) -> dict[str, str]:
         return {self.ROLE: "generate"}
@@ -150,6 +185,7 @@ class NotaProgram(_PromptedProbe):
     """
 
     DEFAULT = "s004/mc/nota"
+    DECISION = "the reply's option letter is read (study 000's extract_pred_letter over the options and the added one); abstain iff it is the added 'None of the above' letter"
     ROLE = "nota"
 
     def stage1_roles(self) -> dict[str, str]:
@@ -184,6 +220,7 @@ class MoreInfoProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/moreinfo"
+    DECISION = "the reply's first word is read as Yes or No; abstain iff Yes"
     ROLE = "more_info"
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
@@ -203,6 +240,7 @@ class SelfRefProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/selfref"
+    DECISION = "the reply is read as A (True) or B (False); abstain iff B"
     ROLE = "self_ref"
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str) -> Readout:
@@ -271,6 +309,7 @@ class AskCalProgram(_Thresholded, _FollowupProbe):
 
     DEFAULT = "s004/mc/askcal"
     verbal_parse = True
+    DECISION = "the first non-empty line of the reply is parsed as a number on the scale; abstain iff below the threshold fitted on the dev split"
     ROLE = "ask_cal"
 
     def __init__(self, obj, spec) -> None:
@@ -293,6 +332,17 @@ class TokProbProbeProgram(_Thresholded, Program):
     """``tok_prob_probe(top_k, correction)``: stage-1 role ``first`` (greedy, max_tokens=1,
     ``top_logprobs=top_k``); confidence = raw probability of the answer letter (000 A.3 eq. 1
     with ℓ* chosen as in ``token_prob``); abstain iff below the dev threshold."""
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        what, k = self.obj.ctor, self.p.top_k
+        return {"signal": Fact("token probability (thresholded)"),
+                "provenance": na(what, "token probabilities involve no elicited or supplied answer"),
+                "scored": Fact("the model's own answer to the variant prompt"),
+                "readout": Fact(f"probability of the answer token (top_k={k}), thresholded on the dev split"),
+                "context": Fact("bare query: the variant prompt itself", value=("answer_prompt", "chat" if chat else "text")),
+                "normalisation": Fact(f"raw probability of the answer token in a top-{k} window"),
+                "measure": Fact(f"the raw first-token probability of the answer (top-{k} window), thresholded on the "
+                                "dev split")}
 
     def stage1_roles(self) -> dict[str, str]:
         return {"first": "generate"}
@@ -351,6 +401,22 @@ class EmbeddingProgram(Program):
     """
 
     needs_dev = True
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p, what = self.p, self.obj.ctor
+        where = ("the answer prompt followed by the model's own answer (" + ("an assistant prefill)" if chat else
+                 "appended text)") if p.with_answer else "the answer prompt alone")
+        return {"signal": Fact("hidden-state probe"),
+                "provenance": Fact("the model's own answer (provenance self)" if p.with_answer else
+                                   f"not applicable to {what}: the probe reads the prompt alone", value="self"),
+                "scored": Fact("the model's own answer to the variant prompt"),
+                "readout": Fact(f"linear probe on hidden states of layer {p.layer} (with_answer={p.with_answer}), "
+                                "fitted on dev"),
+                "context": Fact(f"hidden state of the last token of {where}",
+                                value=("prefill" if p.with_answer else "answer_prompt", "chat" if chat else "text")),
+                "normalisation": na(what, "a classifier's probability"),
+                "measure": Fact(f"a linear probe's probability of correctness from layer {p.layer}'s hidden state, "
+                                "fitted on the dev split")}
 
     def _request(self, ctx: ItemCtx, prompt: Prompt) -> Request:
         return Request.make(ctx.model.id, "hidden_states", prompt, seed=ctx.seed, layer=self.p.layer)
@@ -436,6 +502,17 @@ class PlattProgram(Program):
         self.base = base
         self.accepts_extract = self.base.accepts_extract
         invariant(not self.base.needs_dev, f"protocol '{obj.id}': base protocol '{base_obj.id}' is itself fitted")
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p = self.p
+        base = self.base.facts(chat)
+        out = {k: base[k] for k in ("provenance", "scored", "context", "labels", "prompt") if k in base}
+        out["signal"] = Fact(f"Platt-scaled {base['signal'].text}" if "signal" in base else "Platt scaling")
+        out["readout"] = Fact(f"Platt scaling of protocol {p.base} ({p.feature}, loss {p.loss}), fitted on the dev split")
+        out["normalisation"] = na(self.obj.ctor, "a fitted sigmoid of the base confidence")
+        out["measure"] = Fact(f"the confidence of protocol {p.base} through Platt scaling ({p.feature}, loss {p.loss}), "
+                              "fitted on the dev split")
+        return out
 
     def stage1_roles(self) -> dict[str, str]:
         return self.base.stage1_roles()

@@ -46,6 +46,7 @@ from typing import Any
 from auditlang.metrics.token import confidence_from_probs, label_probs, span_confidence
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import OWN_GENERATION, ItemCtx, Program, Readout, invariant, lead_space, usable
+from auditlang.protocols.facts import Fact, label_form_text, na
 
 GUESS_SLOT = "Guess:"  # study 001 §3.3: the answer sits in the "Guess:" slot of the Tian et al. format
 
@@ -132,6 +133,9 @@ class TokenProgram(Program):
         invariant(p.source != "generation" or (p.readout != "first_token" and p.scored == "generated"
                                                 and p.context == "bare"),
                   f"protocol '{obj.id}': source=generation needs readout=T1/T2, scored=generated, context=bare")
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        return _token_facts(self, chat)
 
     # ------------------------------------------------------------------ roles
     def _score_role(self) -> dict[str, str]:
@@ -258,3 +262,59 @@ class TokenProgram(Program):
             "readout": p.readout, "n_tokens": len(lps), "token_logprobs": lps,
             "tokens": [t.token for t in toks], "scored": p.scored, "context": p.context, "source": p.source,
         })
+
+
+def _token_facts(self: TokenProgram, chat: bool) -> dict[str, Fact]:
+    """The facts of a ``token_prob`` protocol (Program.facts), from its parameters."""
+    p, what = self.p, "token_prob"
+    out = {"provenance": na(what, "token probabilities involve no elicited or supplied answer"),
+           "signal": Fact("token probability")}
+    if p.readout == "first_token":
+        win = f"window={p.window}" + (f", top_k={p.top_k}" if p.window == "top_k" else "")
+        out["scored"] = Fact("readout=first_token: the valid labels' token probabilities at the first generated position "
+                             "of the answer, whatever token the answer starts with (it need not be the answer letter)",
+                             run=("label_start_share",))
+        out["readout"] = Fact(f"first-token probability of the predicted label ({win})", params=("readout",),
+                              run=("window_source", "argmax_rows"), value="first_token")
+        out["labels"] = Fact(f"label token form: {label_form_text(p)} (label_form={p.label_form})",
+                             value=p.label_form, run=("sent_labels",) if p.window == "full" else ())
+        out["context"] = Fact("bare query: the variant prompt itself", value=("answer_prompt", "chat" if chat else "text"))
+        out["normalisation"] = Fact(
+            f"normalise={p.normalise}" + (" (p_norm = P(l*) / sum over valid labels in the window)" if p.normalise ==
+                                          "label_set" else " (raw probability P(l*))") + f", {win}",
+            params=("normalise",) + (("top_k",) if p.window == "top_k" else ()),
+            run=("label_coverage",) if p.window == "top_k" else ())
+        if p.window != "top_k":
+            out["normalisation"] = Fact(out["normalisation"].text + "; full-vocabulary label logprobs: every valid label "
+                                        "is scored (coverage complete by construction)", params=("normalise",))
+        norm = "normalised over the valid labels" if p.normalise == "label_set" else "unnormalised"
+        window = f"top-{p.top_k} logprob window" if p.window == "top_k" else "full-vocabulary label logprobs"
+        out["measure"] = Fact(f"the first-token probability of the predicted label, {norm} ({window}; "
+                              f"{label_form_text(p)})")
+        return out
+    if p.source == "generation":
+        out["scored"] = Fact("scored=generated, source=generation: the whole generated answer, read from the token "
+                             "logprobs the answer generation returned (no teacher forcing; study 002 App. A.3)")
+    else:
+        out["scored"] = Fact(f"scored={p.scored}: " + ("the evaluator's extracted answer from the model's generation, "
+                             "teacher-forced" if p.scored == "generated" else "the gold answer string, teacher-forced (TF)"),
+                             params=("scored",))
+    out["readout"] = Fact({"T1": "T1 = exp(mean log p(a_i | h, a_<i)), the answer-span geometric mean",
+                           "T2": "T2 = p(a_1 | h), the first answer token"}[p.readout], params=("readout",), value=p.readout)
+    if p.context == "verbal_prefix":
+        out["context"] = Fact(f"context=verbal_prefix; prefix template {p.prefix or '(the variant prompt)'}, answer slot "
+                              f"{p.prefill or 'Guess:'} (an assistant prefill under a chat template, appended text "
+                              "otherwise)", params=("context",), value=("prefill", "chat" if chat else "text"))
+    else:
+        out["context"] = Fact("context=bare: the bare answer prompt", params=("context",),
+                              value=("answer_prompt", "chat" if chat else "text"))
+    out["normalisation"] = na(f"token_prob with readout={p.readout}", "the answer span is scored by teacher forcing over "
+                              "the full vocabulary (no label set, no top-k window)")
+    span = ("geometric-mean token probability of the answer span (T1)" if p.readout == "T1"
+            else "probability of the answer's first token (T2)")
+    whose = "the gold answer" if p.scored == "gold" else "the model's extracted answer"
+    ctx = "after a verbal-confidence prefix" if p.context == "verbal_prefix" else "after the bare question"
+    how = "from the generation's own logprobs" if p.source == "generation" else "teacher-forced"
+    out["measure"] = Fact(f"the {span} of {whose}, {how} {ctx}")
+    return out
+

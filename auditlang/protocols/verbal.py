@@ -33,6 +33,7 @@ fallback); that request is built in the run's cross stage (auditlang/plan/crossd
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -42,6 +43,7 @@ from typing import Any
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import label_choices
+from auditlang.protocols.facts import Fact, layout_context, na, template_fact
 from auditlang.evaluators import VERBAL_PARSERS
 from auditlang.evaluators.string_match import normalize_answer
 from auditlang.data.loader import DataError, data_root_for, load_dataset
@@ -189,6 +191,37 @@ class SuppliedAnswers:
         return answer_text if answer_text.strip() else None
 
 
+# ----------------------------------------------------------------------------- facts
+
+SCALE_WORDS = {"decimal_01": "a decimal between 0 and 1", "percent_0_100": "a percentage from 0 to 100",
+               "integer_0_100": "an integer from 0 to 100", "scale_0_10": "a number from 0 to 10",
+               "linguistic": "a verbal expression of likelihood", "linguistic_mc": "a choice among likelihood phrases",
+               "boxed_0_100": "a boxed number from 0 to 100"}
+PROVENANCE_WORDS = {"gold": "the gold answer", "plausible_wrong": "a plausible wrong answer",
+                    "off_type": "an off-type answer"}
+
+
+class _Provenance(Fact):
+    @property
+    def value_text(self) -> str:
+        return self.value[1]
+
+
+def supplied_facts(prog) -> dict[str, Fact]:
+    """Provenance (C1) and the scored answer (C2) of a program that shows an answer to the model."""
+    p = prog.p
+    prov = p.provenance
+    own = "the model's own " + ("full answer" if p.answer_form == "full" else "extracted answer")
+    about = own if prov == "self" else PROVENANCE_WORDS[prov]
+    c1 = _Provenance(f"provenance={prov}" + (f" (wrong answers from model {', '.join(p.wrong_from)})" if p.wrong_from
+                                            else "") + ("" if prov == "self" else " (supplied answer)"),
+                     params=("provenance",), value=(prov, about))
+    form = "full generation" if p.answer_form == "full" else "extracted answer"
+    c2 = (Fact(f"the confidence refers to the model's {form} (answer_form={p.answer_form})", params=("answer_form",))
+          if prov == "self" else Fact(f"the supplied answer ({prov})"))
+    return {"provenance": c1, "scored": c2}
+
+
 # ----------------------------------------------------------------------------- layouts
 
 
@@ -221,6 +254,22 @@ class VerbalProgram(SuppliedAnswers, Program):
             invariant(self.phrasing is not None, f"protocol '{obj.id}': mode=followup needs phrasing=")
             self.layout = "single" if uses_answer(self.phrasing) else "followup"
         self.parser = verbal_parser(p.scale)
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p = self.p
+        out = supplied_facts(self)
+        out["signal"] = Fact("verbalized confidence")
+        out["readout"] = na("verbalized", f"the confidence is a parsed number (scale {p.scale}, parser {p.parser})")
+        out["parser"] = Fact(f"scale {p.scale}, parser {p.parser}: {self.parser.describe()}", params=("scale",),
+                             value=p.scale)
+        out["normalisation"] = na("verbalized", "the stated number is the confidence")
+        ctx = layout_context(self.layout, chat, "the phrasing", self.phrasing, p.phrasing, prefill=p.prefill)
+        out["context"] = Fact(ctx.text, params=("prefill",) if self.layout == "prefill" else ("mode",), value=ctx.value,
+                              run=ctx.run, prose=ctx.prose)
+        out["prompt"] = template_fact(self.phrasing, p.phrasing)
+        out["measure"] = Fact(f"a stated confidence, {SCALE_WORDS.get(p.scale, f'on the {p.scale} scale')}, about "
+                              f"{out['provenance'].value_text}")
+        return out
 
     # ------------------------------------------------------------------ roles
     def _staged(self) -> int:
@@ -337,6 +386,31 @@ class PTrueProgram(SuppliedAnswers, Program):
                   f"protocol '{obj.id}': labels must be at least two distinct strings")
         self.tpl = self.template(p.template)
         self.layout = "single" if uses_answer(self.tpl) else "followup"
+
+    label_role = "p_true"  # the request whose ``choices`` are the label strings sent (report: sent_labels)
+
+    def facts(self, chat: bool) -> dict[str, Fact]:
+        p = self.p
+        out = supplied_facts(self)
+        out["signal"] = Fact("P(True)")
+        first = f"the true label, the first of the spec's labels {json.dumps(list(p.labels))}"
+        out["readout"] = Fact((f"probability of {first}, at the next token, normalised over all labels" if p.normalise
+                               else f"raw probability of {first}, at the next token") + f" (top_k={p.top_k}; the "
+                              "label strings as sent follow)",
+                              params=("normalise",), value=p.normalise)
+        out["labels"] = Fact("label strings scored as the first token after the prompt, each with a leading space "
+                             "when the prompt ends in a non-space character and no chat generation prompt follows "
+                             "(protocols/base.py lead_space)", run=("sent_labels",), value=tuple(p.labels))
+        out["normalisation"] = Fact(f"normalise={str(p.normalise).lower()}: " + (
+            "P(true label) / sum over the labels" if p.normalise else "the raw probability of the true label"),
+            params=("normalise",))
+        ctx = layout_context(self.layout, chat, "the template", self.tpl, p.template)
+        out["context"] = ctx
+        out["prompt"] = template_fact(self.tpl, p.template)
+        norm = "normalised over the labels" if p.normalise else "unnormalised"
+        out["measure"] = Fact(f"the probability of the true label, the first of {json.dumps(list(p.labels))} ({norm}), for "
+                              f"{out['provenance'].value_text}", run=("sent_labels",))
+        return out
 
     def _staged(self) -> int:
         if self.p.provenance == "self":

@@ -31,7 +31,7 @@ from auditlang.report.tables import NA, Table, safe_name
 from auditlang.report import textables as T
 from auditlang.report.checklist import build_checklist
 from auditlang.report.comparisons import compute_all, compute_one, vpr_tables
-from auditlang.report.disclosure import disclosure_tables
+from auditlang.report.disclosure import claims as disclosure_claims, disclosure_tables
 from auditlang.report.html import render_html
 from auditlang.report.figure_file import Figure
 from auditlang.report.htmlcells import errors_note
@@ -47,6 +47,7 @@ from auditlang.store.rundir import CELLS_CSV, FIGURE_CACHE_DIR, METRICS_DIR, REC
 
 __all__ = ["OUTPUTS", "build_report", "requested_outputs"]
 
+CLAIMS_FILE = "claims.json"  # every statement of checklist, methods and disclosure with the facts it is built from
 OUTPUTS = REPORT_OUTPUTS  # cells, checklist, disclosure, figures, html, comparisons
 
 
@@ -165,6 +166,11 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
             write_report_text(out / "checklist.tex", document(body, checklist.title))
             write_report_text(out / "methods.tex", M.to_latex_fragment(cite))
             written += [out / "checklist.tex", out / "methods.tex"]
+    if "checklist" in want or "disclosure" in want:
+        claims = (checklist.claims() + M.claims(cite) if "checklist" in want and checklist is not None else []) + \
+            (disclosure_claims(disclosure) if "disclosure" in want else [])
+        (out / CLAIMS_FILE).write_text(json.dumps(claims, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(out / CLAIMS_FILE)
     if "disclosure" in want:
         fmts = _formats(want["disclosure"])
         if "markdown" in fmts:

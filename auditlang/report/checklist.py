@@ -28,6 +28,7 @@ from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.comparisons.common import CALIBRATION_METRICS
 from auditlang.report import runfacts as R
+from auditlang.report import facts as F
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.safe_text import fence_for, md_line
@@ -80,6 +81,15 @@ class Entry:
     flags: list[str] = field(default_factory=list)
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (caption, verbatim text)
     table: tuple[list[str], list[list[str]]] | None = None  # per-cell detail: (columns, rows), first column X
+    facts: dict[str, list[str]] = field(default_factory=dict)  # line or flag -> the facts it states (claims.json)
+
+    def state(self, text: str, facts: list[str], flag: bool = False) -> None:
+        """Add a line (or a flag) built from the named facts."""
+        if flag:
+            self.flag(text)
+        else:
+            self.lines.append(text)
+        self.facts.setdefault(text, list(facts))
 
     @property
     def title(self) -> str:
@@ -103,6 +113,18 @@ class Checklist:
 
     def flags(self) -> list[str]:
         return [f for g in self.groups for e in g.entries for f in e.flags]
+
+    def claims(self) -> list[dict]:
+        """Every statement of the checklist with the facts it was built from (report/claims.json): a
+        protocol item's lines name the protocol's declared facts (``protocol:<id>:<key>``) and the run
+        facts (``run:<name>``); every other line its checklist item (``checklist:<item>``)."""
+        out = []
+        for g in self.groups:
+            for e in g.entries:
+                for kind, texts in (("line", e.lines), ("flag", e.flags)):
+                    out += [{"file": "checklist", "where": f"{g.title} > {e.title}", "kind": kind, "text": t,
+                             "facts": e.facts.get(t) or [f"checklist:{e.key}"]} for t in texts]
+        return out
 
     def summary_groups(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
         """[(kind, [(group > item, [flag text without its kind prefix])])]: UNSPECIFIED, then WARNING, then others."""
@@ -747,11 +769,9 @@ def _phrasings(rd: RunData, aid: str) -> Entry:
 def _vpr(rd: RunData, aid: str) -> Entry:
     e = Entry("vpr")
     s = vpr_summary(rd, aid)
-    a = rd.audit(aid)
     declared = rd.vpr_declared(aid)
     if declared:
-        source = "audit vpr_threshold" if a.vpr_threshold is not None else "settings vpr_threshold"
-        e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({source}; study 000 appendix D.1)")
+        e.lines.append(f"Inclusion threshold: VPR >= {s.threshold:.2f} ({rd.vpr_source(aid)})")
     else:
         e.lines.append("Inclusion threshold: none (neither the audit nor the settings set vpr_threshold): every cell "
                        "enters ECE_verbal on its parsed rows; the VPR >= 0.80 rule is study 000's (appendix D.1) and is "
@@ -798,9 +818,10 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
                     for m in a.models if not sub[(sub["model"] == m) & (sub["dataset"] == d)].empty}
             if len(accs) >= 2:
                 hi, lo = max(accs, key=accs.get), min(accs, key=accs.get)
+                gap = (f"largest gap {accs[hi] - accs[lo]:.3f} ({hi} - {lo})" if accs[hi] > accs[lo] else
+                       "no gap: every model has the same accuracy")
                 e.lines.append(f"{d}: accuracy (mean over variants, evaluator {ev0}) " +
-                               ", ".join(f"{m} {x:.3f}" for m, x in accs.items()) +
-                               f"; largest gap {accs[hi] - accs[lo]:.3f} ({hi} - {lo})")
+                               ", ".join(f"{m} {x:.3f}" for m, x in accs.items()) + f"; {gap}")
     al = [c for c in comparisons if c.ctor == "aligned" and c.audit == aid]
     if not al:
         e.flag(f"{D.WARNING}: audit '{aid}' compares {len(a.models)} models of different accuracy without an "
@@ -873,8 +894,8 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     o = rd.spec.get(pid)
     dec = decoding_of(o)
     if dec is None:
-        e.lines.append(f"not applicable to {o.ctor}: the protocol makes no generation of its own (it reads logprobs "
-                       "or fits on hidden states / the dev split); the answers' decoding is stated per variant above")
+        e.lines.append(f"not applicable to {o.ctor}: its parameters set no decoding of its own calls (no temperature); "
+                       "the answers' decoding is stated per variant above")
         return e
     what = {"self_consistency": "sampled answers", "verbalized": "verbal-confidence call"}.get(o.ctor, "probe reply")
     mt = getattr(o.value, "max_tokens", None)
@@ -901,144 +922,73 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
     return e
 
 
+# checklist item -> the declared facts that state it (protocols/facts.py); the first is required
+PROTOCOL_ITEM_FACTS: dict[str, tuple[str, ...]] = {
+    "C1": ("provenance",), "C2": ("scored",), "C3": ("readout", "labels", "parser"), "C4": ("context", "prompt"),
+    "norm": ("normalisation",),
+}
+
+
+def _run_fact_lines(rd: RunData, aid: str, pid: str, name: str) -> list[str]:
+    """The run facts a declared fact asks for (``Fact.run``), read from the plan, journal and records."""
+    if name == "label_start_share":
+        share = R.label_start_share(rd, aid, pid)
+        return [f"{share[0]} of {share[1]} answers ({share[0] / share[1]:.0%}) begin with a valid label as a whole "
+                "word (after leading whitespace; records.parquet generation)"] if share else []
+    if name == "window_source":
+        sources = R.first_window_sources(rd, aid, pid)
+        if not sources:
+            return ["where the window came from is not computable: the plan holds no first-token requests here"]
+        return [f"window read from {text}" + (f" (model{'s' if len(mids) > 1 else ''} {', '.join(mids)})"
+                                              if len(sources) > 1 else "") for text, mids in sources.items()]
+    if name == "argmax_rows":
+        am = R.argmax_rows(rd, aid, pid)
+        return [f"predicted label: the evaluator's answer when it is a valid label; otherwise the most probable valid "
+                f"label in the window (extras label_source=window_argmax: {am[0]} of {am[2]} rows"
+                + (f"; no valid label in the window, confidence missing: {am[1]} rows" if am[1] else "") + ")"] if am else []
+    if name == "label_coverage":
+        return _coverage_lines(rd, aid, pid)
+    if name == "answer_prompt_shown":
+        got = F.answer_prompt_shown(rd, aid, pid)
+        if not got:
+            return ["whether the variant's answer prompt is part of this prompt: not computable (no request of this "
+                    "protocol is in the journal)"]
+        return [f"{m}: none of the {n} requests checked contains the variant's answer prompt (its instruction is "
+                "not sent; journal)" if not hit else
+                f"{m}: {hit} of {n} requests checked contain the variant's answer prompt text (journal)"
+                for m, (hit, n) in got.items()]
+    if name == "sent_labels":
+        text = F.sent_labels_text(rd, aid, pid)
+        return [f"label strings sent (the requests' choices in the journal): {text}" if text else
+                "label strings sent: not computable (no label request of this protocol is in the journal)"]
+    return []
+
+
 def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
+    """C1-C4 and normalisation, from the facts the protocol's program declares (``Program.facts``)
+    and the run facts those declarations ask for; UNSPECIFIED where the program declares nothing."""
     o = rd.spec.get(pid)
-    v = o.value
-    ctor = o.ctor
-    c1, c2, c3, c4, nm = (Entry(k) for k in ("C1", "C2", "C3", "C4", "norm"))
-    na = "not applicable to " + ctor
-    if ctor == "token_prob":
-        c1.lines.append(f"{na}: token probabilities involve no elicited or supplied answer")
-        if v.readout == "first_token":
-            c2.lines.append("readout=first_token: the valid labels' token probabilities at the first generated position "
-                            "of the answer, whatever token the answer starts with (it need not be the answer letter)")
-            share = R.label_start_share(rd, aid, pid)
-            if share:
-                c2.lines.append(f"{share[0]} of {share[1]} answers ({share[0] / share[1]:.0%}) begin with a valid label "
-                                "as a whole word (after leading whitespace; records.parquet generation)")
-            sources = R.first_window_sources(rd, aid, pid)
-            win = f"window={v.window}" + (f", top_k={v.top_k}" if v.window == "top_k" else "")
-            if not sources:
-                c3.lines.append(f"first-token probability of the predicted label ({win}); where the window came from is "
-                                "not computable: the plan holds no first-token requests here")
-            for text, mids in sources.items():
-                c3.lines.append(f"first-token probability of the predicted label ({win}), read from {text}"
-                                + (f" (model{'s' if len(mids) > 1 else ''} {', '.join(mids)})" if len(sources) > 1 else ""))
-            am = R.argmax_rows(rd, aid, pid)
-            if am:
-                c3.lines.append(f"predicted label: the evaluator's answer when it is a valid label; otherwise the most "
-                                f"probable valid label in the window (extras label_source=window_argmax: {am[0]} of "
-                                f"{am[2]} rows" + (f"; no valid label in the window, confidence missing: {am[1]} rows"
-                                                    if am[1] else "") + ")")
-            c3.lines.append(f"label token form: {D.label_form_text(v)} (label_form={v.label_form})")
-            c4.lines.append("bare query: the variant prompt itself")
-        else:
-            if v.source == "generation":
-                c2.lines.append("scored=generated, source=generation: the whole generated answer, read from the token "
-                                "logprobs the answer generation returned (no teacher forcing; study 002 App. A.3)")
-            else:
-                c2.lines.append(f"scored={v.scored}: " + ("the evaluator's extracted answer from the model's generation, "
-                                "teacher-forced" if v.scored == "generated" else "the gold answer string, teacher-forced (TF)"))
-            c2.flag(D.unspecified(o, "scored"))
-            c3.lines.append({"T1": "T1 = exp(mean log p(a_i | h, a_<i)), the answer-span geometric mean",
-                             "T2": "T2 = p(a_1 | h), the first answer token"}[v.readout])
-            c4.lines.append(f"context={v.context}" + (f"; prefix template {v.prefix or '(the variant prompt)'}, "
-                            f"answer slot {v.prefill or 'Guess:'}" if v.context == "verbal_prefix" else
-                            ": the bare answer prompt"))
-            c4.flag(D.unspecified(o, "context"))
-        c3.flag(D.unspecified(o, "readout"))
-        if v.readout != "first_token":
-            nm.lines.append(f"{na} with readout={v.readout}: the answer span is scored by teacher forcing over the full "
-                            "vocabulary (no label set, no top-k window)")
-        else:
-            nm.lines.append(f"normalise={v.normalise}" + (" (p_norm = P(l*) / sum over valid labels in the window)"
-                            if v.normalise == "label_set" else " (raw probability P(l*))") + f", window={v.window}"
-                            + (f", top_k={v.top_k}" if v.window == "top_k" else ""))
-            nm.flag(D.unspecified(o, "normalise"))
-            if v.window == "top_k":
-                nm.flag(D.unspecified(o, "top_k", "logprob window size"))
-                nm.lines += _coverage_lines(rd, aid, pid)
-            else:
-                nm.lines.append("full-vocabulary label logprobs: every valid label is scored (coverage complete by construction)")
-    elif ctor in ("verbalized", "p_true"):
-        prov = v.provenance
-        c1.lines.append(f"provenance={prov}" + (f" (wrong answers from model {v.wrong_from})" if v.wrong_from else "")
-                        + ("" if prov == "self" else " (supplied answer, prefilled)"))
-        c1.flag(D.unspecified(o, "provenance"))
-        form = "full generation" if v.answer_form == "full" else "extracted answer"
-        c2.lines.append(f"the confidence refers to the model's {form}"
-                        f" (answer_form={v.answer_form})" if prov == "self" else f"the supplied answer ({prov})")
-        c2.flag(D.unspecified(o, "answer_form"))
-        if ctor == "verbalized":
-            c3.lines.append(f"{na}: the confidence is a parsed number (scale {v.scale}, parser {v.parser})")
-            chat = R.chat_models(rd, aid)
-            yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
-            if v.prefill:
-                forms = ([f"chat template, the answer as the open assistant turn: {', '.join(yes)}"] if yes else []) + \
-                    ([f"no chat template, the prompt and the prefill concatenated as plain text: {', '.join(no)}"]
-                     if no else [])
-                c4.lines.append(f"prefill={v.prefill}: the answer placed in an assistant prefill after "
-                                f"{v.phrasing or 'the variant prompt'}; the model writes only the value (001 §3.3); "
-                                + "; ".join(forms))
-            elif v.mode == "followup":
-                forms = ([f"a follow-up user turn after the assistant's answer (chat template): {', '.join(yes)}"]
-                         if yes else []) + ([f"plain text, no chat template: the prompt, the answer, a blank line and "
-                                             f"the follow-up question concatenated: {', '.join(no)}"] if no else [])
-                c4.lines.append("mode=followup: " + "; ".join(forms))
-            else:
-                c4.lines.append(f"mode={v.mode}: answer and confidence in one generation (Guess:/Probability:)")
-            c4.flag(D.unspecified(o, "mode"))
-        else:
-            c3.lines.append(f"probability of the true label {v.labels[0]!r} at the next token, top_k={v.top_k}, "
-                            f"normalised over {v.labels}" if v.normalise else
-                            f"raw probability of the true label {v.labels[0]!r} at the next token (top_k={v.top_k})")
-            c3.flag(D.unspecified(o, "normalise"))
-            c4.lines.append(f"a follow-up after the proposed answer, template {v.template or '(built-in default)'}")
-        nm.lines.append(f"{na}")
-    elif ctor == "self_consistency":
-        c1.lines.append(f"{na}: no confidence prompt")
-        c2.lines.append("the scored answer is run 1 of the k runs; confidence = agreement with it (reference=first_sample, "
-                        "003 App. D.3)" if v.reference == "first_sample" else
-                        "agreement of k further samples with the scored answer (reference=answer)")
-        c2.flag(D.unspecified(o, "reference"))
-        c3.lines.append(f"{na}: share of k={v.k} runs (temperature {v.temperature}, top_p {v.top_p}) that agree"
-                        if v.reference == "first_sample" else
-                        f"{na}: share of k={v.k} samples (temperature {v.temperature}, top_p {v.top_p}) that agree")
-        c4.lines.append("the variant prompt, sampled")
-        nm.lines.append(na)
-    elif ctor == "random_baseline":
-        seed = v.seed if v.seed is not None else rd.spec.settings.seed
-        c1.lines.append(f"{na}: no model call")
-        c2.lines.append("the model's own answer (the confidence ignores it)")
-        c3.lines.append(f"{na}: uniform random confidence U(0,1) per scored answer and prompt, seed {seed} (study 002 BL)")
-        c4.lines.append(f"{na}: no model call")
-        nm.lines.append(na)
-    elif ctor == "aux_classifier":
-        c1.lines.append(f"{na}: an auxiliary classifier, no elicitation")
-        c2.lines.append("the model's own answer to the variant prompt, read with the rendered prompt")
-        c3.lines.append(f"{na}: logistic classifier on hashed word uni/bigrams of prompt [SEP] answer (dims={v.dims}), "
-                        f"focal loss gamma={v.gamma}, l2={v.l2}, fitted on the dev split (study 002 Calib1; 002 names "
-                        "no classifier, this one is auditlang's choice)")
-        c3.flag(D.unspecified(o, "gamma", "focal-loss gamma"))
-        c4.lines.append(f"{na}: no model call")
-        nm.lines.append(na)
-    else:
-        c1.lines.append(f"{ctor} probes the model's own answer (provenance self)")
-        c2.lines.append("the model's own answer to the variant prompt")
-        if ctor == "tok_prob_probe":
-            c3.lines.append(f"probability of the answer token (top_k={v.top_k}), thresholded on the dev split")
-        elif ctor == "platt":
-            c3.lines.append(f"Platt scaling of protocol {v.base} ({v.feature}, loss {v.loss}), fitted on the dev split")
-        elif ctor == "embedding_probe":
-            c3.lines.append(f"linear probe on hidden states of layer {v.layer} (with_answer={v.with_answer}), fitted on dev")
-        else:
-            c3.lines.append(f"{na}: the decision is read from the probe's text reply")
-        tpl = getattr(v, "template", None)
-        c4.lines.append(f"probe template {tpl}" if tpl else "the program's built-in probe prompt")
-        if hasattr(v, "template") and tpl is None:
-            c4.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no template; the built-in default prompt was used")
-        nm.lines.append(na)
-    return [c1, c2, c3, c4, nm]
+    pf = F.protocol_facts(rd, aid, pid)
+    out = []
+    for item, keys in PROTOCOL_ITEM_FACTS.items():
+        e = Entry(item)
+        for n, key in enumerate(keys):
+            fact = f"protocol:{pid}:{key}"
+            if not pf.declared(key):
+                if n == 0:
+                    e.state(pf.missing(key) + (f" (its program raised {pf.error})" if pf.error else ""),
+                            [f"{fact}:undeclared"], flag=True)
+                continue
+            for line in pf.lines(key):
+                e.state(line, [fact])
+            for run in F.fact_runs(pf, key):
+                for line in _run_fact_lines(rd, aid, pid, run):
+                    e.state(line, [fact, f"run:{run}"])
+            for param in F.fact_params(pf, key):
+                if param in type(o.value).model_fields and (text := D.unspecified(o, param)):
+                    e.state(text, [fact, f"spec:{pid}.{param}"], flag=True)
+        out.append(e)
+    return out
 
 
 def _needs_dev(rd: RunData, pid: str) -> bool:

@@ -14,31 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from auditlang.report.rundata import RunData
+from auditlang.report import facts as F
 from auditlang.report.tables import Table
 from auditlang.report.cross_scoring import cross_uses
 from auditlang.report.decoding import chat_template_options, decoding_of, kwargs_text
 from auditlang.report.paths import data_source
-
-AXES: dict[str, list[tuple[str, str]]] = {
-    "token_prob": [("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
-                   ("context", "Conditioning context (C4)"), ("normalise", "Token normalisation"),
-                   ("window", "Logprob window"), ("top_k", "Window size (top-k)"), ("prefix", "Verbal-prefix template"),
-                   ("prefill", "Answer slot"), ("source", "Token logprobs from"),
-                   ("label_form", "Label token form")],
-    "aux_classifier": [("features", "Classifier features"), ("dims", "Feature dimensions"), ("gamma", "Focal-loss gamma"),
-                       ("l2", "L2 penalty")],
-    "random_baseline": [("seed", "Random-baseline seed")],
-    "verbalized": [("provenance", "Verb. answer provenance (C1)"), ("scale", "Verbal scale"),
-                   ("phrasing", "Elicitation phrasing"), ("mode", "Elicitation mode"),
-                   ("prefill", "Prefilled answer slot"), ("answer_form", "Answer shown to the follow-up"),
-                   ("wrong_from", "Source of wrong answers"), ("max_tokens", "Verbal-call budget (max_tokens)"),
-                   ("temperature", "Verbal-call temperature"), ("top_p", "Verbal-call top-p"),
-                   ("sample_top_k", "Verbal-call sampling top-k")],
-    "p_true": [("provenance", "P(True) answer provenance (C1)"), ("normalise", "P(True) normalisation"),
-               ("template", "P(True) template"), ("top_k", "Window size (top-k)")],
-    "self_consistency": [("k", "Samples (k)"), ("temperature", "Sampling temperature"), ("top_p", "Sampling top-p"),
-                         ("sample_top_k", "Sampling top-k"), ("reference", "Agreement reference")],
-}
 
 # (constructor, axis) -> how a named comparison of that kind measures the axis
 CONTRASTS: dict[tuple[str, str], str] = {
@@ -52,33 +32,9 @@ def _val(v: Any) -> str:
     return "none" if v is None else str(v)
 
 
-# token_prob axes that only mean something for some settings: the label-set normalisation and the
-# logprob window belong to readout=first_token (T1/T2 score the answer span over the full
-# vocabulary by teacher forcing); the verbal-prefix template and answer slot belong to
-# context=verbal_prefix (and are disclosed as part of the conditioning-context axis); where the
-# logprobs come from belongs to the generated answer's T1/T2.
-_SUBORDINATE = {"prefix": "context", "prefill": "context"}
-
-
-def applicable(ctor: str, v: Any, axis: str) -> bool:
-    """Whether ``axis`` is a setting protocol value ``v`` (of constructor ``ctor``) actually uses."""
-    if ctor in ("verbalized", "p_true") and axis in ("answer_form", "wrong_from"):
-        # the model's own answer is shown only under provenance=self; wrong answers come from
-        # other models only under provenance=plausible_wrong
-        return v.provenance == ("self" if axis == "answer_form" else "plausible_wrong")
-    if ctor != "token_prob":
-        return True
-    if axis in ("normalise", "window", "label_form"):
-        return v.readout == "first_token"
-    if axis == "top_k":
-        return v.readout == "first_token" and v.window == "top_k"
-    if axis in ("prefix", "prefill"):
-        return v.context == "verbal_prefix"
-    if axis == "source":
-        return v.readout != "first_token" and v.scored == "generated"
-    if axis in ("scored", "context"):
-        return v.readout != "first_token"
-    return True
+def applicable(v: Any, axis: str) -> bool:
+    """Whether ``axis`` is a setting protocol value ``v`` actually uses (its schema declares it)."""
+    return v.axis_applies(axis)
 
 
 def _evaluator_shown(rd: RunData, eid: str) -> str:
@@ -88,31 +44,13 @@ def _evaluator_shown(rd: RunData, eid: str) -> str:
     return f"{eid} (label_form={rd.spec.get(eid).value.label_form})"
 
 
-def _compared(ctor: str, pv: Any, qv: Any, axis: str) -> bool:
-    """Whether two protocols' values of ``axis`` are a difference between them: the axis applies to
-    either (token_prob), or to both for the answer shown and the wrong-answer source (a self and a
-    plausible-wrong protocol do not differ in ``answer_form``, which only the self one uses)."""
-    if ctor in ("verbalized", "p_true") and axis in ("answer_form", "wrong_from"):
-        return applicable(ctor, pv, axis) and applicable(ctor, qv, axis)
-    return applicable(ctor, pv, axis) or applicable(ctor, qv, axis)
-
-
-def _shown(ctor: str, v: Any, axis: str) -> str:
-    """``axis=value``; the conditioning context carries its prefix template and answer slot."""
-    text = f"{axis}={_val(getattr(v, axis, None))}"
-    if ctor == "token_prob" and axis == "context" and v.context == "verbal_prefix" and (v.prefix or v.prefill):
-        text += f" (prefix={_val(v.prefix) if v.prefix else 'the variant prompt'}, slot={_val(v.prefill) if v.prefill else 'Guess:'})"
-    return text
-
-
 def _main_protocol(rd: RunData, aid: str, ctor: str, pids: list[str]) -> str:
     for o in rd.spec.of_kind("compare").values():
         if o.value.audit == aid and o.ctor == "protocol_grid" and o.value.configs and o.value.configs[0] in pids:
             return o.value.configs[0]
-    if ctor == "token_prob":
-        for o in rd.spec.of_kind("compare").values():
-            if o.value.audit == aid and o.ctor == "norm_shift" and o.value.norm in pids:
-                return o.value.norm
+    for o in rd.spec.of_kind("compare").values():
+        if o.value.audit == aid and o.ctor == "norm_shift" and o.value.norm in pids:
+            return o.value.norm
     return pids[0]
 
 
@@ -148,16 +86,17 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         by_ctor.setdefault(rd.protocol_ctor(p), []).append(p)
     mains = []
     for ctor, pids in by_ctor.items():
-        axes = AXES.get(ctor, [])
+        axes = list(type(rd.spec.get(pids[0]).value).AXES)  # the constructor's declared axes
+        parts = type(rd.spec.get(pids[0]).value).AXIS_PARTS
         labels = dict(axes)
         main = _main_protocol(rd, aid, ctor, pids)
         mains.append(f"{main} ({ctor})")
 
-        def diff(p: str, q: str, axes: list[tuple[str, str]] = axes, ctor: str = ctor) -> list[str]:
+        def diff(p: str, q: str, axes: list[tuple[str, str]] = axes, parts: dict[str, str] = parts) -> list[str]:
             pv, qv = rd.spec.get(p).value, rd.spec.get(q).value
-            out = [ax for ax, _ in axes if _compared(ctor, pv, qv, ax) and getattr(pv, ax, None) != getattr(qv, ax, None)]
-            # a prefix / answer slot that changes with the context is part of the context axis
-            return [ax for ax in out if _SUBORDINATE.get(ax) not in out]
+            out = [ax for ax, _ in axes if pv.axis_compared(qv, ax) and getattr(pv, ax, None) != getattr(qv, ax, None)]
+            # an axis that changes with the one it is part of is disclosed with it
+            return [ax for ax in out if parts.get(ax) not in out]
 
         pairs = [(p, q) for i, p in enumerate(pids) for q in pids[i + 1:] if diff(p, q)]
         single = [(p, q) for p, q in pairs if len(diff(p, q)) == 1]
@@ -178,17 +117,27 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
             m_id, alt_id, contrast = _orient(rd, aid, p, q, dax)
             mv, av = rd.spec.get(m_id).value, rd.spec.get(alt_id).value
             fixed = [f"{ax}={_val(getattr(mv, ax, None))}" for ax, _ in axes
-                     if ax not in dax and _SUBORDINATE.get(ax) not in dax and applicable(ctor, mv, ax)]
-            t.add(" + ".join(labels[ax] for ax in dax),
-                  ", ".join(_shown(ctor, mv, ax) for ax in dax) + f" ({m_id})",
-                  ", ".join(_shown(ctor, av, ax) for ax in dax) + f" ({alt_id})",
+                     if ax not in dax and parts.get(ax) not in dax and applicable(mv, ax)]
+            t.state([f"spec:{x}.{ax}" for x in (m_id, alt_id) for ax in dax] + [f"spec:{m_id}.{ax}" for ax, _ in axes
+                     if ax not in dax and parts.get(ax) not in dax and applicable(mv, ax)],
+                    " + ".join(labels[ax] for ax in dax),
+                  ", ".join(mv.axis_text(ax) for ax in dax) + f" ({m_id})",
+                  ", ".join(av.axis_text(ax) for ax in dax) + f" ({alt_id})",
                   ", ".join(fixed) + ("; " if fixed else "") + "models, data",
                   contrast or f"{m_id} vs {alt_id}")
-    if "token_prob" in by_ctor and any(c in by_ctor for c in ("verbalized",)):
-        t.add("Confidence signal", f"verbal ({', '.join(by_ctor['verbalized'])})", f"token ({', '.join(by_ctor['token_prob'])})",
-              "answers, evaluators, models, data",
+    signals = _signals(rd, aid, by_ctor)
+    if len(signals) > 1:  # the main signal is the first protocol family in audit order, as the note says
+        (main_sig, main_p), rest = signals[0], signals[1:]
+        t.state([f"protocol:{p}:signal" for _, ps in signals for p in ps], "Confidence signal",
+                f"{main_sig} ({', '.join(main_p)})",
+              "; ".join(f"{sig} ({', '.join(ps)})" for sig, ps in rest), "answers, evaluators, models, data",
               next((f"ECE_gap ({cid})" for cid, o in rd.spec.of_kind("compare").items()
-                    if o.value.audit == aid and o.ctor in ("ece_gap", "protocol_grid")), "verbal vs token ECE"))
+                    if o.value.audit == aid and o.ctor in ("ece_gap", "protocol_grid")), "per-cell table"))
+    if len(a.models) > 1:
+        al = next((cid for cid, o in rd.spec.of_kind("compare").items()
+                   if o.value.audit == aid and o.ctor == "aligned"), None)
+        t.state([f"spec:{aid}.models"], "Model", a.models[0], "; ".join(a.models[1:]), "prompts, protocols, evaluators, data",
+              f"aligned ({al})" if al else "per-cell table")
     for cid, o in rd.spec.of_kind("compare").items():
         if o.value.audit == aid and o.ctor == "protocol_grid" and len(o.value.estimators) >= 2:
             labels = [rd.spec.metrics[m].label for m in o.value.estimators]
@@ -214,6 +163,30 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def claims(tables: list[Table]) -> list[dict]:
+    """The disclosure tables' rows and notes with the facts each is built from (report/claims.json)."""
+    out = []
+    for t in tables:
+        for i, row in enumerate(t.rows):
+            out.append({"file": "disclosure", "where": t.title, "kind": "row", "text": " | ".join(str(c) for c in row),
+                        "facts": t.row_facts.get(i) or [f"disclosure:{row[0]}"]})
+        out += [{"file": "disclosure", "where": t.title, "kind": "note", "text": n, "facts": ["disclosure:note"]}
+                for n in t.all_notes()]
+    return out
+
+
+def _signals(rd: RunData, aid: str, by_ctor: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """[(confidence signal, protocols)] in audit order, the signal as each program declares it
+    (its ``signal`` fact; UNSPECIFIED where it declares none)."""
+    out: dict[str, list[str]] = {}
+    for pids in by_ctor.values():
+        for p in pids:
+            pf = F.protocol_facts(rd, aid, p)
+            sig = pf.text("signal", forms=False) or f"protocol {pf.ctor} (declares no signal)"
+            out.setdefault(sig, []).append(p)
+    return list(out.items())
 
 
 def _errors_note(rd: RunData, aid: str) -> str:

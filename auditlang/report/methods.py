@@ -18,6 +18,8 @@ from auditlang.report import describe as D
 from auditlang.report.describe import label_form_text
 from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report import runfacts as R
+from auditlang.report import facts as F
+from auditlang.core.registry import REGISTRY
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
@@ -66,23 +68,6 @@ def _n(k: int, word: str) -> str:
     return f"{k} {word}{'' if k == 1 else 's'}"
 
 
-SCALE_WORDS = {"decimal_01": "a decimal between 0 and 1", "percent_0_100": "a percentage from 0 to 100",
-               "integer_0_100": "an integer from 0 to 100", "scale_0_10": "a number from 0 to 10",
-               "linguistic": "a verbal expression of likelihood", "linguistic_mc": "a choice among likelihood phrases",
-               "boxed_0_100": "a boxed number from 0 to 100"}
-
-
-def _by_prompt_form(chat: dict[str, bool] | None, chat_text: str, text_text: str) -> str:
-    """``chat_text`` for models given chat messages, ``text_text`` for models given plain text;
-    both, each with its models, when the audit has both kinds."""
-    if not chat or all(chat.values()):
-        return chat_text
-    if not any(chat.values()):
-        return text_text
-    return (f"{chat_text} for {_join([m for m, c in chat.items() if c])}, and {text_text} for "
-            f"{_join([m for m, c in chat.items() if not c])}")
-
-
 def prompt_form_text(chat: dict[str, bool]) -> str:
     """Which models get chat messages through their chat template and which plain text."""
     yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
@@ -95,44 +80,38 @@ def prompt_form_text(chat: dict[str, bool]) -> str:
             f"{'is' if len(no) == 1 else 'are'} given plain text, without a chat template.")
 
 
-def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None) -> str:
-    """What a confidence protocol measures, in words (its spec parameters, not its name);
-    ``chat``: model -> whether its prompts are chat messages (how a follow-up is asked differs)."""
-    o = rd.spec.get(pid)
-    v, ctor = o.value, o.ctor
-    if ctor == "token_prob":
-        if v.readout == "first_token":
-            norm = "normalised over the valid labels" if v.normalise == "label_set" else "unnormalised"
-            window = f"top-{v.top_k} logprob window" if v.window == "top_k" else "full-vocabulary label logprobs"
-            return (f"the first-token probability of the predicted label, {norm} ({window}; {label_form_text(v)})")
-        span = ("geometric-mean token probability of the answer span (T1)" if v.readout == "T1"
-                else "probability of the answer's first token (T2)")
-        what = "the gold answer" if v.scored == "gold" else "the model's extracted answer"
-        ctx = "after a verbal-confidence prefix" if v.context == "verbal_prefix" else "after the bare question"
-        how = "from the generation's own logprobs" if v.source == "generation" else "teacher-forced"
-        return f"the {span} of {what}, {how} {ctx}"
-    if ctor in ("verbalized", "p_true"):
-        about = {"self": "the model's own " + ("full answer" if v.answer_form == "full" else "extracted answer"),
-                 "gold": "the gold answer", "plausible_wrong": "a plausible wrong answer",
-                 "off_type": "an off-type answer"}[v.provenance]
-        if ctor == "p_true":
-            norm = f"normalised over {', '.join(v.labels)}" if v.normalise else "unnormalised"
-            return f"the probability of the 'true' label {v.labels[0]!r} ({norm}) for {about}"
-        if v.prefill:
-            when = _by_prompt_form(chat, "with that answer prefilled in the assistant's turn of the chat",
-                                   "with that answer written after the question as plain text, which the model "
-                                   "continues")
-        elif v.mode == "followup":
-            when = _by_prompt_form(chat, "asked in a follow-up user turn after the answer",
-                                   "asked by appending the follow-up question to the prompt and the model's answer "
-                                   "as plain text")
+def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, aid: str | None = None) -> str:
+    """What a confidence protocol measures, in words: the ``measure`` fact its program declares,
+    how the question was sent (its ``context`` fact, per prompt form) where it sends one, and the
+    label strings the journal's requests carried where the declaration asks for them."""
+    aid = aid or next(a for a in rd.audit_ids() if pid in rd.audit(a).protocols)
+    pf = F.protocol_facts(rd, aid, pid)
+    measure = pf.text("measure", forms=False)
+    if measure is None:
+        doc = (type(rd.spec.get(pid).value).DOC or "").strip().rstrip(".")
+        return (f"{doc[0].lower() + doc[1:]} (protocol {pf.ctor}, which declares no facts beyond its description)"
+                if doc else f"protocol {pf.ctor} (it declares no description of what it measures)")
+    out = measure
+    ctx = pf.facts("context")
+    if ctx and all(isinstance(f.value, tuple) and f.value[0] not in ("answer_prompt", "none") for _, f in ctx):
+        if all(f.prose for _, f in ctx) and len({f.prose[0] for _, f in ctx}) == 1:  # the shared part once
+            forms = ([f"{f.prose[1]} for {_join([model_name(rd, m) for m in ms])}" for ms, f in ctx] if len(ctx) > 1
+                     else [ctx[0][1].prose[1]])
+            out += f", {ctx[0][1].prose[0]} ({'; '.join(forms)})"
         else:
-            when = "asked together with the answer"
-        return f"a stated confidence, {SCALE_WORDS.get(v.scale, f'on the {v.scale} scale')}, about {about}, {when}"
-    if ctor == "self_consistency":
-        return f"the agreement of {v.k} sampled answers (temperature {v.temperature:g}) with the scored answer"
-    doc = type(v).DOC.split(":")[0].split(";")[0].rstrip(".")
-    return f"{doc[0].lower() + doc[1:]} ({ctor})"
+            out += ", sent as " + ("; ".join(f"{f.text} for {_join([model_name(rd, m) for m in ms])}" for ms, f in ctx)
+                                   if len(ctx) > 1
+                                   else ctx[0][1].text)
+        shown = F.answer_prompt_shown(rd, aid, pid) if "answer_prompt_shown" in F.fact_runs(pf, "context") else {}
+        if shown and all(hit == 0 for hit, _ in shown.values()):
+            out += " and without the variant's answer prompt (none of the requests checked contains it)"
+        elif shown and all(hit == n for hit, n in shown.values()):
+            out += " that repeats the variant's answer prompt (every request checked contains it)"
+    if "sent_labels" in F.fact_runs(pf, "measure"):
+        labels = F.sent_labels_text(rd, aid, pid, name=lambda m: model_name(rd, m))
+        if labels:
+            out += f" (label strings sent: {labels})"
+    return out
 
 
 def model_name(rd: RunData, mid: str) -> str:
@@ -244,21 +223,16 @@ def variant_clause(rd: RunData, aid: str, vid: str) -> str:
     return f"{vid} " + (_join(bits) if bits else "uses the default prompt")
 
 
-EVALUATOR_WORDS = {
-    "first_char": "the answer's first character as the label", "regex_reparse": "a regular-expression re-parse of "
-    "the answer for a label", "constrained": "a constrained re-generation of the label",
-    "exact_match": "exact match with the gold answer", "lenient_match": "lenient (normalised) match with the gold "
-    "answer", "alias_match": "match with any gold alias", "llm_judge": "an LLM judge",
-    "boxed_letter": "the letter in \\boxed{}", "loglik_argmax": "the label of highest log-likelihood",
-}
-
-
 def _evaluator_text(rd: RunData, eid: str) -> str:
     if eid == DEFAULT_EVALUATOR:
         return "the task's default evaluator"
     o = rd.spec.get(eid)
     form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
-    return f"{EVALUATOR_WORDS.get(o.ctor, o.ctor)} ({eid}{form})"
+    cls = REGISTRY.get("evaluator", o.ctor).load()
+    doc = (getattr(getattr(cls, "Params", None), "DOC", "") or "").strip().rstrip(".")
+    prose = getattr(cls, "PROSE", "") or (f"{doc[0].lower() + doc[1:]} (evaluator {o.ctor})" if doc else
+                                          f"the evaluator {o.ctor}, which declares no description")
+    return f"{prose} ({eid}{form})"
 
 
 def _distinct(texts: dict[str, str]) -> list[str]:
@@ -348,8 +322,7 @@ def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
 def _first_token_sentences(rd: RunData, aid: str) -> list[Sentence]:
     """Where the first-token protocols' windows came from (the engine that ran), how many answers
     begin with a label, and the rows whose label is the window's argmax (the answer did not parse)."""
-    pids = [p for p in rd.audit(aid).protocols if rd.spec.get(p).ctor == "token_prob"
-            and rd.spec.get(p).value.readout == "first_token"]
+    pids = [p for p in rd.audit(aid).protocols if "window_source" in F.fact_runs(F.protocol_facts(rd, aid, p), "readout")]
     if not pids:
         return []
     out = []
@@ -392,11 +365,12 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
                             + "; ".join(variant_clause(rd, aid, v) for v in a.variants) + ".", ["variants", "templates"],
                             aid, [f"spec:{v}" for v in a.variants]))
         chat = {model_name(rd, m): c for m, c in R.chat_models(rd, aid).items()}
-        texts = {p: protocol_text(rd, p, chat) for p in a.protocols}
+        texts = {p: protocol_text(rd, p, chat, aid) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
-                            [f"spec:{p}" for p in a.protocols]))
+                            [f"spec:{p}" for p in a.protocols]
+                            + [f"protocol:{p}:{k}" for p in a.protocols for k in ("measure", "context")]))
         out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
                             [f"spec:{m}.chat" for m in a.models]
                             + [f"{RUN_FILE}:fingerprints.{m}" for m in a.models if m in rd.fingerprint_hashes]))
@@ -414,14 +388,14 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         elif budget:
             out.append(Sentence(f"Answers are generated with {budget}.", ["sampling"], aid,
                                 [f"spec:{m}.max_tokens" for m in a.models]))
-        follow = {p: rd.spec.get(p).value.max_tokens for p in a.protocols
-                  if rd.spec.get(p).ctor == "verbalized" and getattr(rd.spec.get(p).value, "max_tokens", None)}
+        stated = [p for p in a.protocols if F.protocol_facts(rd, aid, p).declared("parser")]  # a reply read as a number
+        follow = {p: rd.spec.get(p).value.max_tokens for p in stated if getattr(rd.spec.get(p).value, "max_tokens", None)}
         if follow:
             mts = set(follow.values())
             out.append(Sentence("The verbal-confidence replies are generated with "
                                 + (f"at most {next(iter(mts))} new tokens (max_tokens={next(iter(mts))})" if len(mts) == 1
-                                   else "max_tokens " + _join([f"{m} ({p})" for p, m in follow.items()])) + ".", ["sampling"], aid, [f"spec:{p}.max_tokens" for p in a.protocols
-                                                                          if rd.spec.get(p).ctor == "verbalized"]))
+                                   else "max_tokens " + _join([f"{m} ({p})" for p, m in follow.items()])) + ".", ["sampling"], aid,
+                                [f"spec:{p}.max_tokens" for p in stated]))
         out += _first_token_sentences(rd, aid)
         if verbal_protocols(rd, aid):
             if rd.vpr_declared(aid):
@@ -443,6 +417,12 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         out.append(Sentence("Data sources: " + "; ".join(x for x in sources if x) + ".", ["seeds"], None,
                             [f"{RUN_FILE}:data"]))
     return out
+
+
+def claims(sentences: list[Sentence]) -> list[dict]:
+    """The methods paragraph's sentences with the facts each is built from (report/claims.json)."""
+    return [{"file": "methods", "where": s.where(), "kind": "sentence", "text": s.text,
+             "facts": [f"checklist:{k}" for k in s.items] + list(s.fields)} for s in sentences]
 
 
 def methods_paragraph(sentences: list[Sentence]) -> str:

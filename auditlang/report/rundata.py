@@ -110,6 +110,23 @@ class RunData:
             return float(t)
         return float(self.spec.settings.vpr_threshold) if self.vpr_declared(aid) else 0.0
 
+    def vpr_source(self, aid: str) -> str:
+        """Where the audit's VPR threshold comes from: the spec line that sets it (a user's value),
+        with study 000 appendix D.1 named only when the value is that study's 0.80."""
+        o = self.spec.get(aid)
+        if o.value.vpr_threshold is not None:
+            where = o.param_span("vpr_threshold")
+            what = "audit vpr_threshold"
+        else:
+            s = next((x for x in self.spec.of_kind("settings").values()
+                      if "vpr_threshold" in {n for n, _ in x.param_spans}), None)
+            if s is None:
+                return "not set in the spec"
+            where, what = s.param_span("vpr_threshold"), "settings vpr_threshold"
+        value = self.vpr_threshold(aid)
+        return (f"{what}, set in the spec at {Path(where.file).name}:{where.line}"
+                + ("; 0.80 is study 000's value (appendix D.1)" if abs(value - 0.8) < 1e-12 else ""))
+
     def vpr_declared(self, aid: str) -> bool:
         """Whether the audit or the settings set vpr_threshold."""
         if self.audit(aid).vpr_threshold is not None:

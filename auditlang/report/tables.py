@@ -103,6 +103,7 @@ class Table:
     notes: list[str] = field(default_factory=list)
     legend: bool = False  # add LEGEND to the notes when a value is undefined or not applicable
     _nc: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    row_facts: dict[int, list[str]] = field(default_factory=dict, repr=False)  # row -> the facts it states (claims.json)
 
     def nc(self, reason: str, where: str) -> None:
         """Record that ``reason`` makes a quantity not computable at ``where`` (grouped when rendered)."""
@@ -123,6 +124,11 @@ class Table:
         if len(values) != len(self.columns):
             raise ValueError(f"table {self.name}: row has {len(values)} values for {len(self.columns)} columns")
         self.rows.append(list(values))
+
+    def state(self, facts: list[str], *values: Any) -> None:
+        """:meth:`add` a row and name the facts it states (report/claims.json)."""
+        self.add(*values)
+        self.row_facts[len(self.rows) - 1] = list(facts)
 
     def column(self, name: str) -> list[Any]:
         i = self.columns.index(name)

@@ -364,6 +364,29 @@ class TokenProb(Obj):
     # window=top_k sums both forms; space: " A" only; bare: "A" only (e.g. "A" right after "Answer:")
     label_form: Literal["auto", "space", "bare"] = "auto"
     REFS: ClassVar[dict[str, str]] = {"prefix": "template", "prefill": "template"}
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("scored", "Token-prob. scored answer (C2)"), ("readout", "Token readout (C3)"),
+        ("context", "Conditioning context (C4)"), ("normalise", "Token normalisation"), ("window", "Logprob window"),
+        ("top_k", "Window size (top-k)"), ("prefix", "Verbal-prefix template"), ("prefill", "Answer slot"),
+        ("source", "Token logprobs from"), ("label_form", "Label token form"))
+    # the verbal-prefix template and answer slot are disclosed as part of the conditioning context
+    AXIS_PARTS: ClassVar[dict[str, str]] = {"prefix": "context", "prefill": "context"}
+
+    def axis_applies(self, axis: str) -> bool:
+        # label-set normalisation and the window belong to readout=first_token (T1/T2 score the span
+        # over the full vocabulary); prefix and slot to context=verbal_prefix; where the logprobs
+        # come from to the generated answer's T1/T2
+        first = self.readout == "first_token"
+        return {"normalise": first, "window": first, "label_form": first, "top_k": first and self.window == "top_k",
+                "prefix": self.context == "verbal_prefix", "prefill": self.context == "verbal_prefix",
+                "source": not first and self.scored == "generated", "scored": not first,
+                "context": not first}.get(axis, True)
+
+    def axis_text(self, axis: str) -> str:
+        text = super().axis_text(axis)
+        if axis == "context" and self.context == "verbal_prefix" and (self.prefix or self.prefill):
+            text += f" (prefix={self.prefix or 'the variant prompt'}, slot={self.prefill or 'Guess:'})"
+        return text
 
 
 VerbalScale = Literal[
@@ -371,7 +394,22 @@ VerbalScale = Literal[
 ]
 
 
-class Verbalized(Obj):
+class _ShowsAnswer(Obj):
+    """An answer is shown to the model: its own only under provenance=self (``answer_form``), other
+    models' wrong answers only under provenance=plausible_wrong (``wrong_from``)."""
+
+    def axis_applies(self, axis: str) -> bool:
+        if axis in ("answer_form", "wrong_from"):
+            return self.provenance == ("self" if axis == "answer_form" else "plausible_wrong")  # type: ignore[attr-defined]
+        return True
+
+    def axis_compared(self, other: Obj, axis: str) -> bool:
+        if axis in ("answer_form", "wrong_from"):  # a self and a plausible-wrong protocol do not differ here
+            return self.axis_applies(axis) and other.axis_applies(axis)
+        return super().axis_compared(other, axis)
+
+
+class Verbalized(_ShowsAnswer):
     DOC: ClassVar[str] = "Verbalized confidence: a phrasing, a scale, a parser and the answer's provenance."
     scale: VerbalScale = "decimal_01"
     phrasing: str | None = None  # the elicitation template
@@ -388,9 +426,15 @@ class Verbalized(Obj):
     top_p: float = Field(default=1.0, gt=0, le=1)
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; see Variant)
     REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model", "prefill": "template"}
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("provenance", "Verb. answer provenance (C1)"), ("scale", "Verbal scale"), ("phrasing", "Elicitation phrasing"),
+        ("mode", "Elicitation mode"), ("prefill", "Prefilled answer slot"),
+        ("answer_form", "Answer shown to the follow-up"), ("wrong_from", "Source of wrong answers"),
+        ("max_tokens", "Verbal-call budget (max_tokens)"), ("temperature", "Verbal-call temperature"),
+        ("top_p", "Verbal-call top-p"), ("sample_top_k", "Verbal-call sampling top-k"))
 
 
-class PTrue(Obj):
+class PTrue(_ShowsAnswer):
     DOC: ClassVar[str] = "P(True): probability the model assigns to 'True' for a proposed answer."
     template: str | None = None
     provenance: Provenance = "self"
@@ -400,6 +444,9 @@ class PTrue(Obj):
     top_k: int = Field(default=20, ge=1)  # next-token window recorded with the label logprobs (003: 20)
     answer_form: Literal["full", "extracted"] = "full"
     REFS: ClassVar[dict[str, str]] = {"template": "template", "wrong_from": "model"}
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("provenance", "P(True) answer provenance (C1)"), ("normalise", "P(True) normalisation"),
+        ("template", "P(True) template"), ("top_k", "Window size (top-k)"))
 
 
 class SelfConsistency(Obj):
@@ -413,6 +460,9 @@ class SelfConsistency(Obj):
     # 003 App. D.3: first_sample = the scored answer is run 1 of k (k-1 more samples), c = agreement
     # with run 1; answer = k samples compared with the scored answer (not one of them)
     reference: Literal["first_sample", "answer"] = "first_sample"
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("k", "Samples (k)"), ("temperature", "Sampling temperature"), ("top_p", "Sampling top-p"),
+        ("sample_top_k", "Sampling top-k"), ("reference", "Agreement reference"))
 
 
 class AbstainProbe(Obj):
@@ -461,6 +511,7 @@ class EmbeddingProbe(Obj):
 class RandomBaseline(Obj):
     DOC: ClassVar[str] = "Study 002 BL: a uniform random confidence per scored answer (seeded), no model call."
     seed: int | None = None  # default: the settings seed
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (("seed", "Random-baseline seed"),)
 
 
 class AuxClassifier(Obj):
@@ -470,6 +521,9 @@ class AuxClassifier(Obj):
     dims: int = Field(default=4096, ge=16, le=1 << 20)
     gamma: float = Field(default=2.0, ge=0)  # focal-loss gamma (002 gives none; Mukhoti et al. 2020 use 2-3)
     l2: float = Field(default=1e-3, ge=0)
+    AXES: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("features", "Classifier features"), ("dims", "Feature dimensions"), ("gamma", "Focal-loss gamma"),
+        ("l2", "L2 penalty"))
 
 
 class Platt(Obj):

@@ -407,6 +407,18 @@ class Journal:
                 out.setdefault(rid, {})[fp] = json.loads(text)
         return out
 
+    def request_params(self, request_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored requests of the given ids as JSON objects (any engine; absent ids left out):
+        what was actually sent, for the report's statements about prompts and labels."""
+        ids = list(dict.fromkeys(request_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for rid, text in self._db.execute(f"SELECT request_id, request FROM requests WHERE request_id IN ({marks})",
+                                              tuple(chunk)):
+                out.setdefault(rid, json.loads(text))
+        return out
+
     def _remember(self, request_id: str, fp_hash: str, res: Result) -> None:
         cache = self._cache
         if cache is None:

@@ -144,11 +144,14 @@ def test_which_model_uses_a_chat_template_and_how_the_follow_up_was_asked(verbal
     md = _read(verbal, "checklist.md")
     assert ("Prompts are rendered through the chat template for org/small-1b; org/mid-3b is given plain text, "
             "without a chat template.") in md
-    assert ("asked in a follow-up user turn after the answer for org/small-1b, and asked by appending the follow-up "
-            "question to the prompt and the model's answer as plain text for org/mid-3b") in md
+    assert ("asked after the model's answer with the phrasing conf_07 (a user turn after the assistant's answer, "
+            "through the chat template for org/small-1b; the answer prompt, the answer, a blank line and the question "
+            "as one plain text for org/mid-3b)") in md
     assert "asked in a follow-up turn" not in md
-    assert ("mode=followup: a follow-up user turn after the assistant's answer (chat template): small; plain text, "
-            "no chat template: the prompt, the answer, a blank line and the follow-up question concatenated: mid") in md
+    assert ("small: a follow-up user turn: [user: the answer prompt, assistant: the answer, user: the phrasing conf_07] "
+            "(chat template)") in md
+    assert ("mid: one plain-text prompt: the answer prompt, the answer, a blank line and the phrasing conf_07 "
+            "concatenated (no chat template)") in md
     tex = " ".join(_read(verbal, "methods.tex").split())
     assert "is given plain text, without a chat template" in tex
 
@@ -297,11 +300,13 @@ template pre = template("Guess: {{ proposed_answer }}\\nProbability:")
 protocol vpre = verbalized(scale=decimal_01, phrasing=conf_07, prefill=pre, provenance=gold, max_tokens=8)
 """
     md = _read(_report(tmp_path, text=spec), "checklist.md")
-    assert ("with that answer prefilled in the assistant's turn of the chat for org/small-1b, and with that answer "
-            "written after the question as plain text, which the model continues for org/mid-3b") in md
+    assert ("asked with the prompt conf_07 answered by the prefill pre, which holds the answer, so that the model "
+            "writes only the value (the prefill as the open assistant turn of the chat template for org/small-1b; "
+            "prompt and prefill concatenated as plain text for org/mid-3b)") in md
     assert "prefilled in the assistant's answer slot" not in md
-    assert ("chat template, the answer as the open assistant turn: small; no chat template, the prompt and the "
-            "prefill concatenated as plain text: mid") in md
+    assert ("small: the prompt conf_07 answered by the prefill pre, which holds the answer; the model writes only the "
+            "value (chat template: the prefill is the open assistant turn)") in md
+    assert "mid: the prompt conf_07 answered by the prefill pre" in md and "concatenated as plain text)" in md
 
 
 def test_a_variant_whose_template_includes_another_is_described_by_the_included_text(tmp_path):

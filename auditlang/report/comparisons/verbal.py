@@ -76,7 +76,7 @@ def vpr_tables(rd: RunData, aid: str) -> list[Table]:
                     t.add(m, d, *vals)
             excl = [(k, vpr) for k, vpr, _ in s.excluded if k[3] == p and k[4] == e]
             if rd.vpr_declared(aid):
-                t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} (study 000 appendix D.1); "
+                t.notes.append(f"Inclusion threshold VPR >= {s.threshold:.2f} ({rd.vpr_source(aid)}); "
                                f"{len(excl)} of {sum(1 for k in s.cells if k[3] == p and k[4] == e)} cells excluded from "
                                "ECE_verbal means.")
             else:

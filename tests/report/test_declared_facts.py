@@ -1,0 +1,223 @@
+"""Issues 34 and 39: what the report says about a protocol comes from the facts its program
+declares (``Program.facts``) and from the requests the run actually sent, through `auditc run` on a
+spec: the conditioning context and the P(True) label strings against the journal's requests, the
+disclosure's signal and model rows, a user-chosen VPR threshold credited to its spec line, the
+accuracy gap of equal models, and a plugin protocol that declares nothing (UNSPECIFIED, never the
+probe wording of another protocol)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = number_items(4)
+
+SPEC = """import "stdlib/s003"
+settings { seed = 1, vpr_threshold = 0.5 }
+dataset nums = jsonl("nums.jsonl", task=multiple_choice)
+model chatm = hf("org/chat", dtype=float32, max_tokens=4)
+model basem = hf("org/base", dtype=float32, max_tokens=4, chat=false)
+template ask = template("Question: {{ question }}\\nProposed Answer: {{ proposed_answer }}\\nHow sure are you? Say a decimal:")
+template follow = template("How sure are you of that answer? Say a decimal.")
+protocol tok = token_prob()
+protocol single = verbalized(scale=decimal_01, phrasing=ask)
+protocol turn = verbalized(scale=decimal_01, phrasing=follow)
+audit a {
+  models = [chatm, basem]
+  datasets = [nums]
+  variants = [s003.answer]
+  protocols = [tok, single, turn, s003.p_true]
+  evaluators = [s003.letter]
+  metrics = [accuracy, vpr]
+}
+report cells, checklist, disclosure
+"""
+
+
+def _script(req):
+    text = prompt_text(req)
+    if req.kind == "generate" and ("How sure" in text):
+        return generation(req, "0.9")
+    if req.kind == "generate":
+        return generation(req, "\\boxed{A}")
+    return None
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    mp = pytest.MonkeyPatch()
+    tmp = tmp_path_factory.mktemp("facts")
+    try:
+        use_scripted_engine(mp, _script)
+        (tmp / "data").mkdir()
+        (tmp / "data" / "nums.jsonl").write_text(ROWS, encoding="utf-8")
+        (tmp / "s.audit").write_text(SPEC, encoding="utf-8")
+        rc = main(["run", str(tmp / "s.audit"), "--data-root", str(tmp / "data"), "--out", str(tmp / "run"),
+                   "--no-progress"])
+        assert rc == 0
+    finally:
+        mp.undo()
+    return tmp / "run"
+
+
+def _sent(run: Path, protocol: str, role: str) -> dict[str, list[dict]]:
+    """model -> the journal's stored requests of ``role`` for ``protocol``'s records."""
+    import pandas as pd
+
+    df = pd.read_parquet(run / "records.parquet", columns=["protocol", "model", "request_ids"])
+    ids = {(m, json.loads(r).get(role)) for p, m, r in zip(df["protocol"], df["model"], df["request_ids"]) if p == protocol}
+    db = sqlite3.connect(run / "journal.sqlite")
+    out: dict[str, list[dict]] = {}
+    for m, rid in ids:
+        row = db.execute("SELECT request FROM requests WHERE request_id = ?", (rid,)).fetchone() if rid else None
+        if row:
+            out.setdefault(m, []).append(json.loads(row[0]))
+    return out
+
+
+def _section(md: str, head: str) -> str:
+    start = md.index(head)
+    nxt = md.find("\n## ", start + len(head))
+    return md[start:nxt if nxt > 0 else None]
+
+
+def test_conditioning_context_is_the_prompt_actually_sent(run: Path) -> None:
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
+    single = _sent(run, "single", "verbal")
+    turn = _sent(run, "turn", "verbal")
+    # single: one new prompt, the answer after "Proposed Answer:", no earlier turn, no variant instruction
+    chat_req, base_req = single["chatm"][0]["prompt"], single["basem"][0]["prompt"]
+    assert [m["role"] for m in chat_req["messages"]] == ["user"] and "Proposed Answer: " in chat_req["messages"][0]["content"]
+    assert "Task:" not in chat_req["messages"][0]["content"] and base_req.get("text") and "Task:" not in base_req["text"]
+    sec = _section(md, "## Audit a, cells of protocol single")
+    assert "chatm: one new prompt, the phrasing ask rendered with the item and the answer (shown as \u201cProposed " \
+           "Answer: <answer>\u201d), as a single user turn (chat template)" in sec
+    assert "basem: one new prompt" in sec and "as plain text (no chat template)" in sec
+    assert "follow-up user turn" not in sec and "appending" not in sec
+    # turn: [user, assistant, user] for the chat model; prompt + answer + follow-up as text for the base model
+    assert [m["role"] for m in turn["chatm"][0]["prompt"]["messages"]] == ["user", "assistant", "user"]
+    assert turn["basem"][0]["prompt"]["text"].rstrip().endswith("Say a decimal.")
+    sec = _section(md, "## Audit a, cells of protocol turn")
+    assert "chatm: a follow-up user turn: [user: the answer prompt, assistant: the answer, user: the phrasing follow]" in sec
+    assert "basem: one plain-text prompt: the answer prompt, the answer, a blank line and the phrasing follow" in sec
+    assert "one new prompt" not in sec
+    assert "asked in one new prompt, the phrasing ask rendered with the item and the answer (shown as ``Proposed " \
+           "Answer: $<$answer$>$'')" in methods and "without the variant's answer prompt" in methods
+    assert "asked after the model's answer with the phrasing follow (a user turn after the assistant's answer, " \
+           "through the chat template for org/chat; the answer prompt, the answer, a blank line and the question as " \
+           "one plain text for org/base)" in md  # the methods paragraph as checklist.md quotes it
+
+
+def test_p_true_label_strings_are_the_ones_sent(run: Path) -> None:
+    sent = _sent(run, "s003.p_true", "p_true")
+    got = {m: tuple(reqs[0]["params"]["choices"]) for m, reqs in sent.items()}
+    assert got["chatm"] == ("A", "B") and got["basem"] == (" A", " B")  # lead_space after plain text
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    sec = _section(md, "## Audit a, cells of protocol s003.p_true")
+    assert 'label strings sent (the requests\' choices in the journal): "A", "B" to chatm; " A", " B" to basem' in sec
+    methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
+    q = "{\\ttfamily\\char34}"
+    assert (f"label strings sent: {q}A{q}, {q}B{q} to \\auditid{{org/chat}}; {q} A{q}, {q} B{q} to "
+            "\\auditid{org/base}") in methods
+    assert "`A'" not in methods  # the label is never reported without the space it was sent with
+
+
+def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
+    md = (run / "report" / "disclosure.md").read_text(encoding="utf-8")
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Confidence signal"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "token probability (tok)"  # the first protocol, as the note's main setting
+    assert "verbalized confidence (single, turn)" in cells[2] and "P(True) (s003.p_true)" in cells[2]
+    assert next(ln for ln in md.splitlines() if ln.startswith("- Main setting:")).startswith("- Main setting: tok ")
+    assert any(ln.startswith("| Model | chatm | basem |") for ln in md.splitlines())
+
+
+def test_user_chosen_vpr_threshold_is_credited_to_the_spec_line(run: Path) -> None:
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    line = next(ln for ln in md.splitlines() if "Inclusion threshold: VPR >= 0.50" in ln)
+    assert "settings vpr_threshold, set in the spec at s.audit:2" in line and "D.1" not in line and "study 000" not in line
+
+
+def test_equal_accuracies_name_no_gap_between_one_model_and_itself(run: Path) -> None:
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    line = next(ln for ln in md.splitlines() if ln.startswith("- nums: accuracy (mean over variants"))
+    assert "no gap: every model has the same accuracy" in line and "(chatm - chatm)" not in line
+
+
+# ------------------------------------------------------------------ a plugin protocol
+
+PLUGIN = '''from typing import ClassVar
+
+from auditlang.core.params import Obj
+from auditlang.core.registry import register
+from auditlang.protocols.base import Program, Readout
+
+
+class ConstParams(Obj):
+    DOC: ClassVar[str] = "A constant confidence for every answer."
+    value: float = 0.7
+
+
+class ConstProgram(Program):
+    def read(self, ctx, results, pred, answer_text):
+        return Readout(self.p.value, True, "const_conf")
+
+
+def hook():
+    register("protocol", "const_conf", schema=ConstParams, impl=ConstProgram)
+'''
+
+PLUGIN_SPEC = """import "stdlib/s000"
+dataset nums = jsonl("nums.jsonl", task=multiple_choice)
+model smol = embedded("smollm2-135m-instruct", max_tokens=4)
+protocol c = const_conf()
+audit a {
+  models = [smol]
+  datasets = [nums]
+  variants = [s000.surface_paraphrase]
+  protocols = [c, s000.token_norm]
+  evaluators = [s000.first_char]
+  metrics = [accuracy]
+}
+report cells, checklist, disclosure
+"""
+
+
+def test_plugin_protocol_gets_its_declared_facts_and_no_borrowed_wording(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "constconf").mkdir(parents=True)
+    (site / "constconf" / "__init__.py").write_text(PLUGIN, encoding="utf-8")
+    dist = site / "constconf-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: constconf\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[auditlang.plugins]\nconst = constconf:hook\n", encoding="utf-8")
+    (tmp_path / "nums.jsonl").write_text(ROWS, encoding="utf-8")
+    (tmp_path / "p.audit").write_text(PLUGIN_SPEC, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "auditlang.cli", "run", "p.audit", "--data-root", str(tmp_path),
+                        "--engine", "dryrun", "--out", "r", "--no-progress"], capture_output=True, text=True,
+                       cwd=tmp_path, env={**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}, timeout=600)
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "r" / "report" / "checklist.md").read_text(encoding="utf-8")
+    sec = _section(md, "## Audit a, cells of protocol c (const_conf")
+    for borrowed in ("probes the model's own answer", "provenance self", "read from the probe's text reply",
+                     "built-in probe prompt", "reads logprobs", "hidden states"):
+        assert borrowed not in sec and borrowed not in md.split("## Summary")[1].split("## Run")[0]
+    for fact in ("answer provenance", "scored-answer fact", "readout", "conditioning context", "normalisation"):
+        assert f"UNSPECIFIED: protocol 'c' (const_conf) declares no {fact}" in sec
+        summary = md.split("## Summary")[1].split("\n## ")[0]
+        assert f"protocol 'c' (const_conf) declares no {fact}" in summary
+    methods = (tmp_path / "r" / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert "a constant confidence for every answer (protocol \\auditid{const\\_conf}, which declares no facts beyond " \
+           "its description)" in methods
+    assert "probe" not in methods
