@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,15 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     assert "B=500, seed=7" in tex
     html = (out / "report" / "report.html").read_text(encoding="utf-8")
     assert "smol_vs_gemma (contrast)" in html and shown in html
+    # the LaTeX table compiles in a two-column article with no overfull box
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    try:
+        from latex_fit import compile_fit
+    finally:
+        sys.path.pop(0)
+    fit = compile_fit(out / "report" / "tables" / "smol_vs_gemma.tex", tmp_path / "tex", twocolumn=True)
+    assert fit.returncode == 0, fit.log[-2000:]
+    assert fit.overfull == [] and "Float too large" not in fit.log
 
     # auditc diff --match pairs each smol cell with the gemma cell of the same run: B - A = gemma - smol
     capsys.readouterr()
