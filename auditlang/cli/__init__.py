@@ -183,13 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-shards", type=int, metavar="K", help="--executor ray: item shards per model (default 4)")
 
     p = _sub(sub, "rescore", "re-score stored generations under another evaluator (no model loaded)",
-             "Score a run's stored generations again under other evaluators, with no model loaded. Each evaluator\n"
-             "gets its own folder RUN_DIR/rescore/<evaluator>/ (records.parquet, cells.csv, cells.md).",
-             "  auditc rescore runs/quickstart --evaluator exact_match --evaluator lenient_match")
+             "Score a run's stored generations again under other evaluators, with no model loaded. Each\n"
+             "--evaluator [LABEL=]EXPR is compiled as `evaluator LABEL = EXPR` in the run's stored spec and gets\n"
+             "its own folder RUN_DIR/rescore/LABEL/ (records.parquet, cells.csv, cells.md, rescore.json), which\n"
+             "`auditc report` shows and `auditc diff` takes as a run.",
+             "  auditc rescore runs/quickstart --evaluator exact_match --evaluator lenient_match\n"
+             "  auditc rescore runs/quickstart --evaluator 'loose=regex_reparse(tail=50, case_sensitive=false)'")
     p.add_argument("run_dir", help="a run directory written by `auditc run`")
     p.add_argument("--evaluator", action="append", required=True,
-                   help="a registered evaluator that needs no model call (first_char, exact_match, ...; an unknown "
-                        "name lists them all); repeatable")
+                   metavar="[LABEL=]EXPR",
+                   help="an evaluator that needs no model call: a name of the run's spec (its own, or ns.name of an "
+                        "imported stdlib module), a registered one (first_char, exact_match, ...) or a call with "
+                        "parameters (regex_reparse(tail=50)); LABEL names its folder; repeatable")
 
     p = _sub(sub, "report", "(re)write the report of a run directory from stored results",
              "Rebuild RUN_DIR/report/ from stored results (no model loaded), under the spec, stdlib and data\n"

@@ -183,6 +183,9 @@ def load_run(spec: Spec, plan: Plan, run_dir: Path) -> RunData:
         missing.append(PLAN_FILE)
     fps: dict[str, dict[str, Any]] = {}
     hashes: dict[str, str] = dict(run_info.get("fingerprints", {}))
+    for mid in plan.models:  # a model declared twice ran as the first one (plan.runs_as)
+        if mid not in hashes and plan.runs_as(mid) in hashes:
+            hashes[mid] = hashes[plan.runs_as(mid)]
     if (run_dir / JOURNAL).exists():
 
         with Journal(run_dir) as j:

@@ -119,3 +119,28 @@ def test_cells_matched_by_id_and_unmatched_reported() -> None:
     res = diff_runs(a, b, {"x": [ACC]}, {"x": (50, 3, 0.95)})
     assert res.only_a == ["only_a"] and res.only_b == ["only_b"]
     assert [(r.cell_id, r.metric, r.diff, r.B, r.seed) for r in res.rows] == [("x", "accuracy", 0.5, 50, 3)]
+
+
+def _recs(cells: list[str]) -> pd.DataFrame:
+    rows = [{"cell_id": c, "item_id": f"i{k}", "item_index": k, "confidence": 0.5, "correct": float(k % 2)}
+            for c in cells for k in range(4)]
+    return pd.DataFrame(rows)
+
+
+def test_match_cells_by_axis_and_by_name() -> None:
+    from auditlang.score.rundiff import match_cells
+
+    a = _recs(["s/smol/d/v/p/e", "s/smol/d/v/p/f"])
+    b = _recs(["s/gemma/d/v/p/e", "s/gemma/d/v/p/f", "s/gemma/d2/v/p/e"])
+    m = match_cells(a, b, ["model"])
+    assert m.pairs == [("s/smol/d/v/p/e", "s/gemma/d/v/p/e"), ("s/smol/d/v/p/f", "s/gemma/d/v/p/f")]
+    assert set(m.records_b["cell_id"]) == {"s/smol/d/v/p/e", "s/smol/d/v/p/f", "s/gemma/d2/v/p/e"}  # the last: only in B
+    assert m.original_b["s/smol/d/v/p/e"] == "s/gemma/d/v/p/e"
+    # a mapping inside one run: only the cells naming the two names take part
+    one = _recs(["s/smol/d/v/p/e", "s/gemma/d/v/p/e", "s/other/d/v/p/e"])
+    m = match_cells(one, one, ["smol=gemma"])
+    assert m.pairs == [("s/smol/d/v/p/e", "s/gemma/d/v/p/e")] and set(m.records_a["cell_id"]) == {"s/smol/d/v/p/e"}
+    with pytest.raises(ValueError, match="cannot be paired one to one"):
+        match_cells(one, one, ["model"])  # three models on each side differ only by the model
+    with pytest.raises(ValueError, match="expected a cell axis"):
+        match_cells(a, b, ["modle"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,15 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     assert "B=500, seed=7" in tex
     html = (out / "report" / "report.html").read_text(encoding="utf-8")
     assert "smol_vs_gemma (contrast)" in html and shown in html
+    # the LaTeX table compiles in a two-column article with no overfull box
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
+    try:
+        from latex_fit import compile_fit
+    finally:
+        sys.path.pop(0)
+    fit = compile_fit(out / "report" / "tables" / "smol_vs_gemma.tex", tmp_path / "tex", twocolumn=True)
+    assert fit.returncode == 0, fit.log[-2000:]
+    assert fit.overfull == [] and "Float too large" not in fit.log
 
     # auditc diff --match pairs each smol cell with the gemma cell of the same run: B - A = gemma - smol
     capsys.readouterr()
@@ -193,3 +203,25 @@ def test_one_model_under_two_names_runs_once(tmp_path: Path, monkeypatch, capsys
     assert main(["run", str(two), "--data-root", str(tmp_path / "data"), "--out", str(swapped), "--no-progress",
                  "--swap-model", 'gemma=hf("org/smol", dtype=float32, max_tokens=4)']) == 0
     assert len(engine.seen) == n_single and _journal_results(swapped) == n_single
+
+
+def test_contrast_mistakes_are_diagnostics(tmp_path: Path, capsys) -> None:
+    bad = SPEC.split("compare ")[0].replace("bootstrap = bootstrap(resamples=500, seed=7)", "") + """
+compare two_axes = contrast(a, models=[smol, gemma], protocols=[s000.verbal_decimal])
+compare one_name = contrast(a, models=[smol, smol])
+compare outside = contrast(a, variants=[s000.surface_paraphrase, s000.implicit_framing])
+compare no_evals = contrast(a, evaluators=[s000.first_char, s000.regex_reparse])
+"""
+    spec = tmp_path / "bad.audit"
+    spec.write_text(bad, encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "error[E157]: compare 'two_axes': contrast() takes exactly one axis" in err
+    assert "error[E157]: compare 'one_name': models= names 1 distinct model" in err
+    assert "error[E156]: compare 'outside': 's000.implicit_framing' is not in audit 'a' variants" in err
+    assert "error[E156]: compare 'no_evals': 's000.first_char' is not in audit 'a' evaluators" in err
+    assert "hint: audit 'a' declares no evaluators" in err and err.count("^") >= 4
+    unit = SPEC.replace("bootstrap(resamples=500, seed=7)", "bootstrap(resamples=500, seed=7, unit=cell)")
+    spec.write_text(unit, encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    assert "error[E159]: compare 'smol_vs_gemma' (contrast) cannot use bootstrap unit=cell" in capsys.readouterr().err
