@@ -219,7 +219,8 @@ class NumericVerbalParser(VerbalParser):
             f"(x% or x percent, x in [0, 100], read as x/100); else the first bare number {self._scale_doc}; else the "
             f"first phrase {phrase} with 0 <= X <= N, read as X/N; numbers joined as a range or alternative "
             "(e.g. 70-80%, 0.7 or 0.8) and cut-off numbers (e.g. a final '0.') never count; "
-            f"{self._mismatch_doc} is a non-parse (scale_mismatch), never guessed; "
+            f"{self._mismatch_doc} is a non-parse (scale_mismatch: a number on another scale is never guessed; "
+            "auditlang's rule, as the study does not say how such replies are read); "
             "the value is clipped to [0, 1] and anything else is a non-parse."
         )
 
@@ -236,7 +237,7 @@ class Percent0100Parser(NumericVerbalParser):
     name = "percent_0_100"
     source = "study 000 A.3 and B.2 (percent_0_100); study 002 table 5 P(%)"
     bare_max = Decimal(100)
-    _scale_doc = "in [0, 100], read as a percentage (x/100; a bare 0.8 is 0.8%)"
+    _scale_doc = "in [0, 100], read as a percentage (x/100)"
 
 
 class Integer0100Parser(NumericVerbalParser):

@@ -46,6 +46,7 @@ from auditlang.report.cross_scoring import cross_uses
 from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.render import TemplateError
 from auditlang.report.comparisons.normshift import _coverage_flag
+from auditlang.protocols.verbal import verbal_parser
 
 ITEMS: dict[str, str] = {
     "C1": "C1 elicitation provenance",
@@ -755,6 +756,9 @@ def _phrasings(rd: RunData, aid: str) -> Entry:
         phr.setdefault(tid, []).append(pid)
         if o.ctor == "verbalized":
             e.lines.append(f"protocol {pid}: phrasing {tid}, scale {o.value.scale}, parser {o.value.parser}")
+            # the parser's own rule, its scale-mismatch rule included (issue 34 item 4; rate: cells column
+            # scale_mismatch_rate)
+            e.lines.append(f"protocol {pid} reads: {verbal_parser(o.value.scale).describe()}")
             e.flag(D.unspecified(o, "scale", "verbal scale and parser range"))
         else:
             e.lines.append(f"protocol {pid} ({o.ctor}): template {tid}")

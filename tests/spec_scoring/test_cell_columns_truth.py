@@ -116,6 +116,11 @@ def test_vpr_na_and_scale_mismatch_through_auditc_run(tmp_path: Path, shared_dat
     # the report's cells table shows the column; n/a (not "–") for the non-verbal cells
     md = (out / "report" / "cells.md").read_text(encoding="utf-8")
     assert "scale_mismatch_rate" in md
+    # the checklist states the rule the parser applied
+    checklist = " ".join((out / "report" / "checklist.md").read_text(encoding="utf-8").split())
+    assert ("protocol s000.verbal_percent reads: Verbal confidence, percent_0_100" in checklist
+            and "a bare number with a decimal point at most 1 (e.g. 0.01: a decimal probability) is a non-parse "
+                "(scale_mismatch" in checklist)
     # rescore tables: the same n/a
     rc = main(["rescore", str(out), "--evaluator", "first_char"])
     assert rc == 0, capsys.readouterr().out
