@@ -15,11 +15,11 @@ from auditlang.api import default_run_dir, plan_run, require_cells, start_run
 from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.terminal import visible
-from auditlang.execute.runner import item_shard_key
+from auditlang.execute.runner import item_shard
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
-from auditlang.store.shards import Shard
+from auditlang.store.shards import SHARD_FIELD, Shard, merge_command
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -131,22 +131,35 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
 
 def _execute(args, rp, run_dir: Path, shard_ix, display, cache_dir, swaps, executor) -> int:
     plan = rp.plan
-    shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
+    shard = item_shard(plan, *shard_ix) if shard_ix else None
     print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
           f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = start_run(rp, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
                     progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
                     log=lambda msg: print(visible(msg)),
                     announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
-                    run_fields={"model_swaps": swaps,
+                    run_fields={"model_swaps": swaps, SHARD_FIELD: shard_record(plan, shard),
                                 "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
-        print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
-              "then `auditc report TARGET`")
+        command, target, missing = merge_command(run_dir)
+        print(f"shard {args.shard} done; " + (f"when shard(s) {', '.join(missing)} are done too, " if missing else "")
+              + f"merge the shards with `{command}`, then `auditc report {target}`")
     else:
         print(f"done: {run_dir}")
     _raise_request_errors(args, run_dir)
     return EXIT_OK
+
+
+def shard_record(plan, shard: Shard | None) -> dict | None:
+    """run.json's ``shard``: which shard this directory runs and its stage-1 requests per model
+    (what `auditc status` counts it against); None for a whole run."""
+    if shard is None:
+        return None
+    per_model: dict[str, dict] = {}
+    for r in plan.requests:
+        per_model.setdefault(r.model, {})[r.id] = r
+    return {"index": shard.index, "count": shard.count,
+            "requests": {m: len(shard.select(reqs.values())) for m, reqs in per_model.items()}}
 
 
 def _raise_request_errors(args, run_dir: Path) -> None:

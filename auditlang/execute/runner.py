@@ -32,6 +32,7 @@ from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import read_run_file, write_run_file
+from auditlang.store.shards import Shard, balanced_shards, shard_of
 from auditlang.execute.executor import execute
 
 CACHE_KEY = "static_key:"  # a response cache's meta: static key -> fingerprint hash it loaded with
@@ -303,10 +304,35 @@ def _acc(totals: dict[str, int], st) -> None:
 def item_shard_key(plan: Plan):
     """Shard by item, not by request: all stage-1 requests of an item land in one shard, so that
     shard can build the item's stage-2 follow-ups from its own journal."""
+    keys = _item_keys(plan)
+    return lambda req: keys.get(req.id, req.id)
+
+
+def _item_keys(plan: Plan) -> dict[str, str]:
+    """Stage-1 request id -> its item (``model/dataset/split/row``; a request shared by items: the first)."""
     keys: dict[str, str] = {}
     for unit in plan.units.values():
         for per_item in unit.stage1.values():
             for ctx, reqs in zip(unit.contexts, per_item):
                 for r in reqs.values():
                     keys.setdefault(r.id, f"{unit.model}/{unit.dataset}/{unit.split}/{ctx.index}")
-    return lambda req: keys.get(req.id, req.id)
+    return keys
+
+
+def item_shard(plan: Plan, index: int, count: int) -> Shard:
+    """Shard ``index`` of ``count`` of the plan (``auditc run --shard``, the Ray executor's units):
+    whole items (an item's stage-1 requests in one shard, see :func:`item_shard_key`), balanced
+    by stage-1 request count within each model (``store.shards.balanced_shards``), so each shard
+    gets about the same share of every model's requests also when items need different numbers
+    of requests (protocols, variants or audits that only some items get). Deterministic: a
+    function of the plan."""
+    keys = _item_keys(plan)
+    by_model: dict[str, dict[str, int]] = {}
+    for key in keys.values():
+        weights = by_model.setdefault(key.split("/", 1)[0], {})
+        weights[key] = weights.get(key, 0) + 1
+    owner_of: dict[str, int] = {}
+    for weights in by_model.values():
+        owner_of.update(balanced_shards(weights, count))
+    item_of = {rid: owner_of[key] for rid, key in keys.items()}
+    return Shard(index, count, owner=lambda req: item_of.get(req.id, shard_of(req.id, count)))
