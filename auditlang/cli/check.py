@@ -5,7 +5,7 @@ and the planner's static checks (engine capabilities, E172)."""
 
 from __future__ import annotations
 
-from auditlang.cli.common import EXIT_OK, print_diags
+from auditlang.cli.common import EXIT_OK, parse_model_args, print_diags, print_overrides
 from auditlang.core.diagnostics import CompileError
 from auditlang.plan.planner import check_capabilities
 from auditlang.resolve import compile_spec
@@ -14,7 +14,7 @@ KINDS = ("dataset", "model", "template", "variant", "protocol", "evaluator", "au
 
 
 def cmd_check(args) -> int:
-    spec = compile_spec(args.spec)
+    spec = compile_spec(args.spec, model_args=parse_model_args(args))
     bag = check_capabilities(spec)
     if bag.errors:
         raise CompileError(bag)
@@ -26,5 +26,6 @@ def cmd_check(args) -> int:
     what = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" + (f" ({len(fallbacks)} from the Hub with a fallback file)"
                                                           if k == "dataset" and fallbacks else "")
                      for k, v in n.items() if v) or "no declarations"
+    print_overrides(spec)
     print(f"{args.spec}: ok ({what})")
     return EXIT_OK

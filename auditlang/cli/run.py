@@ -12,7 +12,8 @@ from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_run, require_cells, start_run
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
+from auditlang.cli.common import (
+    EXIT_OK, StepLog, parse_limit, parse_model_args, parse_swaps, print_diags, print_overrides, spec_warnings)
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.terminal import visible
 from auditlang.execute.runner import item_shard
@@ -58,11 +59,12 @@ def ray_executor(args, spec):
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
     swaps = parse_swaps(args.swap_model)
+    args.limit = parse_limit(args.limit)  # a count, fraction or range, as recorded
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     if cache_dir:
         check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
-    spec = compile_spec(args.spec, swaps=swaps)
+    spec = compile_spec(args.spec, swaps=swaps, model_args=parse_model_args(args))
     executor = ray_executor(args, spec)
     step = StepLog() if display != "none" else None
     try:  # the pipeline auditlang.run() takes too (api.plan_run, api.start_run)
@@ -81,6 +83,7 @@ def cmd_run(args) -> int:
             print(visible(f"note: {note}"), file=sys.stderr)
     for name, expr in swaps.items():
         print(visible(f"note: model {name} swapped on the command line: {expr}"), file=sys.stderr)
+    print_overrides(spec)
     for mid, url in rp.env_settings.items():
         print(f"note: model {mid} names no base_url: using ${OPENAI_BASE_URL_ENV} = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
@@ -139,6 +142,7 @@ def _execute(args, rp, run_dir: Path, shard_ix, display, cache_dir, swaps, execu
                     log=lambda msg: print(visible(msg)),
                     announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
                     run_fields={"model_swaps": swaps, SHARD_FIELD: shard_record(plan, shard),
+                                "model_args": rp.spec.model_args, "model_overrides": rp.spec.model_overrides,
                                 "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
         command, target, missing = merge_command(run_dir)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.api import plan_spec
-from auditlang.cli.common import EXIT_OK, StepLog, print_diags
+from auditlang.cli.common import EXIT_OK, StepLog, parse_limit, parse_model_args, print_diags, print_overrides
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 from auditlang.core.terminal import visible
@@ -26,12 +26,14 @@ MAX_SHARED = 10  # other cells named per request; the rest are counted
 
 
 def cmd_show(args) -> int:
-    spec = compile_spec(args.spec)
+    limit = parse_limit(args.limit)
+    spec = compile_spec(args.spec, model_args=parse_model_args(args))
+    print_overrides(spec)
     step = StepLog()
     # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
     allow = load_allowances(args.allow_host, args.allow_secret)
     with withhold_hub_token(allow):
-        plan = plan_spec(spec, args.data_root, args.limit, step=step,
+        plan = plan_spec(spec, args.data_root, limit, step=step,
                          no_download=not_downloaded(run_access(spec), allow))
     step(None)
     if plan.warnings:

@@ -25,6 +25,7 @@ from auditlang.resolve.bootstrap_units import audit_unit
 from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.templates import compile_obj
+from auditlang.plan.limit import Limit
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -313,7 +314,10 @@ def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
         o = rd.spec.get(o.value.fallback)
     n = len(info.get("indices", []))
     drawn = info.get("n_drawn") or n
-    limit = f", the first {n} of them used (--limit {info['limit']})" if info.get("limit") is not None else ""
+    limit = ""
+    if info.get("limit") is not None:
+        kept = Limit.parse(info["limit"]).phrase(n, None).replace(" of the sampled items", "")
+        limit = f", {kept} of them used (--limit {info['limit']})"
     if getattr(o.value, "sample_per", None):
         return f"{dsid}: a stratified random sample of {drawn} of {info.get('n_items')} rows, seed {info.get('seed')}{limit}", True
     if info.get("n_items") is not None and drawn >= info["n_items"]:
