@@ -135,21 +135,19 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
 def _execute(args, rp, run_dir: Path, shard_ix, display, cache_dir, swaps, executor) -> int:
     plan = rp.plan
     shard = item_shard(plan, *shard_ix) if shard_ix else None
-    print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
-          f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
+    say(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
+        f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = start_run(rp, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
                     progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
-                    log=lambda msg: print(visible(msg)),
-                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
+                    log=say, announce=say if display != "none" else None,
                     run_fields={"model_swaps": swaps, SHARD_FIELD: shard_record(plan, shard),
-                                "model_args": rp.spec.model_args, "model_overrides": rp.spec.model_overrides,
                                 "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
         command, target, missing = merge_command(run_dir)
-        print(f"shard {args.shard} done; " + (f"when shard(s) {', '.join(missing)} are done too, " if missing else "")
-              + f"merge the shards with `{command}`, then `auditc report {target}`")
+        say(f"shard {args.shard} done; " + (f"when shard(s) {', '.join(missing)} are done too, " if missing else "")
+            + f"merge the shards with `{command}`, then `auditc report {target}`")
     else:
-        print(f"done: {run_dir}")
+        say(f"done: {run_dir}")
     _raise_request_errors(args, run_dir)
     return EXIT_OK
 
@@ -164,6 +162,12 @@ def shard_record(plan, shard: Shard | None) -> dict | None:
         per_model.setdefault(r.model, {})[r.id] = r
     return {"index": shard.index, "count": shard.count,
             "requests": {m: len(shard.select(reqs.values())) for m, reqs in per_model.items()}}
+
+
+def say(msg: str) -> None:
+    """A line of the run's story (header, model loads, totals, done): on stderr, with the
+    progress and stage lines, so `> out 2> err` keeps it in one file."""
+    print(visible(msg), file=sys.stderr, flush=True)
 
 
 def _raise_request_errors(args, run_dir: Path) -> None:

@@ -118,4 +118,4 @@ def test_run_records_overrides_and_limit_and_the_checklist_states_them(study: Pa
     # the same command again executes nothing
     assert main(["run", "s.audit", "--engine", "dryrun", "--data-root", ".", "--no-progress", "--out", "runs/o",
                  "--limit", "10:14", "-M", "smol.dtype=bfloat16", "--model-args", "max_tokens=4,dtype=float16"]) == 0
-    assert "executed 0" in capsys.readouterr().out
+    assert "executed 0" in capsys.readouterr().err

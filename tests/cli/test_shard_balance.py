@@ -71,7 +71,7 @@ def test_shards_balanced_by_requests_and_status_says_merge(tmp_path: Path, monke
     assert sorted(again[0] + again[1]) == sorted(r.id for r in plan.requests)
 
     assert _run("--shard", "0/2", "--out", "runs/s0") == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "when shard(s) 1/2 are done too" in out and "auditc merge runs/s-merged runs/s0 OTHER_SHARD_DIR..." in out
     assert main(["status", "runs/s0"]) == 0
     status = capsys.readouterr().out
