@@ -282,7 +282,9 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | str | None =
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
         recorded = Limit.parse(limit).recorded if limit is not None else None  # "10%", "10:20" as written; a count an int
         info = save_inputs(spec, plan, run_dir, limit=recorded, engine_override=engine,
-                           **{"executor": {"name": "local"}, **(run_fields or {})})
+                           **{"executor": {"name": "local"}, **(run_fields or {}),
+                              # -M / --model-args: read back with them (load_run), disclosed by the checklist
+                              "model_args": list(spec.model_args), "model_overrides": list(spec.model_overrides)})
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                                          retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:

@@ -7,6 +7,8 @@ import io
 import json
 import math
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK
@@ -61,25 +63,49 @@ def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str,
     return out
 
 
-def cmd_diff(args) -> int:
-    if args.resamples is not None and args.resamples < 1:
-        raise UsageError(f"--resamples {args.resamples}: expected a positive integer")
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: expected an integer >= 0")
-    if args.level is not None and not 0 < args.level < 1:
-        raise UsageError(f"--level {args.level}: expected a number between 0 and 1, e.g. 0.95")
-    run_a, run_b = load_run(args.run_a), load_run(args.run_b)
+@dataclass
+class RunDiff:
+    """`auditc diff RUN_A RUN_B` computed: the paired differences (``result.rows``, cells only
+    in one run), the shared cells and what ran under each model name (``auditlang.diff``)."""
+
+    result: Any
+    shared: list[str]
+    models: dict[str, dict[str, str]]
+
+    def frame(self):
+        """The rows as a pandas DataFrame with the statement column (what ``--format csv`` writes)."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        df = pd.DataFrame([{**r.to_dict(), "statement": significance(r)} for r in self.result.rows])
+        df.attrs.update(only_a=list(self.result.only_a), only_b=list(self.result.only_b), models=self.models)
+        return df
+
+
+def compare_runs(run_a, run_b, metrics=(), resamples: int | None = None, seed: int | None = None,
+                 level: float | None = None) -> RunDiff:
+    """Cell-by-cell B - A of two run directories with paired bootstrap intervals."""
+    if resamples is not None and resamples < 1:
+        raise UsageError(f"--resamples {resamples}: expected a positive integer")
+    if seed is not None and seed < 0:
+        raise UsageError(f"--seed {seed}: expected an integer >= 0")
+    if level is not None and not 0 < level < 1:
+        raise UsageError(f"--level {level}: expected a number between 0 and 1, e.g. 0.95")
+    run_a, run_b = load_run(run_a), load_run(run_b)
     rec_a, rec_b = _records(run_a), _records(run_b)
     shared = [c for c in dict.fromkeys(rec_a["cell_id"]) if c in set(rec_b["cell_id"])]
-    metrics = _metrics_for(run_a, run_b, shared, list(args.metric))
+    chosen = _metrics_for(run_a, run_b, shared, list(metrics))
     settings = {}
     for cid in shared:
         audit = cid.split("/")[0]
-        B, seed, level = audit_bootstrap(run_a.spec, audit) if audit in run_a.spec.objects else (1000, 42, 0.95)
-        settings[cid] = (args.resamples or B, seed if args.seed is None else args.seed,
-                         level if args.level is None else args.level)
-    result = diff_runs(rec_a, rec_b, metrics, settings)
-    models = {"A": _models(run_a, shared), "B": _models(run_b, shared)}
+        B, s, lv = audit_bootstrap(run_a.spec, audit) if audit in run_a.spec.objects else (1000, 42, 0.95)
+        settings[cid] = (resamples or B, s if seed is None else seed, lv if level is None else level)
+    result = diff_runs(rec_a, rec_b, chosen, settings)
+    return RunDiff(result, shared, {"A": _models(run_a, shared), "B": _models(run_b, shared)})
+
+
+def cmd_diff(args) -> int:
+    d = compare_runs(args.run_a, args.run_b, args.metric, args.resamples, args.seed, args.level)
+    result, shared, models = d.result, d.shared, d.models
     if args.format == "json":
         from auditlang.score.rundiff import cautions  # lazy: as above
 

@@ -21,7 +21,18 @@ from auditlang.store.shards import SHARD_FIELD, merge_journals
 
 def cmd_merge(args) -> int:
     target = Path(args.target)
-    sources = [Path(s) for s in args.sources]
+    rep = merge_runs(target, [Path(s) for s in args.sources])
+    print(f"{target}: {rep.summary()}")
+    print(f"next: auditc report {target}")
+    return EXIT_OK
+
+
+def merge_runs(target: Path, sources: list[Path]):
+    """Merge the shard run directories ``sources`` into ``target`` (checked: one plan);
+    returns the :class:`~auditlang.store.shards.MergeReport` (``auditlang.merge``)."""
+    target, sources = Path(target), [Path(s) for s in sources]
+    if not sources:
+        raise UserError("nothing to merge: name the shard run directories", hint="auditc merge TARGET SHARD_DIR...")
     for s in sources:
         if not (s / JOURNAL).exists():
             raise UserError(f"{s} has no {JOURNAL}", hint="pass the --out directories of `auditc run --shard` runs")
@@ -58,6 +69,4 @@ def cmd_merge(args) -> int:
     info["merged_shards"] = list(dict.fromkeys([*info.get("merged_shards", []), *(str(s) for s in sources)]))
     record(target, INPUTS, journal=True, info=info)
     write_run_file(target, info)
-    print(f"{target}: {rep.summary()}")
-    print(f"next: auditc report {target}")
-    return EXIT_OK
+    return rep

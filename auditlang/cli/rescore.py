@@ -21,17 +21,27 @@ from auditlang.store.rundir import CELLS_CSV, RECORDS, RESCORE_DIR
 
 
 def cmd_rescore(args) -> int:
+    rescore_run(Path(args.run_dir), list(args.evaluator),
+                echo=lambda name, n, out: print(f"re-scored {n} examples under {name} -> {out}"))
+    return EXIT_OK
+
+
+def rescore_run(run_dir: Path, evaluators: list[str], echo=None) -> dict:
+    """Re-score ``run_dir``'s stored generations under each evaluator into
+    ``RUN_DIR/rescore/<evaluator>/``; returns evaluator -> its per-cell table (a DataFrame;
+    ``auditlang.rescore``). ``echo(name, n_examples, folder)`` after each."""
     offline = offline_evaluators()  # every registered evaluator that needs no model call, plugins' included
-    for name in args.evaluator:
+    tables = {}
+    for name in evaluators:
         if name not in offline:
             known = REGISTRY.find("evaluator", name) is not None
             raise UserError(f"cannot re-score offline with evaluator '{name}'"
                             + (": it sends requests to a model" if known else ": no such evaluator"),
                             hint=(None if known else did_you_mean(name, offline, "offline evaluators")) or
                             f"{name} needs a model: add it to the spec and run again; offline: {', '.join(offline)}")
-    run = load_run(Path(args.run_dir))
+    run = load_run(Path(run_dir))
     with run.stdlib(), Journal(run.run_dir) as journal, journal.cached_reads():
-        for name in dict.fromkeys(args.evaluator):
+        for name in dict.fromkeys(evaluators):
             try:
                 records = score_cells(run.spec, run.plan, journal, run.fingerprints, evaluator_override=[(name, name)])
             except ValueError as e:  # an evaluator whose parameters have no defaults (e.g. a plugin's)
@@ -45,5 +55,7 @@ def cmd_rescore(args) -> int:
             cells = out / Path(CELLS_CSV).name
             table.to_csv(cells, index=False)
             cells.with_suffix(".md").write_text(to_markdown(table), encoding="utf-8")
-            print(f"re-scored {len(records)} examples under {name} -> {out}")
-    return EXIT_OK
+            tables[name] = table
+            if echo is not None:
+                echo(name, len(records), out)
+    return tables

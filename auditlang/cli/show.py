@@ -30,31 +30,45 @@ def cmd_show(args) -> int:
     spec = compile_spec(args.spec, model_args=parse_model_args(args))
     print_overrides(spec)
     step = StepLog()
-    # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
-    allow = load_allowances(args.allow_host, args.allow_secret)
-    with withhold_hub_token(allow):
-        plan = plan_spec(spec, args.data_root, limit, step=step,
-                         no_download=not_downloaded(run_access(spec), allow))
-    step(None)
+    try:
+        plan = show_plan(spec, args.data_root, limit, args.allow_host, args.allow_secret, step=step)
+    finally:
+        step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     for note in plan.notes:
         if note.startswith("data root:") or "fallback file" in note:  # a replaced data_root; the source read
             print(visible(f"note: {note}"), file=sys.stderr)
-    cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
+    # prompts hold data and template text: control characters shown, not sent
+    print(visible(show_text(spec, plan, args.cell, args.item, spec_name=args.spec)))
+    return EXIT_OK
+
+
+def show_plan(spec, data_root=None, limit=None, allow_hosts=(), allow_secrets=(), step=None):
+    """The plan `auditc show` reads: a Hub dataset whose host is not allowed is read from the
+    local cache (else its fallback file); nothing is downloaded."""
+    allow = load_allowances(list(allow_hosts), list(allow_secrets))
+    with withhold_hub_token(allow):
+        return plan_spec(spec, None if data_root is None else str(data_root), limit, step=step,
+                         no_download=not_downloaded(run_access(spec), allow))
+
+
+def show_text(spec, plan, pattern: str, item: int = 0, spec_name: str | None = None) -> str:
+    """What `auditc show` prints for the cells matching ``pattern`` (``auditlang.show``)."""
+    cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, pattern)]
     if not cells:
-        raise UsageError(f"no cell of {args.spec} matches {args.cell!r}", hint=no_match_hint(args.cell, plan.cells))
-    if args.item < 0:
-        raise UsageError(f"--item {args.item}: expected a position >= 0 in the sampled items")
+        raise UsageError(f"no cell of {spec_name or spec.entry.name} matches {pattern!r}",
+                         hint=no_match_hint(pattern, plan.cells))
+    if item < 0:
+        raise UsageError(f"--item {item}: expected a position >= 0 in the sampled items")
     sharing = cells_by_request(plan)
     tokenizers: dict[str, tuple[Any, str, dict]] = {}
     out: list[str] = []
     for cell in cells:
         if cell.model not in tokenizers:
             tokenizers[cell.model] = local_tokenizer(spec, cell.model)
-        out += show_cell(plan, cell, args.item, sharing, tokenizers[cell.model])
-    print(visible("\n".join(out)))  # prompts hold data and template text: control characters shown, not sent
-    return EXIT_OK
+        out += show_cell(plan, cell, item, sharing, tokenizers[cell.model])
+    return "\n".join(out)
 
 
 AXES = ("audit", "model", "dataset", "variant", "protocol", "evaluator")  # the parts of a cell id

@@ -8,6 +8,7 @@ its number of rows only, and not while a run is live).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from auditlang.cli.common import EXIT_OK
@@ -44,7 +45,32 @@ def run_state(run_dir: Path) -> str:
 
 
 def cmd_status(args) -> int:
-    run_dir = Path(args.run_dir)
+    print(run_status(Path(args.run_dir)).text)
+    return EXIT_OK
+
+
+@dataclass
+class Status:
+    """What `auditc status` prints (``text``) and its numbers (``auditlang.status``): the run's
+    state line, stage-1 requests left and failed (a shard's: of its share), and whether it is
+    complete (scored, nothing left)."""
+
+    text: str
+    state: str
+    left: int
+    errors: int
+    complete: bool
+    shard: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def run_status(run_dir: Path) -> Status:
+    """`auditc status RUN_DIR`: read only the run directory's plan files, heartbeat and journal."""
+    run_dir = Path(run_dir)
+    lines: list[str] = []
+    say = lines.append
     info = read_run_file(run_dir)
     if not info:
         raise UserError(f"{run_dir} is not a run directory (no {RUN_FILE})", hint="run `auditc run SPEC --out DIR` first")
@@ -55,16 +81,16 @@ def cmd_status(args) -> int:
     plan = read_plan_file(run_dir)
     ids = read_plan_ids(run_dir)
     fps = info.get("fingerprints", {})
-    print(f"run     {run_dir}")
-    print(f"spec    {info.get('spec_entry') or info.get('spec')}  (plan {plan.get('hash', '?')}, "
+    say(f"run     {run_dir}")
+    say(f"spec    {info.get('spec_entry') or info.get('spec')}  (plan {plan.get('hash', '?')}, "
           f"{len(plan.get('cells', []))} cells)")
-    print(f"state   {run_state(run_dir)}")
+    say(f"state   {run_state(run_dir)}")
     shard = shard_info(info)
     if shard is not None:
-        print(f"shard   {shard['index']}/{shard['count']} of `auditc run --shard`: its share of each model's items")
+        say(f"shard   {shard['index']}/{shard['count']} of `auditc run --shard`: its share of each model's items")
     if ids is None:
-        print("  (this run directory predates plan.requests.tsv.gz: rerun `auditc run` to refresh it)")
-        return EXIT_OK
+        say("  (this run directory predates plan.requests.tsv.gz: rerun `auditc run` to refresh it)")
+        return Status("\n".join(lines), run_state(run_dir), 0, 0, False)
     rows = [["model", "stage-1 committed", "errors", "follow-ups committed"]]
     left = 0
     deferred: dict[str, int] = {}
@@ -76,7 +102,7 @@ def cmd_status(args) -> int:
     usable = jpath.is_file() and jpath.stat().st_size > 0  # a 0-byte file holds no results (and is not opened)
     if not usable and fps:  # the run executed requests: their results are gone
         what = "is missing" if not jpath.exists() else "is empty (0 bytes)" if jpath.is_file() else "is not a file"
-        print(f"journal {jpath} {what}: the results this run executed are lost, so nothing counts as committed; "
+        say(f"journal {jpath} {what}: the results this run executed are lost, so nothing counts as committed; "
               f"rerun the same `auditc run` command to execute them again (or restore the file from a backup)")
     with Journal(run_dir) if usable else _NoJournal() as journal:
         for mid in models:
@@ -95,47 +121,49 @@ def cmd_status(args) -> int:
             note = "" if fp else " (not started)"
             rows.append([mid, f"{len(done)}/{total}{note}", str(n_err),
                          f"{extra} of ~{deferred.get(mid, 0)} planned" if deferred.get(mid) else str(extra)])
-    print(_table(rows))
+    say(_table(rows))
     rec = run_dir / RECORDS
-    print(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
+    say(f"records {'written' if rec.exists() else 'not yet'}; report {'written' if (run_dir / REPORT_DIR).exists() else 'not yet'}")
     stale = [f for group in stale_outputs(run_dir, info) for f in group]
     if stale and not live:
-        print(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
+        say(f"changed since scoring: {', '.join(stale)} (`auditc report {run_dir}` rebuilds "
               f"{'it' if len(stale) == 1 else 'them'})")
     if live:
-        print(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
+        say(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
     elif shard is not None:
-        _shard_next(run_dir, shard, left, errors)
+        _shard_next(run_dir, shard, left, errors, say)
     elif left:
-        print(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
+        say(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
     elif not rec.exists() and info.get("merged_shards"):
-        print(f"merged from {len(info['merged_shards'])} shard run(s), not scored yet: `auditc report {run_dir}` "
+        say(f"merged from {len(info['merged_shards'])} shard run(s), not scored yet: `auditc report {run_dir}` "
               "scores and reports it")
     elif not rec.exists():
-        print("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
+        say("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
     elif errors:
-        print(f"complete, with {errors} failed stage-1 request(s) (their items are missing from the metrics): "
+        say(f"complete, with {errors} failed stage-1 request(s) (their items are missing from the metrics): "
               "rerun the same `auditc run` command to retry exactly them")
     else:
-        print("complete")
-    return EXIT_OK
+        say("complete")
+    label = f"{shard['index']}/{shard['count']}" if shard is not None else None
+    return Status("\n".join(lines), run_state(run_dir), left, errors,
+                  complete=not live and not left and not errors and rec.exists(), shard=label)
 
 
-def _shard_next(run_dir: Path, shard: dict, left: int, errors: int) -> None:
+def _shard_next(run_dir: Path, shard: dict, left: int, errors: int, say) -> None:
     """What to do next with a stopped shard run: resume it, or merge it with its siblings."""
     label = f"{shard['index']}/{shard['count']}"
     if left:
-        print(f"{left} stage-1 request(s) of shard {label} left: rerun the same `auditc run ... --shard {label}` "
+        say(f"{left} stage-1 request(s) of shard {label} left: rerun the same `auditc run ... --shard {label}` "
               "command to resume")
         return
     command, target, missing = merge_command(run_dir)
     retry = (f" ({errors} failed stage-1 request(s): rerun the same `auditc run ... --shard {label}` to retry "
              "exactly them first, or merge as is and they are missing from the metrics)") if errors else ""
     if missing:
-        print(f"shard {label} complete{retry}; shard(s) {', '.join(missing)} not found next to it. Once every shard "
+        say(f"shard {label} complete{retry}; shard(s) {', '.join(missing)} not found next to it. Once every shard "
               f"is done: `{command}`, then `auditc report {target}`")
     else:
-        print(f"shard {label} complete{retry}; every shard of this plan is here: `{command}`, "
+        say(f"shard {label} complete{retry}; every shard of this plan is here: `{command}`, "
               f"then `auditc report {target}`")
 
 

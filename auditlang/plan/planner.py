@@ -18,6 +18,7 @@ from typing import Any
 
 from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import DiagnosticBag, Span
+from auditlang.core.errors import UsageError
 from auditlang.plan.limit import Limit
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
@@ -166,7 +167,11 @@ class Planner:
         self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
         self.data_meta = dict(data_meta or {})
-        self.limit = Limit.parse(limit)  # a count, fraction or range (plan/limit.py)
+        try:
+            self.limit = Limit.parse(limit)  # a count, fraction or range (plan/limit.py)
+        except ValueError as e:
+            raise UsageError(str(e), hint="limit=10 (the first 10), limit=0.1 or \"10%\" (the first tenth), "
+                                          "limit=\"10:20\" (sampled positions 10 to 19)") from None
         self.load_data = load_data
         self.bag = DiagnosticBag()
         try:
