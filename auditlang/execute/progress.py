@@ -116,7 +116,10 @@ class _StatsColumn(ProgressColumn):
         self.bar = bar
 
     def render(self, task: Task) -> Text:
-        return Text(self.bar.stats(), style="progress.data.speed")
+        bar = self.bar
+        if bar.whole is not None and task.id == bar._run_task:  # the whole run's bar
+            return Text(bar.whole.run.stats(), style="progress.data.speed")
+        return Text(bar.stats(), style="progress.data.speed")
 
 
 def _rate_text(r: float | None) -> str:
@@ -183,14 +186,17 @@ class RunProgress:
         if self.bars and resolve_display(self.display, console) == "plain":
             console.print(self.line(), highlight=False, soft_wrap=True, markup=False)
 
+    def stats(self) -> str:
+        return (f"{_rate_text(self.rate())} while executing, elapsed {fmt_duration(self.clock() - self._t0)}, "
+                f"eta {fmt_duration(self.eta())}")
+
     def line(self) -> str:
         total, d = self.total, self.done
         pct = 100.0 * d / total if total else 100.0
         est = "; follow-ups of stages not started are the plan's estimate" if any(
             part == "follow-ups" for _, part in self.planned) else ""
         return (f"[run] {d:,.0f}/{total:,} requests ({pct:.1f}%) over {len(self.models)} model(s) and their stages, "
-                f"{_rate_text(self.rate())} while executing, elapsed {fmt_duration(self.clock() - self._t0)}, "
-                f"eta {fmt_duration(self.eta())}{est}")
+                f"{self.stats()}{est}")
 
 
 class _Slot:

@@ -94,3 +94,20 @@ def test_plain_run_is_one_story_on_stderr(tmp_path: Path, monkeypatch, capsys) -
     # before the second model starts, the total already counts its planned requests
     before_gem = [t for (d, t), ln in zip(parsed, run_lines) if lines.index(ln) < story[4]]
     assert before_gem and before_gem[0] >= 2 * 8
+
+
+def test_rich_display_has_a_whole_run_bar() -> None:
+    import io
+
+    from rich.console import Console
+
+    from auditlang.execute.progress import ExecProgress, RunProgress, stage_slot
+
+    buf = io.StringIO()
+    run = RunProgress({("m", "stage 1"): 4, ("m", "follow-ups"): 4, ("j", "follow-ups"): 2})
+    console = Console(file=buf, force_terminal=True, width=160, color_system=None)
+    with ExecProgress(4, "m stage 1", enabled="rich", console=console, whole=stage_slot(run, "m", "stage 1")) as bar:
+        bar.begin_batch(4)
+        bar.advance(2)
+    assert run.total == 10 and run.done == 2  # the stage's exact 4, the plan's 4 + 2 follow-ups
+    assert re.search(r"run \(all models and stages\) .* 2/10 .*while executing", buf.getvalue())
