@@ -19,11 +19,13 @@ from auditlang.core.errors import UserError
 from auditlang.core.trust import enforce
 from auditlang.execute.access import (
     access_record, check_access, load_allowances, offline_hubs, run_access, withhold_hub_token)
+from auditlang.plan.limit import Limit
 from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.plan.from_journal import FromJournal
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+from auditlang.resolve.overrides import from_records
 from auditlang.resolve.spec import Spec
 from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record
 from auditlang.store.inputs import save_inputs
@@ -38,7 +40,7 @@ def default_run_dir(spec_path: str) -> Path:
     return Path("runs") / Path(spec_path).stem
 
 
-def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None,
+def plan_spec(spec: Spec, data_root: str | None = None, limit: int | str | None = None,
               data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
               step=None, no_download: dict[str, str] | None = None) -> Plan:
     """The plan a run executes: every dataset must be readable (no estimates). ``data_files`` /
@@ -59,7 +61,7 @@ def plan_spec(spec: Spec, data_root: str | None = None, limit: int | None = None
     return plan
 
 
-def prepare(spec_path: str, data_root: str | None, limit: int | None) -> tuple[Spec, Plan]:
+def prepare(spec_path: str, data_root: str | None, limit: int | str | None) -> tuple[Spec, Plan]:
     spec = compile_spec(spec_path)
     return spec, plan_spec(spec, data_root, limit)
 
@@ -154,7 +156,8 @@ def load_run(run_dir: str | Path) -> Run:
     entry = run_dir / info["spec_entry"]
     with stdlib_location.use(run_dir / STDLIB_DIR):
         try:
-            spec = compile_spec(entry, swaps=info.get("model_swaps") or None, confine_models=False)
+            spec = compile_spec(entry, swaps=info.get("model_swaps") or None,
+                                model_args=from_records(info.get("model_args")), confine_models=False)
         except CompileError:
             _missing_plugins(run_dir, info)
             raise
@@ -224,7 +227,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     """``auditc report RUN_DIR --spec NEW``: re-plan NEW on the run's stored data; when every cell
     and request NEW needs was executed by this run, NEW becomes the run's spec (its sources are
     copied into the run directory); otherwise a UserError names the cells that must run first."""
-    spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None)
+    spec = compile_spec(spec_path, swaps=run.info.get("model_swaps") or None,
+                        model_args=from_records(run.info.get("model_args")))
     stored = _data_files(run.run_dir, run.info)
     plan = Planner(spec, None, load_data=True, limit=run.info.get("limit"),
                    data_files={d: p for d, p in stored.items() if d in spec.objects},
@@ -244,7 +248,8 @@ def adopt_spec(run: Run, spec_path: str | Path) -> Run:
     info = save_inputs(spec, plan, run.run_dir, **{k: v for k, v in run.info.items()
                                                   if k not in ("spec_entry", "data", "plan_hash", "format", "spec", "plan", "run_dir")})
     with stdlib_location.use(run.run_dir / STDLIB_DIR):
-        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None, confine_models=False)
+        new_spec = compile_spec(run.run_dir / info["spec_entry"], swaps=info.get("model_swaps") or None,
+                                model_args=from_records(info.get("model_args")), confine_models=False)
         new_plan = plan_spec(new_spec, None, info.get("limit"), data_files=_data_files(run.run_dir, info),
                              data_meta=_data_meta(info))
     return Run(run.run_dir, new_spec, new_plan, info)
@@ -256,7 +261,7 @@ def write_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     return build_report(spec, plan, Path(run_dir))
 
 
-def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None, engine: str | None = None,
+def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | str | None = None, engine: str | None = None,
              report: bool = True, progress: bool | str = False, retry_errors: bool = True, shard=None,
              cache_dir: str | Path | None = None, run_fields: dict[str, Any] | None = None, announce=None,
              log=print, executor=None) -> Run | None:
@@ -275,8 +280,11 @@ def run_spec(spec: Spec, plan: Plan, run_dir: Path, *, limit: int | None = None,
     run_dir = Path(run_dir)
     with RunLock(run_dir) as lock:
         lock.beat(doing="writing the run's inputs (spec, data, plan)")
-        info = save_inputs(spec, plan, run_dir, limit=limit, engine_override=engine,
-                           **{"executor": {"name": "local"}, **(run_fields or {})})
+        recorded = Limit.parse(limit).recorded if limit is not None else None  # "10%", "10:20" as written; a count an int
+        info = save_inputs(spec, plan, run_dir, limit=recorded, engine_override=engine,
+                           **{"executor": {"name": "local"}, **(run_fields or {}),
+                              # -M / --model-args: read back with them (load_run), disclosed by the checklist
+                              "model_args": list(spec.model_args), "model_overrides": list(spec.model_overrides)})
         fps = (executor or execute_plan)(spec, plan, run_dir, engine_override=engine, progress=progress, shard=shard,
                                          retry_errors=retry_errors, log=log, beat=lock.beat, cache_dir=cache_dir)
         if shard is not None:
@@ -317,7 +325,7 @@ def env_settings(spec: Spec, engine: str | None = None) -> dict[str, str]:
             or (engine == "openai" and o.ctor != "openai")}
 
 
-def plan_run(spec: Spec, data_root: str | None, limit: int | None, *, engine: str | None = None,
+def plan_run(spec: Spec, data_root: str | None, limit: int | str | None, *, engine: str | None = None,
              allow_hosts=(), allow_secrets=(), step=None) -> RunPlan:
     """Check what the run may contact against the allowances (docs/security.md; CompileError
     E180/E181 before anything is downloaded), then plan it."""
@@ -341,7 +349,7 @@ def require_cells(rp: RunPlan) -> None:
                         hint="add an audit block naming models, datasets, variants and protocols; `auditc plan` previews the cells")
 
 
-def start_run(rp: RunPlan, run_dir: Path, *, limit: int | None, run_fields: dict[str, Any] | None = None,
+def start_run(rp: RunPlan, run_dir: Path, *, limit: int | str | None, run_fields: dict[str, Any] | None = None,
               **kw: Any) -> Run | None:
     """Execute, score and report ``rp`` into ``run_dir`` (``run_spec``'s keyword arguments), with
     the allowances enforced for the run's duration and recorded in run.json with the access list

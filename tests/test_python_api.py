@@ -90,3 +90,104 @@ def test_python_run_takes_the_pipeline_of_auditc_run(tmp_path: Path, monkeypatch
     for key in ("env_settings", "access"):
         assert api[key] == cli[key], key
     assert api["env_settings"] == {"srv": {"base_url": "http://127.0.0.1:9/v1", "from": "OPENAI_BASE_URL"}}
+
+
+# -- every command a function (issue 35, item 6) -----------------------------------------------
+
+def _rendered(name: str, f) -> str:
+    """A signature as docs/python.md writes it: names and defaults, `*` before keyword-only ones."""
+    import inspect
+
+    out, star = [], False
+    for p in inspect.signature(f).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            out.append("*")
+            star = True
+        out.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+    return f"{name}({', '.join(out)})"
+
+
+def test_docs_signatures_are_the_real_ones_and_every_command_has_a_function() -> None:
+    import auditlang
+    from auditlang.cli import build_parser
+
+    text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    documented = dict(re.findall(r"^\| `auditlang\.(\w+)(\(.*?\))` \|", text, re.M))
+    functions = [n for n in auditlang.__all__ if n not in ("CompileError", "__version__")]
+    assert set(documented) == set(functions), "docs/python.md must document exactly the API's functions"
+    for name, sig in documented.items():
+        assert _rendered(name, getattr(auditlang, name)) == f"{name}{sig}", name
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) - {"lsp"} == set(auditlang.COMMANDS)
+    assert all(callable(getattr(auditlang, f)) for f in auditlang.COMMANDS.values())
+
+
+SPEC = """import "stdlib/s000"
+dataset nums = jsonl("n.jsonl", task=multiple_choice, sample=6, seed=2)
+model smol = embedded("smollm2-135m-instruct", max_tokens=8)
+audit a {
+  models = [smol]
+  datasets = [nums]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.token_norm]
+  evaluators = [s000.first_char]
+  metrics = [accuracy]
+}
+report cells
+"""
+
+
+def test_every_command_as_a_notebook_calls_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    import pandas as pd
+
+    import auditlang
+    from auditlang.cli import main
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from scripted_engine import number_items
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "n.jsonl").write_text(number_items(10), encoding="utf-8")
+    (tmp_path / "s.audit").write_text(SPEC, encoding="utf-8")
+    checked = auditlang.check("s.audit", model_args=["smol.max_tokens=4"])
+    assert checked.counts["model"] == 1 and "1 audit" in checked.summary()
+    assert checked.spec.get("smol").value.max_tokens == 4 and checked.spec.model_overrides[0]["to"] == "4"
+    with pytest.raises(auditlang.CompileError) as e:
+        auditlang.compile("s.audit", model_args=["smol.max_tokns=4"])
+    assert e.value.diagnostics[0].span.file == "command line" and "max_tokens" in e.value.diagnostics[0].hint
+    assert auditlang.fmt("model   m = embedded( \"x\" )\n") == 'model m = embedded("x")\n'
+    plan = auditlang.plan("s.audit", data_root=".", limit="50%")
+    assert len(plan.requests) == 3
+    text = auditlang.show("s.audit", "a/*", item=1, data_root=".")
+    assert text.startswith("cell a/smol/nums/") and "item 1 of 6 sampled" in text
+
+    capsys.readouterr()
+    run = auditlang.run("s.audit", out="runs/a", data_root=".", engine="dryrun")  # progress shown by default
+    err = capsys.readouterr().err
+    assert "[smol stage 1] 6 requests to run" in err and "[run] 6/6 requests" in err, err
+    assert len(run.records) == 6
+    quiet = auditlang.run("s.audit", out="runs/q", data_root=".", engine="dryrun", progress="none",
+                          model_args=["smol.max_tokens=4"])
+    assert capsys.readouterr().err == "" and quiet.info["model_overrides"][0]["key"] == "max_tokens"
+    assert auditlang.open_run("runs/q").spec.get("smol").value.max_tokens == 4
+
+    assert auditlang.write_report("runs/a").resolve() == tmp_path / "runs/a/report"
+    tables = auditlang.rescore("runs/a", "exact_match")
+    assert set(tables) == {"exact_match"} and isinstance(tables["exact_match"], pd.DataFrame)
+    assert (tmp_path / "runs/a/rescore/exact_match/cells.csv").is_file()
+    d = auditlang.diff("runs/a", "runs/q", metrics=["accuracy"])
+    assert list(d["metric"]) == ["accuracy"] and "statement" in d and d.attrs["only_a"] == []
+
+    status = auditlang.status("runs/a")
+    assert status.complete and status.left == 0 and str(status).endswith("complete")
+    for i in (0, 1):
+        assert main(["run", "s.audit", "--data-root", ".", "--engine", "dryrun", "--shard", f"{i}/2",
+                     "--out", f"runs/s{i}", "--no-progress"]) == 0
+    shard = auditlang.status("runs/s0")
+    assert shard.shard == "0/2" and not shard.complete and "auditc merge runs/s-merged runs/s0 runs/s1" in shard.text
+    merged = auditlang.merge("runs/all", ["runs/s0", "runs/s1"])
+    assert merged.results_added == 6 and not merged.conflicts
+    auditlang.write_report("runs/all")
+    pd.testing.assert_frame_equal(auditlang.open_run("runs/all").records.sort_values(["cell_id", "item_index"])
+                                  .reset_index(drop=True),
+                                  run.records.sort_values(["cell_id", "item_index"]).reset_index(drop=True))

@@ -53,6 +53,24 @@ def _access_args(p: argparse.ArgumentParser) -> None:
                    help="let the run read the environment variable NAME (api_key_env, HF_TOKEN); repeatable")
 
 
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """``-M`` and ``--model-args``: override declared models' options (resolve/overrides.py)."""
+    p.add_argument("-M", "--model-arg", dest="model_arg", action="append", default=[], metavar="MODEL.KEY=VALUE",
+                   help="set option KEY of the spec's model MODEL, VALUE in spec syntax (e.g. -M smol.dtype=bfloat16, "
+                        "-M smol.max_tokens=64,batch_size=4); checked like the spec's own parameters; repeatable; "
+                        "wins over --model-args; recorded in run.json and the checklist")
+    p.add_argument("--model-args", action="append", default=[], metavar="KEY=VALUE,...",
+                   help="set options of every model the audits evaluate (their models lists; judges are left alone), "
+                        "as lm-eval's --model_args: e.g. --model-args dtype=float32,batch_size=8; repeatable")
+
+
+def _limit(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--limit", metavar="N|F|A:B",
+                   help=f"{what} only part of each dataset's sampled items: a count (10: the first 10), a fraction "
+                        "(0.1 or 10%%: the first tenth, rounded up) or a range of sampled positions (10:20: positions "
+                        "10 to 19, 0-based)")
+
+
 EXIT_CODES = exit_codes_help() + "\n\ndocs/cli.md documents every command and flag."
 
 
@@ -75,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
              "problems are printed as diagnostics with file:line:col, a caret excerpt and a hint (exit 1).",
              "  auditc check examples/quickstart.audit")
     p.add_argument("spec", help="the .audit file to check")
+    _model_args(p)
 
     p = _sub(sub, "plan", "preview every cell and request without touching a model",
              "Build the plan a run would execute: cells by axis, datasets, unique requests by model, kind and\n"
@@ -90,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="the .audit file to plan")
     p.add_argument("--data-root", help="folder holding the data files; overrides the spec's settings data_root "
                                        "(a note says so), else $AUDITLANG_DATA_ROOT")
-    p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items of each dataset (as `auditc run --limit N`)")
+    _limit(p, "plan")
     p.add_argument("--format", choices=["rich", "json"], default="rich", help="rich: a summary (default); json: the whole plan")
     p.add_argument("--cells", action="store_true", help="list every cell with its item count and content hash")
     p.add_argument("--output", "-o", metavar="FILE", help="write the JSON plan to this file (with --format json)")
@@ -100,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compact", action="store_true", help="JSON: no indentation")
     p.add_argument("--swap-model", action="append", default=[], metavar="NAME=MODEL",
                    help="plan with the spec's model NAME replaced by MODEL, as `auditc run --swap-model`")
+    _model_args(p)
     p.add_argument("--precision", action="store_true",
                    help="also plan precision: each cell's and metric's expected interval half-width at the declared N "
                         "and the minimum detectable difference of paired contrasts (docs/cli.md)")
@@ -128,10 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--item", type=int, default=0, metavar="N",
                    help="position of the item among the dataset's sampled items (default 0: the first)")
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
-    p.add_argument("--limit", type=int, metavar="N", help="plan only the first N sampled items (as `auditc run --limit N`)")
+    _limit(p, "plan")
     p.add_argument("--run", metavar="RUN_DIR",
                    help="show the answers stored in this run directory and build the follow-ups from them "
                         "(else from the placeholder answer <answer>)")
+    _model_args(p)
     _access_args(p)
 
     p = _sub(sub, "fmt", "format spec files canonically (idempotent)",
@@ -159,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root", metavar="DIR", help="folder holding the data files; overrides the spec's data_root (a note says so)")
     p.add_argument("--engine", choices=_EngineNames(), metavar="ENGINE",
                    help="override every model's engine: %(choices)s (dryrun: no model, empty outputs; checks the pipeline)")
-    p.add_argument("--limit", type=int, metavar="N", help="use only the first N sampled items of each dataset")
+    _limit(p, "run")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N, e.g. 0/4 (merge with `auditc merge`)")
     p.add_argument("--keep-errors", action="store_true",
                    help="do not retry requests whose stored result is a failure (by default a rerun retries exactly those)")
@@ -173,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the spec's model NAME by MODEL, a model expression in spec syntax "
                         "(e.g. smol='embedded(\"gemma3-270m\")' or smol='hf(\"Qwen/Qwen2.5-0.5B-Instruct\")'); it replaces the whole declaration, parameters included; repeatable; "
                         "recorded in run.json and the checklist")
+    _model_args(p)
     p.add_argument("--cache", metavar="DIR", help="response cache shared across run directories (else $AUDITLANG_CACHE_DIR): "
                                                   "results found there under the same request id and engine fingerprint are reused")
     _access_args(p)

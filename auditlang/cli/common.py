@@ -1,4 +1,5 @@
-"""Shared CLI helpers: exit codes, diagnostic printing, planning progress, --swap-model parsing."""
+"""Shared CLI helpers: exit codes, diagnostic printing, planning progress, --swap-model, -M /
+--model-args and --limit parsing."""
 
 from __future__ import annotations
 
@@ -69,6 +70,34 @@ def parse_swaps(items: list[str] | None) -> dict[str, str]:
                              hint="e.g. --swap-model smol='embedded(\"gemma3-270m\")' (MODEL in spec syntax)")
         out[name.strip()] = expr.strip()
     return out
+
+
+def parse_model_args(args) -> list:
+    """``-M MODEL.KEY=VALUE`` and ``--model-args KEY=VALUE,...`` of a command, in the order they
+    apply (``resolve/overrides.py``); a malformed one is a usage error (exit 2)."""
+    from auditlang.resolve.overrides import model_args  # lazy: the parser only for commands that compile
+
+    return model_args(getattr(args, "model_arg", None), getattr(args, "model_args", None))
+
+
+def parse_limit(text) -> int | str | None:
+    """``--limit``: a count, a fraction or a range (``plan/limit.py``), as recorded; else exit 2."""
+    from auditlang.plan.limit import Limit  # lazy: only for commands that plan
+
+    try:
+        limit = Limit.parse(text)
+    except ValueError as e:
+        raise UsageError(f"--limit: {e}", hint="--limit 10 (the first 10), --limit 10% or 0.1 (the first tenth), "
+                                               "--limit 10:20 (sampled positions 10 to 19)") from None
+    return None if limit is None else limit.recorded
+
+
+def print_overrides(spec) -> None:
+    """One note per command-line option override (``-M``, ``--model-args``): what it changed."""
+    from auditlang.resolve.overrides import override_sentence  # lazy: see parse_model_args
+
+    for rec in getattr(spec, "model_overrides", None) or []:
+        print(f"note: {override_sentence(rec)}", file=sys.stderr)
 
 
 def spec_warnings(spec) -> list:

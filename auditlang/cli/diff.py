@@ -7,7 +7,9 @@ import io
 import json
 import math
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from auditlang.api import load_run
 from auditlang.cli.common import EXIT_OK, say
@@ -63,15 +65,38 @@ def _metrics_for(run_a, run_b, cells: list[str], wanted: list[str]) -> dict[str,
     return out
 
 
-def cmd_diff(args) -> int:
-    if args.resamples is not None and args.resamples < 1:
-        raise UsageError(f"--resamples {args.resamples}: expected a positive integer")
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: expected an integer >= 0")
-    if args.level is not None and not 0 < args.level < 1:
-        raise UsageError(f"--level {args.level}: expected a number between 0 and 1, e.g. 0.95")
-    (run_a, rec_a), (run_b, rec_b) = _side(args.run_a), _side(args.run_b)
-    match = list(getattr(args, "match", None) or [])
+@dataclass
+class RunDiff:
+    """`auditc diff RUN_A RUN_B` computed: the paired differences (``result.rows``, cells only
+    in one run), the shared cells and what ran under each model name (``auditlang.diff``)."""
+
+    result: Any
+    shared: list[str]
+    models: dict[str, dict[str, str]]
+    match: list[str] = field(default_factory=list)  # the --match keys
+    matched: list[dict[str, str]] = field(default_factory=list)  # A's cell -> B's cell under B's name
+
+    def frame(self):
+        """The rows as a pandas DataFrame with the statement column (what ``--format csv`` writes)."""
+        import pandas as pd  # lazy: pandas only when asked
+
+        df = pd.DataFrame([{**r.to_dict(), "statement": significance(r)} for r in self.result.rows])
+        df.attrs.update(only_a=list(self.result.only_a), only_b=list(self.result.only_b), models=self.models)
+        return df
+
+
+def compare_runs(run_a, run_b, metrics=(), resamples: int | None = None, seed: int | None = None,
+                 level: float | None = None, match=()) -> RunDiff:
+    """Cell-by-cell B - A of two run directories (or rescore folders ``RUN_DIR/rescore/LABEL``)
+    with paired bootstrap intervals; ``match``: ``--match`` keys pairing cells that differ only by a name."""
+    if resamples is not None and resamples < 1:
+        raise UsageError(f"--resamples {resamples}: expected a positive integer")
+    if seed is not None and seed < 0:
+        raise UsageError(f"--seed {seed}: expected an integer >= 0")
+    if level is not None and not 0 < level < 1:
+        raise UsageError(f"--level {level}: expected a number between 0 and 1, e.g. 0.95")
+    (run_a, rec_a), (run_b, rec_b) = _side(run_a), _side(run_b)
+    match = list(match or [])
     original_b: dict[str, str] = {}
     if match:
         try:
@@ -81,16 +106,22 @@ def cmd_diff(args) -> int:
                                           "(A's smol cells with B's gemma cells; RUN_A and RUN_B may be the same run)") from None
         rec_a, rec_b, original_b = m.records_a, m.records_b, m.original_b
     shared = [c for c in dict.fromkeys(rec_a["cell_id"]) if c in set(rec_b["cell_id"])]
-    metrics = _metrics_for(run_a, run_b, shared, list(args.metric))
+    chosen = _metrics_for(run_a, run_b, shared, list(metrics))
     settings = {}
     for cid in shared:
         audit = cid.split("/")[0]
-        B, seed, level = audit_bootstrap(run_a.spec, audit) if audit in run_a.spec.objects else (1000, 42, 0.95)
-        settings[cid] = (args.resamples or B, seed if args.seed is None else args.seed,
-                         level if args.level is None else args.level)
-    result = diff_runs(rec_a, rec_b, metrics, settings)
+        B, s, lv = audit_bootstrap(run_a.spec, audit) if audit in run_a.spec.objects else (1000, 42, 0.95)
+        settings[cid] = (resamples or B, s if seed is None else seed, lv if level is None else level)
+    result = diff_runs(rec_a, rec_b, chosen, settings)
     models = {"A": _models(run_a, shared), "B": _models(run_b, [original_b.get(c, c) for c in shared])}
     matched = [{"a": c, "b": original_b[c]} for c in shared if c in original_b]
+    return RunDiff(result, shared, models, match, matched)
+
+
+def cmd_diff(args) -> int:
+    d = compare_runs(args.run_a, args.run_b, args.metric, args.resamples, args.seed, args.level,
+                     getattr(args, "match", None) or ())
+    result, shared, models, match, matched = d.result, d.shared, d.models, d.match, d.matched
     if args.format == "json":
         from auditlang.score.rundiff import cautions  # lazy: as above
 

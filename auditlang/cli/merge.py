@@ -16,12 +16,23 @@ from auditlang.store.rundir import (
     DATA_DIR, JOURNAL, PLAN_FILE, PLAN_IDS_FILE, SPEC_DIR, check_out_dir, read_plan_file, read_run_file,
     write_run_file)
 from auditlang.store.integrity import ARTIFACTS, INPUTS, check_files, check_journal, record
-from auditlang.store.shards import merge_journals
+from auditlang.store.shards import SHARD_FIELD, merge_journals
 
 
 def cmd_merge(args) -> int:
     target = Path(args.target)
-    sources = [Path(s) for s in args.sources]
+    rep = merge_runs(target, [Path(s) for s in args.sources])
+    say(f"{target}: {rep.summary()}")
+    say(f"next: auditc report {target}")
+    return EXIT_OK
+
+
+def merge_runs(target: Path, sources: list[Path]):
+    """Merge the shard run directories ``sources`` into ``target`` (checked: one plan);
+    returns the :class:`~auditlang.store.shards.MergeReport` (``auditlang.merge``)."""
+    target, sources = Path(target), [Path(s) for s in sources]
+    if not sources:
+        raise UserError("nothing to merge: name the shard run directories", hint="auditc merge TARGET SHARD_DIR...")
     for s in sources:
         if not (s / JOURNAL).exists():
             raise UserError(f"{s} has no {JOURNAL}", hint="pass the --out directories of `auditc run --shard` runs")
@@ -48,14 +59,14 @@ def cmd_merge(args) -> int:
     info = read_run_file(target)
     for s in sources:
         for k, v in read_run_file(s).items():
-            if k == ARTIFACTS:
-                continue  # the shards' own hashes; the target's are recorded below
+            if k in (ARTIFACTS, SHARD_FIELD):
+                continue  # the shards' own hashes (the target's are recorded below) and which shard each ran
             if k == "fingerprints":
                 info.setdefault("fingerprints", {}).update(v)
             else:
                 info.setdefault(k, v)
+    info.pop(SHARD_FIELD, None)  # the target is the whole run
+    info["merged_shards"] = list(dict.fromkeys([*info.get("merged_shards", []), *(str(s) for s in sources)]))
     record(target, INPUTS, journal=True, info=info)
     write_run_file(target, info)
-    say(f"{target}: {rep.summary()}")
-    say(f"next: auditc report {target}")
-    return EXIT_OK
+    return rep

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from auditlang.api import load_run
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, say, spec_warnings
+from auditlang.cli.common import (
+    EXIT_OK, StepLog, parse_limit, parse_model_args, parse_swaps, print_diags, print_overrides, say, spec_warnings)
 from auditlang.core.errors import UsageError
 from auditlang.execute.access import (
     access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
@@ -25,7 +26,9 @@ from auditlang.store.rundir import RECORDS
 def cmd_plan(args) -> int:
     _check_precision_args(args)
     swaps = parse_swaps(args.swap_model)
-    spec = compile_spec(args.spec, swaps=swaps)
+    limit = parse_limit(args.limit)
+    spec = compile_spec(args.spec, swaps=swaps, model_args=parse_model_args(args))
+    print_overrides(spec)
     allow = load_allowances(args.allow_host, args.allow_secret)
     accesses = run_access(spec)
     offline = offline_hubs(spec, accesses, allow)  # as `auditc run` reads them: the local cache, else the fallback
@@ -37,7 +40,7 @@ def cmd_plan(args) -> int:
     if args.format == "json" and not args.no_requests:
         spool = RequestSpool()
     with withhold_hub_token(allow):
-        plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=args.limit, step=step,
+        plan = build_plan(spec, data_root=args.data_root, load_data=not args.no_data, limit=limit, step=step,
                           no_download=cache_only, lean=True, sink=spool)
     step(None)
     warned = spec_warnings(spec) + list(plan.warnings)  # the spec's own (W151, W159), then the data's

@@ -23,29 +23,38 @@ from auditlang.store.rundir import RECORDS
 
 
 def cmd_report(args) -> int:
-    run = load_run(Path(args.run_dir))
+    out = report_run(Path(args.run_dir), getattr(args, "spec", None), echo=say,
+                     note=lambda msg: say(msg, file=sys.stderr))
+    say(f"report written: {out}")
+    return EXIT_OK
+
+
+def report_run(run_dir: Path, spec: str | Path | None = None, echo=None, note=None) -> Path:
+    """(Re)write ``run_dir``'s report from stored results (outputs that no longer match their
+    recorded hashes rebuilt first; ``spec``: adopt an edited spec first, `auditc report --spec`);
+    returns the report folder (``auditlang.report``). ``echo``/``note``: lines for stdout/stderr."""
+    echo, note = echo or (lambda msg: None), note or (lambda msg: None)
+    run = load_run(Path(run_dir))
     rescore = not (run.run_dir / RECORDS).exists()
     remetric = False
     bad_records, bad_metrics = stale_outputs(run.run_dir, run.info)
     if bad_records:
         rescore = True
-        say(f"note: {_files(run, bad_records)}; rebuilt from journal.sqlite", file=sys.stderr)
+        note(f"note: {_files(run, bad_records)}; rebuilt from journal.sqlite")
     elif bad_metrics:
         remetric = True
-        say(f"note: {_files(run, bad_metrics)}; recomputed from records.parquet", file=sys.stderr)
-    if getattr(args, "spec", None):
-        run = adopt_spec(run, args.spec)
+        note(f"note: {_files(run, bad_metrics)}; recomputed from records.parquet")
+    if spec:
+        run = adopt_spec(run, spec)
         rescore = True
-        say(f"{args.spec}: every cell and request it needs is in this run; it is now the run's spec")
+        echo(f"{spec}: every cell and request it needs is in this run; it is now the run's spec")
     with run.stdlib():
         if rescore:
             score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
         elif remetric:
             write_cell_metrics(run.spec, run.plan, run.run_dir, None)
             record(run.run_dir, METRICS_FILES)
-        out = write_report(run.spec, run.plan, run.run_dir)
-    say(f"report written: {out}")
-    return EXIT_OK
+        return write_report(run.spec, run.plan, run.run_dir)
 
 
 def _files(run, names: list[str]) -> str:

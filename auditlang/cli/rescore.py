@@ -20,6 +20,7 @@ from auditlang.cli.common import EXIT_OK, say
 from auditlang.core.errors import UsageError, UserError
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.evaluators.registry import EVALUATORS, offline_evaluators
+from auditlang.resolve.overrides import from_records
 from auditlang.resolve.resolver import compile_spec
 from auditlang.score.cellmetrics import cell_table, to_markdown
 from auditlang.score.stage import score_cells
@@ -59,19 +60,32 @@ def parse_arg(arg: str, spec_evaluators: set[str]) -> tuple[str, str | None]:
 
 
 def cmd_rescore(args) -> int:
-    run = load_run(Path(args.run_dir))
+    rescore_run(Path(args.run_dir), list(args.evaluator),
+                echo=lambda label, expr, n, out: say(f"re-scored {n} examples under {label}"
+                                                     + (f" = {expr}" if expr not in (None, label) else "")
+                                                     + f" -> {out}"))
+    return EXIT_OK
+
+
+def rescore_run(run_dir: Path, evaluators: list[str], echo=None) -> dict:
+    """Re-score ``run_dir``'s stored generations under each ``[LABEL=]EXPR`` into
+    ``RUN_DIR/rescore/<LABEL>/``; returns LABEL -> its per-cell table (a DataFrame;
+    ``auditlang.rescore``). ``echo(label, expression, n_examples, folder)`` after each."""
+    run = load_run(Path(run_dir))
     spec_evals = set(run.spec.of_kind("evaluator"))
     wanted: dict[str, str | None] = {}
-    for arg in args.evaluator:
+    for arg in evaluators:
         label, expr = parse_arg(arg, spec_evals)
         if label in wanted and wanted[label] != expr:
             raise UsageError(f"--evaluator {arg}: the label '{label}' is given twice", hint="give each LABEL=EXPR once")
         wanted[label] = expr
     offline = offline_evaluators()  # every registered evaluator that needs no model call, plugins' included
+    tables = {}
     with run.stdlib(), Journal(run.run_dir) as journal, journal.cached_reads():
         extra = {k: v for k, v in wanted.items() if v is not None}
         spec = (compile_spec(run.run_dir / run.info["spec_entry"], swaps=run.info.get("model_swaps") or None,
-                             evaluators=extra, confine_models=False) if extra else run.spec)
+                             evaluators=extra, confine_models=False,
+                             model_args=from_records(run.info.get("model_args"))) if extra else run.spec)
         for label in wanted:
             obj = spec.get(label)
             if obj.ctor not in offline:
@@ -92,6 +106,7 @@ def cmd_rescore(args) -> int:
                 "label": label, "expression": expr if expr is not None else label, "evaluator": obj.ctor,
                 "params": {k: v for k, v in obj.value.values().items()}}, indent=1, default=str) + "\n",
                 encoding="utf-8")
-            say(f"re-scored {len(records)} examples under {label}"
-                  + (f" = {expr}" if expr not in (None, label) else "") + f" -> {out}")
-    return EXIT_OK
+            tables[label] = table
+            if echo is not None:
+                echo(label, expr, len(records), out)
+    return tables

@@ -12,15 +12,16 @@ from functools import partial
 from pathlib import Path
 
 from auditlang.api import default_run_dir, plan_run, require_cells, start_run
-from auditlang.cli.common import EXIT_OK, StepLog, parse_swaps, print_diags, spec_warnings
+from auditlang.cli.common import (
+    EXIT_OK, StepLog, parse_limit, parse_model_args, parse_swaps, print_diags, print_overrides, spec_warnings)
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.terminal import visible
-from auditlang.execute.runner import item_shard_key
+from auditlang.execute.runner import item_shard
 from auditlang.resolve import compile_spec
 from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.store.journal import check_journal_file
 from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
-from auditlang.store.shards import Shard
+from auditlang.store.shards import SHARD_FIELD, Shard, merge_command
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -59,12 +60,13 @@ def ray_executor(args, spec):
 def cmd_run(args) -> int:
     shard_ix = parse_shard(args.shard)
     swaps = parse_swaps(args.swap_model)
+    args.limit = parse_limit(args.limit)  # a count, fraction or range, as recorded
     display = "none" if args.no_progress else args.display
     cache_dir = args.cache or os.environ.get("AUDITLANG_CACHE_DIR") or None
     if cache_dir:
         check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
         check_journal_file(Path(cache_dir).expanduser() / JOURNAL)  # a user's own journal.sqlite is not ours
-    spec = compile_spec(args.spec, swaps=swaps)
+    spec = compile_spec(args.spec, swaps=swaps, model_args=parse_model_args(args))
     executor = ray_executor(args, spec)
     step = StepLog() if display != "none" else None
     try:  # the pipeline auditlang.run() takes too (api.plan_run, api.start_run)
@@ -83,6 +85,7 @@ def cmd_run(args) -> int:
             print(visible(f"note: {note}"), file=sys.stderr)
     for name, expr in swaps.items():
         print(visible(f"note: model {name} swapped on the command line: {expr}"), file=sys.stderr)
+    print_overrides(spec)
     for mid, url in rp.env_settings.items():
         print(f"note: model {mid} names no base_url: using ${OPENAI_BASE_URL_ENV} = {url}", file=sys.stderr)
     run_dir = Path(args.out) if args.out else default_run_dir(args.spec)
@@ -134,22 +137,40 @@ def _write_failure(args, run_dir: Path, what: str) -> RuntimeFailure:
 
 def _execute(args, rp, run_dir: Path, shard_ix, display, cache_dir, swaps, executor) -> int:
     plan = rp.plan
-    shard = Shard(shard_ix[0], shard_ix[1], item_shard_key(plan)) if shard_ix else None
-    print(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
-          f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
+    shard = item_shard(plan, *shard_ix) if shard_ix else None
+    say(f"run {run_dir}: {len(plan.cells)} cells, {len(plan.requests)} stage-1 requests "
+        f"(+{plan.deferred_count} follow-ups), naive {plan.naive_request_count}")
     run = start_run(rp, run_dir, limit=args.limit, engine=args.engine, report=not args.no_report,
                     progress=display, retry_errors=not args.keep_errors, shard=shard, cache_dir=cache_dir, executor=executor,
-                    log=lambda msg: print(visible(msg)),
-                    announce=(lambda msg: print(msg, file=sys.stderr, flush=True)) if display != "none" else None,
-                    run_fields={"model_swaps": swaps,
+                    log=say, announce=say if display != "none" else None,
+                    run_fields={"model_swaps": swaps, SHARD_FIELD: shard_record(plan, shard),
                                 "response_cache": str(Path(cache_dir).resolve()) if cache_dir else None})
     if run is None:
-        print(f"shard {args.shard} done; merge the shard directories with `auditc merge TARGET SHARD_DIR...`, "
-              "then `auditc report TARGET`")
+        command, target, missing = merge_command(run_dir)
+        say(f"shard {args.shard} done; " + (f"when shard(s) {', '.join(missing)} are done too, " if missing else "")
+            + f"merge the shards with `{command}`, then `auditc report {target}`")
     else:
-        print(f"done: {run_dir}")
+        say(f"done: {run_dir}")
     _raise_request_errors(args, run_dir)
     return EXIT_OK
+
+
+def shard_record(plan, shard: Shard | None) -> dict | None:
+    """run.json's ``shard``: which shard this directory runs and its stage-1 requests per model
+    (what `auditc status` counts it against); None for a whole run."""
+    if shard is None:
+        return None
+    per_model: dict[str, dict] = {}
+    for r in plan.requests:
+        per_model.setdefault(r.model, {})[r.id] = r
+    return {"index": shard.index, "count": shard.count,
+            "requests": {m: len(shard.select(reqs.values())) for m, reqs in per_model.items()}}
+
+
+def say(msg: str) -> None:
+    """A line of the run's story (header, model loads, totals, done): on stderr, with the
+    progress and stage lines, so `> out 2> err` keeps it in one file."""
+    print(visible(msg), file=sys.stderr, flush=True)
 
 
 def _raise_request_errors(args, run_dir: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.api import plan_spec
-from auditlang.cli.common import EXIT_OK, StepLog, print_diags
+from auditlang.cli.common import EXIT_OK, StepLog, parse_limit, parse_model_args, print_diags, print_overrides
 from auditlang.core.diagnostics import did_you_mean
 from auditlang.core.errors import UsageError
 from auditlang.core.terminal import visible
@@ -36,24 +36,43 @@ MAX_SHARED = 10  # other cells named per request; the rest are counted
 
 
 def cmd_show(args) -> int:
-    spec = compile_spec(args.spec)
+    limit = parse_limit(args.limit)
+    spec = compile_spec(args.spec, model_args=parse_model_args(args))
+    print_overrides(spec)
     step = StepLog()
-    # a Hub dataset whose host is not allowed is read from the local cache (else its fallback file)
-    allow = load_allowances(args.allow_host, args.allow_secret)
-    with withhold_hub_token(allow):
-        plan = plan_spec(spec, args.data_root, args.limit, step=step,
-                         no_download=not_downloaded(run_access(spec), allow))
-    step(None)
+    try:
+        plan = show_plan(spec, args.data_root, limit, args.allow_host, args.allow_secret, step=step)
+    finally:
+        step(None)
     if plan.warnings:
         print_diags(plan.warnings)
     for note in plan.notes:
         if note.startswith("data root:") or "fallback file" in note:  # a replaced data_root; the source read
             print(visible(f"note: {note}"), file=sys.stderr)
-    cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, args.cell)]
+    # prompts hold data and template text: control characters shown, not sent
+    print(visible(show_text(spec, plan, args.cell, args.item, spec_name=args.spec, run_dir=getattr(args, "run", None))))
+    return EXIT_OK
+
+
+def show_plan(spec, data_root=None, limit=None, allow_hosts=(), allow_secrets=(), step=None):
+    """The plan `auditc show` reads: a Hub dataset whose host is not allowed is read from the
+    local cache (else its fallback file); nothing is downloaded."""
+    allow = load_allowances(list(allow_hosts), list(allow_secrets))
+    with withhold_hub_token(allow):
+        return plan_spec(spec, None if data_root is None else str(data_root), limit, step=step,
+                         no_download=not_downloaded(run_access(spec), allow))
+
+
+def show_text(spec, plan, pattern: str, item: int = 0, spec_name: str | None = None,
+              run_dir: str | Path | None = None) -> str:
+    """What `auditc show` prints for the cells matching ``pattern`` (``auditlang.show``);
+    ``run_dir``: build the follow-ups from that run's stored answers (``--run``)."""
+    cells = [c for c in plan.cells if fnmatch.fnmatchcase(c.id, pattern)]
     if not cells:
-        raise UsageError(f"no cell of {args.spec} matches {args.cell!r}", hint=no_match_hint(args.cell, plan.cells))
-    if args.item < 0:
-        raise UsageError(f"--item {args.item}: expected a position >= 0 in the sampled items")
+        raise UsageError(f"no cell of {spec_name or spec.entry.name} matches {pattern!r}",
+                         hint=no_match_hint(pattern, plan.cells))
+    if item < 0:
+        raise UsageError(f"--item {item}: expected a position >= 0 in the sampled items")
     sharing = cells_by_request(plan)
     tokenizers: dict[str, tuple[Any, str, dict]] = {}
 
@@ -63,12 +82,11 @@ def cmd_show(args) -> int:
         return tokenizers[model]
 
     out: list[str] = []
-    with stored_run(getattr(args, "run", None)) as run:
+    with stored_run(run_dir) as run:
         follow = FromJournal(spec, plan, run.journal if run else None, run.fps if run else {})
         for cell in cells:
-            out += show_cell(plan, cell, args.item, sharing, tok(cell.model), Stage2View(follow, tok, run))
-    print(visible("\n".join(out)))  # prompts hold data and template text: control characters shown, not sent
-    return EXIT_OK
+            out += show_cell(plan, cell, item, sharing, tok(cell.model), Stage2View(follow, tok, run))
+    return "\n".join(out)
 
 
 PLACEHOLDER = "<answer>"  # stands for the model's answer in a previewed follow-up (never sent)

@@ -8,6 +8,7 @@ its number of rows only, and not while a run is live).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from auditlang.cli.common import EXIT_OK, say
@@ -17,6 +18,7 @@ from auditlang.store.integrity import check_files, check_journal, stale_outputs
 from auditlang.store.rundir import (
     JOURNAL, PLAN_FILE, PLAN_IDS_FILE, RECORDS, REPORT_DIR, RUN_FILE, read_plan_file, read_plan_ids, read_run_file)
 from auditlang.store.runlock import is_live, read_heartbeat
+from auditlang.store.shards import merge_command, shard_info
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -43,7 +45,32 @@ def run_state(run_dir: Path) -> str:
 
 
 def cmd_status(args) -> int:
-    run_dir = Path(args.run_dir)
+    say(run_status(Path(args.run_dir)).text)
+    return EXIT_OK
+
+
+@dataclass
+class Status:
+    """What `auditc status` prints (``text``) and its numbers (``auditlang.status``): the run's
+    state line, stage-1 requests left and failed (a shard's: of its share), and whether it is
+    complete (scored, nothing left)."""
+
+    text: str
+    state: str
+    left: int
+    errors: int
+    complete: bool
+    shard: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def run_status(run_dir: Path) -> Status:
+    """`auditc status RUN_DIR`: read only the run directory's plan files, heartbeat and journal."""
+    run_dir = Path(run_dir)
+    lines: list[str] = []
+    say = lines.append
     info = read_run_file(run_dir)
     if not info:
         raise UserError(f"{run_dir} is not a run directory (no {RUN_FILE})", hint="run `auditc run SPEC --out DIR` first")
@@ -58,9 +85,12 @@ def cmd_status(args) -> int:
     say(f"spec    {info.get('spec_entry') or info.get('spec')}  (plan {plan.get('hash', '?')}, "
           f"{len(plan.get('cells', []))} cells)")
     say(f"state   {run_state(run_dir)}")
+    shard = shard_info(info)
+    if shard is not None:
+        say(f"shard   {shard['index']}/{shard['count']} of `auditc run --shard`: its share of each model's items")
     if ids is None:
         say("  (this run directory predates plan.requests.tsv.gz: rerun `auditc run` to refresh it)")
-        return EXIT_OK
+        return Status("\n".join(lines), run_state(run_dir), 0, 0, False)
     rows = [["model", "stage-1 committed", "errors", "follow-ups committed"]]
     left = 0
     deferred: dict[str, int] = {}
@@ -77,6 +107,7 @@ def cmd_status(args) -> int:
     with Journal(run_dir) if usable else _NoJournal() as journal:
         for mid in models:
             mine = ids.get(mid, [])
+            total = len(mine) if shard is None else int(shard.get("requests", {}).get(mid, 0))
             fp = fps.get(mid)
             if fp is None:
                 done = {}
@@ -84,11 +115,11 @@ def cmd_status(args) -> int:
             else:
                 done = journal.committed(mine, fp)
                 extra = max(journal.counts(fp).results - len(done), 0)
-            left += len(mine) - len(done)
+            left += max(total - len(done), 0)
             n_err = sum(1 for e in done.values() if e)
             errors += n_err
             note = "" if fp else " (not started)"
-            rows.append([mid, f"{len(done)}/{len(mine)}{note}", str(n_err),
+            rows.append([mid, f"{len(done)}/{total}{note}", str(n_err),
                          f"{extra} of ~{deferred.get(mid, 0)} planned" if deferred.get(mid) else str(extra)])
     say(_table(rows))
     rec = run_dir / RECORDS
@@ -99,8 +130,13 @@ def cmd_status(args) -> int:
               f"{'it' if len(stale) == 1 else 'them'})")
     if live:
         say(f"in progress: {left} stage-1 request(s) still to run" if left else "in progress: stage 1 is done")
+    elif shard is not None:
+        _shard_next(run_dir, shard, left, errors, say)
     elif left:
         say(f"{left} stage-1 request(s) left: rerun the same `auditc run` command to resume")
+    elif not rec.exists() and info.get("merged_shards"):
+        say(f"merged from {len(info['merged_shards'])} shard run(s), not scored yet: `auditc report {run_dir}` "
+              "scores and reports it")
     elif not rec.exists():
         say("every stage-1 request is committed; rerun `auditc run` to finish follow-ups and scoring")
     elif errors:
@@ -108,7 +144,27 @@ def cmd_status(args) -> int:
               "rerun the same `auditc run` command to retry exactly them")
     else:
         say("complete")
-    return EXIT_OK
+    label = f"{shard['index']}/{shard['count']}" if shard is not None else None
+    return Status("\n".join(lines), run_state(run_dir), left, errors,
+                  complete=not live and not left and not errors and rec.exists(), shard=label)
+
+
+def _shard_next(run_dir: Path, shard: dict, left: int, errors: int, say) -> None:
+    """What to do next with a stopped shard run: resume it, or merge it with its siblings."""
+    label = f"{shard['index']}/{shard['count']}"
+    if left:
+        say(f"{left} stage-1 request(s) of shard {label} left: rerun the same `auditc run ... --shard {label}` "
+              "command to resume")
+        return
+    command, target, missing = merge_command(run_dir)
+    retry = (f" ({errors} failed stage-1 request(s): rerun the same `auditc run ... --shard {label}` to retry "
+             "exactly them first, or merge as is and they are missing from the metrics)") if errors else ""
+    if missing:
+        say(f"shard {label} complete{retry}; shard(s) {', '.join(missing)} not found next to it. Once every shard "
+              f"is done: `{command}`, then `auditc report {target}`")
+    else:
+        say(f"shard {label} complete{retry}; every shard of this plan is here: `{command}`, "
+              f"then `auditc report {target}`")
 
 
 class _NoJournal:

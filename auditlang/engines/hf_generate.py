@@ -101,6 +101,7 @@ class _Live:
     gen: Any  # sampled rows: a torch.Generator (CPU) or the noise key sample_seed(seed, i) (GPU); greedy: None
     state: Any  # hf._GenState
     fed: int = 0  # generated tokens already in the KV cache
+    credited: float = 0.0  # progress reported for it so far, per decoded token (see _consume)
 
 
 @dataclass
@@ -371,6 +372,7 @@ class Decoder:
             parts += [vals.double(), ids.double()]
         host = torch.cat(parts, dim=1).cpu().tolist()  # one device->host copy per step
         done: list[bool] = []
+        step_work = 0.0  # progress inside long generations: a token is 1/max_tokens of its row's worth
         for r, h in zip(rows, host):
             s, st = r.unit.spec, r.state
             t = int(h[0])
@@ -388,14 +390,20 @@ class Decoder:
             self.stats.generated_tokens += 1
             if st.done:
                 self._finish(r)
+            else:
+                share = 1.0 / (len(r.unit.samples) * max(s.max_tokens, 1))
+                r.credited += share
+                step_work += share
             done.append(st.done)
+        report_progress(e, step_work)  # so the count moves every step, not only when rows finish
         return chosen, done
 
     def _finish(self, r: _Live) -> None:
         st = r.state
         text = st.text if st.text is not None else self.e._decode(st.ids)
         self.out[(r.unit.owner, r.sample)] = Sample(text=text, tokens=st.tokens, finish_reason=st.reason)
-        report_progress(self.e, 1.0 / len(r.unit.samples))  # a request's worth per finished request
+        # a request's worth per finished request, less what its decoded tokens already reported
+        report_progress(self.e, max(1.0 / len(r.unit.samples) - r.credited, 0.0))
 
     def _generator(self, u: GenUnit, s: int) -> Any:
         if u.spec.greedy:

@@ -113,6 +113,7 @@ def execute(
     console: Console | None = None,
     cache: Journal | None = None,
     followups: Callable[[list[Result]], Iterable[Request]] | None = None,
+    whole=None,
 ) -> ExecStats:
     """Run every request not yet committed for ``engine``'s fingerprint; commit batch by batch.
 
@@ -127,6 +128,8 @@ def execute(
     ``cache``: a response cache shared across run directories (a journal of its own, keyed the
     same way): successful results stored there under this engine's fingerprint are copied into
     ``journal`` instead of executed, and every new result is added to it.
+    ``whole``: this call's place in the run's progress (``progress.stage_slot``), whose
+    whole-run line follows this call's lines.
     ``followups(results)``: the requests built from committed results (stage 2 from stage 1),
     called with the stored results of the requests not executed, then after every commit; new
     ones run in this same call (a streaming engine takes them while it still serves the
@@ -209,7 +212,7 @@ def execute(
     streaming = streams(engine)
     calls = [(0, len(todo))] if streaming and todo else list(commit_batches(engine, todo, batch_size))
     with ExecProgress(len(todo), description or model, enabled=progress, console=console,
-                      grows=followups is not None) as bar:
+                      grows=followups is not None, whole=whole) as bar:
         def commit(results: list[Result]) -> list[Request]:
             """Commit ``results``; returns the follow-ups built from them, admitted to run."""
             nonlocal first_new

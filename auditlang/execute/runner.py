@@ -32,7 +32,9 @@ from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import read_run_file, write_run_file
+from auditlang.store.shards import Shard, balanced_shards, shard_of
 from auditlang.execute.executor import execute
+from auditlang.execute.progress import RunProgress, quiet_library_bars, stage_slot
 
 CACHE_KEY = "static_key:"  # a response cache's meta: static key -> fingerprint hash it loaded with
 
@@ -72,11 +74,14 @@ def execute_plan(spec: Spec, plan: Plan, run_dir: Path, *, engine_override: str 
     run = _PlanRun(spec, plan, run_dir, engine_override=engine_override, progress=progress, shard=shard,
                    retry_errors=retry_errors, log=log, beat=beat, cache_dir=cache_dir, phases=phases,
                    only_models=only_models, engines=engines)
-    with Journal(run_dir) as journal, (run.cache or contextlib.nullcontext()):
+    with quiet_library_bars(progress), Journal(run_dir) as journal, (run.cache or contextlib.nullcontext()):
         run.journal, run.followups = journal, FromJournal(spec, plan, journal, run.fps)
+        run.start_progress()
         run.audited_models()  # per model: load, stage 1, stage 2, the cross requests it can run now
         run.cross_stage()  # the rest of the cross stage, for audited models
         run.judge_models()  # judge models: their follow-ups and the cross requests sent to them
+        if run.whole is not None:
+            run.whole.finish()
     return run.finish()
 
 
@@ -103,7 +108,28 @@ class _PlanRun:
         self.statics: dict[str, dict[str, str]] = dict(self.info.get("static_keys", {}))
         self.cache = Journal(Path(cache_dir)) if cache_dir else None
         self.opts = {"progress": progress, "retry_errors": retry_errors, "cache": self.cache}
+        self.whole: RunProgress | None = None  # the whole run's progress line (start_progress)
         self.cross: list[Request] = []
+
+    def start_progress(self) -> None:
+        """The whole run's progress, from the plan: each model's stage-1 requests this journal
+        lacks and its planned follow-ups (exact once each stage starts); none without a display."""
+        if self.opts["progress"] in (False, None, "none"):
+            return
+        planned: dict[tuple[str, str], int] = {}
+        ids: dict[str, set[str]] = {}
+        reqs = self.shard.select(self.plan.requests) if self.shard is not None else self.plan.requests
+        for r in reqs:
+            if r.model in self.phase1:
+                ids.setdefault(r.model, set()).add(r.id)
+        for mid, mine in ids.items():
+            fp = self.fps.get(mid)
+            stored = self.journal.committed(list(mine), fp) if fp else {}
+            planned[(mid, "stage 1")] = sum(1 for i in mine if i not in stored or (self.retry_errors and stored[i]))
+        for d in self.plan.deferred:
+            key = (d["model"], "follow-ups")
+            planned[key] = planned.get(key, 0) + int(d.get("count") or 0)
+        self.whole = RunProgress(planned, display=self.opts["progress"])
 
     # -- the steps ----------------------------------------------------------------------------
 
@@ -114,8 +140,12 @@ class _PlanRun:
         for mid in self.phase1:
             if self.shard is None and self._unchanged(mid, lambda mid=mid: self.followups.needed(mid)):
                 self.log(f"[{mid}] unchanged and every request stored: not loaded")
+                if self.whole is not None:
+                    self.whole.skip(mid)
                 continue
             self._with_engine(mid, lambda engine, mid=mid: self._model_stages(engine, mid))
+            if self.whole is not None:  # what is left of its planned follow-ups did not run now
+                self.whole.skip(mid)
 
     def _model_stages(self, engine, mid: str) -> None:
         if self.shard is None and streams(engine):
@@ -160,6 +190,8 @@ class _PlanRun:
             mine = [r for r in judge_work if r.model == mid]
             if self._unchanged(mid, lambda mine=mine: mine):
                 self.log(f"[{mid}] unchanged and every request stored: not loaded")
+                if self.whole is not None:
+                    self.whole.skip(mid)
                 continue
             self._with_engine(mid, lambda engine, mine=mine, mid=mid: self._run_stage(engine, mine, mid, "judge"))
 
@@ -182,7 +214,7 @@ class _PlanRun:
 
     def _run_stage(self, engine, reqs, mid: str, stage: str, shard=None, followups=None) -> None:
         st = execute(engine, reqs, self.journal, shard=shard, description=f"{mid} {stage}", followups=followups,
-                     **self.opts)
+                     whole=stage_slot(self.whole, mid, stage), **self.opts)
         _acc(self.totals, st)
         if st.engine_work is not None:
             mine = self.work.setdefault(mid, {}).setdefault(stage, {})
@@ -306,10 +338,35 @@ def _acc(totals: dict[str, int], st) -> None:
 def item_shard_key(plan: Plan):
     """Shard by item, not by request: all stage-1 requests of an item land in one shard, so that
     shard can build the item's stage-2 follow-ups from its own journal."""
+    keys = _item_keys(plan)
+    return lambda req: keys.get(req.id, req.id)
+
+
+def _item_keys(plan: Plan) -> dict[str, str]:
+    """Stage-1 request id -> its item (``model/dataset/split/row``; a request shared by items: the first)."""
     keys: dict[str, str] = {}
     for unit in plan.units.values():
         for per_item in unit.stage1.values():
             for ctx, reqs in zip(unit.contexts, per_item):
                 for r in reqs.values():
                     keys.setdefault(r.id, f"{unit.model}/{unit.dataset}/{unit.split}/{ctx.index}")
-    return lambda req: keys.get(req.id, req.id)
+    return keys
+
+
+def item_shard(plan: Plan, index: int, count: int) -> Shard:
+    """Shard ``index`` of ``count`` of the plan (``auditc run --shard``, the Ray executor's units):
+    whole items (an item's stage-1 requests in one shard, see :func:`item_shard_key`), balanced
+    by stage-1 request count within each model (``store.shards.balanced_shards``), so each shard
+    gets about the same share of every model's requests also when items need different numbers
+    of requests (protocols, variants or audits that only some items get). Deterministic: a
+    function of the plan."""
+    keys = _item_keys(plan)
+    by_model: dict[str, dict[str, int]] = {}
+    for key in keys.values():
+        weights = by_model.setdefault(key.split("/", 1)[0], {})
+        weights[key] = weights.get(key, 0) + 1
+    owner_of: dict[str, int] = {}
+    for weights in by_model.values():
+        owner_of.update(balanced_shards(weights, count))
+    item_of = {rid: owner_of[key] for rid, key in keys.items()}
+    return Shard(index, count, owner=lambda req: item_of.get(req.id, shard_of(req.id, count)))

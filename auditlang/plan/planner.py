@@ -18,6 +18,8 @@ from typing import Any
 
 from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import DiagnosticBag, Span
+from auditlang.core.errors import UsageError
+from auditlang.plan.limit import Limit
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
 from auditlang.core.requests import Request
@@ -141,7 +143,7 @@ def _settings_span(spec: Spec, param: str):
 
 
 class Planner:
-    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+    def __init__(self, spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | str | None = None,
                  data_files: dict[str, Path] | None = None, data_meta: dict[str, dict] | None = None,
                  step=None, synthetic: frozenset[str] = frozenset(), no_download: dict[str, str] | None = None,
                  lean: bool = False, sink=None) -> None:
@@ -165,7 +167,11 @@ class Planner:
         self.step = step or (lambda text: None)
         self.data_files = dict(data_files or {})
         self.data_meta = dict(data_meta or {})
-        self.limit = limit
+        try:
+            self.limit = Limit.parse(limit)  # a count, fraction or range (plan/limit.py)
+        except ValueError as e:
+            raise UsageError(str(e), hint="limit=10 (the first 10), limit=0.1 or \"10%\" (the first tenth), "
+                                          "limit=\"10:20\" (sampled positions 10 to 19)") from None
         self.load_data = load_data
         self.bag = DiagnosticBag()
         try:
@@ -203,7 +209,7 @@ class Planner:
         if dsid in self.synthetic:
             got = _synthetic_items(self.spec, dsid)
             if self.limit is not None:
-                got.indices = got.indices[: self.limit]
+                got.indices = self.limit.cut(got.indices)
             got.dev_indices = _dev_indices(got, self.spec)
             if self.spec.get(dsid).value.dev:
                 got.dev_indices = []
@@ -219,7 +225,7 @@ class Planner:
                     self.notes.append(f"dataset '{dsid}': {got.note}")
                 if self.limit is not None:
                     got.n_drawn = len(got.indices)  # before --limit, for the checklist
-                    got.indices = got.indices[: self.limit]
+                    got.indices = self.limit.cut(got.indices)
                 dev_ref = self.spec.get(got.decl or dsid).value.dev
                 if dev_ref:
                     dev = self.dataset(dev_ref)
@@ -445,7 +451,7 @@ class Planner:
                                         "filter": {"field": v.filter_field, "in": list(v.filter_in or [])},
                                         "file_rows": [ds.file_rows[i] for i in ds.indices]})
         if self.limit is not None:  # `auditc run --limit N`: disclosed by the checklist
-            self._ds_info[dsid].update({"limit": self.limit, "n_drawn": ds.n_drawn})
+            self._ds_info[dsid].update({"limit": self.limit.recorded, "n_drawn": ds.n_drawn})
         return True, ds
 
     def _splits(self, a) -> list[str]:
@@ -937,7 +943,7 @@ def _path_of(spec: Spec, mid: str) -> str:
     return declared_model(spec, mid)[1]
 
 
-def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | None = None,
+def build_plan(spec: Spec, data_root: str | None = None, load_data: bool = True, limit: int | str | None = None,
                step=None, no_download: dict[str, str] | None = None, lean: bool = False, sink=None) -> Plan:
     """Compile a resolved spec into a plan. Raises CompileError with plan-time diagnostics.
     ``no_download``: see :class:`Planner`; ``lean`` / ``sink``: see :class:`Planner` (a plan to

@@ -33,6 +33,8 @@ from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
 from auditlang.report.paths import data_file
 from auditlang.report.safe_text import fence_for, md_line
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
+from auditlang.plan.limit import Limit
+from auditlang.resolve.overrides import override_sentence
 from auditlang.resolve.models import declared_model
 from auditlang.resolve.spec import MetricRef
 from auditlang.report.latex import document
@@ -380,6 +382,9 @@ def _engines(rd: RunData) -> Entry:
         if swap:
             declared = (f"model {mid}: swapped on the command line (--swap-model {mid}={swap}; the spec file declares "
                         f"another model): {written}")
+        overrides = [override_sentence(rec) for rec in getattr(rd.spec, "model_overrides", None) or [] if rec["model"] == mid]
+        if overrides:
+            declared += " (options overridden on the command line, below)"
         if fp is None:
             e.lines.append(declared + "; not computable: no engine fingerprint recorded for this model in journal.sqlite")
         else:
@@ -391,6 +396,7 @@ def _engines(rd: RunData) -> Entry:
                            f"weights sha256 {fp.get('weights_sha256')!r}, fingerprint {rd.fingerprint_hashes.get(mid)}"
                            + (f"; served at {fp['base_url']}" if fp.get("base_url") else "")
                            + _vllm_settings(fp) + _hf_settings(fp) + _embedded(fp))
+        e.lines += overrides
         if v.revision is None and not (fp and fp.get("revision")):
             e.flag(f"{D.UNSPECIFIED}: model '{mid}' has no revision (neither in the spec nor in the engine fingerprint); "
                    "the weights are identified only by name" + (" and their sha256" if fp and fp.get("weights_sha256") else ""))
@@ -511,10 +517,10 @@ def _seeds(rd: RunData) -> Entry:
                        f"{_rows_text(info)}, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
                        f"indices sha256[:16] {digest}")
         if info.get("limit") is not None:
-            e.lines.append(f"dataset {dsid}: run with --limit {info['limit']}: only the first {len(idx)} of the "
-                           f"{info.get('n_drawn')} sampled items were planned and scored")
-            e.flag(f"{D.WARNING}: the run used --limit {info['limit']}: dataset '{dsid}' is cut to {len(idx)} of its "
-                   f"{info.get('n_drawn')} sampled items; the numbers do not describe the declared sample")
+            kept = Limit.parse(info["limit"]).phrase(len(idx), info.get("n_drawn"))
+            e.lines.append(f"dataset {dsid}: run with --limit {info['limit']}: only {kept} were planned and scored")
+            e.flag(f"{D.WARNING}: the run used --limit {info['limit']}: dataset '{dsid}' is cut to {kept}; "
+                   "the numbers do not describe the declared sample")
         if info.get("filter"):
             e.lines.append(f"dataset {dsid} sample indices (positions among the {info.get('n_items')} filtered rows): "
                            f"{', '.join(str(i) for i in idx)}")

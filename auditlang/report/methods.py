@@ -27,6 +27,7 @@ from auditlang.resolve.bootstrap_units import audit_unit, comparison_resamples
 from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.templates import compile_obj
+from auditlang.plan.limit import Limit
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -307,7 +308,10 @@ def _sample_text(rd: RunData, dsid: str, info: dict) -> tuple[str, bool]:
         o = rd.spec.get(o.value.fallback)
     n = len(info.get("indices", []))
     drawn = info.get("n_drawn") or n
-    limit = f", the first {n} of them used (--limit {info['limit']})" if info.get("limit") is not None else ""
+    limit = ""
+    if info.get("limit") is not None:
+        kept = Limit.parse(info["limit"]).phrase(n, None).replace(" of the sampled items", "")
+        limit = f", {kept} of them used (--limit {info['limit']})"
     f = info.get("filter")
     if f:  # the rows drawn from are those the filter kept (issue 39 item 2)
         limit = (f" (the {info.get('n_items')} of the file's {info.get('n_source_rows')} rows with {f['field']} in "

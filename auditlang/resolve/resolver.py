@@ -19,6 +19,7 @@ from auditlang.core.registry import REGISTRY, missing_plugin_note
 from auditlang.resolve import schema as S
 from auditlang.resolve.fallback import fallback_base, fallback_id
 from auditlang.resolve.modules import LoadedModule, load_modules, project_root
+from auditlang.resolve.overrides import ModelArg, apply_model_args, shown_value
 from auditlang.resolve.spec import MetricRef, Resolved, Spec
 from auditlang.syntax import ast as A
 from auditlang.metrics.registry import METRICS
@@ -552,7 +553,7 @@ def _add_evaluators(r: _Resolver, top: LoadedModule, evaluators: dict[str, str])
 
 def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str] | None = None,
                  max_import_chars: int | None = None, *, confine_models: bool = True,
-                 evaluators: dict[str, str] | None = None) -> Spec:
+                 evaluators: dict[str, str] | None = None, model_args: list[ModelArg] | None = None) -> Spec:
     """Parse, load imports, resolve and validate. Raises :class:`CompileError` with all diagnostics.
 
     ``text``: compile this source instead of reading ``path`` (an editor buffer, a notebook
@@ -563,6 +564,9 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     ``max_import_chars``: imported files larger than this are an E111 instead of being parsed (editors).
     ``evaluators``: label -> evaluator expression declared as ``evaluator LABEL = EXPR`` in the
     entry spec (``auditc rescore``).
+    ``model_args``: option overrides of declared models (``-M``, ``--model-args``;
+    :mod:`auditlang.resolve.overrides`), applied after the swaps; ``spec.model_overrides`` then
+    says what each changed (old and new resolved value).
     """
     entry = Path(path)
     bag = DiagnosticBag()
@@ -577,6 +581,11 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     if swaps and top is not None:
         _apply_swaps(r, top, swaps)
         spec.model_swaps = dict(swaps)
+    applied: list = []
+    before = dict(r.decls)
+    if model_args and top is not None:
+        applied = apply_model_args(r, top, list(model_args), bag)
+        spec.model_args = [a.to_json() for a in model_args]
     if evaluators and top is not None:
         _add_evaluators(r, top, evaluators)
     r.resolve_all()
@@ -585,7 +594,23 @@ def compile_spec(path: str | Path, text: str | None = None, swaps: dict[str, str
     check_spec(spec, bag, confine_models)
     bag.raise_if_errors()
     spec.warnings = bag.warnings
+    if applied:
+        spec.model_overrides = _override_records(top, spec, before, applied)
     return spec
+
+
+def _override_records(top: LoadedModule, spec: Spec, before: dict, applied: list) -> list[dict[str, str]]:
+    """What each command-line option override changed: the model's option resolved without the
+    overrides (a second resolver over the declarations as they were) and with them."""
+    old = _Resolver(top, DiagnosticBag(), Spec(entry=spec.entry, root=spec.root))
+    old.decls = before
+    out: list[dict[str, str]] = []
+    for oid, key, arg in applied:
+        was = getattr(old.spec.get(oid).value, key, None) if old.resolve_id(oid) else None
+        rec = {"model": oid, "key": key, "from": shown_value(was),
+               "to": shown_value(getattr(spec.get(oid).value, key, None)), "arg": arg.shown}
+        out = [o for o in out if (o["model"], o["key"]) != (oid, key)] + [rec]  # the last one set wins
+    return out
 
 
 def _accepts_bool(annotation: Any) -> bool:

@@ -54,6 +54,8 @@ class Spec:
     warnings: list[Any] = field(default_factory=list)
     entry_text: str | None = None  # the entry's source when it was compiled from text, not read from disk
     model_swaps: dict[str, str] = field(default_factory=dict)  # --swap-model NAME -> model expression
+    model_args: list[dict[str, str]] = field(default_factory=list)  # -M / --model-args as given (resolve/overrides.py)
+    model_overrides: list[dict[str, str]] = field(default_factory=list)  # what each changed: model, key, from, to, arg
 
     def of_kind(self, kind: str) -> dict[str, Resolved]:
         return {k: v for k, v in self.objects.items() if v.kind == kind}

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.api import load_run
-from auditlang.execute.runner import execute_plan, item_shard_key
+from auditlang.execute.runner import execute_plan, item_shard
 from auditlang.plan.model import Plan
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 from auditlang.store.rundir import read_run_file, write_json_atomic
-from auditlang.store.shards import Shard
 
 UNITS_DIR = "units"
 ATTEMPTS = "attempts.jsonl"
@@ -76,7 +75,7 @@ def plan_units(spec: Spec, plan: Plan, shards: int, engine_override: str | None,
 
 def unit_request_count(plan: Plan, unit: Unit) -> int:
     """Stage-1 requests of the unit (unique ids), for progress estimates."""
-    shard = Shard(unit.index, unit.count, item_shard_key(plan))
+    shard = item_shard(plan, unit.index, unit.count)
     return len(shard.select({r.id: r for r in plan.requests if r.model == unit.model}.values()))
 
 
@@ -116,7 +115,7 @@ def run_unit(run_dir: str, unit: dict[str, Any], retry_errors: bool = False, *, 
     udir.mkdir(parents=True, exist_ok=True)
     attempt = _attempt(udir, event="start") + 1
     t0 = time.perf_counter()
-    shard = Shard(u.index, u.count, item_shard_key(run.plan))
+    shard = item_shard(run.plan, u.index, u.count)
     with run.stdlib():
         fps = execute_plan(run.spec, run.plan, udir, engine_override=run.info.get("engine_override"), progress=False,
                            shard=shard, retry_errors=retry_errors, phases=("models",), only_models={u.model}, engines=engines,

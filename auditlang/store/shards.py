@@ -14,18 +14,22 @@ item's stages stay in one shard.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import shlex
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditlang.core.requests import Request
 from auditlang.store.codec import result_payload_equal
 from auditlang.store.journal import JOURNAL_FILE, SCHEMA_VERSION, Journal, JournalError
+from auditlang.store.rundir import RUN_FILE, read_run_file
 
-__all__ = ["MergeConflict", "MergeReport", "Shard", "merge_journals", "shard_of", "shard_requests"]
+__all__ = ["MergeConflict", "MergeReport", "Shard", "balanced_shards", "merge_journals", "shard_of", "shard_requests"]
 
 ShardKey = Callable[[Request], str]
+ShardOwner = Callable[[Request], int]
 
 
 def shard_of(key: str, n_shards: int) -> int:
@@ -41,11 +45,32 @@ def _check(n_shards: int, index: int) -> None:
         raise ValueError(f"shard index must be an integer in 0..{n_shards - 1} (0-based), got {index!r}")
 
 
+def balanced_shards(weights: Mapping[str, int], n_shards: int) -> dict[str, int]:
+    """Key -> shard, so that the shards' summed weights (e.g. an item's request count) are as even
+    as a greedy split makes them: the heaviest key first (ties broken by :func:`shard_of`'s hash
+    of the key, never by input order), each onto the lightest shard so far (ties: the lowest
+    index). Depends only on the weights and ``n_shards``, so every shard process of one plan
+    computes the same assignment; the largest shard exceeds the mean by at most one key's weight."""
+    _check(n_shards, 0)
+    order = sorted(weights, key=lambda k: (-weights[k], hashlib.sha256(k.encode("utf-8")).digest()))
+    heap = [(0, i) for i in range(n_shards)]
+    out: dict[str, int] = {}
+    for k in order:
+        load, i = heapq.heappop(heap)
+        out[k] = i
+        heapq.heappush(heap, (load + weights[k], i))
+    return out
+
+
 def shard_requests(
-    requests: Iterable[Request], n_shards: int, index: int, *, key: ShardKey | None = None
+    requests: Iterable[Request], n_shards: int, index: int, *, key: ShardKey | None = None,
+    owner: ShardOwner | None = None,
 ) -> list[Request]:
-    """The requests of shard ``index`` of ``n_shards`` (input order kept, duplicates kept)."""
+    """The requests of shard ``index`` of ``n_shards`` (input order kept, duplicates kept):
+    ``owner(request)`` when given, else the hash of ``key(request)`` (default: the request id)."""
     _check(n_shards, index)
+    if owner is not None:
+        return [r for r in requests if owner(r) == index]
     get_key = key or (lambda r: r.id)
     return [r for r in requests if shard_of(get_key(r), n_shards) == index]
 
@@ -54,12 +79,14 @@ def shard_requests(
 class Shard:
     """One shard of a plan: ``index`` (0-based) of ``count``. Written ``"index/count"``, e.g. ``"0/4"``.
 
-    ``key`` maps a request to its shard key (default: the request id); see the module docstring.
+    ``key`` maps a request to its shard key (default: the request id); ``owner`` maps it to its
+    shard directly (it wins over ``key``); see the module docstring.
     """
 
     index: int
     count: int
     key: ShardKey | None = field(default=None, compare=False)
+    owner: ShardOwner | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         _check(self.count, self.index)
@@ -72,7 +99,7 @@ class Shard:
         return self.label
 
     def select(self, requests: Iterable[Request]) -> list[Request]:
-        return shard_requests(requests, self.count, self.index, key=self.key)
+        return shard_requests(requests, self.count, self.index, key=self.key, owner=self.owner)
 
     @staticmethod
     def parse(text: str, key: ShardKey | None = None) -> Shard:
@@ -83,6 +110,52 @@ class Shard:
         except ValueError:
             raise ValueError(f"invalid shard {text!r}: write it as INDEX/COUNT with a 0-based index, e.g. 0/4") from None
         return Shard(index, count, key)
+
+
+# ----------------------------------------------------------------------------- shard runs
+
+SHARD_FIELD = "shard"  # run.json of an `auditc run --shard I/N` directory: {"index", "count", "requests": {model: n}}
+
+
+def shard_info(info: dict) -> dict | None:
+    """The ``shard`` record of a run directory's run.json, or None (not a shard run)."""
+    sh = info.get(SHARD_FIELD)
+    return sh if isinstance(sh, dict) and isinstance(sh.get("index"), int) and isinstance(sh.get("count"), int) else None
+
+
+def shard_siblings(run_dir: str | Path) -> dict[int, Path]:
+    """Shard index -> directory, for the shard runs of the same plan and shard count found next to
+    ``run_dir`` (its parent folder; ``run_dir`` itself included), the first directory by name per index."""
+    run_dir = Path(run_dir)
+    info = read_run_file(run_dir, lenient=True)
+    mine = shard_info(info)
+    if mine is None:
+        return {}
+    out: dict[int, Path] = {mine["index"]: run_dir}
+    try:
+        folders = sorted(p for p in run_dir.parent.iterdir() if (p / RUN_FILE).is_file())
+    except OSError:
+        return out
+    for d in folders:
+        other = read_run_file(d, lenient=True)
+        sh = shard_info(other)
+        if sh and other.get("plan_hash") == info.get("plan_hash") and sh["count"] == mine["count"]:
+            out.setdefault(sh["index"], d)
+    return out
+
+
+def merge_command(run_dir: str | Path) -> tuple[str, Path, list[str]]:
+    """(the `auditc merge` command for the shard run ``run_dir`` and its siblings, its target, the
+    shards (``I/N``) not found next to it). The target is ``<spec name>-merged`` beside the shards."""
+    run_dir = Path(run_dir)
+    info = read_run_file(run_dir, lenient=True)
+    count = shard_info(info)["count"]
+    found = shard_siblings(run_dir)
+    stem = Path(str(info.get("spec_source") or "run")).stem
+    target = run_dir.parent / f"{stem}-merged"
+    missing = [f"{i}/{count}" for i in range(count) if i not in found]
+    dirs = " ".join(shlex.quote(str(found[i])) for i in sorted(found))
+    return f"auditc merge {shlex.quote(str(target))} {dirs}" + (" OTHER_SHARD_DIR..." if missing else ""), target, missing
 
 
 # ----------------------------------------------------------------------------- merge

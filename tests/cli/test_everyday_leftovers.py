@@ -19,7 +19,7 @@ def test_cache_into_a_new_out_with_everything_cached_loads_no_model(tmp_path: Pa
     first = json.loads((tmp_path / "a" / "run.json").read_text())["last_run"]
     capsys.readouterr()
     assert main(["run", str(QUICK), "--out", str(tmp_path / "b"), *args]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "loading" not in out, out
     assert "[smollm2] unchanged and every request stored: not loaded" in out
     second = json.loads((tmp_path / "b" / "run.json").read_text())

@@ -208,7 +208,7 @@ def test_response_cache_is_shared_across_run_directories(tmp_path: Path, capsys)
     second = json.loads((tmp_path / "b" / "run.json").read_text())["last_run"]
     assert second["executed"] == 0 and second["from_cache"] == first["executed"]
     assert _results(tmp_path / "b") == _results(tmp_path / "a")
-    assert "from the response cache" in capsys.readouterr().out
+    assert "from the response cache" in capsys.readouterr().err
     # without the cache a new run directory executes everything again
     assert main(["run", str(QUICK), "--out", str(tmp_path / "c"), *args[:-2]]) == 0
     assert json.loads((tmp_path / "c" / "run.json").read_text())["last_run"]["executed"] == first["executed"]
@@ -221,13 +221,13 @@ def test_unchanged_rerun_loads_no_model(tmp_path: Path, capsys) -> None:
     assert set(json.loads((run / "run.json").read_text())["static_keys"]) == {"smollm2", "gemma3"}
     capsys.readouterr()
     assert main(args) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "loading" not in out
     assert "[smollm2] unchanged and every request stored: not loaded" in out
     assert json.loads((run / "run.json").read_text())["last_run"]["cached"] > 0
     # more items: the model has missing work, so it is loaded
     assert main([*args[:3], "3", *args[4:]]) == 0
-    assert "[smollm2] loading the dryrun engine" in capsys.readouterr().out
+    assert "[smollm2] loading the dryrun engine" in capsys.readouterr().err
 
 
 def test_openai_model_without_base_url_takes_openai_base_url(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -44,7 +44,7 @@ def test_plan_counts_equal_executed_requests(spec: Path, tmp_path: Path, capsys)
     # follow-ups are built from stage-1 outputs; the dry-run engine's empty answers build at most
     # the planned number (a model's real answers build exactly that many: tests/e2e)
     assert len(executed - stage1) <= plan["deferred_request_count"]
-    stdout = capsys.readouterr().out
+    stdout = capsys.readouterr().err  # the run story is on stderr
     assert f"{plan['stage1_request_count']} stage-1 requests" in stdout
 
 

@@ -53,7 +53,7 @@ def test_plain_log_of_a_real_run_counts_requests_while_generating(tmp_path: Path
     finally:
         hf_log.removeHandler(handler)
         hf_log.setLevel(level)
-    log = capsys.readouterr().err
+    out, log = capsys.readouterr()
     if rc != 0 and "not converted" in log:
         pytest.skip("the embedded model is not converted yet")
     assert rc == 0, log
@@ -64,6 +64,11 @@ def test_plain_log_of_a_real_run_counts_requests_while_generating(tmp_path: Path
     assert any(0 < c < 4 for c in counts), "\n".join(stage)
     assert counts == sorted(counts)  # it only rises
     assert re.search(r"\[smol stage 1\] done: 4/4 requests", log)
+    # issue 35 item 7: the count moves inside a generation batch (every decoding step reports its
+    # share), the whole run's line follows, everything is on stderr, transformers' bars are off
+    pcts = [float(m.group(1)) for ln in stage[:end] if (m := re.search(r"requests \((\d+\.\d)%\)", ln))]
+    assert any(p % 25 for p in pcts), "\n".join(stage)
+    assert "[run] " in log and "Loading weights" not in log and out == ""
 
 
 def test_ray_worker_log_lines_reach_a_log_file_without_colour_codes(monkeypatch, capsys) -> None:

@@ -60,7 +60,7 @@ def test_run_rerun_and_rescore(tiny_spec: Path, tmp_path: Path, shared_data: Pat
 
     # rerun of an unchanged spec executes zero requests
     rc = main(["run", str(tiny_spec), "--data-root", str(shared_data), "--out", str(run_dir), "--no-progress"])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert rc == 0 and "executed 0," in out, out
     pd.testing.assert_frame_equal(df, _records(run_dir))
 
@@ -98,6 +98,6 @@ def test_kill_9_then_resume_matches_uninterrupted(tiny_spec: Path, tmp_path: Pat
 
     resumed = _auditc("run", str(tiny_spec), "--out", str(run_dir), "--no-progress", "--no-report", env=env)
     assert resumed.returncode == 0, resumed.stderr
-    executed = int(resumed.stdout.split("executed ")[1].split(",")[0])
+    executed = int(resumed.stderr.split("executed ")[1].split(",")[0])
     assert executed == total - partial
     pd.testing.assert_frame_equal(_records(ref), _records(run_dir))

@@ -76,12 +76,26 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
-    # --no-build-isolation: build with this environment's setuptools (CI has no index access).
+    # --no-build-isolation: build with this environment's setuptools (CI has no index access);
+    # -v: the build backend's own output (its deprecation warnings) is kept in build.log
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(out)], capture_output=True, text=True, cwd=src)
+                           "-v", "-w", str(out)], capture_output=True, text=True, cwd=src)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    (out / "build.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     (whl,) = out.glob("auditlang-*.whl")
     return whl
+
+
+def test_license_is_an_spdx_expression_and_the_build_warns_nothing(wheel: Path) -> None:
+    """`project.license` as an SPDX string (a TOML table is deprecated by setuptools >= 77, which
+    warned three times per install that builds fail from 2027-Feb-18)."""
+    project = _pyproject()["project"]
+    assert project["license"] == "Apache-2.0"
+    assert any(r.replace(" ", "").startswith("setuptools>=77") for r in _pyproject()["build-system"]["requires"])
+    log = (wheel.parent / "build.log").read_text(encoding="utf-8")
+    assert "Deprecat" not in log and "2027" not in log, log[-3000:]
+    meta = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    assert "License-Expression: Apache-2.0" in zipfile.ZipFile(wheel).read(meta).decode()
 
 
 def test_wheel_contains_every_stdlib_file_and_module(wheel: Path) -> None:

@@ -239,13 +239,13 @@ def test_unusual_out_targets_are_diagnostics(tmp_path, capsys, target):
 def test_rerun_into_a_run_directory_resumes(tmp_path, capsys):
     make_project(tmp_path / "proj")
     assert run_dryrun("s.audit", "runs/r") == 0
-    first = capsys.readouterr().out
+    first = capsys.readouterr().err
     assert "requests: executed 4, cached 0, errors 0" in first
     journal = (tmp_path / "proj" / "runs" / "r" / "journal.sqlite")
     with sqlite3.connect(journal) as db:
         before = db.execute("SELECT * FROM results ORDER BY 1").fetchall()
     assert run_dryrun("s.audit", "runs/r") == 0
-    again = capsys.readouterr().out
+    again = capsys.readouterr().err
     # nothing re-executed: the engine is not even loaded, every request comes from the journal
     assert "requests: executed 0, cached 4, errors 0" in again and "not loaded" in again
     with sqlite3.connect(journal) as db:
