@@ -25,12 +25,12 @@ from typing import Any
 from auditlang.core.version import __version__
 
 __all__ = ["CompileError", "__version__", "check", "compile", "diff", "fmt", "merge", "open_run", "plan", "rescore",
-           "run", "show", "status", "write_report"]
+           "run", "show", "status", "view", "write_report"]
 
 # `auditc` subcommand -> its function here (tests/test_python_api.py checks every subcommand has one);
 # `auditc lsp` is the editors' language server, started by them, not a function call
 COMMANDS = {"check": "check", "plan": "plan", "show": "show", "fmt": "fmt", "run": "run", "rescore": "rescore",
-            "report": "write_report", "diff": "diff", "merge": "merge", "status": "status"}
+            "report": "write_report", "diff": "diff", "merge": "merge", "status": "status", "view": "view"}
 
 
 def __getattr__(name: str):
@@ -176,6 +176,15 @@ def write_report(run_dir: str | Path, *, spec: str | Path | None = None) -> Path
     from auditlang.cli.report import report_run  # lazy: `import auditlang` stays instant
 
     return report_run(Path(run_dir), spec)
+
+
+def view(run_dir: str | Path, *, chat_template: bool = True) -> Path:
+    """``auditc view``: write a run directory's sample browser (``report/samples.html``: every
+    record with its prompts as sent, follow-ups, answers, labels, confidences and errors) and
+    return the page's path, to open in a browser (``chat_template=False``: messages role-tagged)."""
+    from auditlang.cli.view import write_view  # lazy: `import auditlang` stays instant
+
+    return write_view(Path(run_dir), chat_template)
 
 
 def rescore(run_dir: str | Path, evaluators: list[str] | tuple[str, ...] | str) -> dict:

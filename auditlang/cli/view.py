@@ -16,34 +16,43 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.api import load_run
-from auditlang.cli.common import EXIT_OK
+from auditlang.cli.common import EXIT_OK, say
 from auditlang.cli.show import local_tokenizer
 from auditlang.core.errors import UsageError
 from auditlang.core.requests import Prompt
 from auditlang.report.samples import PAGE_FILE, write_samples
 from auditlang.score.stage import score_and_write
 from auditlang.store.integrity import stale_outputs
-from auditlang.store.rundir import RECORDS, REPORT_DIR
+from auditlang.store.rundir import RECORDS
 
 
 def cmd_view(args) -> int:
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0..65535")
-    run = load_run(Path(args.run_dir))
-    with run.stdlib():
-        if not (run.run_dir / RECORDS).exists() or stale_outputs(run.run_dir, run.info)[0]:
-            print(f"note: {RECORDS} is missing or no longer matches the journal; scored again", file=sys.stderr)
-            score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
-        render = _untemplated if args.no_chat_template else ChatRenderer(run.spec)
-        page, _ = write_samples(run.run_dir, run.fingerprints, render, title=f"Samples: {run.spec.entry.name}")
-    print(f"samples written: {page}")
+    page = write_view(Path(args.run_dir), chat_template=not args.no_chat_template,
+                      note=lambda msg: print(msg, file=sys.stderr))
+    say(f"samples written: {page}")
     if args.serve:
-        return serve(run.run_dir / REPORT_DIR, args.port, args.open)
+        return serve(page.parent, args.port, args.open)
     if args.open:
         webbrowser.open(page.resolve().as_uri())
     else:
-        print(f"open {page.resolve().as_uri()} in a browser (or `auditc view {args.run_dir} --serve`)")
+        say(f"open {page.resolve().as_uri()} in a browser (or `auditc view {args.run_dir} --serve`)")
     return EXIT_OK
+
+
+def write_view(run_dir: Path, chat_template: bool = True, note=None) -> Path:
+    """Write ``run_dir``'s sample browser (``report/samples.html`` and its data file), scoring
+    the run first when its records are missing or stale; returns the page (``auditlang.view``)."""
+    run = load_run(Path(run_dir))
+    with run.stdlib():
+        if not (run.run_dir / RECORDS).exists() or stale_outputs(run.run_dir, run.info)[0]:
+            if note is not None:
+                note(f"note: {RECORDS} is missing or no longer matches the journal; scored again")
+            score_and_write(run.spec, run.plan, run.run_dir, run.fingerprints)
+        render = ChatRenderer(run.spec) if chat_template else _untemplated
+        page, _ = write_samples(run.run_dir, run.fingerprints, render, title=f"Samples: {run.spec.entry.name}")
+    return page
 
 
 class ChatRenderer:
