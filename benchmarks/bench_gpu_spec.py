@@ -213,7 +213,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-plain", action="store_true", help="skip the plain loop")
     ap.add_argument("--json-out")
+    ap.add_argument("--random-init", choices=["1b", "8b"], help="run the spec's first model as a Llama-shaped "
+                    "checkpoint of this size built on the GPU (random weights, SmolLM2's tokenizer; random_init.py)")
+    ap.add_argument("--tokenizer", help="with --random-init: a checkpoint dir to take the tokenizer from "
+                    "(default: the embedded SmolLM2)")
     args = ap.parse_args(argv)
+    random_init_info = None
+    if args.random_init:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import random_init
+
+        ckpt, random_init_info = random_init.build(args.random_init, tokenizer=args.tokenizer)
+        args.spec = str(random_init.spec_for(args.spec, ckpt, random_init_info))
+        print(f"random-init {args.random_init}: {random_init_info['parameters_b']} B parameters at {ckpt}; spec {args.spec}",
+              flush=True)
 
     import torch
 
@@ -280,6 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{report['device']}  {report['dtype']}  batch {report['batch_size']}  requests {kinds}")
     for k, v in rows:
         print(f"  {k:<40} {v}")
+    report["random_init"] = random_init_info
+    run_file = Path(out_dir) / "run.json"
+    if run_file.is_file():  # the batch per shape and every halving on out of memory (issue 36)
+        run_info = json.loads(run_file.read_text())
+        report["batch_sizing"] = run_info.get("batch_sizing")
+        report["run_errors"] = run_info.get("last_run", {}).get("errors")
+        print(f"  batch sizing: {json.dumps(report['batch_sizing'])}")
     line = json.dumps(report, sort_keys=True)
     print(line)
     if args.json_out:

@@ -180,7 +180,20 @@ def main() -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--json-out")
     ap.add_argument("--dump-jobs", help="pickle the recorded jobs [(prompt ids, SamplingParams)] here (probe_vllm_start.py)")
+    ap.add_argument("--random-init", choices=["1b", "8b"], help="run the spec's first model as a Llama-shaped "
+                    "checkpoint of this size built on the GPU (random weights, SmolLM2's tokenizer; random_init.py)")
+    ap.add_argument("--tokenizer", help="with --random-init: a checkpoint dir to take the tokenizer from "
+                    "(default: the embedded SmolLM2)")
     args = ap.parse_args()
+    random_init_info = None
+    if args.random_init:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import random_init
+
+        ckpt, random_init_info = random_init.build(args.random_init, tokenizer=args.tokenizer)
+        args.spec = str(random_init.spec_for(args.spec, ckpt, random_init_info))
+        print(f"random-init {args.random_init}: {random_init_info['parameters_b']} B parameters at {ckpt}; spec {args.spec}",
+              flush=True)
     from auditlang.cli import main as cli_main
 
     rec = Recorder()
@@ -241,6 +254,7 @@ def main() -> int:
         "engine_close_s": round(rec.close_s, 2),  # the engines' close() calls (vllm_release: no wait for the core's exit)
         "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
         "note": "phase 'execute' (wall) includes plain_step_s, the plain batch run inside the deferred close",
+        "random_init": random_init_info,
     }
     print(f"auditc run wall {wall:.1f}s (engine start {rec.start_s:.1f}s, inside vLLM {rec.run_s:.1f}s in {len(rec.calls)} run calls); "
           f"plain batch {plain_s:.1f}s; inside/plain {info['inside_vllm_over_plain']}x; "

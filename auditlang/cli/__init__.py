@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
              "  auditc plan spec.audit --no-data                         # estimate from declared sizes\n"
              "  auditc plan spec.audit --format json -o plan.json --no-requests\n"
              "  auditc plan spec.audit --precision                       # half-widths and MDDs at the declared N\n"
-             "  auditc plan spec.audit --precision --pilot runs/pilot    # the same, from a pilot run's records")
+             "  auditc plan spec.audit --precision --pilot runs/pilot    # the same, from a pilot run's records\n"
+             "  auditc plan spec.audit --gpu h200 --gpus 8 --executor ray  # engine start, GPU time and wall per model")
     p.add_argument("spec", help="the .audit file to plan")
     p.add_argument("--data-root", help="folder holding the data files; overrides the spec's settings data_root "
                                        "(a note says so), else $AUDITLANG_DATA_ROOT")
@@ -130,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="planning accuracy for the analytic approximation (default 0.5, the widest)")
     p.add_argument("--precision-rho", type=float, default=0.0, metavar="RHO",
                    help="assumed item-level correlation of two paired cells for the analytic MDD (default 0)")
+    p.add_argument("--gpu", metavar="KIND",
+                   help="estimate each model's engine start, GPU time and total wall on this GPU kind (h200, h100, ...) "
+                        "from the shipped throughput table (auditlang/plan/throughput.json; docs/cli.md)")
+    p.add_argument("--gpus", type=int, default=1, metavar="N", help="with --gpu: GPUs available (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="with --gpu: how `auditc run` will run the models: in turn (local) or packed onto --gpus (ray)")
+    p.add_argument("--throughput-from", metavar="RUN_DIR",
+                   help="with --gpu: refresh the table's rows from a pilot run's measured start and engine seconds "
+                        "(run.json timing)")
 
     p = _sub(sub, "show", "the exact prompts a cell sends for one item (tokenizer only, no weights)",
              "For every cell matching CELL_OR_PATTERN (a cell id or an fnmatch glob over cell ids, as `auditc plan\n"

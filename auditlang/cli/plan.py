@@ -16,11 +16,13 @@ from auditlang.cli.common import (
 from auditlang.core.errors import UsageError
 from auditlang.execute.access import (
     access_record, load_allowances, not_downloaded, offline_hubs, run_access, withhold_hub_token)
+from auditlang.plan import gputime
 from auditlang.plan.jsonout import RequestSpool, write_plan_json
 from auditlang.plan.planner import build_plan
 from auditlang.plan.summary import print_summary
 from auditlang.resolve import compile_spec
-from auditlang.store.rundir import RECORDS
+from auditlang.resolve.models import model_config
+from auditlang.store.rundir import RECORDS, RUN_FILE, read_run_file
 
 
 def cmd_plan(args) -> int:
@@ -53,10 +55,12 @@ def cmd_plan(args) -> int:
         elif a["model"] in cache_only and a.get("kind") == "dataset":
             a["not_downloaded"] = cache_only[a["model"]] + "; plan read the local cache only"
     precision = _precision(args, spec, plan) if args.precision else None
+    gpu_time = _gpu_time(args, spec, plan) if args.gpu else None
     if args.format == "json":
         # "access" is not part of the plan hash: who may be contacted is the user's choice
         indent = None if args.compact else 1
-        extra = {"access": access, **({"precision": precision.to_dict()} if precision is not None else {})}
+        extra = {"access": access, **({"precision": precision.to_dict()} if precision is not None else {}),
+                 **({"gpu_time": gpu_time} if gpu_time is not None else {})}
         if spool is not None:
             try:
                 if args.output:
@@ -80,7 +84,62 @@ def cmd_plan(args) -> int:
     print_access(access)
     if precision is not None:
         print_precision(precision)
+    if gpu_time is not None:
+        print_gpu_time(gpu_time)
     return EXIT_OK
+
+
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _gpu_time(args, spec, plan) -> dict:
+    """``--gpu``: each model's estimated engine start, GPU time and wall (plan/gputime.py)."""
+    if args.gpus < 1:
+        raise UsageError(f"--gpus {args.gpus}: expected at least 1 GPU")
+    table = gputime.load_table()
+    notes: list[str] = []
+    if args.throughput_from:
+        if not (Path(args.throughput_from) / RUN_FILE).is_file():
+            raise UsageError(f"--throughput-from {args.throughput_from}: no {RUN_FILE} there",
+                             hint="point it at the run directory of a finished `auditc run` on a GPU")
+        table, changed = gputime.refresh(table, read_run_file(Path(args.throughput_from)), str(args.throughput_from))
+        notes += changed or [f"{args.throughput_from}: no model of that run was timed on a GPU; the shipped table is used"]
+    estimates, skipped = [], []
+    for mid, tokens in plan.tokens_by_model.items():
+        cfg = model_config(spec, mid, kinds=plan.model_kinds(mid))
+        size = getattr(spec.get(mid).value, "size", None)
+        est = gputime.estimate_model(table, mid, cfg.engine, size, _DTYPES.get(cfg.dtype, cfg.dtype), tokens, args.gpu.lower())
+        if est is None:
+            skipped.append(f"{mid} ({cfg.engine}: no GPU time)")
+        else:
+            estimates.append(est)
+    sched = gputime.schedule(estimates, args.gpus, args.executor)
+    return {"gpu": args.gpu.lower(), "models": [e.to_dict() for e in estimates], "schedule": sched, "skipped": skipped,
+            "notes": notes, "table": table.get("provenance", {}).get("benchmark", "")}
+
+
+def print_gpu_time(g: dict) -> None:
+    con = Console()
+    t = Table(title=f"GPU time on {g['gpu']} (estimate; generated tokens at their budget, an upper bound)",
+              box=box.SIMPLE_HEAD)
+    for col in ("model", "engine", "size", "engine start (cold / warm)", "GPU time", "run's own work", "wall"):
+        t.add_column(col, justify="left" if col in ("model", "engine") else "right")
+    for m in g["models"]:
+        size = f"{m['size_b']} B" if m["size_b"] else "?"
+        t.add_row(m["model"], m["engine"], size, f"{m['start_s']:.0f} s / {m['start_warm_s']:.0f} s", f"{m['gpu_s']:.0f} s",
+                  f"{m['overhead_s']:.0f} s", f"{m['wall_s']:.0f} s")
+    con.print(t)
+    s = g["schedule"]
+    if s["executor"] == "ray" and s["gpus"] > 1:
+        con.print(f"schedule on {s['gpus']} GPUs (--executor ray, longest first): {s['wall_s']:.0f} s; "
+                  + "; ".join(f"GPU {i}: {', '.join(ms) or '-'}" for i, ms in enumerate(s["per_gpu"])), highlight=False)
+    else:
+        con.print(f"total wall on one GPU (models in turn): {s['wall_s']:.0f} s", highlight=False)
+    for m in g["models"]:
+        con.print(f"  {m['model']}: {m['basis']}", highlight=False)
+    for line in g["skipped"] + g["notes"]:
+        con.print(f"  {line}", highlight=False)
+    con.print(f"  table: {g['table']}", highlight=False)
 
 
 def _check_precision_args(args) -> None:

@@ -153,7 +153,8 @@ class VLLMOptions(EngineOptions):
         None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)")
     gpu_memory_utilization: float | None = option(None, "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
                                                   spec="gpu_memory_utilization", gt=0, le=1)
-    enforce_eager: bool | None = option(None, "disable torch.compile / CUDA graphs (default true on CPU, false on GPU)",
+    enforce_eager: bool | None = option(None, "disable torch.compile / CUDA graphs (unset: true on CPU; on a GPU true when auditc run's "
+                                        "estimated GPU time for the model is under 240 s, else false)",
                                         spec="enforce_eager")
     tensor_parallel_size: int = option(1, "GPUs per model (default 1)", spec="tensor_parallel", ge=1)
     max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)")

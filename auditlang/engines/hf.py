@@ -55,6 +55,7 @@ from auditlang.core.engine import EngineError, ModelConfig, ProgressHook, report
 from auditlang.core.engine_options import HFOptions
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, TokenLogprob
 from auditlang.engines.gen import SAMPLER, _GenSpec, _GenState
+from auditlang.engines.hf_batch import BatchSizer, drop_frames, is_oom, release
 from auditlang.engines.hf_generate import Decoder, GenStats, GenUnit
 from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F401
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
@@ -271,6 +272,8 @@ class _Row:
     extra: Any = None  # parsed per-kind parameters
 
 
+# batch_size=auto on CUDA: how each shape's batch is found (engines/hf_batch.py), in the fingerprint
+BATCH_RULE = "per shape from its longest row (prompt + max_tokens), halved on out of memory"
 AUTO_BATCH_GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
 
@@ -353,6 +356,7 @@ class HFEngine:
         # 16 batches, so continuous batching stays full and few calls end on a lone long row
         self.call_size: int | None = None
         self.auto_batch_size: int | None = None
+        self.sizer = BatchSizer(fixed=None if auto_batch else int(config.batch_size))
         if auto_batch:  # found once, recorded in the fingerprint; the config then carries the number
             self.auto_batch_size = self._find_batch_size()
             self.config = dataclasses.replace(config, batch_size=self.auto_batch_size)
@@ -414,13 +418,17 @@ class HFEngine:
     def _find_batch_size(self) -> int:
         """``batch_size=auto``: on a CPU 16 (more rows only add padding on a few cores); on CUDA the
         largest batch (at most AUTO_BATCH_MAX) whose rows of AUTO_BATCH_TOKENS
-        tokens fit in 80 % of the free device memory, measured once by a probe forward of 8 rows
-        (KV cache and activations) plus each row's float32 logits, rounded down to the grid
-        ``AUTO_BATCH_GRID`` (:func:`auto_batch_rows`). The grid keeps the batch, and with it float32 rounding, the same when free
+        tokens fit in 80 % of the free device memory, measured once by a probe forward of 8
+        left-padded rows (KV cache and activations, the attention mask's path) plus each row's
+        float32 logits, rounded down to the grid ``AUTO_BATCH_GRID`` (:func:`auto_batch_rows`).
+        The grid keeps the batch, and with it float32 rounding, the same when free
         memory differs a little: a model run after another in one process (whose memory the
-        allocator may not have returned yet) and the same model alone on a Ray worker's GPU."""
+        allocator may not have returned yet) and the same model alone on a Ray worker's GPU.
+        The same measurement sizes each work shape from its longest row (``self.sizer``,
+        :mod:`auditlang.engines.hf_batch`); this number is the shape of AUTO_BATCH_TOKENS."""
         torch = self._torch
         if not self.device.startswith("cuda"):
+            self.sizer.fixed = 16
             return 16
         gc.collect()  # an engine closed earlier in this process may hold cycles that pin GPU memory
         dev = torch.device(self.device)
@@ -432,13 +440,18 @@ class HFEngine:
         base = torch.cuda.memory_allocated(dev)
         with torch.inference_mode():
             ids = torch.full((probe, length), self.pad_id, dtype=torch.long, device=dev)
-            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            mask = torch.ones((probe, length), dtype=torch.long, device=dev)
+            mask[:, 0] = 0  # left padding, as every real batch: the masked attention path
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
             del out
         torch.cuda.synchronize(dev)
-        per_row = (torch.cuda.max_memory_allocated(dev) - base) / probe + 4 * 4 * self._vocab  # + logits, log-softmax
+        per_token = (torch.cuda.max_memory_allocated(dev) - base) / probe / length
         torch.cuda.empty_cache()
         free, _ = torch.cuda.mem_get_info(dev)
-        return auto_batch_rows(free, per_row)
+        self.sizer.free, self.sizer.per_token, self.sizer.per_row = free, per_token, 4 * 4 * self._vocab  # + logits, log-softmax
+        self.sizer.grid_rows = auto_batch_rows
+        return auto_batch_rows(free, per_token * length + 4 * 4 * self._vocab)
 
     def _pick_dtype(self, hf_config: Any) -> Any:
         """``auto`` = the checkpoint's stored dtype (float32 if unknown; float16 -> float32 on CPU)."""
@@ -490,6 +503,8 @@ class HFEngine:
                 self._fingerprint["sampler"] = SAMPLER
             if self.auto_batch_size is not None:  # only when asked for, as below
                 self._fingerprint["batch_size_auto"] = self.auto_batch_size
+                if self.sizer.fixed is None:  # CUDA: each shape's batch from its longest row (hf_batch)
+                    self._fingerprint["batch_size_rule"] = BATCH_RULE
             if self._template_kwargs:  # only when set, so fingerprints of plain models are unchanged
                 self._fingerprint["chat_template_kwargs"] = dict(self._template_kwargs)
         return dict(self._fingerprint)
@@ -514,7 +529,14 @@ class HFEngine:
         prefilled prompts, padded prefill tokens, decoding row-steps, generated tokens, refills,
         row-steps); the executor reports their change per stage (run.json ``engine_work``)."""
         d = self.gen_stats.as_dict()
-        return {k: int(v) for k, v in d.items() if k != "row_steps_per_token"}
+        out = {k: int(v) for k, v in d.items() if k != "row_steps_per_token"}
+        out["oom_halvings"] = len(self.sizer.halvings)
+        return out
+
+    def batch_sizing(self) -> dict[str, Any]:
+        """Runner hook (run.json ``batch_sizing``): each work shape's starting and current batch,
+        and every halving after running out of memory (engines/hf_batch.py)."""
+        return self.sizer.summary()
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
         """Validate all requests (EngineError for misconfiguration, e.g. chat messages for a
@@ -704,16 +726,27 @@ class HFEngine:
         vals, ids = self._torch.topk(lp, min(k, lp.shape[-1]), dim=-1)
         return ids.cpu().tolist(), vals.cpu().tolist()
 
+    def _scored(self, rows: list[_Row], keep_of: Callable[[_Row], int],
+                fn: Callable[[list[_Row]], dict[int, Any]]) -> Iterator[tuple[list[_Row], dict[int, Any]]]:
+        """``(batch, outputs)`` per scoring batch: ``rows`` cut by :meth:`_chunks` at the batch of
+        their shape (the longest row's bucket, ``self.sizer``), each run by :meth:`_isolated`."""
+        if not rows:
+            return
+        key = self.sizer.key("score", max(len(r.prompt) + len(r.cont) for r in rows))
+        for batch in self._chunks(rows, keep_of, cap=self.sizer.cap(key)):
+            yield batch, self._isolated(batch, fn, key)
+
     def _chunks(self, rows: list[_Row], keep_of: Callable[[_Row], int],
-                steps_of: Callable[[_Row], int] | None = None) -> Iterator[list[_Row]]:
-        """Rows sorted by length, cut into contiguous batches of at most batch_size rows and at
+                steps_of: Callable[[_Row], int] | None = None, cap: int | None = None) -> Iterator[list[_Row]]:
+        """Rows sorted by length, cut into contiguous batches of at most ``cap`` (batch_size) rows and at
         most ``logits_budget`` kept logit values, choosing the cuts that minimise padded tokens
         plus a fixed cost per forward pass (``_batch_cost`` token-equivalents; ``steps_of``: the
         decoding steps a row adds after its prompt forward, each paying that cost again). On a CPU
         the padding dominates, so a batch is cut where the lengths jump; on a GPU the per-pass
         cost does, and batches stay full."""
         order = sorted(rows, key=lambda r: (len(r.prompt) + len(r.cont), r.owner, r.sample))
-        n, cap, c = len(order), max(1, self.config.batch_size), self._batch_cost
+        n, c = len(order), self._batch_cost
+        cap = max(1, int(cap or self.config.batch_size))
         length = [len(r.prompt) + len(r.cont) for r in order]
         keeps = [keep_of(r) for r in order]
         extra = [steps_of(r) for r in order] if steps_of else [0] * n
@@ -741,18 +774,35 @@ class HFEngine:
             yield order[i:j]  # resumed once the caller has run this batch
             report_progress(self, sum(1.0 / rows_of[r.owner] for r in order[i:j]))
 
-    def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]]) -> dict[int, Any]:
-        """Run a batch; if it fails, rerun its rows one by one so one bad row fails alone.
-        Returns ``id(row)`` -> output, or the Exception that row raised."""
+    def _isolated(self, batch: list[_Row], fn: Callable[[list[_Row]], dict[int, Any]], key: str) -> dict[int, Any]:
+        """Run a batch, at most the current batch of shape ``key`` at a time. A part that runs out
+        of memory is freed, halved and run again (down to one row; the halved size is kept for
+        the shape, engines/hf_batch.py); a part that fails otherwise reruns its rows one by one,
+        so one bad row fails alone. Returns ``id(row)`` -> output, or the Exception that row raised."""
+        cap = self.sizer.cap(key)
+        if len(batch) > cap:
+            out: dict[int, Any] = {}
+            for i in range(0, len(batch), cap):
+                out.update(self._isolated(batch[i:i + cap], fn, key))
+            return out
         try:
             return fn(batch)
         except Exception as e:  # noqa: BLE001 - turned into Result.error
-            if len(batch) == 1:
-                return {id(batch[0]): e}
-            out: dict[int, Any] = {}
-            for r in batch:
-                out.update(self._isolated([r], fn))
-            return out
+            failed = e
+        if is_oom(failed) and len(batch) > 1:
+            release(failed, self._torch, self.device)
+            self.sizer.halve(key, len(batch))
+            return self._isolated(batch, fn, key)
+        if is_oom(failed):
+            release(failed, self._torch, self.device)
+        else:
+            drop_frames(failed)
+        if len(batch) == 1:
+            return {id(batch[0]): failed}
+        out = {}
+        for r in batch:
+            out.update(self._isolated([r], fn, key))
+        return out
 
     def _label_ids(self, text: str) -> list[int]:
         ids = self._label_cache.get(text)
@@ -783,8 +833,7 @@ class HFEngine:
         return rows
 
     def _choice_from_rows(self, rows: list[_Row], reqs: list[Request]) -> Iterator[Result]:
-        for batch in self._chunks(rows, lambda r: 1):
-            outs = self._isolated(batch, self._choice_batch)
+        for batch, outs in self._scored(rows, lambda r: 1, self._choice_batch):
             for r in batch:
                 yield self._choice_result(reqs[r.owner], r, outs[id(r)])
 
@@ -827,8 +876,8 @@ class HFEngine:
     def _teacher_forced(self, rows: list[_Row]) -> dict[int, Any]:
         """id(row) -> (continuation logprobs, top-k ids per position, top-k values per position)."""
         out: dict[int, Any] = {}
-        for batch in self._chunks(rows, lambda r: len(r.cont)):
-            out.update(self._isolated(batch, self._tf_batch))
+        for _, outs in self._scored(rows, lambda r: len(r.cont), self._tf_batch):
+            out.update(outs)
         return out
 
     def _tf_batch(self, batch: list[_Row]) -> dict[int, Any]:
@@ -921,8 +970,7 @@ class HFEngine:
                 yield _error(reqs[i], f"layer {layer} out of range: this model has {n_states} hidden states (0 = embeddings, -1 = last)")
                 continue
             rows.append(_Row(i, enc[i], sample=layer % n_states))
-        for batch in self._chunks(rows, lambda r: 1):
-            outs = self._isolated(batch, self._hidden_batch)
+        for batch, outs in self._scored(rows, lambda r: 1, self._hidden_batch):
             for r in batch:
                 req, h = reqs[r.owner], outs[id(r)]
                 if isinstance(h, Exception):
@@ -947,7 +995,6 @@ class HFEngine:
         rider_out = rider_out if rider_out is not None else {}
         units: list[GenUnit] = []
         specs: dict[int, _GenSpec] = {}
-        cap = max(1, int(self.config.batch_size))
         for i in idx:
             try:
                 spec = _GenSpec.parse(reqs[i])
@@ -963,7 +1010,9 @@ class HFEngine:
             units.append(GenUnit(i, enc[i], [0] if spec.greedy else list(range(spec.n)), spec))
         samples: dict[tuple[int, int], Any] = {}
         before = GenStats(**{k: v for k, v in self.gen_stats.__dict__.items()})
-        self._generate_units(units, cap, riders, rider_out, samples)
+        if units:  # the shape: the longest row a unit may grow to (prompt + max_tokens)
+            key = self.sizer.key("generate", max(len(u.prompt) + u.spec.max_tokens for u in units))
+            self._generate_units(units, self.sizer.cap(key), key, riders, rider_out, samples)
         self._log_stats(before)
         for i, spec in specs.items():
             req = reqs[i]
@@ -978,11 +1027,12 @@ class HFEngine:
                 meta["max_tokens_clamped_to"] = spec.max_tokens
             yield Result(request_id=req.id, kind=req.kind, samples=out, meta=meta)  # type: ignore[arg-type]
 
-    def _generate_units(self, units: list[GenUnit], cap: int, riders: dict[int, list[_Row]], rider_out: dict[int, Any],
-                        out: dict[tuple[int, int], Any]) -> None:
+    def _generate_units(self, units: list[GenUnit], cap: int, key: str, riders: dict[int, list[_Row]],
+                        rider_out: dict[int, Any], out: dict[tuple[int, int], Any]) -> None:
         """Generate every unit into ``out``; when a batch fails, the units it left unfinished run
-        again: with half the rows after running out of GPU memory, else one by one (so one bad
-        prompt fails alone, as ``Result.error``)."""
+        again (samples that finished are kept): after running out of memory freed and with half
+        the rows (the size kept for shape ``key``, engines/hf_batch.py), down to one row; after
+        another failure one by one (so one bad prompt fails alone, as ``Result.error``)."""
         if not units:
             return
         try:
@@ -994,19 +1044,21 @@ class HFEngine:
         for u in rest:
             for s in u.samples:
                 out.pop((u.owner, s), None)
-        oom = type(failed).__name__ == "OutOfMemoryError" or "out of memory" in str(failed).lower()
-        if oom and cap > 1:
-            gc.collect()
-            if self.device.startswith("cuda"):
-                self._torch.cuda.empty_cache()
-            self._generate_units(rest, cap // 2, riders, rider_out, out)
+        live = min(cap, sum(len(u.samples) for u in units))  # the rows the failed batch could hold
+        if is_oom(failed) and live > 1:
+            release(failed, self._torch, self.device)
+            self._generate_units(rest, self.sizer.halve(key, live), key, riders, rider_out, out)
             return
+        if is_oom(failed):
+            release(failed, self._torch, self.device)
+        else:
+            drop_frames(failed)
         if len(rest) == 1 and len(units) == 1:
             for s in rest[0].samples:
                 out[(rest[0].owner, s)] = failed
             return
         for u in rest:
-            self._generate_units([u], cap, riders, rider_out, out)
+            self._generate_units([u], cap, key, riders, rider_out, out)
 
     def _generate_batch(self, units: list[GenUnit], cap: int, riders: dict[int, list[_Row]] | None,
                         rider_out: dict[int, Any], out: dict[tuple[int, int], Any]) -> None:

@@ -19,6 +19,7 @@ missing and an unchanged spec executes nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from auditlang.core.engine import EngineError, ModelConfig, streams
 from auditlang.core.errors import RuntimeFailure
 from auditlang.core.requests import Request
 from auditlang.execute.static_key import static_key
+from auditlang.plan.gputime import eager_for
 from auditlang.plan.model import Plan
 from auditlang.plan.from_journal import FromJournal
 from auditlang.resolve.models import model_config
@@ -103,6 +105,8 @@ class _PlanRun:
         # errors: requests that failed in this call's engines (plus stored failures kept without retry_errors)
         self.totals: dict = {"executed": 0, "cached": 0, "errors": 0, "from_cache": 0, "first_error": ""}
         self.work: dict[str, dict[str, dict[str, int]]] = {}  # model -> stage -> engine work counters
+        self.batch_sizing: dict[str, dict] = {}  # model -> the engine's batch_sizing() (hf: sizes per shape, halvings)
+        self.timing: dict[str, dict] = {}  # model -> engine start and engine seconds (auditc plan --throughput-from)
         self.audited = [m for m in plan.models if any(r.model == m for r in plan.requests)]
         self.phase1 = [m for m in self.audited if "models" in phases and (only_models is None or m in only_models)]
         self.statics: dict[str, dict[str, str]] = dict(self.info.get("static_keys", {}))
@@ -207,6 +211,10 @@ class _PlanRun:
         info = read_run_file(self.run_dir)
         info.update({"fingerprints": self.fps, "last_run": t, "plan_hash": self.plan.hash, "static_keys": self.statics,
                      "engine_work": self.work})
+        if self.batch_sizing:
+            info["batch_sizing"] = self.batch_sizing
+        if self.timing:
+            info["timing"] = self.timing
         write_run_file(self.run_dir, info)
         return self.fps
 
@@ -301,19 +309,47 @@ class _PlanRun:
             write_run_file(self.run_dir, {**self.info, "fingerprints": self.fps, "plan_hash": self.plan.hash,
                                           "static_keys": self.statics})
             self.beat(doing=f"{mid}: executing")
+            ready = time.perf_counter()
             work(engine)
+            self._timed(mid, cfg, engine, ready - t0, time.perf_counter() - ready)
         except EngineError as e:
             raise RuntimeFailure(f"model '{mid}': {e}", getattr(e, "hint", None) or "rerun `auditc run` to resume") from None
         finally:
+            sizing = getattr(engine, "batch_sizing", None)
+            if callable(sizing):  # the hf engine: each shape's batch and its halvings on out of memory
+                now, was = sizing(), self.batch_sizing.get(mid)
+                if was:  # loaded again in a later phase: keep the earlier load's halvings
+                    now = {"shapes": {**was["shapes"], **now["shapes"]}, "halvings": was["halvings"] + now["halvings"]}
+                self.batch_sizing[mid] = now
             if engines is None:
                 engine.close()
+
+
+    def _timed(self, mid: str, cfg, engine, start_s: float, engine_s: float) -> None:
+        """run.json ``timing``: the engine's start and the seconds its work took, with what the plan
+        estimated it would run (``auditc plan --throughput-from`` refreshes its GPU-time table from it)."""
+        fp = engine.fingerprint() if hasattr(engine, "fingerprint") else {}
+        was = self.timing.get(mid)
+        if was:  # loaded again in a later phase
+            was["start_s"] = round(was["start_s"] + start_s, 2)
+            was["engine_s"] = round(was["engine_s"] + engine_s, 2)
+            return
+        self.timing[mid] = {"engine": cfg.engine, "device": fp.get("device"), "dtype": fp.get("dtype"),
+                            "size_b": getattr(self.spec.get(mid).value, "size", None), "start_s": round(start_s, 2),
+                            "engine_s": round(engine_s, 2), "tokens": self.plan.tokens_by_model.get(mid)}
 
 
 def engine_config(spec: Spec, plan: Plan, mid: str, engine_override: str | None = None) -> ModelConfig:
     """The configuration ``auditc run`` loads model ``mid`` with: the spec's declaration
     (:func:`~auditlang.resolve.models.model_config`) with ``prefix_caching=auto`` resolved (on)
     for the request kinds the plan sends the model in every stage (``Plan.model_kinds``)."""
-    return model_config(spec, mid, engine_override, kinds=plan.model_kinds(mid))
+    cfg = model_config(spec, mid, engine_override, kinds=plan.model_kinds(mid))
+    if cfg.engine == "vllm" and cfg.options.get("enforce_eager") is None:
+        # small planned work: no torch.compile / CUDA graphs (plan/gputime.py's rule; on a CPU eager anyway)
+        rule = eager_for(cfg.engine, getattr(spec.get(mid).value, "size", None), cfg.dtype, plan.tokens_by_model.get(mid))
+        if rule is not None and rule[0]:
+            cfg = dataclasses.replace(cfg, options={**cfg.options, "enforce_eager": True})
+    return cfg
 
 
 def _missing(journal: Journal, fps: dict[str, str], mid: str, reqs: list[Request], retry_errors: bool) -> bool:

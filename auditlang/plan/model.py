@@ -51,6 +51,8 @@ class Plan:
     estimated_stage1: list[dict[str, Any]] = field(default_factory=list)
     # follow-up (stage 2 / cross) token estimate, from the stage-1 prompts of the same model (not hashed)
     token_estimate_followups: dict[str, int] = field(default_factory=dict)
+    # model -> its stage-1 and follow-up token estimate (planner._tokens_by_model; not serialised)
+    tokens_by_model: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     # in-memory only: what the runner needs (not serialised)
     units: dict[tuple, list] = field(default_factory=dict, repr=False)
     # (model, kind) -> unique stage-1 requests; a lean plan (``auditc plan``) keeps these counts

@@ -395,6 +395,7 @@ class Planner:
         plan = self._assemble()
         self._estimate_missing(plan)
         plan.token_estimate_followups = _followup_tokens(plan, self._per_model, self._followups.gen)
+        plan.tokens_by_model = _tokens_by_model(plan, self._per_model, self._followups.gen)
         plan.units = self._units
         plan.warnings = self.bag.warnings
         plan.sources = {d: ds for d, ds in self.data.items() if ds is not None}
@@ -407,7 +408,7 @@ class Planner:
         self._unique: dict[str, Request | None] = {}
         self._kinds: Counter = Counter()  # (model, kind) -> unique stage-1 requests
         self._shapes: Counter = Counter()  # (model, kind, call shape) -> unique stage-1 requests
-        self._per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count]
+        self._per_model: dict[str, list[int]] = {}  # model -> [prompt tokens, max generated, count, generated]
         self._tokens = [0, 0]  # prompt tokens, generated tokens (max) of the main loop's requests
         self._keep_ctx = self._cross_targets() if self.lean else None
         # a plan that only counts (lean, nothing streamed): the order requests are first seen in does not matter
@@ -585,10 +586,11 @@ class Planner:
         self._shapes[(r.model, r.kind, call_shape(r.kind, r.p))] += 1
         acc = self._per_model.get(r.model)
         if acc is None:
-            acc = self._per_model[r.model] = [0, 0, 0]
+            acc = self._per_model[r.model] = [0, 0, 0, 0]
         acc[0] += pt
         acc[1] = max(acc[1], gt)
         acc[2] += 1
+        acc[3] += gt
         if self.sink is not None:
             self.sink(r)
         return r
@@ -894,6 +896,24 @@ def _followup_tokens(plan: Plan, per_model: dict[str, list[int]], budgets: dict 
         prompt += d["count"] * (acc[0] // acc[2] + acc[1])
         gen += d["count"] * budgets.get((d["model"], d["source"], d["role"], d["kind"]), acc[1])
     return {"prompt_tokens": prompt, "generated_tokens_max": gen} if prompt else {}
+
+
+def _tokens_by_model(plan: Plan, per_model: dict[str, list[int]], budgets: dict | None = None) -> dict[str, dict[str, int]]:
+    """Per model, the token estimate ``auditc plan``'s GPU time is computed from (plan/gputime.py):
+    stage-1 prompt tokens (chars/4) and generated tokens at most, and the follow-ups' as
+    :func:`_followup_tokens` counts them, with the requests of each."""
+    out = {m: {"prompt_tokens": acc[0], "generated_tokens_max": acc[3], "requests": acc[2],
+               "followup_prompt_tokens": 0, "followup_generated_max": 0, "followup_requests": 0}
+           for m, acc in per_model.items()}
+    budgets = budgets or {}
+    for d in plan.deferred:
+        acc, row = per_model.get(d["model"]), out.get(d["model"])
+        if not acc or not acc[2] or row is None:
+            continue
+        row["followup_prompt_tokens"] += d["count"] * (acc[0] // acc[2] + acc[1])
+        row["followup_generated_max"] += d["count"] * budgets.get((d["model"], d["source"], d["role"], d["kind"]), acc[1])
+        row["followup_requests"] += d["count"]
+    return out
 
 
 def _evaluator_budget(spec: Spec, eid: str, kind: str) -> int:

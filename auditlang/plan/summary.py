@@ -10,6 +10,7 @@ from rich.table import Table
 
 from auditlang.core.capabilities import engine_calls
 from auditlang.core.terminal import visible
+from auditlang.plan.gputime import EAGER_BELOW_S, eager_for
 from auditlang.plan.model import Plan
 from auditlang.plan.planner import PLACEHOLDER_NOTE
 from auditlang.resolve.models import model_config
@@ -77,7 +78,7 @@ def print_summary(spec: Spec, plan: Plan, show_cells: bool = False, console: Con
     calls = engine_calls_table(spec, plan)
     if calls is not None:
         con.print(calls)
-    for line in (prefix_caching_line(spec, plan), streamed_stage2_line(spec, plan)):
+    for line in (prefix_caching_line(spec, plan), streamed_stage2_line(spec, plan), eager_line(spec, plan)):
         if line:
             con.print(line, highlight=False)
     saved = plan.naive_request_count - plan.unique_request_count
@@ -138,6 +139,23 @@ def prefix_caching_line(spec: Spec, plan: Plan) -> str | None:
     parts = ([f"on for {', '.join(on)} (the answers and samples of a prompt share its prefill)"] if on else []) + (
         [f"off for {', '.join(off)} (prefix_caching=off)"] if off else [])
     return "vLLM prefix caching: " + "; ".join(parts)
+
+
+def eager_line(spec: Spec, plan: Plan) -> str | None:
+    """Which vllm models `auditc run` starts with enforce_eager because their planned GPU work is
+    small (execute/runner.py engine_config, plan/gputime.py's rule), or None."""
+    picked = []
+    for mid, tokens in plan.tokens_by_model.items():
+        cfg = model_config(spec, mid, kinds=plan.model_kinds(mid))
+        if cfg.engine != "vllm" or cfg.options.get("enforce_eager") is not None:
+            continue
+        rule = eager_for(cfg.engine, getattr(spec.get(mid).value, "size", None), cfg.dtype, tokens)
+        if rule is not None and rule[0]:
+            picked.append(f"{mid} (≈ {rule[1]:.0f} s)")
+    if not picked:
+        return None
+    return (f"vLLM enforce_eager: on for {', '.join(picked)}: estimated GPU time under {EAGER_BELOW_S:.0f} s on an H200, "
+            "where compiling costs more start than it saves (write enforce_eager=false to compile)")
 
 
 def streamed_stage2_line(spec: Spec, plan: Plan) -> str | None:

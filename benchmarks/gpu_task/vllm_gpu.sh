@@ -15,6 +15,11 @@
 #   bash benchmarks/gpu_task/vllm_gpu.sh hf DTYPE         bench_gpu_spec.py (hf engine) on the same design
 #   bash benchmarks/gpu_task/vllm_gpu.sh probe DTYPE [FRACTION] [CONFIGS]
 #                                                         probe_vllm_start.py on the jobs the last `vllm DTYPE` recorded
+#   bash benchmarks/gpu_task/vllm_gpu.sh hfsetup          hf only (no vLLM payload): install the carried .whl/*.whl into /tmp/site
+#   bash benchmarks/gpu_task/vllm_gpu.sh hf-rnd SHAPE LIMIT   bench_gpu_spec.py --random-init SHAPE (1b|8b, bf16,
+#                                                         tokenizer .gpudata/tok) on s000_smollm2_auto.audit, --limit LIMIT
+#   bash benchmarks/gpu_task/vllm_gpu.sh vllm-rnd SHAPE LIMIT [TAG]  bench_vllm_gpu.py --random-init SHAPE on the vLLM
+#                                                         design, --limit LIMIT (VLLM_EXTRA=", enforce_eager=true" adds options)
 # Every step's whole log goes to $OUT/<step>_<dtype>.log (vLLM's own start-up lines included).
 # STACKS=1 samples every process's Python stacks every 2 s into $OUT/stacks_<step>/ (stackdump/sitecustomize.py).
 # Results go to $OUT (the device tool's folder) or /tmp/out.
@@ -62,6 +67,23 @@ case "$1" in
     python3 benchmarks/bench_gpu_spec.py /tmp/s000_hf_$dt.audit --data-root .gpudata --out /tmp/run_hf_$dt \
       --json-out "$OUT/hf_$dt.json" ${HF_EXTRA:-} 2>&1 | tee "$OUT/hf_$dt.log" | grep -v "^\[smollm2" | tail -30
     cp /tmp/run_hf_$dt/metrics/cells.csv "$OUT/cells_hf_$dt.csv" ;;
+  hfsetup)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name(0))" ;;
+  hf-rnd)
+    shape=$2; lim=$3; tag=hf_${shape}_${lim}${4:+_$4}
+    sed "s|dtype=float32|dtype=bfloat16|" benchmarks/gpu_task/s000_smollm2_auto.audit > /tmp/s000_hf_bf16.audit
+    python3 benchmarks/bench_gpu_spec.py /tmp/s000_hf_bf16.audit --random-init "$shape" --tokenizer .gpudata/tok \
+      --data-root .gpudata --limit "$lim" --no-plain --out /tmp/run_$tag --json-out "$OUT/$tag.json" 2>&1 \
+      | tee "$OUT/$tag.log" | grep -v "^\[smollm2\] *[0-9]" | tail -25
+    python3 -c "import json; i=json.load(open('/tmp/run_$tag/run.json')); print('last_run', i['last_run']); print('batch_sizing', json.dumps(i.get('batch_sizing')))" \
+      | tee -a "$OUT/$tag.log" ;;
+  vllm-rnd)
+    shape=$2; lim=$3; tag=vllm_${shape}_${lim}${4:+_$4}
+    sed "s|@CKPT@|/nonexistent|; s|@DTYPE@|bfloat16${VLLM_EXTRA:-}|" benchmarks/gpu_task/s000_smollm2_vllm.audit.in > /tmp/s000_vllm_base.audit
+    python3 benchmarks/bench_vllm_gpu.py /tmp/s000_vllm_base.audit --random-init "$shape" --tokenizer .gpudata/tok \
+      --data-root .gpudata --limit "$lim" --out /tmp/run_$tag --json-out "$OUT/$tag.json" 2>&1 | tee "$OUT/$tag.log" \
+      | grep -v "^\[smollm2" | tail -25 ;;
   probe)
     dt=${2:-float32}
     python3 benchmarks/probe_vllm_start.py --model "$(ckpt)" --dtype "$dt" --jobs /tmp/jobs_$dt.pkl \
