@@ -45,6 +45,7 @@ class Sentence:
     items: list[str]  # checklist item keys (ITEMS)
     audit: str | None = None  # the audit whose checklist groups state the items
     fields: list[str] = dc_field(default_factory=list)  # the run-directory fields the sentence states
+    facts: list[str] = dc_field(default_factory=list)  # declared component facts it states (protocol:<id>:<key>)
 
     def where(self) -> str:
         """The checklist groups and items that state this sentence in full."""
@@ -373,8 +374,8 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
         out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
-                            [f"spec:{p}" for p in a.protocols]
-                            + [f"protocol:{p}:{k}" for p in a.protocols for k in ("measure", "context")]))
+                            [f"spec:{p}" for p in a.protocols],
+                            [f"protocol:{p}:{k}" for p in a.protocols for k in ("measure", "context")]))
         out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
                             [f"spec:{m}.chat" for m in a.models]
                             + [f"{RUN_FILE}:fingerprints.{m}" for m in a.models if m in rd.fingerprint_hashes]))
@@ -426,7 +427,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
 def claims(sentences: list[Sentence]) -> list[dict]:
     """The methods paragraph's sentences with the facts each is built from (report/claims.json)."""
     return [{"file": "methods", "where": s.where(), "kind": "sentence", "text": s.text,
-             "facts": [f"checklist:{k}" for k in s.items] + list(s.fields)} for s in sentences]
+             "facts": [f"checklist:{k}" for k in s.items] + list(s.fields) + list(s.facts)} for s in sentences]
 
 
 def methods_paragraph(sentences: list[Sentence]) -> str:
