@@ -34,6 +34,7 @@ from auditlang.store.rundir import (
     CELLS_CSV, JOURNAL, PLAN_FILE, RECORDS, REPORT_DIR, RUN_FILE, RUN_FORMAT, STDLIB_DIR, read_plan_file, read_plan_ids,
     check_out_dir, read_run_file)
 from auditlang.store.runlock import RunLock
+from auditlang.core.registry import REGISTRY
 
 
 def default_run_dir(spec_path: str) -> Path:
@@ -176,8 +177,6 @@ def load_run(run_dir: str | Path) -> Run:
 def _missing_plugins(run_dir: Path, info: dict[str, Any]) -> None:
     """A UserError naming the plugins the run used that are not installed here (run.json
     ``plugin_components``), when that is why its stored spec does not compile."""
-    from auditlang.core.registry import REGISTRY  # lazy: only when the stored spec failed to compile
-
     gone = {}
     for key, plugin in (info.get("plugin_components") or {}).items():
         kind, _, name = key.partition(" ")

@@ -24,7 +24,7 @@ def _handler(command: str):
     """``cmd_<command>`` of ``auditlang.cli.<command>``: each subcommand's module is imported only
     when that subcommand runs, so `auditc --version` and `auditc check` never load pandas, the
     engines or the report (benchmarks/bench_startup.py)."""
-    return getattr(importlib.import_module(f"auditlang.cli.{command}"), f"cmd_{command}")
+    return getattr(importlib.import_module(f"auditlang.cli.{command}"), f"cmd_{command}")  # lazy: a subcommand's module only when it runs
 
 
 class _EngineNames:

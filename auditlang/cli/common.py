@@ -94,7 +94,7 @@ def parse_limit(text) -> int | str | None:
 
 def print_overrides(spec) -> None:
     """One note per command-line option override (``-M``, ``--model-args``): what it changed."""
-    from auditlang.resolve.overrides import override_sentence  # lazy: see parse_model_args
+    from auditlang.resolve.overrides import override_sentence  # lazy: the resolver only when overrides are printed
 
     for rec in getattr(spec, "model_overrides", None) or []:
         print(f"note: {override_sentence(rec)}", file=sys.stderr)

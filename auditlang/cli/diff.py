@@ -21,6 +21,7 @@ from auditlang.score.cellmetrics import DEFAULT_METRICS, audit_bootstrap
 from auditlang.score.rundiff import DiffMetric, cautions, diff_runs, match_cells, significance
 from auditlang.store.records import read_records
 from auditlang.store.rundir import RECORDS, RESCORE_DIR, RUN_FILE
+import pandas as pd
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 
@@ -78,8 +79,6 @@ class RunDiff:
 
     def frame(self):
         """The rows as a pandas DataFrame with the statement column (what ``--format csv`` writes)."""
-        import pandas as pd  # lazy: pandas only when asked
-
         df = pd.DataFrame([{**r.to_dict(), "statement": significance(r)} for r in self.result.rows])
         df.attrs.update(only_a=list(self.result.only_a), only_b=list(self.result.only_b), models=self.models)
         return df
@@ -123,7 +122,6 @@ def cmd_diff(args) -> int:
                      getattr(args, "match", None) or ())
     result, shared, models, match, matched = d.result, d.shared, d.models, d.match, d.matched
     if args.format == "json":
-        from auditlang.score.rundiff import cautions  # lazy: as above
 
         body = {"run_a": str(args.run_a), "run_b": str(args.run_b), "difference": "B - A",
                 "models_a": models["A"], "models_b": models["B"], "cautions": cautions(result.rows),

@@ -22,6 +22,7 @@ from auditlang.resolve.models import OPENAI_BASE_URL_ENV
 from auditlang.store.journal import check_journal_file
 from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
 from auditlang.store.shards import SHARD_FIELD, Shard, merge_command
+from auditlang.store.inputs import clear_outputs, run_owner
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -110,8 +111,6 @@ def cmd_run(args) -> int:
 
 def _check_owner(args, spec, run_dir: Path) -> None:
     """Refuse a run directory that holds a run of another spec file, unless ``--replace``."""
-    from auditlang.store.inputs import clear_outputs, run_owner  # lazy: run-directory writing only for runs
-
     owner = run_owner(spec, run_dir)
     if owner is None:
         return

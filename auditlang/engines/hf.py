@@ -145,7 +145,7 @@ def _resolve_hub(config: ModelConfig) -> ResolvedModel:
     offline = hub_offline()
     if not offline:
         import huggingface_hub.constants as hc  # lazy: huggingface_hub only for hub models
-        from auditlang.core.trust import permitted  # what the user allowed (`auditc run`; docs/security.md)
+        from auditlang.core.trust import permitted  # lazy: the user's allowances only for a download or a server (docs/security.md)
 
         refused = permitted(hc.ENDPOINT, None)
         if refused:

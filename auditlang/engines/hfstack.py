@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from types import ModuleType
 
@@ -30,7 +31,7 @@ def _generation_without_sklearn(transformers: ModuleType) -> None:
     if name in sys.modules or "sklearn" in sys.modules:
         return
     try:
-        import transformers.utils as tu  # lazy: as above
+        import transformers.utils as tu  # lazy: transformers only when a model runs
     except ImportError:
         return
     available = getattr(tu, "is_sklearn_available", None)
@@ -38,7 +39,7 @@ def _generation_without_sklearn(transformers: ModuleType) -> None:
         return
     tu.is_sklearn_available = lambda: False
     try:
-        __import__(name)
+        importlib.import_module("transformers.generation.candidate_generator")  # lazy: transformers only when a model runs
     except ImportError:
         pass  # another transformers layout: nothing to skip
     finally:

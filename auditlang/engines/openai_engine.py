@@ -130,7 +130,7 @@ class OpenAIEngine:
         except ValueError as e:
             raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self.model = config.path
-        from auditlang.core.trust import permitted  # what the user allowed (`auditc run`; docs/security.md)
+        from auditlang.core.trust import permitted  # lazy: the user's allowances only for a download or a server (docs/security.md)
 
         refused = permitted(self._opts.base_url, self._opts.api_key_env or None)
         if refused:

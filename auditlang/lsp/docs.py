@@ -12,6 +12,7 @@ import inspect
 import json
 import re
 import typing
+import types
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def type_str(ann: Any) -> str:
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if origin is typing.Literal:
         return " | ".join(str(a) for a in args)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return " | ".join(type_str(a) for a in args)
     if origin is list:
         return f"list[{type_str(args[0])}]" if args else "list"

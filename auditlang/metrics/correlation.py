@@ -64,7 +64,7 @@ def spearman(x: ArrayLike, y: ArrayLike, missing: str = "error") -> Correlation:
     Rule for undefined cases: fewer than 3 pairs, or a constant input, gives ``r = p = NaN``.
     NaN pairs: ``missing="error"`` raises, ``"drop"`` removes the pair (counted in ``n_dropped``).
     """
-    from scipy import stats  # imported on use: scipy.stats costs ~0.3 s at start-up
+    from scipy import stats  # lazy: scipy.stats costs ~0.3 s at start-up
 
     return _run("spearman", stats.spearmanr, x, y, missing)
 

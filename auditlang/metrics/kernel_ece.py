@@ -51,7 +51,7 @@ class _SmoothResidual:
         x = np.zeros(grid + 1)
         x[: m_max + 1] = self._coefficients(m_max) * np.exp(-0.5 * (np.pi * m * sigma) ** 2)
         # DCT-I: y_k = x_0 + (-1)^k x_G + 2 sum_{m=1}^{G-1} x_m cos(pi k m / G) = r(k / G)
-        from scipy import fft  # imported on use: scipy.signal & co. cost ~0.5 s at start-up
+        from scipy import fft  # lazy: scipy.signal & co. cost ~0.5 s at start-up
 
         r = fft.dct(x, type=1)
         absr = np.abs(r)

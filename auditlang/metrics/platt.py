@@ -49,7 +49,7 @@ class PlattScaler:
         c = as_prob("platt.apply", confidence, allow_nan=True)
         out = np.full(c.shape, np.nan)
         ok = ~np.isnan(c)
-        from scipy import special  # imported on use (scipy is slow to import)
+        from scipy import special  # lazy: scipy is slow to import
 
         out[ok] = special.expit(self.a * _feature(c[ok], self.feature) + self.b)
         return out

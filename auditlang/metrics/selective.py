@@ -32,7 +32,7 @@ def _harmonic_steps(m: np.ndarray) -> np.ndarray:
         table = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, int(cum_i.max()) + 1))))
         h, h0 = table[cum_i.astype(np.intp)], 0.0
     else:
-        from scipy.special import digamma  # imported on use (scipy is slow to import)
+        from scipy.special import digamma  # lazy: scipy is slow to import
 
         h, h0 = digamma(cum + 1), float(digamma(1.0))
     return np.diff(h, axis=1, prepend=np.full((h.shape[0], 1), h0))

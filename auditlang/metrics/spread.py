@@ -87,7 +87,7 @@ def size_spread_correlation(sizes: Sequence[float], spreads: Sequence[float]) ->
         raise ValueError("size_spread_correlation: sizes and spreads must not contain NaN")
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         raise ValueError("size_spread_correlation: sizes or spreads are all equal; the rank correlation is undefined")
-    from scipy import stats  # imported on use (scipy.stats is slow to import)
+    from scipy import stats  # lazy: scipy.stats is slow to import
 
     res = stats.spearmanr(x, y)
     return SpearmanResult(float(res.statistic), float(res.pvalue), int(x.size))

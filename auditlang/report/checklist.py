@@ -49,6 +49,7 @@ from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.render import TemplateError
 from auditlang.report.comparisons.normshift import _coverage_flag
 from auditlang.protocols.verbal import verbal_parser
+from auditlang.protocols import program_for
 
 ITEMS: dict[str, str] = {
     "C1": "C1 elicitation provenance",
@@ -1002,8 +1003,6 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
 
 
 def _needs_dev(rd: RunData, pid: str) -> bool:
-    from auditlang.protocols import program_for  # lazy: the programs pull in evaluators and metrics
-
     try:
         return bool(program_for(rd.spec.get(pid), rd.spec).needs_dev)
     except (KeyError, ValueError):

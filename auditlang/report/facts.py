@@ -18,6 +18,7 @@ import pandas as pd
 
 from auditlang.report.rundata import JOURNAL, RECORDS, RunData
 from auditlang.store.journal import Journal
+from auditlang.protocols import program_for
 
 UNSPECIFIED = "UNSPECIFIED"
 
@@ -75,8 +76,6 @@ class ProtocolFacts:
 def protocol_facts(rd: RunData, aid: str, pid: str) -> ProtocolFacts:
     """Build the protocol's program as the planner does and collect its facts for each prompt form
     (chat messages or plain text) the audit's models were given."""
-    from auditlang.protocols import program_for  # lazy: the programs pull in evaluators and metrics
-
     cache = rd.__dict__.setdefault("_protocol_facts", {})
     if (aid, pid) in cache:
         return cache[(aid, pid)]
@@ -99,8 +98,6 @@ def sent_labels(rd: RunData, aid: str, pid: str) -> dict[str, tuple[str, ...]]:
     """model -> the label strings (``choices``) of the protocol's label requests as the journal
     stored them (the request role the program names as ``label_role``, else every
     ``choice_logprobs`` request of the protocol's records)."""
-    from auditlang.protocols import program_for  # lazy: as in protocol_facts
-
     path = rd.run_dir / RECORDS
     if not path.is_file() or not (rd.run_dir / JOURNAL).exists():
         return {}

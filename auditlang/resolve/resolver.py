@@ -7,6 +7,7 @@ for existence and kind. All problems are collected as diagnostics and reported t
 
 from __future__ import annotations
 
+import difflib
 import typing
 
 from pathlib import Path
@@ -521,8 +522,6 @@ def _apply_swaps(r: _Resolver, top: LoadedModule, swaps: dict[str, str]) -> None
     """``--swap-model NAME=EXPR``: the declaration of model NAME (a name of the entry spec, or
     ``ns.name`` of an import) is replaced by ``model NAME = EXPR`` before resolution, so every
     use of NAME (audits, judges) gets the swapped model. Unknown names are usage errors."""
-    from auditlang.core.diagnostics import did_you_mean  # lazy: imported where used (a module-level name would collide)
-
     models = r.names_of_kind(top, "model")
     for name, expr in swaps.items():
         oid = r.lookup(top, A.Ref(tuple(name.split(".")), None)) if name else None
@@ -639,8 +638,6 @@ def _type_name(annotation: Any) -> str:
 def _with_plugin_note(hint: str | None, kind: str, name: str, candidates) -> str | None:
     """A did-you-mean hint for an unknown component name, followed by what a missing plugin means
     unless the name is a plain typo of a known one (similarity 0.8 or more)."""
-    import difflib  # lazy: only for an unknown name
-
     if difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.8):
         return hint
     note = missing_plugin_note(kind, name)

@@ -29,6 +29,7 @@ from auditlang.metrics.bootstrap import bootstrap_ci
 from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
+from auditlang.evaluators.string_match import normalize_answer
 
 CONTRASTS = ("gold - plaus.", "self - gold, diff. strings", "self - gold, exact match", "gold - self, initially wrong")
 
@@ -48,8 +49,6 @@ def _mean(x: list[float]) -> float:
 
 def contrasts_of(own, gold, plaus) -> dict[str, list[float]]:
     """Per-item differences of the four paired contrasts (see the module docstring)."""
-    from auditlang.evaluators.string_match import normalize_answer  # lazy: the evaluator library is large
-
     out: dict[str, list[float]] = {k: [] for k in CONTRASTS}
     if plaus is not None:
         for i in gold.index.intersection(plaus.index):
