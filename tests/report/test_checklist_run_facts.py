@@ -40,7 +40,10 @@ def test_sampled_request_seeds_are_stated_from_plan_json(md, run):
     # the rule plan.json records (not only "generation seed 42")
     import json
 
-    rule = json.loads((run.run_dir / "plan.json").read_text(encoding="utf-8"))["sampling_seeds"]
+    from auditlang.report.safe_text import md_safe
+
+    # as Markdown writes it: a `<seed ...>` placeholder would be an HTML tag a viewer hides (issue 40 item 7)
+    rule = md_safe(json.loads((run.run_dir / "plan.json").read_text(encoding="utf-8"))["sampling_seeds"])
     assert f"sampled requests: a seed per item and purpose, derived from the generation seed (or a protocol's seed): {rule}" in md
 
 
