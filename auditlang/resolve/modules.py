@@ -53,6 +53,9 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
         base = root
     if cand.suffix != ".audit":
         cand = cand.with_suffix(".audit") if not cand.name.endswith(".audit") else cand
+    why = path_problem(cand.name)
+    if why:
+        return None, f"import '{shown}' cannot name a file: {why}", "import a spec by its path relative to this file"
     try:
         cand = cand.resolve()
         cand.relative_to(base.resolve())
@@ -71,10 +74,14 @@ def _resolve_import(imp: A.Import, importer: Path, root: Path) -> tuple[Path | N
         near = [x.stem for x in cand.parent.glob("*.audit") if x != importer.resolve()] if cand.parent.is_dir() else []
         close = did_you_mean(Path(raw).stem, near) if near else None
         hint = close if close and close.startswith("did you mean") else None
-    if not cand.exists():
+    try:
+        exists, is_file = cand.exists(), cand.is_file()
+    except OSError as e:
+        return None, f"import '{shown}' cannot be read: {e.strerror}", "check the file and the folders on its path"
+    if not exists:
         return None, f"cannot find '{shown}' (looked for {cand})", hint or (
             "the import path is relative to the importing file, with or without .audit")
-    if not cand.is_file():
+    if not is_file:
         return None, f"import '{shown}' names a folder, not a spec file ({cand})", \
             "import the .audit file inside it, e.g. import \"folder/name\""
     return cand, None, None
