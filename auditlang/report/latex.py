@@ -24,12 +24,13 @@ _UNICODE = {
     "’": "'", "‘": "`", "“": "``", "”": "''", "→": r"$\rightarrow$", "∩": r"$\cap$", "ℓ": r"$\ell$",
     "✗": r"$\times$", "†": r"$^{\dagger}$", "✓": r"$\checkmark$", "−": "-", "\u00a0": "~",
     # OT1 text symbols and letters without a combining accent (issue 34 item 5: none printed as [U+XXXX])
-    "§": r"\S{}", "¶": r"\P{}", "©": r"\copyright{}", "£": r"\pounds{}", "ß": r"\ss{}", "æ": r"\ae{}",
+    # § and ¶ from cmsy (Type 1): \S would take the TS1 font, a Type 3 bitmap without cm-super
+    "§": r"{\usefont{OMS}{cmsy}{m}{n}\char120}", "¶": r"{\usefont{OMS}{cmsy}{m}{n}\char123}", "©": "(c)", "£": "GBP", "ß": r"\ss{}", "æ": r"\ae{}",
     "Æ": r"\AE{}", "œ": r"\oe{}", "Œ": r"\OE{}", "ø": r"\o{}", "Ø": r"\O{}", "ł": r"\l{}", "Ł": r"\L{}",
     "ı": r"\i{}", "å": r"\aa{}", "Å": r"\AA{}", "¡": "!`", "¿": "?`", "«": "<<", "»": ">>", "‹": "<", "›": ">",
     "„": ",,", "‚": ",", "•": r"$\bullet$", "·": r"$\cdot$", "°": r"$^{\circ}$", "µ": r"$\mu$", "÷": r"$\div$",
     "≠": r"$\neq$", "≈": r"$\approx$", "∞": r"$\infty$", "∈": r"$\in$", "∑": r"$\sum$", "√": r"$\surd$",
-    "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$", "⇒": r"$\Rightarrow$", "∪": r"$\cup$", "‰": r"\textperthousand{}",
+    "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$", "⇒": r"$\Rightarrow$", "∪": r"$\cup$", "‰": " per mille",
     "€": "EUR", "¢": "c", "¥": "JPY", "™": r"$^{\mathrm{TM}}$", "®": r"(R)", "¹": r"$^1$", "²": r"$^2$", "³": r"$^3$",
     "½": r"$\frac12$", "¼": r"$\frac14$", "¾": r"$\frac34$", "‐": "-", "‑": "-", "‒": "--", "\u2009": r"\,",
     "\u200b": "", "\ufeff": "", "\u2002": " ", "\u2003": " ",
