@@ -997,7 +997,10 @@ def _protocol_entries(rd: RunData, aid: str, pid: str) -> list[Entry]:
                     e.state(line, [fact, f"run:{run}"])
             for param in F.fact_params(pf, key):
                 if param in type(o.value).model_fields and (text := D.unspecified(o, param)):
-                    e.state(text, [fact, f"spec:{pid}.{param}"], flag=True)
+                    # the default's name (e.g. mode 'followup') is not a description: the line above,
+                    # from the program's declaration, says what it builds
+                    e.state(f"{text}, which builds what the line above states", [fact, f"spec:{pid}.{param}"],
+                            flag=True)
         out.append(e)
     return out
 
