@@ -143,7 +143,7 @@ def test_every_rendered_statement_is_a_claim_with_facts(run: Path) -> None:
     texts = {c["file"]: set() for c in claims}
     for c in claims:
         texts[c["file"]].add(c["text"])
-    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     body, _, cite = md.partition("## How to cite the setup")
     summary, _, groups = body.partition("\n## Run")
     flags = {re.sub(r"^(UNSPECIFIED|WARNING):?\s*", "", c["text"]) for c in claims
@@ -158,7 +158,7 @@ def test_every_rendered_statement_is_a_claim_with_facts(run: Path) -> None:
                 assert any(part.endswith(f) for f in flags), part
     paragraph = next(ln[2:] for ln in cite.splitlines() if ln.startswith("> "))
     assert paragraph == " ".join(c["text"] for c in claims if c["file"] == "methods")
-    dis = (run / "report" / "disclosure.md").read_text(encoding="utf-8")
+    dis = (run / "report" / "disclosure.md").read_text(encoding="utf-8").replace("&lt;", "<")
     for line in dis.splitlines():
         if line.startswith("| ") and not line.startswith("| Axis |"):
             row = " | ".join(x.strip() for x in line.strip()[1:-1].split(" | ")).replace("\\|", "|")

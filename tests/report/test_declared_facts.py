@@ -92,7 +92,7 @@ def _section(md: str, head: str) -> str:
 
 
 def test_conditioning_context_is_the_prompt_actually_sent(run: Path) -> None:
-    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
     single = _sent(run, "single", "verbal")
     turn = _sent(run, "turn", "verbal")
@@ -123,7 +123,7 @@ def test_p_true_label_strings_are_the_ones_sent(run: Path) -> None:
     sent = _sent(run, "s003.p_true", "p_true")
     got = {m: tuple(reqs[0]["params"]["choices"]) for m, reqs in sent.items()}
     assert got["chatm"] == ("A", "B") and got["basem"] == (" A", " B")  # lead_space after plain text
-    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     sec = _section(md, "## Audit a, cells of protocol s003.p_true")
     assert 'label strings sent (the requests\' choices in the journal): "A", "B" to chatm; " A", " B" to basem' in sec
     methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
@@ -134,7 +134,7 @@ def test_p_true_label_strings_are_the_ones_sent(run: Path) -> None:
 
 
 def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
-    md = (run / "report" / "disclosure.md").read_text(encoding="utf-8")
+    md = (run / "report" / "disclosure.md").read_text(encoding="utf-8").replace("&lt;", "<")
     row = next(ln for ln in md.splitlines() if ln.startswith("| Confidence signal"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "token probability (tok)"  # the first protocol, as the note's main setting
@@ -144,13 +144,13 @@ def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
 
 
 def test_user_chosen_vpr_threshold_is_credited_to_the_spec_line(run: Path) -> None:
-    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     line = next(ln for ln in md.splitlines() if "Inclusion threshold: VPR >= 0.50" in ln)
     assert "settings vpr_threshold, set in the spec at s.audit:2" in line and "D.1" not in line and "study 000" not in line
 
 
 def test_equal_accuracies_name_no_gap_between_one_model_and_itself(run: Path) -> None:
-    md = (run / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (run / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     line = next(ln for ln in md.splitlines() if ln.startswith("- nums: accuracy (mean over variants"))
     assert "no gap: every model has the same accuracy" in line and "(chatm - chatm)" not in line
 
@@ -208,7 +208,7 @@ def test_plugin_protocol_gets_its_declared_facts_and_no_borrowed_wording(tmp_pat
                         "--engine", "dryrun", "--out", "r", "--no-progress"], capture_output=True, text=True,
                        cwd=tmp_path, env={**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{REPO}"}, timeout=600)
     assert r.returncode == 0, r.stderr
-    md = (tmp_path / "r" / "report" / "checklist.md").read_text(encoding="utf-8")
+    md = (tmp_path / "r" / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     sec = _section(md, "## Audit a, cells of protocol c (const_conf")
     for borrowed in ("probes the model's own answer", "provenance self", "read from the probe's text reply",
                      "built-in probe prompt", "reads logprobs", "hidden states"):

@@ -37,7 +37,7 @@ def test_data_files_by_name_and_sha256(run):
 
     from report_fixtures import DATA
 
-    md = (run.report / "checklist.md").read_text(encoding="utf-8")
+    md = (run.report / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     digest = hashlib.sha256((DATA / "arc_challenge.jsonl").read_bytes()).hexdigest()
     assert f"dataset arc: file arc_challenge.jsonl (sha256 {digest})" in md
     assert "Scored records (one row per cell x item, with the raw generation text): records.parquet" in md
@@ -155,7 +155,7 @@ def test_methods_paragraph_traced_to_checklist(run):
     rd = load_run(run.spec, run.plan, run.run_dir)
     sentences = methods_sentences(rd)
     assert all(s.items and set(s.items) <= set(ITEMS) for s in sentences)
-    md = (run.report / "checklist.md").read_text(encoding="utf-8")
+    md = (run.report / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     assert "## How to cite the setup" in md and "\\input{disclosure.tex}" in md
     for i, s in enumerate(sentences, 1):
         assert s.text in md
