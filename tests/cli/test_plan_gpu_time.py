@@ -99,7 +99,7 @@ def test_auditc_plan_prints_gpu_time_and_refreshes_from_a_pilot(tmp_path, capsys
 def test_the_recorded_token_counts_are_the_plans(tmp_path):
     """The seeds' token counts are what `auditc plan` counts for the s000 design at 100 items."""
     spec = tmp_path / "s000.audit"
-    spec.write_text(S000.read_text().replace("@CKPT@", "/tmp/x").replace("@DTYPE@", "bfloat16")
+    spec.write_text(S000.read_text().replace("@CKPT@", str(tmp_path / "ckpt")).replace("@DTYPE@", "bfloat16")
                     .replace("size=0.135", "size=7.38"), encoding="utf-8")
     out = tmp_path / "plan.json"
     assert auditc(["plan", str(spec), "--data-root", str(DATA), "--limit", "100", "--gpu", "h200",

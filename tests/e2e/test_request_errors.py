@@ -140,7 +140,8 @@ def test_failed_requests_are_missing_not_wrong_and_a_rerun_retries_exactly_them(
     assert (verb["n"], verb["n_error"]) == (4, 2)  # q1's answer and q2's confidence follow-up failed
     for c in (tok, verb):
         assert c["accuracy"] == 1.0 and c["n_correct_known"] == c["n"]  # failures never scored as wrong
-        assert c["answer_parse_rate"] == 1.0 and c["vpr"] == 1.0  # nor as parse failures
+        assert c["answer_parse_rate"] == 1.0  # nor as parse failures
+    assert verb["vpr"] == 1.0 and math.isnan(tok["vpr"])  # VPR is n/a where nothing is verbal (issue 34)
     assert verb["mean_confidence"] == pytest.approx(0.8)
 
     df = pd.read_parquet(run / "records.parquet")
