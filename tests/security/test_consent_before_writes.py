@@ -70,7 +70,7 @@ def test_a_cache_auditlang_created_is_reused(tmp_path, capsys):
     assert run_dryrun("s.audit", "runs/a", "--cache", "cache") == 0
     capsys.readouterr()
     assert run_dryrun("s.audit", "runs/b", "--cache", "cache") == 0
-    assert "from the response cache" in capsys.readouterr().out
+    assert "from the response cache" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("run_json", [{"format": "acme-tracker/3", "id": 7},
@@ -119,7 +119,7 @@ def test_a_real_run_directory_still_resumes(tmp_path, capsys):
         (proj / "runs/r" / name).unlink(missing_ok=True)
     capsys.readouterr()
     assert run_dryrun("s.audit", "runs/r") == 0  # owned: run.json vouches for plan.json
-    assert "executed 0" in capsys.readouterr().out
+    assert "executed 0" in capsys.readouterr().err
     # plan.json replaced by another file: run.json no longer vouches for the folder
     (proj / "runs/r/plan.json").write_text('{"mine": true}', encoding="utf-8")
     capsys.readouterr()

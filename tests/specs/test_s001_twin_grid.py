@@ -135,8 +135,8 @@ def test_twin_grid_is_filled_when_models_only_continue_a_prefilled_probability(t
     assert vpr["verbal_self_prefilled"] == 1.0
     # the checklist says how the twin elicits (prefilled answer, value only), not "a follow-up turn"
     checklist = (report / "checklist.md").read_text(encoding="utf-8")
-    assert ("prefill=s001.supplied_prefill: the answer placed in an assistant prefill after "
-            "s001.verbalized_prompt; the model writes only the value (001 §3.3)") in checklist
+    assert ("the prompt s001.verbalized_prompt answered by the prefill s001.supplied_prefill, which holds the "
+            "answer; the model writes only the value") in checklist  # the layout the program declares (issue 34)
     assert "the confidence refers to the model's extracted answer (answer_form=extracted)" in checklist
     # the disclosure names everything that separates it from the paper's joint protocol
     disclosure = (report / "disclosure.md").read_text(encoding="utf-8")
