@@ -195,7 +195,7 @@ def resolve_embedded(name: str) -> Path:
         if final.exists():  # present but incomplete (e.g. files deleted by hand)
             shutil.rmtree(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-        print(f"converting embedded model {name!r} to a checkpoint, once (about 10-30 s on an idle 2-core CPU) "
+        print(f"converting embedded model {name!r} to a checkpoint, once (about 10-45 s on a 2-core CPU) "
               f"into {final}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         try:
