@@ -60,5 +60,5 @@ def test_dry_run_executes_what_the_plan_counts(spec, tmp_path: Path, capsys) -> 
     out = tmp_path / "run"
     assert main(["run", str(spec.entry), "--data-root", str(SHARED_DATA), "--out", str(out), "--engine", "dryrun",
                  "--no-progress"]) == 0
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err  # auditc run prints on stderr only
     assert "10 stage-1 requests" in text
