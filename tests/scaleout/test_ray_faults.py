@@ -99,7 +99,7 @@ def test_killed_worker_is_retried_without_rerunning_committed_requests(slow_ray,
     capsys.readouterr()
     assert main(["run", *args, "--out", "runs/ray", "--executor", "ray", "--ray-shards", "1"]) == 0
     t.join(5)
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines (stderr since issue 35) and anything on stdout
     assert killed, "the unit finished before the test could kill its worker"
     starts = [a for a in _attempts(unit) if a["event"] == "start"]
     finishes = [a for a in _attempts(unit) if a["event"] == "finish"]
@@ -143,7 +143,7 @@ def test_driver_killed_then_rerun_resumes(slow_ray, tmp_path: Path, monkeypatch,
     assert len(merged) == 1, out  # killed between the two merges
     capsys.readouterr()
     assert main(["run", *args, *ray_args]) == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines (stderr since issue 35) and anything on stdout
     assert "resuming: 1 of 2 units already merged" in out
     starts = [a for a in _attempts(units / merged[0]) if a["event"] == "start"]
     assert len(starts) == 1  # the merged unit did not run again
