@@ -52,7 +52,7 @@ def test_dryrun_on_ray_matches_local_and_resumes(ray_cluster, tmp_path: Path, mo
     capsys.readouterr()
     # the spec's settings choose Ray; no flag needed
     assert _run("runs/ray", "--engine", "dryrun", "--ray-shards", "3") == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines are on stderr (issue 35)
     assert "[ray] 3 unit(s) scheduled: 1 model(s) x 3 item shard(s)" in out
     assert "[ray] units 3/3 (smol 3/3)" in out and "req/s" in out and "eta 0s" in out
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
@@ -69,7 +69,7 @@ def test_dryrun_on_ray_matches_local_and_resumes(ray_cluster, tmp_path: Path, mo
     assert "Executor: local (one process)" in (proj / "runs/local/report/checklist.md").read_text()
     # a rerun of the same command merges nothing new and executes nothing
     assert _run("runs/ray", "--engine", "dryrun", "--ray-shards", "3") == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines are on stderr (issue 35)
     assert "resuming: 3 of 3 units already merged" in out
     assert "requests: executed 0" in out
     pd.testing.assert_frame_equal(records(proj / "runs/ray"), records(proj / "runs/local"))
@@ -98,7 +98,7 @@ def test_embedded_hf_on_ray_matches_local(ray_cluster, tmp_path: Path, monkeypat
     assert _run("runs/local") == 0
     capsys.readouterr()
     assert _run("runs/ray", "--executor", "ray", "--ray-shards", "2") == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines are on stderr (issue 35)
     assert "[ray] units 2/2 (smol 2/2)" in out
     local, ray = records(proj / "runs/local"), records(proj / "runs/ray")
     assert local["generation"].str.len().gt(0).all()  # a real model answered
@@ -145,7 +145,7 @@ def test_cross_stage_runs_after_the_units(ray_cluster, tmp_path: Path, monkeypat
     assert _run("runs/local") == 0
     capsys.readouterr()
     assert _run("runs/ray", "--executor", "ray", "--ray-shards", "2") == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the run's lines are on stderr (issue 35)
     final = json.loads((proj / "runs/ray/run.json").read_text())["last_run"]
     assert "[ray] units 4/4 (m1 2/2, m2 2/2)" in out
     units = [json.loads((p / "run.json").read_text())["last_run"]["executed"] for p in (proj / "runs/ray/units").iterdir()]
