@@ -9,6 +9,7 @@ from __future__ import annotations
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RunData
 from auditlang.resolve.spec import Resolved, Spec
 from auditlang.evaluators.build import default_ctor, make_evaluator
+from auditlang.protocols.facts import label_form_text  # noqa: F401  (the one wording; methods imports it from here)
 
 UNSPECIFIED = "UNSPECIFIED"
 WARNING = "WARNING"
@@ -26,17 +27,6 @@ def unspecified(obj: Resolved, param: str, what: str | None = None) -> str | Non
     val = getattr(obj.value, param, None)
     about = f" ({what})" if what else ""
     return f"{UNSPECIFIED}: {obj.kind} '{obj.id}' does not set {param}{about}; the default {val!r} was used"
-
-
-def label_form_text(v) -> str:
-    """Which token form of an answer label a first-token readout scores (``label_form``)."""
-    if v.label_form == "space":
-        return 'label tokens with a leading space (" A")'
-    if v.label_form == "bare":
-        return 'label tokens without a leading space ("A")'
-    if getattr(v, "window", "full") == "top_k":
-        return 'both label-token forms (" A" and "A") summed'
-    return 'the label-token form that follows the prompt (" A" after text, "A" after a chat prompt)'
 
 
 def evaluator_rule(spec: Spec, eid: str, task: str) -> tuple[str, str, list[str]]:
