@@ -24,7 +24,7 @@ from auditlang.plan.model import PLAN_VERSION, Plan
 from auditlang.plan.planner import Planner
 from auditlang.plan.from_journal import FromJournal
 from auditlang.resolve import compile_spec
-from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+from auditlang.core.engine_options import OPENAI_BASE_URL_ENV
 from auditlang.resolve.overrides import from_records
 from auditlang.resolve.spec import Spec
 from auditlang.store.integrity import check_inputs, check_journal, check_outputs, record

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -190,7 +191,7 @@ def main() -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import random_init
 
-        ckpt, random_init_info = random_init.build(args.random_init, tokenizer=args.tokenizer)
+        ckpt, random_init_info = random_init.build_isolated(args.random_init, tokenizer=args.tokenizer)  # no torch here
         args.spec = str(random_init.spec_for(args.spec, ckpt, random_init_info))
         print(f"random-init {args.random_init}: {random_init_info['parameters_b']} B parameters at {ckpt}; spec {args.spec}",
               flush=True)
@@ -255,6 +256,9 @@ def main() -> int:
         "phases": {n: {k: round(v, 2) for k, v in st.items()} for n, st in bench_phases.STATS.items()},
         "note": "phase 'execute' (wall) includes plain_step_s, the plain batch run inside the deferred close",
         "random_init": random_init_info,
+        # how vLLM started its engine core: forked (its default) or spawned (torch imported before vLLM)
+        "engine_core_start": os.environ.get("VLLM_WORKER_MULTIPROC_METHOD") or "fork (vLLM's default)",
+        "torch_before_vllm": bool(ve._TORCH_BEFORE_VLLM and ve._TORCH_BEFORE_VLLM[0]),
     }
     print(f"auditc run wall {wall:.1f}s (engine start {rec.start_s:.1f}s, inside vLLM {rec.run_s:.1f}s in {len(rec.calls)} run calls); "
           f"plain batch {plain_s:.1f}s; inside/plain {info['inside_vllm_over_plain']}x; "

@@ -20,6 +20,8 @@ import argparse
 import json
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,6 @@ def build(shape: str, out: str | Path | None = None, tokenizer: str | Path | Non
           device: str = "cuda", seed: int = 0) -> tuple[Path, dict[str, Any]]:
     """The checkpoint of ``shape`` in ``out`` (default /tmp/random-init/SHAPE-DTYPE; reused when
     it was built before with the same settings) and what was built: parameters, seconds."""
-    import torch
-    import transformers
-
     if shape not in SHAPES:
         raise SystemExit(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")
     out = Path(out or f"/tmp/random-init/{shape}-{dtype}")
@@ -56,6 +55,9 @@ def build(shape: str, out: str | Path | None = None, tokenizer: str | Path | Non
     marker = out / "random_init.json"
     if marker.is_file() and {k: v for k, v in json.loads(marker.read_text()).items() if k in want} == want:
         return out, json.loads(marker.read_text())
+    import torch
+    import transformers
+
     t0 = time.perf_counter()
     src = json.loads((tok / "config.json").read_text()) if (tok / "config.json").is_file() else {}
     cfg = transformers.LlamaConfig(
@@ -89,6 +91,20 @@ def build(shape: str, out: str | Path | None = None, tokenizer: str | Path | Non
             "torch": torch.__version__, "transformers": transformers.__version__}
     marker.write_text(json.dumps(info, indent=1), encoding="utf-8")
     return out, info
+
+
+def build_isolated(shape: str, tokenizer: str | Path | None = None, dtype: str = "bfloat16") -> tuple[Path, dict[str, Any]]:
+    """:func:`build` in a child process, so the caller's process has not imported torch when it
+    starts vLLM. vLLM forks its engine core unless torch came first (then the engine spawns it:
+    a second Python importing torch and vLLM, 15-17 s of the 8 B start in session 14's runs),
+    and ``auditc run`` itself loads no torch before vLLM: a benchmark that built the checkpoint
+    in-process measured a start that users do not pay."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), shape, "--dtype", dtype]
+    if tokenizer:
+        cmd += ["--tokenizer", str(tokenizer)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    info = json.loads(out.strip().splitlines()[0])
+    return Path(info.pop("checkpoint")), info
 
 
 _MODEL = re.compile(r'^(model\s+\w+\s*=\s*)(embedded|hf|vllm)\("[^"]*"(.*)$', re.M)

@@ -83,3 +83,25 @@ def test_tqdm_monitor_left_by_a_progress_bar_does_not_block_forking(monkeypatch,
     assert cls.monitor is not None and cls.monitor.is_alive()
     assert workers.fork_workers(ENV, 5, min_cpus=1, cap=8) == 3
     assert not cls.monitor.is_alive()
+
+
+@linux
+def test_every_forking_stage_reads_its_thresholds_from_the_one_table(monkeypatch) -> None:
+    """Scoring, cell metrics and figures name their stage; ``STAGES`` holds the thresholds (issue 37)."""
+    import inspect
+
+    from auditlang.report import figures
+    from auditlang.score import cellmetrics, stage
+
+    for mod in (figures, cellmetrics, stage):  # no caller states a threshold of its own
+        src = inspect.getsource(mod)
+        assert "fork_workers(" not in src and "stage_workers(" in src, mod.__name__
+    for rule in workers.STAGES.values():
+        monkeypatch.delenv(rule.env, raising=False)
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 16)
+    for name, rule in workers.STAGES.items():
+        assert workers.stage_workers(name, rule.min_jobs, rows=rule.min_rows) == min(rule.cap, rule.min_jobs), name
+        if rule.min_rows:
+            assert workers.stage_workers(name, rule.min_jobs, rows=rule.min_rows - 1) == 1, name
+    monkeypatch.setattr(workers, "usable_cpus", lambda: min(r.min_cpus for r in workers.STAGES.values()) - 1)
+    assert all(workers.stage_workers(name, 100, rows=10**9) == 1 for name in workers.STAGES)

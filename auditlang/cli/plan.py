@@ -108,7 +108,8 @@ def _gpu_time(args, spec, plan) -> dict:
     for mid, tokens in plan.tokens_by_model.items():
         cfg = model_config(spec, mid, kinds=plan.model_kinds(mid))
         size = getattr(spec.get(mid).value, "size", None)
-        est = gputime.estimate_model(table, mid, cfg.engine, size, _DTYPES.get(cfg.dtype, cfg.dtype), tokens, args.gpu.lower())
+        est = gputime.estimate_model(table, mid, cfg.engine, size, _DTYPES.get(cfg.dtype, cfg.dtype), tokens, args.gpu.lower(),
+                                     eager=cfg.options.get("enforce_eager"))
         if est is None:
             skipped.append(f"{mid} ({cfg.engine}: no GPU time)")
         else:

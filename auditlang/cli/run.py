@@ -18,7 +18,7 @@ from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, Use
 from auditlang.core.terminal import visible
 from auditlang.execute.runner import item_shard
 from auditlang.resolve import compile_spec
-from auditlang.resolve.models import OPENAI_BASE_URL_ENV
+from auditlang.core.engine_options import OPENAI_BASE_URL_ENV
 from auditlang.store.journal import check_journal_file
 from auditlang.store.rundir import CELLS_CSV, JOURNAL, RECORDS, check_cache_dir, check_out_dir, read_run_file
 from auditlang.store.shards import SHARD_FIELD, Shard, merge_command

@@ -22,8 +22,10 @@ Imports nothing of auditlang outside ``core/``.
 
 from __future__ import annotations
 
+import os
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -48,13 +50,18 @@ class SpecParam:
     limits: dict[str, Any] = field(default_factory=dict)
 
 
-def option(default: Any, doc: str, *, spec: str | SpecParam | None = None, **limits: Any) -> Any:
+def option(default: Any, doc: str, *, fingerprint: str | None, spec: str | SpecParam | None = None,
+           **limits: Any) -> Any:
     """An engine option's field: its engine ``default``, its ``doc`` (shown in errors, the docs
-    table and the editor), pydantic ``limits`` (``ge=1``, ...) and ``spec``: the spec parameter
-    that sets it (a name, or a :class:`SpecParam`), or None when only the Python API sets it."""
+    table and the editor), pydantic ``limits`` (``ge=1``, ...), ``spec``: the spec parameter
+    that sets it (a name, or a :class:`SpecParam`), or None when only the Python API sets it, and
+    ``fingerprint`` (required, so every option says it): the key under which the engine's
+    fingerprint records the option's effect when it can change results (the journal's results are
+    keyed by the fingerprint, so a changed value is a new cache key and a new checklist line), or
+    None for an option that cannot change a result (memory, concurrency, retries)."""
     if isinstance(spec, str):
         spec = SpecParam(spec)
-    return Field(default, description=doc, json_schema_extra={"spec": spec} if spec else None, **limits)
+    return Field(default, description=doc, json_schema_extra={"spec": spec, "fingerprint": fingerprint}, **limits)
 
 
 class EngineOptions(BaseModel):
@@ -115,6 +122,12 @@ class EngineOptions(BaseModel):
         return out
 
     @classmethod
+    def fingerprint_keys(cls) -> dict[str, str | None]:
+        """Option name -> its fingerprint key (None: the option cannot change a result)."""
+        return {n: (f.json_schema_extra or {}).get("fingerprint") if isinstance(f.json_schema_extra, dict) else None
+                for n, f in cls.model_fields.items()}
+
+    @classmethod
     def _specs(cls) -> dict[str, SpecParam]:
         return {n: f.json_schema_extra["spec"] for n, f in cls.model_fields.items()
                 if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("spec")}
@@ -129,17 +142,17 @@ class HFOptions(EngineOptions):
 
     ENGINE: ClassVar[str] = "hf"
     attn_implementation: str | None = option(
-        None, "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)")
-    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)")
-    logits_budget: int = option(1 << 28, "max float32 logit values held at once per forward (default 2**28 = 1 GiB)")
+        None, "transformers attention backend, e.g. 'sdpa' or 'eager' (default: transformers' choice)", fingerprint="attn_implementation")
+    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)", fingerprint=None)
+    logits_budget: int = option(1 << 28, "max float32 logit values held at once per forward (default 2**28 = 1 GiB)", fingerprint=None)
     cpu_linear: str = option("onednn", "CPU float32 linear layers: 'onednn' (pre-packed oneDNN weights, default where "
-                                       "available) or 'torch' (stock MKL)")
-    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC)
+                                       "available) or 'torch' (stock MKL)", fingerprint="cpu_linear")
+    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC, fingerprint="chat_template_kwargs")
     compile: bool = option(False, "torch.compile the scoring forward passes (choice, continuation and hidden-state "
                                   "requests; dynamic shapes, compiled once per load; generation stays eager; default false)",
                            spec=SpecParam("compile", doc="torch.compile(dynamic=True) of the scoring forward passes "
                                                          "(docs/engines.md: compile); the first batches pay the compile, "
-                                                         "so it pays off on large scoring audits on a GPU"))
+                                                         "so it pays off on large scoring audits on a GPU"), fingerprint="compile")
 
 
 class VLLMOptions(EngineOptions):
@@ -147,56 +160,72 @@ class VLLMOptions(EngineOptions):
 
     ENGINE: ClassVar[str] = "vllm"
     max_logprobs: int = option(256, "largest top-k window / number of label ids a request may ask for (default 256)",
-                               spec=SpecParam("max_logprobs", int | None, None, limits={"ge": 1}))
-    max_model_len: int | None = option(None, "context length in tokens (default: the model's)")
+                               spec=SpecParam("max_logprobs", int | None, None, limits={"ge": 1}), fingerprint=None)
+    max_model_len: int | None = option(None, "context length in tokens (default: the model's)", fingerprint="max_model_len")
     kv_cache_gib: float | None = option(
-        None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)")
+        None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)", fingerprint=None)
     gpu_memory_utilization: float | None = option(None, "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
-                                                  spec="gpu_memory_utilization", gt=0, le=1)
+                                                  spec="gpu_memory_utilization", gt=0, le=1, fingerprint=None)
     enforce_eager: bool | None = option(None, "disable torch.compile / CUDA graphs (unset: true on CPU; on a GPU true when auditc run's "
                                         "estimated GPU time for the model is under 240 s, else false)",
-                                        spec="enforce_eager")
-    tensor_parallel_size: int = option(1, "GPUs per model (default 1)", spec="tensor_parallel", ge=1)
-    max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)")
+                                        spec="enforce_eager", fingerprint="enforce_eager")
+    tensor_parallel_size: int = option(1, "GPUs per model (default 1)", spec="tensor_parallel", ge=1, fingerprint="tensor_parallel_size")
+    max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)", fingerprint=None)
     threads_bind: str | None = option(
-        None, "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)")
+        None, "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)", fingerprint=None)
     in_process: bool | None = option(
         None, "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
-        spec="in_process")
+        spec="in_process", fingerprint=None)
     chunk_size: int | None = option(None, "most requests in vLLM at once, topped up as they finish (default: every "
-                                          "request of a stage; results are committed as they finish either way)")
+                                          "request of a stage; results are committed as they finish either way)", fingerprint=None)
     enable_prefix_caching: bool = option(
         False, "vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
                "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)",
         spec=SpecParam("prefix_caching", bool | Literal["auto"], "auto",
                        doc="vLLM's automatic prefix caching: one prefill of a prompt serves its greedy answer and every "
                            "sample. auto (= on) is resolved by `auditc run`; prompt-logprob requests stay exact with it "
-                           "on (vLLM reads no cached block for them, checked per request; docs/engines.md)"))
-    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)")
-    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC)
+                           "on (vLLM reads no cached block for them, checked per request; docs/engines.md)"), fingerprint="prefix_caching")
+    trust_remote_code: bool = option(False, "allow model code from the checkpoint (default false)", fingerprint=None)
+    chat_template_kwargs: dict[str, Any] | None = option(None, CHAT_TEMPLATE_DOC, fingerprint="chat_template_kwargs")
+
+
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"  # the server of an openai model that names no base_url
+OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
+
+
+def openai_base_url(options: Mapping[str, Any]) -> tuple[str, str]:
+    """The one rule for the server an openai model contacts, and where its URL comes from: the
+    ``base_url`` option (``"declared"``), else ``$OPENAI_BASE_URL`` (``"environment"``), else
+    OpenAI's API (``"default"``). ``resolve/models.py`` records it in the model's configuration,
+    ``execute/access.py`` checks it against the allowed hosts, the engine connects to it."""
+    if options.get("base_url"):
+        return str(options["base_url"]), "declared"
+    if os.environ.get(OPENAI_BASE_URL_ENV):
+        return os.environ[OPENAI_BASE_URL_ENV], "environment"
+    return OPENAI_DEFAULT_URL, "default"
 
 
 class OpenAIOptions(EngineOptions):
     """The ``openai`` engine (any OpenAI-compatible server)."""
 
     ENGINE: ClassVar[str] = "openai"
-    base_url: str | None = option(None, "server URL up to /v1 (default $OPENAI_BASE_URL or https://api.openai.com/v1)",
-                                  spec=SpecParam("base_url", str, "http://127.0.0.1:8000/v1"))
+    base_url: str | None = option(None, f"server URL up to /v1 (default ${OPENAI_BASE_URL_ENV} or {OPENAI_DEFAULT_URL})",
+                                  spec=SpecParam("base_url", str, "http://127.0.0.1:8000/v1"), fingerprint="base_url")
     api_key_env: str | None = option(
         "OPENAI_API_KEY", "name of the environment variable holding the API key (default OPENAI_API_KEY; unset = no key)",
-        spec="api_key_env")
+        spec="api_key_env", fingerprint=None)
     endpoint: Literal["auto", "chat", "completions"] = option(
         "auto", "'auto' (messages -> chat, text -> completions), 'chat' or 'completions' (default auto)",
-        spec=SpecParam("endpoint", Literal["chat", "completions"], "chat"))
+        spec=SpecParam("endpoint", Literal["chat", "completions"], "chat"), fingerprint="endpoint")
     server: Literal["generic", "vllm"] = option(
         "generic", "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
-        spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"))
+        spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"), fingerprint="server")
     timeout: float = option(120.0, "seconds per HTTP request (default 120); a request that times out on every try "
-                                   "is a counted request error", spec="timeout")
-    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)", spec="retries")
-    backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)")
-    concurrency: int = option(4, "requests in flight at once (default 4)")
-    window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)")
+                                   "is a counted request error", spec="timeout", fingerprint=None)
+    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)", spec="retries", fingerprint=None)
+    backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)", fingerprint=None)
+    concurrency: int = option(4, "requests in flight at once (default 4)", fingerprint=None)
+    window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)", fingerprint="window")
     chat_template_kwargs: dict[str, Any] | None = option(
         None, "chat-template variables (model params enable_thinking, reasoning_effort): sent as chat_template_kwargs "
-              "(vLLM-style servers), reasoning_effort as the top-level API parameter")
+              "(vLLM-style servers), reasoning_effort as the top-level API parameter", fingerprint="chat_template_kwargs")

@@ -1,10 +1,10 @@
 """The one component registry: every protocol, evaluator, verbal parser, metric, comparison,
 perturbation and engine, by kind and name, with its parameter schema and implementation.
 
-An :class:`Entry` carries ``schema`` (what the language validates: a pydantic constructor model
-for protocols, evaluators, perturbations and comparisons; a name -> ``ParamSpec`` mapping for
-metrics; the ``Param`` tuple of a verbal parser; ``None`` for engines, whose parameters are the
-model constructor's) and ``impl`` (the object, or a ``"package.module:attr"`` string imported on
+An :class:`Entry` carries ``schema`` (what the language validates: one pydantic model for every
+kind, an ``Obj`` subclass (the ``Params`` of a component's class, a metric's ``Params``, a
+constructor model of ``resolve/schema.py``), or for an engine its option model
+(``core/engine_options.py``), from which the model constructors' parameters derive) and ``impl`` (the object, or a ``"package.module:attr"`` string imported on
 first :meth:`Entry.load`). Lazy strings keep the dependency direction: the resolver declares a
 protocol without importing the planner-side program, and the engine table names torch- and
 vLLM-backed classes without importing them.
@@ -14,7 +14,7 @@ language constructors, ``metrics/registry.py``, ``evaluators/registry.py``,
 ``core/capabilities.py``). Code outside the package registers its own the same way::
 
     from auditlang.core.registry import register
-    register("metric", "my_metric", schema={...}, impl=my_fn, doc="...")
+    register("metric", "my_metric", schema=MyParams, impl=my_fn, doc="...")
 
 This module imports nothing of auditlang outside ``core/``.
 """
@@ -44,7 +44,7 @@ KINDS: tuple[str, ...] = ("protocol", "evaluator", "verbal_parser", "metric", "c
 BUILTINS: dict[str, str] = {
     "protocol": "auditlang.resolve.schema", "evaluator": "auditlang.evaluators.registry",
     "perturbation": "auditlang.prompts.perturb", "comparison": "auditlang.resolve.schema",
-    "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics",
+    "verbal_parser": "auditlang.evaluators.registry", "metric": "auditlang.metrics.registry",
     "engine": "auditlang.core.capabilities",
 }
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+import typing
 from typing import Any, Literal
 from dataclasses import asdict
 
@@ -25,13 +26,7 @@ RequestKind = Literal[
     "hidden_states",  # hidden state of the last prompt token at `layer`
 ]
 
-REQUEST_KINDS: tuple[str, ...] = (
-    "generate",
-    "choice_logprobs",
-    "continuation_logprobs",
-    "constrained_choice",
-    "hidden_states",
-)
+REQUEST_KINDS: tuple[str, ...] = typing.get_args(RequestKind)  # the kinds, said once (above)
 
 
 @dataclass(frozen=True)

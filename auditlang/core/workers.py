@@ -16,11 +16,41 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SCORE_WORKERS_ENV", "AsyncMap", "fork_map", "fork_map_async", "fork_workers", "usable_cpus"]
+__all__ = ["FIGURE_WORKERS_ENV", "SCORE_WORKERS_ENV", "STAGES", "AsyncMap", "StageRule", "fork_map", "fork_map_async",
+           "fork_workers", "stage_workers", "usable_cpus"]
 
 SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"  # scoring and cell metrics: N workers (0 or 1: never)
+FIGURE_WORKERS_ENV = "AUDITLANG_FIGURE_WORKERS"  # figures: N workers (0 or 1: never)
+
+
+@dataclass(frozen=True)
+class StageRule:
+    """When one stage forks, unless ``env`` names a number: ``min_cpus`` usable cores, at least
+    ``min_jobs`` shares and ``min_rows`` rows of work; at most ``cap`` workers."""
+
+    env: str
+    min_cpus: int
+    cap: int = 8
+    min_jobs: int = 2
+    min_rows: int = 0
+
+
+# the thresholds of every stage that forks, said once (the callers name their stage)
+STAGES: dict[str, StageRule] = {
+    "score": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_rows=20_000),  # score/stage.py: records
+    "cell_metrics": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_jobs=16, min_rows=20_000),  # bootstrap per cell
+    "figures": StageRule(FIGURE_WORKERS_ENV, min_cpus=4),  # report/figures.py
+}
+
+
+def stage_workers(stage: str, jobs: int, *, rows: int = 0, enough_work: bool = True) -> int:
+    """:func:`fork_workers` under ``STAGES[stage]``: ``jobs`` shares, ``rows`` rows of work in all."""
+    r = STAGES[stage]
+    enough = enough_work and jobs >= r.min_jobs and rows >= r.min_rows
+    return fork_workers(r.env, jobs, min_cpus=r.min_cpus, cap=r.cap, enough_work=enough)
 
 
 def usable_cpus() -> int:

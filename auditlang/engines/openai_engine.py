@@ -50,7 +50,7 @@ import typing
 from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig
-from auditlang.core.engine_options import OpenAIOptions
+from auditlang.core.engine_options import OpenAIOptions, openai_base_url
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, sampling_top_k
 from auditlang.core.requests import Prompt, Request, Result, Sample, TokenLogprob
@@ -97,7 +97,7 @@ class _Options(OpenAIOptions):
         OpenAIOptions.check_names(config)
         opts = dict(config.options)
         opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
-        opts.setdefault("base_url", os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
+        opts["base_url"] = openai_base_url(opts)[0]  # the one rule (core/engine_options.py)
         choices = {k: typing.get_args(OpenAIOptions.model_fields[k].annotation) for k in ("endpoint", "server")}
         for k, allowed in choices.items():
             if k in opts and opts[k] not in allowed:
@@ -230,6 +230,8 @@ class OpenAIEngine:
             "chat": self.config.chat,
             # only when set, so fingerprints of plain models are unchanged
             **({"chat_template_kwargs": dict(self._template_kwargs)} if self._template_kwargs else {}),
+            # the top_logprobs window decides which labels have a value: only when not the default (as above)
+            **({"window": self._opts.window} if self._opts.window != OpenAIOptions.defaults()["window"] else {}),
         }
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:

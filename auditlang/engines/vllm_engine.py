@@ -235,13 +235,7 @@ class VLLMEngine:
             )
         self._set_platform_env()
         d = self._resolved.local_dir
-        try:
-            from transformers import AutoConfig, AutoTokenizer  # lazy: transformers only when a model runs
-
-            self.tokenizer = AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
-            hf_config = AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
-        except (OSError, ValueError) as e:
-            raise EngineError(f"model {config.name!r}: could not load the tokenizer/config of {d} ({type(e).__name__}: {e})") from e
+        self.tokenizer, hf_config = self._load_tokenizer_config(d)
         self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
@@ -257,6 +251,16 @@ class VLLMEngine:
         self._fingerprint: dict[str, Any] | None = None
 
     # -- setup
+
+    def _load_tokenizer_config(self, d: Path) -> tuple[Any, Any]:
+        """The checkpoint's tokenizer and config (transformers), before vLLM starts."""
+        try:
+            from transformers import AutoConfig, AutoTokenizer  # lazy: transformers only when a model runs
+
+            tokenizer = AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+            return tokenizer, AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+        except (OSError, ValueError) as e:
+            raise EngineError(f"model {self.config.name!r}: could not load the tokenizer/config of {d} ({type(e).__name__}: {e})") from e
 
     def _set_env_before_import(self) -> None:
         """vLLM reads these at import / engine start: caches inside auditlang's cache dir.

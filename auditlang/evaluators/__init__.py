@@ -9,7 +9,7 @@ objects and read :class:`~auditlang.core.requests.Result` objects.
 Every rule cites its study section; docs/evaluators.md lists them all.
 """
 
-from auditlang.evaluators.base import Evaluator, Param, VerbalParser
+from auditlang.evaluators.base import Evaluator, VerbalParser
 from auditlang.evaluators.constrained import (
     FINAL_ANSWER_SUFFIX,
     constrained_followup,
@@ -41,7 +41,6 @@ __all__ = [
     "LINGUISTIC_OPTIONS",
     "VERBAL_PARSERS",
     "Evaluator",
-    "Param",
     "ParseOutcome",
     "VerbalParser",
     "choice_letters",

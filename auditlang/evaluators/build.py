@@ -23,6 +23,13 @@ def evaluator_ctor(spec: Spec, eid: str, task: str) -> str:
     return default_ctor(task) if eid == DEFAULT_EVALUATOR else spec.get(eid).ctor
 
 
+def groups_samples(spec: Spec, eid: str) -> bool:
+    """Whether evaluator ``eid`` groups sampled answers by meaning itself (its class declares
+    ``GROUPS_SAMPLES``: the plan sends its grouping request, the report says so)."""
+    cls = EVALUATORS.get(spec.get(eid).ctor) if eid in spec.objects else None
+    return bool(getattr(cls, "GROUPS_SAMPLES", False))
+
+
 def make_evaluator(spec: Spec, eid: str, task: str, ctor: str | None = None, params: dict[str, Any] | None = None):
     """The evaluator the scorer uses for spec evaluator ``eid`` (or the task's default): its
     class built from the spec object's parameters, which are the class's own ``Params``."""

@@ -174,6 +174,7 @@ class LLMJudgeEvaluator(Evaluator):
     """
 
     PROSE = "an LLM judge"  # the rule in a few words (report/methods.py)
+    GROUPS_SAMPLES = True
 
     name = "llm_judge"
     source = "study 002 (arXiv 2601.08064), section 5 'Evaluation' and appendix A.1"

@@ -34,7 +34,6 @@ from auditlang.evaluators.letters import item_labels, letter_correct
 from auditlang.evaluators.outcome import ParseOutcome, failure
 from auditlang.resolve.schema import Obj
 
-LABEL_FORMS = ("auto", "space", "bare")
 LETTER_WINDOW = 20  # top_logprobs of the letter request: token_prob's default, so the two share it
 
 

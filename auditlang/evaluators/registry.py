@@ -1,8 +1,8 @@
 """Evaluators and verbal-confidence parsers in the component registry (auditlang/core/registry.py).
 
 Both kinds are registered here (the registry imports this module on the first lookup of
-either). An evaluator's schema is its class's ``Params`` constructor model, the one declaration
-of its parameters; a verbal parser's is its ``PARAMS`` tuple. ``EVALUATORS`` and
+either). An evaluator's or verbal parser's schema is its class's ``Params`` constructor model, the one
+declaration of its parameters. ``EVALUATORS`` and
 ``VERBAL_PARSERS`` are live read-only views name -> class. ``EVALUATORS[name](**params)`` builds a component; the classes validate their keyword
 params (``ValueError`` naming the allowed values). :func:`make_evaluator` /
 :func:`make_verbal_parser` add a did-you-mean for unknown names.
@@ -43,7 +43,7 @@ for _cls, _meta in (
 
 for _cls in (Decimal01Parser, Percent0100Parser, Integer0100Parser, Scale010Parser, LinguisticParser,
              LinguisticMCParser, Boxed0100Parser):
-    REGISTRY.register("verbal_parser", _cls.name, schema=_cls.PARAMS, impl=_cls)
+    REGISTRY.register("verbal_parser", _cls.name, impl=_cls)
 
 EVALUATORS: Mapping[str, Callable[..., Evaluator]] = REGISTRY.view("evaluator")
 

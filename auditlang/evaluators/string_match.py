@@ -71,6 +71,10 @@ _GUESS_RX = re.compile(r"guess\s{0,3}:", re.IGNORECASE)
 _LINE_RX = re.compile(r"[^\n]*")
 
 EXTRACT_MODES = ("first_line", "guess", "answer_tag", "full")
+# the answer each ``extract`` takes, as the methods paragraph names it (EXTRACT_DOC in full)
+EXTRACT_PROSE = {"first_line": "the answer's first non-empty line (a leading answer prefix removed)", "guess": "the text after 'Guess:'",
+                 "answer_tag": "the last <answer> element's content", "full": "the whole answer"}
+
 EXTRACT_DOC = {
     "first_line": "the first non-empty line with one leading answer prefix ("
     + ", ".join(repr(p) for p in ANSWER_PREFIXES) + ") removed",
@@ -171,6 +175,13 @@ class _StringMatch(Evaluator):
     def _golds_doc(self) -> str:
         return "the gold answer and its aliases" if self.params["golds"] == "answer+aliases" else "the gold answer"
 
+    # the words of PROSE before "with ...": the match kind; the answer extracted and the golds follow
+    _MATCH_PROSE: ClassVar[str] = "normalised exact match"
+
+    def prose(self) -> str:
+        golds = "the gold answer or any of its aliases" if self.params["golds"] == "answer+aliases" else "the gold answer"
+        return f"{self._MATCH_PROSE} of {EXTRACT_PROSE[self.params['extract']]} with {golds}"
+
 
 class ExactMatchEvaluator(_StringMatch):
     """``exact_match``: 001 appendix M table 22 strict scorer (normalised equality)."""
@@ -197,6 +208,7 @@ class LenientMatchEvaluator(_StringMatch):
     """``lenient_match``: 001 section 3 / appendix M main scorer."""
 
     PROSE = "lenient (normalised) match with the gold answer"  # the rule in a few words (report/methods.py)
+    _MATCH_PROSE = "lenient (normalised, containment) match"
 
     name = "lenient_match"
     source = "study 001 (arXiv 2605.27752), section 3 and appendix M"

@@ -27,13 +27,13 @@ from urllib.parse import urlsplit
 
 from auditlang.core.diagnostics import DiagnosticBag
 from auditlang.core.errors import UserError
+from auditlang.core.engine_options import openai_base_url
 from auditlang.core.trust import Allowances, is_loopback, secret_set
 from auditlang.data.hub import offline_env
 from auditlang.resolve.models import model_config
 from auditlang.resolve.spec import Spec
 
 ENV_CONFIG = "AUDITLANG_CONFIG"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
 
@@ -99,9 +99,9 @@ def run_access(spec: Spec, engine_override: str | None = None) -> list[Access]:
         if cfg.engine != "openai":
             continue
         # model_config already applied $OPENAI_BASE_URL to a model that names no base_url
-        url = cfg.options.get("base_url") or DEFAULT_BASE_URL
+        url, src = openai_base_url(cfg.options)
         url_from = ("spec" if "base_url" in dict(spec.get(mid).param_spans)
-                    else "environment" if cfg.options.get("base_url") else "default")
+                    else "environment" if src != "default" else "default")
         host = (urlsplit(str(url)).hostname or "").lower()
         secret = cfg.options.get("api_key_env", DEFAULT_KEY_ENV) or None
         out.append(Access(mid, str(url), host, is_loopback(host), secret, url_from))

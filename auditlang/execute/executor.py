@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 
@@ -140,130 +140,160 @@ def execute(
         batch_size = default_batch_size(engine)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    model = engine.config.name
     first: dict[str, Request] = {}
     for r in requests:
         first.setdefault(r.id, r)
     unique = list(first.values())
     selected = shard.select(unique) if shard is not None else unique
     _check_requests(engine, selected)
+    call = _Call(engine, journal, cache=cache, label=shard.label if shard is not None else None,
+                 retry_errors=retry_errors, followups=followups)
+    work = call.run(selected, batch_size, lambda total: ExecProgress(
+        total, description or call.model, enabled=progress, console=console, grows=followups is not None, whole=whole))
+    n = call.n
+    return ExecStats(
+        model=call.model, fp_hash=call.fp_hash, requested=n["requested"], cached=n["cached"],
+        cached_errors=n["cached_errors"], executed=n["executed"], errors=n["errors"],
+        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=n["from_cache"],
+        engine_work=work, first_error=call.first_new or call.kept_error,
+    )
 
-    fingerprint = engine.fingerprint()
-    fp_hash = journal.register_engine(fingerprint, model)
-    if cache is not None:
-        cache.register_engine(fingerprint, model)  # the same hash: one fingerprint rule
-    label = shard.label if shard is not None else None
-    n = {"requested": 0, "cached": 0, "cached_errors": 0, "from_cache": 0, "executed": 0, "errors": 0, "todo": 0}
-    kept_error = first_new = ""  # the first stored failure kept; this call's first failure
 
-    def admit(reqs: list[Request]) -> tuple[list[Request], list[Result]]:
+class _Call:
+    """The state of one :func:`execute` call, in named steps: :meth:`admit` (what is left to run),
+    :meth:`grow` (follow-ups), :meth:`commit` (store results), :meth:`run` (the commit batches)."""
+
+    def __init__(self, engine: Engine, journal: Journal, *, cache: Journal | None, label: str | None,
+                 retry_errors: bool, followups: Callable[[list[Result]], Iterable[Request]] | None) -> None:
+        self.engine, self.journal, self.cache, self.label = engine, journal, cache, label
+        self.retry_errors, self.followups = retry_errors, followups
+        self.model = engine.config.name
+        fingerprint = engine.fingerprint()
+        self.fp_hash = journal.register_engine(fingerprint, self.model)
+        if cache is not None:
+            cache.register_engine(fingerprint, self.model)  # the same hash: one fingerprint rule
+        self.n = {"requested": 0, "cached": 0, "cached_errors": 0, "from_cache": 0, "executed": 0, "errors": 0,
+                  "todo": 0}
+        self.kept_error = self.first_new = ""  # the first stored failure kept; this call's first failure
+        self.seen: set[str] = set()
+        self.bar: ExecProgress | None = None
+
+    def admit(self, reqs: list[Request]) -> tuple[list[Request], list[Result]]:
         """(requests to run, stored results of the others) of ``reqs`` not seen before in this
         call: skips what is committed for the fingerprint (failures too, unless
         ``retry_errors``) and copies hits from the response cache."""
-        nonlocal kept_error
+        journal, fp_hash, n = self.journal, self.fp_hash, self.n
         n["requested"] += len(reqs)
         committed = journal.committed([r.id for r in reqs], fp_hash)
-        todo = [r for r in reqs if r.id not in committed or (retry_errors and committed[r.id])]
-        stored_ids = [r.id for r in reqs if r.id in committed and not (retry_errors and committed[r.id])]
-        if not retry_errors:
+        retry = self.retry_errors
+        todo = [r for r in reqs if r.id not in committed or (retry and committed[r.id])]
+        stored_ids = [r.id for r in reqs if r.id in committed and not (retry and committed[r.id])]
+        if not retry:
             failed = [rid for rid, bad in committed.items() if bad]
             n["cached_errors"] += len(failed)
-            if failed and not kept_error:
+            if failed and not self.kept_error:
                 kept = journal.failures(failed[:1], fp_hash)
-                kept_error = next((f"{rid}: {msg}" for rid, msg in kept.items()), "")
-        hits: dict[str, Result] = {}
-        if cache is not None and todo:
-            hits = {k: v for k, v in cache.get_many([r.id for r in todo], fp_hash).items() if v.error is None}
-            if hits:
-                journal.put_requests([r for r in todo if r.id in hits], fp_hash)
-                journal.put_results(hits.values(), fp_hash, shard=label)
-                todo = [r for r in todo if r.id not in hits]
-                n["from_cache"] += len(hits)
+                self.kept_error = next((f"{rid}: {msg}" for rid, msg in kept.items()), "")
+        hits = self._from_cache(todo)
+        todo = [r for r in todo if r.id not in hits]
         n["cached"] += len(reqs) - len(todo)
         if todo:
             journal.put_requests(todo, fp_hash)
-            if cache is not None:
-                cache.put_requests(todo, fp_hash)
+            if self.cache is not None:
+                self.cache.put_requests(todo, fp_hash)
         stored = list(hits.values())
-        if followups is not None and stored_ids:  # their follow-ups are built from what is stored
+        if self.followups is not None and stored_ids:  # their follow-ups are built from what is stored
             stored += list(journal.get_many(stored_ids, fp_hash).values())
         return todo, stored
 
-    seen: set[str] = set()
+    def _from_cache(self, todo: list[Request]) -> dict[str, Result]:
+        """The response cache's successful results for ``todo``, copied into the journal."""
+        if self.cache is None or not todo:
+            return {}
+        hits = {k: v for k, v in self.cache.get_many([r.id for r in todo], self.fp_hash).items() if v.error is None}
+        if hits:
+            self.journal.put_requests([r for r in todo if r.id in hits], self.fp_hash)
+            self.journal.put_results(hits.values(), self.fp_hash, shard=self.label)
+            self.n["from_cache"] += len(hits)
+        return hits
 
-    def grow(results: list[Result]) -> list[Request]:
+    def grow(self, results: list[Result]) -> list[Request]:
         """Follow-ups of ``results`` (and of the stored results they lead to) not yet seen."""
         out: list[Request] = []
-        while results and followups is not None:
-            new = [r for r in {q.id: q for q in followups(results)}.values() if r.id not in seen]
-            seen.update(r.id for r in new)
-            _check_requests(engine, new)
-            todo, results = admit(new)
+        while results and self.followups is not None:
+            new = [r for r in {q.id: q for q in self.followups(results)}.values() if r.id not in self.seen]
+            self.seen.update(r.id for r in new)
+            _check_requests(self.engine, new)
+            todo, results = self.admit(new)
             out += todo
         return out
 
-    seen.update(r.id for r in selected)
-    todo, stored = admit(selected)
-    todo = execution_order(engine, todo + grow(stored))
-    n["todo"] = len(todo)
+    def commit(self, results: list[Result]) -> list[Request]:
+        """Commit ``results``; returns the follow-ups built from them, admitted to run."""
+        self.journal.put_results(results, self.fp_hash, shard=self.label)
+        if self.cache is not None:
+            self.cache.put_results([r for r in results if r.error is None], self.fp_hash)
+        self.n["executed"] += len(results)
+        self.n["errors"] += sum(r.error is not None for r in results)
+        if not self.first_new:
+            self.first_new = next((f"{r.request_id}: {r.error}" for r in results if r.error is not None), "")
+        more = self.grow(results)
+        if more:
+            if self.bar is not None:
+                self.bar.grow(len(more))
+            self.n["todo"] += len(more)
+        return more
 
-    counters = getattr(engine, "work_counters", None)
-    work_before = counters() if callable(counters) else None
-    streaming = streams(engine)
-    calls = [(0, len(todo))] if streaming and todo else list(commit_batches(engine, todo, batch_size))
-    with ExecProgress(len(todo), description or model, enabled=progress, console=console,
-                      grows=followups is not None, whole=whole) as bar:
-        def commit(results: list[Result]) -> list[Request]:
-            """Commit ``results``; returns the follow-ups built from them, admitted to run."""
-            nonlocal first_new
-            journal.put_results(results, fp_hash, shard=label)
-            if cache is not None:
-                cache.put_results([r for r in results if r.error is None], fp_hash)
-            n["executed"] += len(results)
-            n["errors"] += sum(r.error is not None for r in results)
-            if not first_new:
-                first_new = next((f"{r.request_id}: {r.error}" for r in results if r.error is not None), "")
-            more = grow(results)
-            if more:
-                bar.grow(len(more))
-                n["todo"] += len(more)
-            return more
-
-        while calls:
-            start, end = calls.pop(0)
-            batch = todo[start:end]
-            bar.begin_batch(len(batch))
-            try:
-                more = _run_batch(engine, batch, bar, commit, commit_every=batch_size if streaming else len(batch))
-            except _BatchFailed as failed:
-                commit(failed.results)
-                done = f"{n['executed']}/{n['todo']} requests of this call committed"
-                cause = failed.cause
-                if isinstance(cause, KeyboardInterrupt):
-                    raise cause  # noqa: B904  (the interrupt itself, not a new error)
-                if isinstance(cause, EngineError):
-                    raise EngineError(
-                        f"engine for model {model!r} failed: {cause} ({done}; rerun to resume)", hint=cause.hint
-                    ) from cause
-                cause.add_note(f"auditlang: while executing requests of model {model!r}; {done}; rerun to resume")
-                raise cause  # noqa: B904  (the engine's own exception, annotated, not a new error)
-            if more:  # follow-ups the engine did not take in its call: run them now
-                more = execution_order(engine, more)
-                base = len(todo)
-                todo += more
-                calls += ([(base, len(todo))] if streaming else
-                          [(base + a, base + b) for a, b in commit_batches(engine, more, batch_size)])
-
-    work = None
-    if work_before is not None:
+    def run(self, selected: list[Request], batch_size: int,
+            display: Callable[[int], ExecProgress]) -> dict[str, int] | None:
+        """Run what is left of ``selected`` and its follow-ups, commit batch by commit batch;
+        returns the change of the engine's ``work_counters()`` (None: it has none)."""
+        engine = self.engine
+        counters = getattr(engine, "work_counters", None)
+        before = counters() if callable(counters) else None
+        self._batches(selected, batch_size, display)
+        if before is None:
+            return None
         after = counters()  # type: ignore[misc]
-        work = {k: int(after[k]) - int(work_before.get(k, 0)) for k in after}
-    return ExecStats(
-        model=model, fp_hash=fp_hash, requested=n["requested"], cached=n["cached"],
-        cached_errors=n["cached_errors"], executed=n["executed"], errors=n["errors"],
-        seconds=time.perf_counter() - t0, out_of_shard=len(unique) - len(selected), from_cache=n["from_cache"],
-        engine_work=work, first_error=first_new or kept_error,
-    )
+        return {k: int(after[k]) - int(before.get(k, 0)) for k in after}
+
+    def _batches(self, selected: list[Request], batch_size: int, display: Callable[[int], ExecProgress]) -> None:
+        engine = self.engine
+        self.seen.update(r.id for r in selected)
+        todo, stored = self.admit(selected)
+        todo = execution_order(engine, todo + self.grow(stored))
+        self.n["todo"] = len(todo)
+        streaming = streams(engine)
+        calls = [(0, len(todo))] if streaming and todo else list(commit_batches(engine, todo, batch_size))
+        with display(len(todo)) as self.bar:
+            while calls:
+                start, end = calls.pop(0)
+                batch = todo[start:end]
+                self.bar.begin_batch(len(batch))
+                try:
+                    more = _run_batch(engine, batch, self.bar, self.commit,
+                                      commit_every=batch_size if streaming else len(batch))
+                except _BatchFailed as failed:
+                    self.fail(failed)
+                if more:  # follow-ups the engine did not take in its call: run them now
+                    more = execution_order(engine, more)
+                    base = len(todo)
+                    todo += more
+                    calls += ([(base, len(todo))] if streaming else
+                              [(base + a, base + b) for a, b in commit_batches(engine, more, batch_size)])
+
+    def fail(self, failed: "_BatchFailed") -> NoReturn:
+        """Commit what a failed batch returned, then raise its cause, saying how far the call got."""
+        self.commit(failed.results)
+        done = f"{self.n['executed']}/{self.n['todo']} requests of this call committed"
+        cause = failed.cause
+        if isinstance(cause, KeyboardInterrupt):
+            raise cause  # the interrupt itself, not a new error
+        if isinstance(cause, EngineError):
+            raise EngineError(f"engine for model {self.model!r} failed: {cause} ({done}; rerun to resume)",
+                              hint=cause.hint) from cause
+        cause.add_note(f"auditlang: while executing requests of model {self.model!r}; {done}; rerun to resume")
+        raise cause  # the engine's own exception, annotated, not a new error
 
 
 def commit_batches(engine: Engine, todo: Sequence[Request], batch_size: int) -> Iterator[tuple[int, int]]:

@@ -91,7 +91,7 @@ def _line_start(text: str, pos: int) -> bool:
 def _param_names(slot: Slot, given: set[str], add) -> None:
     if slot.metric is not None:
         m = D.metrics().get(slot.metric)
-        for p in (m.params if m else {}):
+        for p in (D.params(m.schema) if m else {}):
             if p not in given:
                 add(p, K.Property, f"{slot.metric} parameter", D.metric_param_doc(slot.metric, p), f"{p}=", "0")
         return
@@ -113,11 +113,6 @@ def _values(slot: Slot, text: str, path: Path | None, add, own: str | None) -> N
         if D.is_bool(ann):
             for c in ("true", "false"):
                 add(c, K.Keyword, f"{slot.param} value", sort="0")
-    if slot.metric is not None:
-        m = D.metrics().get(slot.metric)
-        ps = m.params.get(slot.param or "") if m else None
-        for c in (ps.choices or ()) if ps else ():
-            add(str(c), K.EnumMember, f"{slot.param} value", sort="0")
     kind = slot.value_kind
     if kind is None:
         return

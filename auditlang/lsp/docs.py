@@ -206,20 +206,14 @@ def metric_doc(name: str) -> str | None:
     m = metrics().get(name)
     if m is None:
         return None
-    ps = ", ".join(f"{p}={s.default!r}" if not s.required else p for p, s in m.params.items())
-    lines = [f"```audit\n{name}({ps})\n```", m.doc or "", f"inputs: {m.inputs}"]
-    for p, s in m.params.items():
-        lines.append(f"- **{p}**: {s.doc}" + (f" ({' | '.join(map(str, s.choices))})" if s.choices else ""))
+    lines = [f"```audit\n{signature(name, m.schema)}\n```", m.doc or "", f"inputs: {m.inputs}"]
+    lines += [f"- {param_doc(m.schema, p)}".replace("\n\n", ": ", 1).replace("\n\n", "; ") for p in params(m.schema)]
     return "\n\n".join(x for x in lines if x)
 
 
 def metric_param_doc(metric: str, name: str) -> str | None:
     m = metrics().get(metric)
-    s = m.params.get(name) if m else None
-    if s is None:
-        return None
-    t = " | ".join(map(str, s.choices)) if s.choices else s.type.__name__
-    return f"**{name}**: `{t}` ({'required' if s.required else f'default {s.default!r}'})\n\n{s.doc}"
+    return param_doc(m.schema, name) if m is not None else None
 
 
 def _cell(text: str) -> str:
@@ -252,6 +246,8 @@ def registry_table(kind: str) -> str:
     writes it into the docs; a test checks that the docs hold it."""
     if kind == "engine":
         return engine_options_table()
+    if kind == "metric":
+        return metrics_table()
     rows = ["| name | parameters (default; allowed values) | rule | source |", "|---|---|---|---|"]
     for e in REGISTRY.entries(kind):
         impl = e.load()
@@ -261,19 +257,35 @@ def registry_table(kind: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def metrics_table() -> str:
+    """The docs table of every metric (docs/metrics.md), from the registry: its parameters (its
+    ``Params``), what it reads, where it is computed and its doc; the plugin that registered it."""
+    rows = ["| metric | parameters (default; allowed values) | inputs | computed | what it is |", "|---|---|---|---|---|"]
+    for name, m in metrics().items():
+        entry = REGISTRY.get("metric", name)
+        where = "cell (cells.csv)" if m.level == "cell" else f"{m.level}, by `{m.shown_by}`" if m.shown_by else m.level
+        plugin = f" (plugin {entry.meta['plugin']})" if entry.meta.get("plugin") else ""
+        rows.append(f"| `{name}` | {params_summary(m.schema)} | {_cell(m.inputs)} | {_cell(where)} | "
+                    f"{_cell(m.doc)}{_cell(plugin)} |")
+    return "\n".join(rows) + "\n"
+
+
 def engine_options_table() -> str:
     """The docs table of every engine's options (docs/engines.md), from each engine entry's option
     model (core/engine_options.py): the option, its engine default, the spec parameter that sets
-    it (if any, with the spec's default) and its doc."""
-    rows = ["| engine | option (engine default) | spec parameter (default) | what it does |", "|---|---|---|---|"]
+    it (if any, with the spec's default), its doc and whether it can change results (the key the
+    engine's fingerprint records it under, declared on the field)."""
+    rows = ["| engine | option (engine default) | spec parameter (default) | what it does | changes results |",
+            "|---|---|---|---|---|"]
     for e in REGISTRY.entries("engine"):
         schema = e.schema
         if not (isinstance(schema, type) and hasattr(schema, "spec_fields")):
             continue
         spec = {opt: name for name, opt in schema.spec_params().items()}
-        spec_fields = schema.spec_fields()
+        spec_fields, keys = schema.spec_fields(), schema.fingerprint_keys()
         for name, f in schema.model_fields.items():
             written = spec.get(name)
             sp = f"`{written}` ({_table_default(spec_fields[written][1])})" if written else "—"
-            rows.append(f"| `{e.name}` | `{name}` ({_table_default(f)}) | {sp} | {_cell(f.description or '')} |")
+            fp = f"yes: fingerprint `{keys[name]}`" if keys.get(name) else "no"
+            rows.append(f"| `{e.name}` | `{name}` ({_table_default(f)}) | {sp} | {_cell(f.description or '')} | {fp} |")
     return "\n".join(rows) + "\n"

@@ -75,7 +75,10 @@ def slot_of(ctx: Context, text: str, path: Path | None) -> Slot:
 
 
 def param_annotation(slot: Slot):
-    if slot.cls is None or slot.param is None:
+    """The type of the parameter at the cursor: a constructor's, or a metric call's (its ``Params``)."""
+    m = D.metrics().get(slot.metric) if slot.metric is not None else None
+    cls = m.schema if m is not None else slot.cls
+    if cls is None or slot.param is None:
         return None
-    f = D.params(slot.cls).get(slot.param)
+    f = D.params(cls).get(slot.param)
     return f.annotation if f is not None else None

@@ -31,7 +31,6 @@ import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 from auditlang.metrics.calibration import brier_weighted, ece_weighted
-from auditlang.metrics.registry import ParamSpec, register
 
 
 def _weights(metric: str, c: np.ndarray, weights) -> np.ndarray:
@@ -325,25 +324,3 @@ __all__ = ["CandidateAligned", "DistributionAligned", "InstanceAligned", "ca_bri
            "candidate_aligned", "da_brier_diff", "da_ece_diff", "da_weights", "distribution_aligned",
            "ia_brier_diff", "ia_ece_diff", "ia_retention", "instance_aligned", "is_reversal", "ranking_reversals",
            "reversal_pattern", "reversal_rate", "shared_candidate_pool", "weighted_brier", "weighted_ece"]
-
-_BINS = {"bins": ParamSpec(int, 10, minimum=1, doc="number of equal-width bins")}
-_PAIR = "conf_a+correct_a+conf_b+correct_b"
-register("ia_retention", ia_retention, {}, inputs="correct_a+correct_b", doc="|D_IA| / |D| (003 App. E.4)",
-         level="pair of models", shown_by="aligned")
-register("ia_ece_diff", ia_ece_diff, _BINS, inputs=_PAIR, doc="Instance-Aligned ECE(A) - ECE(B) (003 §4.1)",
-         level="pair of models", shown_by="aligned")
-register("ia_brier_diff", ia_brier_diff, {}, inputs=_PAIR, doc="Instance-Aligned BS(A) - BS(B) (003 §4.1)",
-         level="pair of models", shown_by="aligned")
-register("da_ece_diff", da_ece_diff, _BINS, inputs=_PAIR, doc="Distribution-Aligned ECE(A) - ECE(B) (003 §4.2)",
-         level="pair of models", shown_by="aligned")
-register("da_brier_diff", da_brier_diff, {}, inputs=_PAIR, doc="Distribution-Aligned BS(A) - BS(B) (003 §4.2)",
-         level="pair of models", shown_by="aligned")
-register("ca_ece_diff", ca_ece_diff, _BINS, inputs="candidate_conf_a+candidate_conf_b+candidate_correct",
-         doc="Candidate-Aligned ECE(A) - ECE(B) (003 §4.3)",
-         level="pair of models", shown_by="aligned")
-register("ca_brier_diff", ca_brier_diff, {}, inputs="candidate_conf_a+candidate_conf_b+candidate_correct",
-         doc="Candidate-Aligned BS(A) - BS(B) (003 §4.3)",
-         level="pair of models", shown_by="aligned")
-register("ranking_reversals", ranking_reversals, {}, inputs="model -> raw value, model -> aligned value",
-         doc="model pairs whose order flips between the raw and an aligned view (003 §5.2)",
-         level="set of models", shown_by="aligned")

@@ -27,9 +27,8 @@ from numpy.typing import ArrayLike
 from auditlang.metrics._checks import as_binary
 from auditlang.metrics._inputs import check_choice, check_int, prepare, tie_groups
 from auditlang.metrics.kernel_ece import kde_ece, smooth_ece
+from auditlang.metrics.registry import BINNINGS, CLOSED
 
-BINNINGS = ("equal_width", "equal_mass")
-CLOSED = ("left", "right")
 _EDGE_TOL = 1e-9
 
 

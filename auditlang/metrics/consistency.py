@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, same_length
-from auditlang.metrics.registry import ParamSpec, register
 
 
 def _decisions(metric: str, d, name: str) -> np.ndarray:
@@ -194,30 +193,3 @@ def abstain_f1(abstain, correct, *, zero_division: float = 0.0) -> float:
 __all__ = ["AbstainMetrics", "ConsistencyReport", "abstain_f1", "abstain_metrics", "abstain_precision",
            "abstain_recall", "agreement", "common_accept_accuracy", "consistency_report", "decision_consistency",
            "iou_acc", "iou_cons", "iou_rej"]
-
-_ZD = {"zero_division": ParamSpec(float, 0.0, doc="value of a ratio with an empty denominator (NaN allowed)")}
-_DEC = "decisions_1+decisions_2"
-register("iou_acc", iou_acc, _ZD, inputs=_DEC, doc="|A1 & A2| / |A1 | A2| (004 §3)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("iou_rej", iou_rej, _ZD, inputs=_DEC, doc="|R1 & R2| / |R1 | R2| (004 §3)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("iou_cons", iou_cons, _ZD, inputs=_DEC, doc="harmonic mean of IoU_acc and IoU_rej (004 §3)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("dec_cons", decision_consistency, _ZD, inputs=_DEC,
-         doc="share of decided questions with equal decisions (004 §3)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("agreement", agreement, _ZD, inputs=_DEC + "+answers_1+answers_2",
-         doc="share of commonly accepted questions with the same model answer (004 §3)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("common_accept_accuracy", common_accept_accuracy, _ZD, inputs=_DEC + "+correct_1+correct_2",
-         doc="mean accuracy over commonly accepted questions (004 App. C)",
-         level="pair of cells (two decision sets)", shown_by="consistency")
-register("abstain_precision", abstain_precision, _ZD, inputs="abstain+correct",
-         doc="abstained-and-wrong / abstained (Feng et al. 2024b; 004 §5.4)",
-         level="set of abstention decisions", shown_by="consistency")
-register("abstain_recall", abstain_recall, _ZD, inputs="abstain+correct",
-         doc="abstained-and-wrong / wrong (Feng et al. 2024b; 004 §5.4)",
-         level="set of abstention decisions", shown_by="consistency")
-register("abstain_f1", abstain_f1, _ZD, inputs="abstain+correct",
-         doc="harmonic mean of abstain precision and recall (004 §5.4)",
-         level="set of abstention decisions", shown_by="consistency")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
-from auditlang.metrics.registry import METRICS, ParamSpec, register
+from auditlang.metrics.registry import METRICS
 
 GRID: dict[str, str] = {
     "A": "bare-query token probability, 10-bin ECE",
@@ -148,8 +148,3 @@ def contrast_summary(first: Sequence[float], second: Sequence[float]) -> Contras
 
 __all__ = ["GRID", "ContrastSummary", "GridSummary", "calibration_gap", "contrast_summary", "grid_summary",
            "sign_flips"]
-
-register("calibration_gap", calibration_gap,
-         {"estimator": ParamSpec(str, "ece", doc="registered calibration metric: ece (A/B) or binfree_ece (C/D)")},
-         inputs="verbal+token+correct", doc="g_X = ECE(verbal) - ECE(token) for one configuration (001 §3.2)",
-         level="pair of cells (verbal and token configuration)", shown_by="protocol_grid")

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_prob
-from auditlang.metrics.registry import ParamSpec, register
 
 
 @dataclass(frozen=True)
@@ -166,15 +165,3 @@ def a_sst(confidences: Sequence[Sequence[float]], groups: Sequence[Sequence[Hash
 
 __all__ = ["ItemAverage", "a_sst", "a_stb", "answer_groups", "answer_sensitivity", "answer_stability",
            "extreme_groups", "p_rb", "prompt_robustness"]
-
-register("p_rb", p_rb, {}, inputs="items x prompts confidence",
-         doc="1 - mean per-item std of confidence across equivalent prompts (002 eq. 3)",
-         level="set of prompts", shown_by="robustness")
-register("a_stb", a_stb, {}, inputs="per-item answer confidences+semantic groups",
-         doc="1 - mean std of confidence within the largest semantic group (002 eq. 4)",
-         level="set of prompts", shown_by="robustness")
-register("a_sst", a_sst, {"contrast": ParamSpec(str, "min", choices=("min", "not_max"),
-                                                doc="compare Y^max with Y^min or with every answer outside Y^max")},
-         inputs="per-item answer confidences+semantic groups",
-         doc="mean |Delta(Y^max, Y^min) - Delta(Y^max, Y^max)| (002 eqs. 5-7)",
-         level="set of prompts", shown_by="robustness")

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from auditlang.metrics._checks import as_binary
-from auditlang.metrics.registry import register
 
 SPREAD_VARIANTS: tuple[str, ...] = ("surface_paraphrase", "instruction_reorder", "fewshot_3", "implicit_framing")
 
@@ -95,10 +94,3 @@ def size_spread_correlation(sizes: Sequence[float], spreads: Sequence[float]) ->
 
 __all__ = ["SPREAD_VARIANTS", "SpearmanResult", "prompt_spread", "prompt_spread_arrays", "prompt_spread_from_correct",
            "size_spread_correlation"]
-
-register("prompt_spread", prompt_spread_arrays, {}, inputs="correct per variant",
-         doc="max - min accuracy over the named variant set (000 §3, Table 3)",
-         level="set of variants", shown_by="spread")
-register("size_spread_spearman", size_spread_correlation, {}, inputs="model sizes+spreads",
-         doc="Spearman rho and p between parameter count and spread across models (000 §4.3, Table 10)",
-         level="set of models", shown_by="size_spread")

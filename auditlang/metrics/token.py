@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from auditlang.metrics.registry import ParamSpec, register
 
 Window = Mapping[str, float]
 
@@ -167,9 +166,3 @@ def label_coverage(windows: Sequence[Window], labels: Sequence[str], logprobs: b
 
 __all__ = ["LabelCoverage", "TokenConfidence", "label_coverage", "label_probs", "span_confidence",
            "span_confidences", "token_confidence", "token_confidences", "topk_label_coverage"]
-
-register("topk_label_coverage", label_coverage,
-         {"logprobs": ParamSpec(bool, True, doc="window values are log-probabilities")},
-         inputs="top-k windows+valid labels",
-         doc="share of examples whose top-k window holds every valid label (000 App. C.3)",
-         level="set of top-k windows", shown_by="norm_shift")

@@ -22,7 +22,6 @@ import numpy as np
 
 from auditlang.metrics._checks import as_binary, as_prob, same_length
 from auditlang.metrics.calibration import ece
-from auditlang.metrics.registry import ParamSpec, register
 
 VPR_THRESHOLD = 0.80
 
@@ -139,17 +138,3 @@ def overconf_vs_token(verbal, token) -> float:
 
 __all__ = ["VPR_THRESHOLD", "Overconfidence", "VprSelection", "ece_gap", "overconf_vs_acc", "overconf_vs_token",
            "overconfidence", "verbal_parse_rate", "vpr_filter"]
-
-_BINS = ParamSpec(int, 10, minimum=1, doc="number of equal-width bins")
-register("vpr", verbal_parse_rate, {}, inputs="verbal",
-         doc="verbal parse rate: share of rows whose verbal confidence parsed (000 App. D.1)")
-register("overconf_vs_acc", overconf_vs_acc, {}, inputs="verbal+correct",
-         doc="mean verbal confidence minus accuracy on parsed rows (000 §4.2)",
-         level="pair of cells (verbal and token)", shown_by="ece_gap")
-register("overconf_vs_token", overconf_vs_token, {}, inputs="verbal+token",
-         doc="mean verbal minus mean token confidence on parsed rows (000 §4.2)",
-         level="pair of cells (verbal and token)", shown_by="ece_gap")
-register("ece_gap", ece_gap,
-         {"bins": _BINS, "same_rows": ParamSpec(bool, False, doc="score ECE_token on the parsed rows only")},
-         inputs="verbal+token+correct", doc="ECE_verbal - ECE_token (000 §4.2, Table 2)",
-         level="pair of cells (verbal and token)", shown_by="ece_gap")

@@ -47,11 +47,13 @@ def cross_sources(spec: Spec, plan) -> dict[UnitKey, list[Source]]:
             continue
         aid, a = c.audit, spec.get(c.audit).value
         if comp.ctor == "aligned" and "candidate" in c.views:
-            pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
-            for m1, m2 in pairs:
-                for d, v in itertools.product(a.datasets, a.variants):
-                    add((aid, m1, d, v, "test"), Source(f"model:{m2}", (aid, m2, d, v, "test")))
-                    add((aid, m2, d, v, "test"), Source(f"model:{m1}", (aid, m1, d, v, "test")))
+            for aid in (x for x in c.all_audits() if x in spec.objects):  # every pooled audit's pairs
+                a = spec.get(aid).value
+                pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
+                for m1, m2 in pairs:
+                    for d, v in itertools.product(a.datasets, a.variants):
+                        add((aid, m1, d, v, "test"), Source(f"model:{m2}", (aid, m2, d, v, "test")))
+                        add((aid, m2, d, v, "test"), Source(f"model:{m1}", (aid, m1, d, v, "test")))
         elif comp.ctor == "robustness":
             variants = list(c.variants) or list(a.variants)
             ref = variants[0]

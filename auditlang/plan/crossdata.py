@@ -37,7 +37,7 @@ from auditlang.plan.stage2 import primary_pred
 from auditlang.protocols.verbal import off_type_answer
 from auditlang.plan.stage2 import audit_evaluators, label_answer
 from auditlang.protocols.base import supplied_result
-from auditlang.evaluators.build import evaluator_ctor
+from auditlang.evaluators.build import evaluator_ctor, groups_samples
 from auditlang.plan.stage2 import item_stage2
 from auditlang.resolve.models import model_config
 from auditlang.evaluators.judge import grouping_request
@@ -136,7 +136,7 @@ class CrossData:
         """Judge requests grouping an item's sampled answers (002 App. A.1), by source key."""
         out: dict[str, Request] = {}
         for src in self.sources.get(target, []):
-            if not src.samples or not src.grouping or self.spec.get(src.grouping).ctor != "llm_judge":
+            if not src.samples or not src.grouping or not groups_samples(self.spec, src.grouping):
                 continue
             cands = [c for c in self.candidates(target).get(ctx.index, []) if c.source == src.key]
             if len(cands) < 2:

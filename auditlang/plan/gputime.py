@@ -9,6 +9,11 @@ own work outside the engine), each model's estimate is::
     gpu_s  = prompt / prefill_tok_s + generated / decode_tok_s + requests * per_request_s
     wall_s = start_s (cold) + gpu_s + overhead_s
 
+A vllm model that starts with ``enforce_eager`` (written in the spec, or chosen by the rule at the
+end of this module when the spec leaves it unset) takes the eager start of its row
+(``start_eager_s`` / ``start_eager_warm_s``) and its GPU time scaled by the measured eager/compiled
+engine seconds (``engine_eager_s`` / ``measured.engine_s``), where the row has them.
+
 Rates for a size between two measured sizes are interpolated in log-log; beyond the largest
 (smallest) measured size they scale with size (1/size); the start and overhead come from the
 nearest measured size. A GPU kind the table has no row for is estimated from the H200's rows and
@@ -59,6 +64,7 @@ class ModelEstimate:
     gpu_s: float
     overhead_s: float
     basis: str  # which rows, and what was assumed
+    enforce_eager: bool | None = None  # vllm: whether the estimate is of an eager start (None: not vllm)
 
     @property
     def wall_s(self) -> float:
@@ -67,7 +73,8 @@ class ModelEstimate:
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "engine": self.engine, "size_b": self.size_b, "start_s": round(self.start_s, 1),
                 "start_warm_s": round(self.start_warm_s, 1), "gpu_s": round(self.gpu_s, 1),
-                "overhead_s": round(self.overhead_s, 1), "wall_s": round(self.wall_s, 1), "basis": self.basis}
+                "overhead_s": round(self.overhead_s, 1), "wall_s": round(self.wall_s, 1), "basis": self.basis,
+                "enforce_eager": self.enforce_eager}
 
 
 def _rows(table: dict[str, Any], engine: str, gpu: str, dtype: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -99,8 +106,9 @@ def _interp(rows: list[dict[str, Any]], size: float, key: str) -> float:
 
 
 def estimate_model(table: dict[str, Any], model: str, engine: str, size_b: float | None, dtype: str | None,
-                   tokens: dict[str, int], gpu: str = DEFAULT_GPU) -> ModelEstimate | None:
-    """One model's estimate, or None when the table has no row for its engine (openai, dryrun)."""
+                   tokens: dict[str, int], gpu: str = DEFAULT_GPU, eager: bool | None = None) -> ModelEstimate | None:
+    """One model's estimate, or None when the table has no row for its engine (openai, dryrun).
+    ``eager``: a vllm model's ``enforce_eager`` as written; None: the rule (:data:`EAGER_BELOW_S`)."""
     dtype = DTYPES.get(dtype or "", dtype)
     rows, note = _rows(table, engine, gpu, dtype)
     if not rows:
@@ -119,8 +127,19 @@ def estimate_model(table: dict[str, Any], model: str, engine: str, size_b: float
              + reqs * nearest.get("per_request_s", 0.0))
     sizes = ", ".join(f"{r['size_b']} B" for r in rows)
     basis = f"{engine} on {rows[0]['gpu']} ({rows[0].get('dtype')}; measured at {sizes}){note}{assumed}"
-    return ModelEstimate(model, engine, size_b, float(nearest["start_s"]), float(nearest.get("start_warm_s", nearest["start_s"])),
-                         gpu_s, float(nearest.get("overhead_s", 0.0)), basis)
+    start, warm = float(nearest["start_s"]), float(nearest.get("start_warm_s", nearest["start_s"]))
+    if engine == "vllm":
+        eager = gpu_s < EAGER_BELOW_S if eager is None else bool(eager)
+        if eager and "start_eager_s" in nearest:
+            start = float(nearest["start_eager_s"])
+            warm = float(nearest.get("start_eager_warm_s", start))
+            compiled_s = (nearest.get("measured") or {}).get("engine_s")
+            if nearest.get("engine_eager_s") and compiled_s:
+                gpu_s *= float(nearest["engine_eager_s"]) / float(compiled_s)
+            basis += "; enforce_eager: the eager start and engine time"
+    else:
+        eager = None
+    return ModelEstimate(model, engine, size_b, start, warm, gpu_s, float(nearest.get("overhead_s", 0.0)), basis, eager)
 
 
 def schedule(estimates: list[ModelEstimate], gpus: int, executor: str | None) -> dict[str, Any]:
@@ -184,7 +203,7 @@ def eager_for(engine: str, size_b: float | None, dtype: str | None, tokens: dict
     unset, or None when there is nothing to estimate from (not vllm, no token estimate)."""
     if engine != "vllm" or not tokens:
         return None
-    est = estimate_model(table or load_table(), "", engine, size_b, dtype, tokens)
+    est = estimate_model(table or load_table(), "", engine, size_b, dtype, tokens, eager=False)  # the compiled engine's time
     if est is None:
         return None
     return est.gpu_s < EAGER_BELOW_S, est.gpu_s

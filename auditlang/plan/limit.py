@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-FORMS = "a count (10), a fraction (0.1 or 10%) or a range of sampled positions (10:20, 0-based, end exclusive)"
+FORMS = "a count (10, at least 1), a fraction (0.1 or 10%) or a range of sampled positions (10:20, 0-based, end exclusive)"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Limit:
                     raise ValueError
                 return Limit(text, fraction=f)
             n = int(text)
-            if n < 0:
+            if n < 1:  # --limit 0 would run nothing and report empty cells
                 raise ValueError
             return Limit(text, count=n)
         except ValueError:

@@ -106,7 +106,7 @@ class Unit:
 def model_info(spec: Spec, mid: str) -> ModelInfo:
     m = spec.get(mid).value
     chat = declared_model(spec, mid)[2]
-    seed = m.seed if m.seed is not None else spec.settings.seed
+    seed = spec.seed(m.seed)
     return ModelInfo(mid, chat, m.max_tokens, seed)
 
 
@@ -329,13 +329,12 @@ class Planner:
                                hint=did_you_mean(missing[0], sorted(set(pairs[0][1])), "fields"))
                 return None
         pool = ds.items if var.fewshot else []
-        base_seed = spec.settings.seed
         out = []
         for idx, raw in pairs:
             item = dict(raw)
             for pid in var.perturb:
                 pobj = spec.get(pid)
-                pseed = pobj.value.seed if pobj.value.seed is not None else base_seed
+                pseed = spec.seed(pobj.value.seed)
                 # every parameter the perturbation declares goes to its function (a plugin's too)
                 opts = {k: v for k, v in pobj.value.values().items() if k != "seed"}
                 if pobj.ctor == "one_shot" and opts.get("bank") is None:  # one_shot's default bank: by dataset
@@ -349,7 +348,7 @@ class Planner:
             examples = None
             try:
                 if var.fewshot:  # ValueError: fewer pool items than fewshot=
-                    fs_seed = var.fewshot_seed if var.fewshot_seed is not None else base_seed
+                    fs_seed = spec.seed(var.fewshot_seed)
                     examples = fewshot_for(pool, item["id"], var.fewshot, fs_seed)
                 ctx = build_context(item, examples=examples)
                 text = tpl.render(ctx)

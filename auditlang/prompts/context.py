@@ -18,9 +18,6 @@ from typing import Any, Sequence
 
 from auditlang.prompts.render import letters
 
-DERIVED_KEYS = ("labels", "gold_label", "examples")
-
-
 def item_context(item: dict[str, Any]) -> dict[str, Any]:
     """Item fields plus ``labels`` and ``gold_label``."""
     if not isinstance(item, dict):

@@ -228,6 +228,11 @@ class Program:
     # the confidence is a number stated in the reply and read by a verbal parser, so the verbal
     # parse rate (VPR) applies to its cells; elsewhere VPR is n/a (empty in cells.csv, NaN in the API)
     verbal_parse: bool = False
+    # the confidence is a probability that the scored answer is right, drawn in the report's
+    # reliability diagrams (report/figures.py) as read from the answer's tokens ("token", circles)
+    # or asked for by a question about the answer ("asked", squares); "": not drawn (decisions,
+    # agreement rates and fitted scores)
+    reliability_diagram: str = ""
     # read() takes keyword arguments ``extract`` / ``same`` (the cell evaluator's answer
     # extraction and equivalence) -- self-consistency, and Platt scaling over it.
     accepts_extract: bool = False

@@ -22,8 +22,6 @@ import hashlib
 import math
 from typing import Any
 
-import numpy as np
-
 from auditlang.core.requests import Result
 from auditlang.protocols.base import ItemCtx, Program, Readout
 from auditlang.protocols.facts import Fact, na
@@ -33,6 +31,8 @@ SEP = " [SEP] "
 
 def uniform_draw(*parts: Any) -> float:
     """A U(0, 1) value determined by ``parts`` (SHA-256 of their repr seeds numpy's PCG64)."""
+    import numpy as np  # lazy: numpy at scoring only, so `auditc check` loads none
+
     key = hashlib.sha256(repr(parts).encode()).digest()
     return float(np.random.default_rng(int.from_bytes(key[:8], "little")).random())
 
@@ -41,7 +41,7 @@ class RandomBaselineProgram(Program):
     """``random_baseline(seed)``: 002's BL, see the module docstring."""
 
     def facts(self, chat: bool) -> dict[str, Fact]:
-        seed = self.p.seed if self.p.seed is not None else self.spec.settings.seed
+        seed = self.spec.seed(self.p.seed)
         what, none = "random_baseline", ("none", "none")
         return {"signal": Fact("random baseline"), "provenance": na(what, "no model call"),
                 "scored": Fact("the model's own answer (the confidence ignores it)"),
@@ -55,7 +55,7 @@ class RandomBaselineProgram(Program):
         return True  # a supplied answer gets its own draw
 
     def read(self, ctx: ItemCtx, results: dict[str, Result], pred: Any, answer_text: str, **kw: Any) -> Readout:
-        seed = self.p.seed if self.p.seed is not None else self.spec.settings.seed
+        seed = self.spec.seed(self.p.seed)
         c = uniform_draw(seed, ctx.dataset, ctx.variant, str(ctx.item.get("id")), answer_text or "")
         return Readout(c, True, self.obj.ctor, extras={"seed": seed})
 
@@ -93,6 +93,7 @@ class AuxClassifierProgram(Program):
         return self.read(ctx, results, pred, answer_text)
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        import numpy as np  # lazy: as in uniform_draw
         from auditlang.metrics.aux_classifier import fit_aux_classifier  # lazy: numpy/scipy fit on dev only
 
         texts, y = [], []
@@ -111,6 +112,7 @@ class AuxClassifierProgram(Program):
                 "gamma": clf.gamma, "n_train": clf.n_train, "converged": clf.converged}
 
     def apply(self, fitted: dict[str, Any], readout: Readout) -> Readout:
+        import numpy as np  # lazy: as in uniform_draw
         from auditlang.metrics.aux_classifier import AuxClassifier  # lazy: as for fit
 
         w = np.zeros(int(fitted["dims"]))

@@ -96,8 +96,12 @@ class SelfConsistencyProgram(Program):
             "readout": na(what, runs),
             "context": Fact("the variant prompt, sampled", value=("answer_prompt", "chat" if chat else "text")),
             "normalisation": na(what, "a share of agreeing runs"),
-            "measure": Fact(f"the agreement of {p.k} sampled answers (temperature {p.temperature:g}) with the scored "
-                            "answer"),
+            # first_sample: the k runs include the scored answer itself (run 1), so only k-1 are sampled here
+            "measure": Fact(f"the share of k={p.k} runs that agree with the scored answer, run 1 being the scored answer "
+                            f"itself and runs 2-{p.k} {p.k - 1} further samples (temperature {p.temperature:g})"
+                            if p.reference == "first_sample" else
+                            f"the agreement of {p.k} further sampled answers (temperature {p.temperature:g}) with "
+                            "the scored answer"),
         }
 
     def stage1_roles(self) -> dict[str, str]:

@@ -33,12 +33,8 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from auditlang.metrics.platt import PlattScaler, fit_platt
-from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, letters
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
@@ -47,7 +43,8 @@ from auditlang.protocols.facts import Fact, layout_context, na, template_fact
 from auditlang.protocols.verbal import first_line, render_single, uses_answer, verbal_parser
 from auditlang.evaluators.letters import extract_pred_letter
 
-NOTA_TEXT = "None of the above"  # 004 App. A.3 Table 5, NOTA row
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @lru_cache(maxsize=64)
@@ -263,6 +260,8 @@ class _Thresholded:
     obj: Any
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold  # lazy: numpy fits at scoring only
+
         conf, corr = _dev_xy(self.obj.id, dev_rows)
         f = fit_threshold(conf, corr, bounds=DEFAULT_BOUNDS if self.p.correction else None)
         return {"threshold": f.threshold, "fitted": f.fitted, "corrected": f.corrected,
@@ -286,6 +285,7 @@ def _label(z: Any) -> int | None:
 
 
 def _dev_xy(pid: str, dev_rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np  # lazy: numpy at scoring only, so `auditc check` loads none
     conf, corr = [], []
     for r in dev_rows:
         c, z = r.get("confidence"), _label(r.get("correct"))
@@ -306,6 +306,7 @@ class AskCalProgram(_Thresholded, _FollowupProbe):
     reply is parsed with the ``scale`` verbal parser; confidence = that value; ``apply``
     abstains iff it is below the dev threshold (unparsed: ``abstain=None``).
     """
+    reliability_diagram = "asked"
 
     DEFAULT = "s004/mc/askcal"
     verbal_parse = True
@@ -332,6 +333,7 @@ class TokProbProbeProgram(_Thresholded, Program):
     """``tok_prob_probe(top_k, correction)``: stage-1 role ``first`` (greedy, max_tokens=1,
     ``top_logprobs=top_k``); confidence = raw probability of the answer letter (000 A.3 eq. 1
     with ℓ* chosen as in ``token_prob``); abstain iff below the dev threshold."""
+    reliability_diagram = "token"
 
     def facts(self, chat: bool) -> dict[str, Fact]:
         what, k = self.obj.ctor, self.p.top_k
@@ -363,6 +365,7 @@ class TokProbProbeProgram(_Thresholded, Program):
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, C: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool]:
+    import numpy as np  # lazy: as in _dev_xy
     """L2 logistic regression on standardised features (sklearn's objective:
     ``||w||² / 2 + C Σ logloss``), L-BFGS-B from zero: deterministic, no random state.
     Returns (mean, scale, w, b, converged)."""
@@ -445,6 +448,8 @@ class EmbeddingProgram(Program):
         return Readout(math.nan, True, self.obj.ctor, None, {"hidden": [float(v) for v in res.hidden_state]})
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        import numpy as np  # lazy: as in _dev_xy
+
         xs, ys = [], []
         for r in dev_rows:
             h, z = (r.get("extras") or {}).get("hidden"), _label(r.get("correct"))
@@ -466,6 +471,8 @@ class EmbeddingProgram(Program):
                 "n_train": len(ys), "converged": ok, "layer": self.p.layer, "C": float(self.p.C)}
 
     def apply(self, fitted: dict[str, Any], readout: Readout) -> Readout:
+        import numpy as np  # lazy: as in _dev_xy
+
         h = readout.extras.get("hidden")
         extras = {k: v for k, v in readout.extras.items() if k != "hidden"}
         if h is None:
@@ -541,11 +548,15 @@ class PlattProgram(Program):
         return Readout(r.confidence, r.parsed, self.obj.ctor, r.abstain, {**r.extras, "base_kind": r.kind})
 
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
+        from auditlang.metrics.platt import fit_platt  # lazy: numpy fits at scoring only
+
         conf, corr = _dev_xy(self.obj.id, dev_rows)
         s = fit_platt(conf, corr, feature=self.p.feature, loss=self.p.loss)
         return {"a": s.a, "b": s.b, "feature": s.feature, "loss": s.loss, "n_train": s.n_train, "converged": s.converged}
 
     def apply(self, fitted: dict[str, Any], readout: Readout) -> Readout:
+        from auditlang.metrics.platt import PlattScaler  # lazy: as for fit
+
         s = PlattScaler(float(fitted["a"]), float(fitted["b"]), fitted["feature"], fitted["loss"],
                         int(fitted["n_train"]), bool(fitted["converged"]))
         c = readout.confidence
@@ -556,6 +567,8 @@ class PlattProgram(Program):
 
 def _expit(x: Any) -> Any:
     """scipy.special.expit without importing scipy (numerically stable logistic)."""
+    import numpy as np  # lazy: as in _dev_xy
+
     x = np.asarray(x, dtype=float)
     e = np.exp(-np.abs(x))  # never overflows
     return np.where(x >= 0, 1.0, e) / (1.0 + e)

@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from auditlang.metrics.token import confidence_from_probs, label_probs, span_confidence
 from auditlang.core.requests import Prompt, Request, Result
 from auditlang.protocols.base import OWN_GENERATION, ItemCtx, Program, Readout, invariant, lead_space, usable
 from auditlang.protocols.facts import Fact, label_form_text, na
@@ -71,6 +70,8 @@ def pick_label(pred: Any, labels: list[str], window: dict[str, float],
     if isinstance(pred, str) and pred.strip() in labels:
         return pred.strip(), "evaluator"
     if probs is None:
+        from auditlang.metrics.token import label_probs  # lazy: numpy at scoring only, so `auditc check` loads none
+
         probs = label_probs(window, labels)
     if not probs:
         return None, "none"
@@ -108,6 +109,8 @@ def first_token_readout(labels: list[str] | None, window: dict[str, float], pred
             return Readout(math.nan, False, kind, extras={"reason": "no first token"})
         p = math.exp(lp)
         return Readout(p, True, kind, extras={"p_raw": p, "p_norm": math.nan, "token": tok})
+    from auditlang.metrics.token import confidence_from_probs, label_probs  # lazy: as in pick_label
+
     probs = label_probs(window, labels)  # once: the label, the confidence and the extras read it
     star, source = pick_label(pred, labels, window, probs)
     tc = confidence_from_probs(probs, labels, star)
@@ -120,6 +123,7 @@ def first_token_readout(labels: list[str] | None, window: dict[str, float], pred
 
 class TokenProgram(Program):
     """``token_prob(readout, normalise, window, top_k, scored, context, prefix, prefill, max_tokens)``."""
+    reliability_diagram = "token"
 
     def __init__(self, obj, spec) -> None:
         super().__init__(obj, spec)
@@ -257,6 +261,8 @@ class TokenProgram(Program):
         if not toks:
             return Readout(math.nan, False, kind, extras={"reason": "answer has only whitespace tokens"})
         lps = [min(t.logprob, 0.0) for t in toks]
+        from auditlang.metrics.token import span_confidence  # lazy: numpy at scoring only (see pick_label)
+
         conf = span_confidence(lps, p.readout)
         return Readout(conf, True, kind, extras={
             "readout": p.readout, "n_tokens": len(lps), "token_logprobs": lps,

@@ -235,6 +235,7 @@ def render_single(ctx: ItemCtx, tpl, answer: str) -> str:
 
 class VerbalProgram(SuppliedAnswers, Program):
     """``verbalized(scale, phrasing, parser, provenance, mode, max_tokens, prefill, answer_form)``."""
+    reliability_diagram = "asked"
 
     verbal_parse = True
 
@@ -376,6 +377,7 @@ class PTrueProgram(SuppliedAnswers, Program):
     P(true label) / Σ_labels P(label). Labels are scored as their first token after the prompt
     (``lead_space`` convention).
     """
+    reliability_diagram = "asked"
 
     def __init__(self, obj, spec) -> None:
         super().__init__(obj, spec)
@@ -408,7 +410,8 @@ class PTrueProgram(SuppliedAnswers, Program):
         out["context"] = ctx
         out["prompt"] = template_fact(self.tpl, p.template)
         norm = "normalised over the labels" if p.normalise else "unnormalised"
-        out["measure"] = Fact(f"the probability of the true label, the first of {json.dumps(list(p.labels))} ({norm}), for "
+        out["measure"] = Fact(f"the probability of the true label, the first of the spec's labels {json.dumps(list(p.labels))} "
+                              f"({norm}), for "
                               f"{out['provenance'].value_text}", run=("sent_labels",))
         return out
 

@@ -243,7 +243,7 @@ class _Figures:
             return
         try:
             from auditlang.report.figures import (  # lazy: auditlang.report.figures imports matplotlib, needed only here
-                DRAWN_FROM, all_figures, render_workers, start_figures)
+                all_figures, render_workers, start_figures)
         except ImportError as err:  # matplotlib is the optional `report` extra
             self._done = [], f"not computable: figures need matplotlib ({err}); pip install 'auditlang[report]'"
             return
@@ -251,7 +251,7 @@ class _Figures:
         if render_workers() > 1:
             if with_comps:
                 self.comps = {cid: compute_one(rd, cid) for cid, obj in rd.spec.of_kind("compare").items()
-                              if obj.ctor in DRAWN_FROM}
+                              if obj.value.FIGURES}
             self._rendering = start_figures(rd, list(self.comps.values()))
 
     def draw(self, comps: list) -> None:

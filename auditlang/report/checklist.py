@@ -48,7 +48,6 @@ from auditlang.report.cross_scoring import cross_uses
 from auditlang.resolve.templates import compile_obj
 from auditlang.prompts.render import TemplateError
 from auditlang.report.comparisons.normshift import _coverage_flag
-from auditlang.protocols.verbal import verbal_parser
 from auditlang.protocols import program_for
 
 ITEMS: dict[str, str] = {
@@ -503,7 +502,7 @@ def _seeds(rd: RunData) -> Entry:
         e.flag(f"{D.UNSPECIFIED}: settings do not set seed; the default {spec.settings.seed} was used")
     for dsid, info in rd.plan.datasets.items():
         o = spec.get(dsid)
-        if o.ctor == "hub":
+        if o.value.REMOTE:
             _hub_identity(e, o, info)
         if not info.get("available"):
             e.lines.append(f"dataset {dsid}: not computable: data not available at plan time "
@@ -513,10 +512,10 @@ def _seeds(rd: RunData) -> Entry:
             o = spec.get(o.value.fallback)  # its sampling was used (the hub's unless it set its own)
         idx = list(info.get("indices", []))
         digest = hashlib.sha256(json.dumps(idx).encode()).hexdigest()[:16]
-        where = "fallback file" if info.get("source") == "fallback" else "source" if o.ctor == "hub" else "file"
+        where = "fallback file" if info.get("source") == "fallback" else "source" if o.value.REMOTE else "file"
         e.lines.append(f"dataset {dsid}: {where} {data_file(info.get('path'), (rd.run_info.get('data') or {}).get(dsid))}, "
                        f"{_rows_text(info)}, {_draw_text(o, info, idx)}; dev items {info.get('n_dev', 0)}; "
-                       f"indices sha256[:16] {digest}")
+                       f"indices sha256[:16] {digest} (of the JSON list of the sample indices below)")
         if info.get("limit") is not None:
             kept = Limit.parse(info["limit"]).phrase(len(idx), info.get("n_drawn"))
             e.lines.append(f"dataset {dsid}: run with --limit {info['limit']}: only {kept} were planned and scored")
@@ -654,8 +653,9 @@ def _ece(rd: RunData, aid: str) -> Entry:
         e.flag(f"{D.UNSPECIFIED}: audit '{aid}' declares no metrics; the defaults "
                f"{', '.join(r.label for r in refs)} were used")
     for cid, o in rd.spec.of_kind("compare").items():
-        if o.value.audit == aid and o.ctor == "protocol_grid":
-            ests = [rd.spec.metrics[m].label for m in o.value.estimators] or ["ece(bins=10, binning=equal_width) (default)"]
+        if o.value.audit == aid and "estimator" in o.value.DISCLOSES:
+            ests = ([rd.spec.metrics[m].label for m in o.value.estimators_compared()]
+                    or ["ece(bins=10, binning=equal_width) (default)"])
             e.lines.append(f"comparison {cid} compares estimators: {', '.join(ests)}")
     e.lines.append("Verbal ECE uses the rows whose confidence parsed; token ECE the rows with a token confidence "
                    "(missing ones are counted in metrics/cells.csv n_conf_missing).")
@@ -685,8 +685,8 @@ def _variants(rd: RunData, aid: str) -> Entry:
         return e
     # the spread is over the variant set a spread comparison names (study 000 §3: the four
     # non-format_change variants), else over every variant of the audit
-    spread_sets = [(cid, list(o.value.variants)) for cid, o in rd.spec.of_kind("compare").items()
-                   if o.value.audit == aid and o.ctor in ("spread", "size_spread") and o.value.variants]
+    spread_sets = [(cid, o.value.spread_variants()) for cid, o in rd.spec.of_kind("compare").items()
+                   if o.value.audit == aid and o.value.spread_variants()]
     if spread_sets:
         cid, spread_vars = spread_sets[0]
         left = [v for v in a.variants if v not in spread_vars]
@@ -741,37 +741,41 @@ def _cross(rd: RunData, aid: str, comparisons: list[Comparison] | None = None) -
         for fl in u.flags:
             e.flag(fl)
     for c in comparisons or []:
-        if c.ctor == "robustness" and c.audit == aid and rd.spec.get(c.name).value.samples:
-            e.lines += [f"comparison {c.name}: {s}" for s in c.summary if s.startswith(("A-STB", "A-SST"))]
+        if c.audit == aid:
+            e.lines += [f"comparison {c.name}: {s}" for s in c.cross]
     return e
 
 
 def _phrasings(rd: RunData, aid: str) -> Entry:
     e = Entry("phrasings")
-    verbal = [p for p in rd.audit(aid).protocols if rd.protocol_ctor(p) in ("verbalized", "ask_cal", "p_true")]
+    # the protocols whose constructor declares the field holding the wording that elicits their
+    # confidence (``PHRASING``, resolve/schema.py)
+    verbal = [p for p in rd.audit(aid).protocols if getattr(type(rd.spec.get(p).value), "PHRASING", None)]
     if not verbal:
         e.lines.append(f"not applicable: audit '{aid}' elicits no verbal confidence")
         return e
     phr: dict[str, list[str]] = {}
+    stated: list[str] = []  # those whose program declares a parser rule: the reply is read as a number
     for pid in verbal:
         o = rd.spec.get(pid)
-        tid = getattr(o.value, "phrasing", None) or getattr(o.value, "template", None)
-        field_name = "phrasing" if hasattr(o.value, "phrasing") else "template"
+        field_name = type(o.value).PHRASING
+        tid = getattr(o.value, field_name, None)
         if tid is None:
             e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {field_name}; the protocol's built-in default text was used")
             tid = f"<built-in default of {o.ctor}>"
         phr.setdefault(tid, []).append(pid)
-        if o.ctor == "verbalized":
-            e.lines.append(f"protocol {pid}: phrasing {tid}, scale {o.value.scale}, parser {o.value.parser}")
-            # the parser's own rule, its scale-mismatch rule included (issue 34 item 4; rate: cells column
-            # scale_mismatch_rate)
-            e.lines.append(f"protocol {pid} reads: {verbal_parser(o.value.scale).describe()}")
-            e.flag(D.unspecified(o, "scale", "verbal scale and parser range"))
+        parser = F.protocol_facts(rd, aid, pid).any("parser")
+        if parser is not None:
+            stated.append(pid)
+            # the parser's own rule as the program declares it, its scale-mismatch rule included
+            # (issue 34 item 4; rate: cells column scale_mismatch_rate); a scale left at its default
+            # is flagged in the protocol's own group (C3)
+            e.lines.append(f"protocol {pid}: {field_name} {tid}")
+            e.lines.append(f"protocol {pid} reads: {parser.text}")
         else:
-            e.lines.append(f"protocol {pid} ({o.ctor}): template {tid}")
+            e.lines.append(f"protocol {pid} ({o.ctor}): {field_name} {tid}")
     e.lines.append(f"{len(phr)} distinct elicitation phrasing(s): {', '.join(phr)}")
-    if len([p for p in verbal if rd.protocol_ctor(p) == "verbalized"]) and \
-            len({k for k, ps in phr.items() if any(rd.protocol_ctor(p) == "verbalized" for p in ps)}) == 1:
+    if stated and len({k for k, ps in phr.items() if any(p in stated for p in ps)}) == 1:
         e.flag(f"{D.WARNING}: audit '{aid}' elicits verbal confidence with one phrasing only; study 000 shows "
                "below-threshold cells and magnitudes shift with the phrasing (add a replication phrasing)")
     return e
@@ -826,14 +830,17 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
         sub = df[(df["audit"] == aid) & (df["protocol"] == p0) & (df["evaluator"] == ev0)]
         for d in a.datasets:
             accs = {m: float(np.nanmean(sub[(sub["model"] == m) & (sub["dataset"] == d)]["accuracy"]))
-                    for m in a.models if not sub[(sub["model"] == m) & (sub["dataset"] == d)].empty}
+                    for m in a.models if sub[(sub["model"] == m) & (sub["dataset"] == d)]["accuracy"].notna().any()}
             if len(accs) >= 2:
                 hi, lo = max(accs, key=accs.get), min(accs, key=accs.get)
                 gap = (f"largest gap {accs[hi] - accs[lo]:.3f} ({hi} - {lo})" if accs[hi] > accs[lo] else
                        "no gap: every model has the same accuracy")
+                none = [m for m in a.models if m not in accs]  # no accuracy at all: not part of the gap
                 e.lines.append(f"{d}: accuracy (mean over variants, evaluator {ev0}) " +
-                               ", ".join(f"{m} {x:.3f}" for m, x in accs.items()) + f"; {gap}")
-    al = [c for c in comparisons if c.ctor == "aligned" and c.audit == aid]
+                               ", ".join(f"{m} {x:.3f}" for m, x in accs.items()) + f"; {gap}"
+                               + (f" (no accuracy for {', '.join(none)})" if none else ""))
+    al = [c for c in comparisons if c.cid and rd.spec.get(c.cid).value.ACCURACY_CONTROLLED
+          and aid in c.data.get("audits", [c.audit])]
     if not al:
         e.flag(f"{D.WARNING}: audit '{aid}' compares {len(a.models)} models of different accuracy without an "
                "accuracy-controlled view (declare `compare NAME = aligned(...)`); calibration rankings may reverse "
@@ -908,11 +915,15 @@ def _protocol_sampling(rd: RunData, aid: str, pid: str) -> Entry:
         e.lines.append(f"not applicable to {o.ctor}: its parameters set no decoding of its own calls (no temperature); "
                        "the answers' decoding is stated per variant above")
         return e
-    what = {"self_consistency": "sampled answers", "verbalized": "verbal-confidence call"}.get(o.ctor, "probe reply")
+    what = getattr(type(o.value), "CALLS", None)  # the constructor's words for its own calls' outputs
+    if what is None:
+        e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' ({o.ctor}) declares no name for its own calls (CALLS); "
+               "they are called its calls below")
+        what = "calls"
     mt = getattr(o.value, "max_tokens", None)
     e.lines.append(f"{what} of {pid} ({o.ctor}): {dec.text()}" + (f", at most {mt} new tokens (max_tokens={mt})"
                                                                     if mt else ""))
-    if o.ctor == "self_consistency":
+    if hasattr(o.value, "sampled_runs"):  # the protocol samples answers itself (k runs per item)
         seed = o.value.seed if o.value.seed is not None else "the model seed"
         text, agrees = planned_text(planned_decoding(rd, aid, protocol=pid, roles=("samples",)), dec)
         if o.value.reference == "first_sample":

@@ -18,6 +18,7 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
+from auditlang.evaluators.build import groups_samples
 from auditlang.plan.cross import samples_key
 from auditlang.report import describe as D
 from auditlang.report.decoding import decoding_flags, decoding_of
@@ -91,9 +92,9 @@ def cross_uses(rd: RunData, aid: str) -> list[CrossUse]:
     scorers = None
     for cid, o in rd.spec.of_kind("compare").items():
         c = o.value
-        if c.audit != aid:
+        if aid not in c.all_audits():
             continue
-        if o.ctor == "aligned" and "candidate" in c.views:
+        if c.CROSS_STAGE == "candidate" and "candidate" in c.views:  # the comparison declares its cross stage
             if scorers is None:
                 scorers = _conditioned(rd, aid)
             pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
@@ -106,7 +107,7 @@ def cross_uses(rd: RunData, aid: str) -> list[CrossUse]:
             u.note = (f"{cid}: CA pools each model's own answer with its pair model's answer, each scored by the model "
                       "itself (cross stage).")
             out.append(u)
-        elif o.ctor == "robustness":
+        elif c.CROSS_STAGE == "prompts":
             out.append(_robustness(rd, aid, cid, c))
     return out
 
@@ -147,7 +148,7 @@ def _robustness(rd: RunData, aid: str, cid: str, c) -> CrossUse:
             ctor = rd.spec.get(c.grouping).ctor
             how = (f"judge evaluator {c.grouping} ({ctor}: the 002 App. A.1 grouping prompt, one request per item), "
                    "falling back to the evaluator's normalised answer when its reply does not parse into a partition"
-                   if ctor == "llm_judge" else f"evaluator {c.grouping} ({ctor}) is not a judge: the cell evaluator's "
+                   if groups_samples(rd.spec, c.grouping) else f"evaluator {c.grouping} ({ctor}) is not a judge: the cell evaluator's "
                    "normalised answer")
         else:
             how = "the cell evaluator's normalised answer (no grouping= judge)"

@@ -57,10 +57,8 @@ def decoding_of(obj: Resolved) -> Decoding | None:
     v = obj.value
     if not hasattr(v, "temperature"):
         return None
-    if obj.kind == "protocol" and obj.ctor == "self_consistency":
-        # reference=first_sample: the scored answer is run 1, the protocol samples the other k-1
-        n = int(v.k) - 1 if getattr(v, "reference", None) == "first_sample" else int(v.k)
-        return Decoding(float(v.temperature), float(v.top_p), v.sample_top_k, n)
+    if hasattr(v, "sampled_runs"):  # the protocol samples answers itself: that many per item
+        return Decoding(float(v.temperature), float(v.top_p), v.sample_top_k, v.sampled_runs())
     t = float(v.temperature)
     return Decoding(t, float(v.top_p) if t > 0 else None, v.sample_top_k if t > 0 else None)
 

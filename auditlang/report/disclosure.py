@@ -15,17 +15,12 @@ from typing import Any
 
 from auditlang.report.rundata import RunData
 from auditlang.report import facts as F
+from auditlang.report import runfacts as R
 from auditlang.report.tables import Table
 from auditlang.report.cross_scoring import cross_uses
 from auditlang.report.decoding import chat_template_options, decoding_of, kwargs_text
 from auditlang.report.paths import data_source
 
-# (constructor, axis) -> how a named comparison of that kind measures the axis
-CONTRASTS: dict[tuple[str, str], str] = {
-    ("protocol_grid", "context"): "g_A vs g_B", ("protocol_grid", "readout"): "readout shift",
-    ("protocol_grid", "scored"): "generated vs gold", ("norm_shift", "normalise"): "|ECE_raw - ECE_norm|",
-    ("ece_gap", "provenance"): "supplied-answer",
-}
 
 
 def _val(v: Any) -> str:
@@ -44,35 +39,30 @@ def _evaluator_shown(rd: RunData, eid: str) -> str:
     return f"{eid} (label_form={rd.spec.get(eid).value.label_form})"
 
 
-def _main_protocol(rd: RunData, aid: str, ctor: str, pids: list[str]) -> str:
-    for o in rd.spec.of_kind("compare").values():
-        if o.value.audit == aid and o.ctor == "protocol_grid" and o.value.configs and o.value.configs[0] in pids:
-            return o.value.configs[0]
-    for o in rd.spec.of_kind("compare").values():
-        if o.value.audit == aid and o.ctor == "norm_shift" and o.value.norm in pids:
-            return o.value.norm
-    return pids[0]
+def _compares(rd: RunData, aid: str) -> list[tuple[str, Any]]:
+    """(compare id, its value) of the audit's comparisons, in declaration order."""
+    return [(cid, o.value) for cid, o in rd.spec.of_kind("compare").items() if aid in o.value.all_audits()]
+
+
+def _main_protocol(rd: RunData, aid: str, pids: list[str]) -> str:
+    """The main setting of a protocol family: the one a comparison declares main (``main_protocol``),
+    else the first in audit order."""
+    return next((m for _, v in _compares(rd, aid) if (m := v.main_protocol()) in pids), pids[0])
+
+
+def _measured_by(rd: RunData, aid: str, axis: str) -> str | None:
+    """``<how> (<compare id>)`` of the first comparison that declares it measures ``axis`` (``DISCLOSES``)."""
+    return next((f"{v.DISCLOSES[axis]} ({cid})" for cid, v in _compares(rd, aid) if axis in v.DISCLOSES), None)
 
 
 def _orient(rd: RunData, aid: str, p: str, q: str, axes: list[str]) -> tuple[str, str, str | None]:
     """(main, alternative, contrast) for two protocols, following the comparison that names both."""
     order = list(rd.audit(aid).protocols)
     for cid, o in rd.spec.of_kind("compare").items():
-        v = o.value
-        if v.audit != aid:
-            continue
-        if o.ctor == "norm_shift" and {p, q} == {v.raw, v.norm}:
-            return v.norm, v.raw, f"{CONTRASTS[('norm_shift', 'normalise')]} ({cid})"
-        if o.ctor == "protocol_grid" and p in v.configs and q in v.configs:
-            main, alt = sorted((p, q), key=v.configs.index)
-            label = CONTRASTS.get(("protocol_grid", axes[0])) if len(axes) == 1 else None
-            return main, alt, f"{label or 'gap shift'} ({cid})"
-        named = {x for f in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type")
-                 if (x := getattr(v, f, None))}
-        named |= set(getattr(v, "configs", []) or []) | set(getattr(v, "probes", []) or [])
-        if {p, q} <= named:
-            main, alt = sorted((p, q), key=order.index)
-            return main, alt, f"{o.ctor} ({cid})"
+        got = o.value.contrast(p, q, axes, order) if o.value.audit == aid else None
+        if got is not None:  # the comparison declares that it contrasts them, and how
+            main, alt, how = got
+            return main, alt, f"{how or o.ctor} ({cid})"
     main, alt = sorted((p, q), key=order.index)
     return main, alt, None
 
@@ -89,7 +79,7 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         axes = list(type(rd.spec.get(pids[0]).value).AXES)  # the constructor's declared axes
         parts = type(rd.spec.get(pids[0]).value).AXIS_PARTS
         labels = dict(axes)
-        main = _main_protocol(rd, aid, ctor, pids)
+        main = _main_protocol(rd, aid, pids)
         mains.append(f"{main} ({ctor})")
 
         def diff(p: str, q: str, axes: list[tuple[str, str]] = axes, parts: dict[str, str] = parts) -> list[str]:
@@ -131,29 +121,23 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
         t.state([f"protocol:{p}:signal" for _, ps in signals for p in ps], "Confidence signal",
                 f"{main_sig} ({', '.join(main_p)})",
               "; ".join(f"{sig} ({', '.join(ps)})" for sig, ps in rest), "answers, evaluators, models, data",
-              next((f"ECE_gap ({cid})" for cid, o in rd.spec.of_kind("compare").items()
-                    if o.value.audit == aid and o.ctor in ("ece_gap", "protocol_grid")), "per-cell table"))
+              _measured_by(rd, aid, "signal") or "per-cell table")
     if len(a.models) > 1:
-        al = next((cid for cid, o in rd.spec.of_kind("compare").items()
-                   if o.value.audit == aid and o.ctor == "aligned"), None)
-        t.state([f"spec:{aid}.models"], "Model", a.models[0], "; ".join(a.models[1:]), "prompts, protocols, evaluators, data",
-              f"aligned ({al})" if al else "per-cell table")
-    for cid, o in rd.spec.of_kind("compare").items():
-        if o.value.audit == aid and o.ctor == "protocol_grid" and len(o.value.estimators) >= 2:
-            labels = [rd.spec.metrics[m].label for m in o.value.estimators]
-            t.add("Estimator", labels[0], "; ".join(labels[1:]), "scored answer, context, readout", f"g_A vs g_C ({cid})")
+        t.state([f"spec:{aid}.models"], "Model", a.models[0], "; ".join(a.models[1:]), _models_held(rd, aid),
+              _measured_by(rd, aid, "model") or "per-cell table")
+    for cid, v in _compares(rd, aid):
+        if "estimator" in v.DISCLOSES and len(v.estimators_compared()) >= 2:
+            labels = [rd.spec.metrics[m].label for m in v.estimators_compared()]
+            t.add("Estimator", labels[0], "; ".join(labels[1:]), "scored answer, context, readout",
+                  f"{v.DISCLOSES['estimator']} ({cid})")
     if len(a.variants) > 1:
-        sp = next((cid for cid, o in rd.spec.of_kind("compare").items()
-                   if o.value.audit == aid and o.ctor in ("spread", "size_spread", "robustness", "consistency")), None)
         t.add("Prompt variant", a.variants[0], "; ".join(a.variants[1:]), "protocols, evaluators, models, data",
-              f"{rd.spec.get(sp).ctor} ({sp})" if sp else "per-cell table")
+              _measured_by(rd, aid, "variant") or "per-cell table")
     evs = rd.evaluators(aid)
     if len(evs) > 1:
-        rep = next((cid for cid, o in rd.spec.of_kind("compare").items()
-                    if o.value.audit == aid and o.ctor == "evaluator_repair"), None)
         shown = [_evaluator_shown(rd, e) for e in evs]
         t.add("Evaluator", shown[0], "; ".join(shown[1:]), "generations, protocols, models, data",
-              f"evaluator repair ({rep})" if rep else "same generations re-scored")
+              _measured_by(rd, aid, "evaluator") or "same generations re-scored")
     _decoding_rows_and_notes(rd, aid, t)
     sources = [x for d in rd.audit(aid).datasets if (x := data_source(d, rd.plan.datasets.get(d, {})))]
     if sources:
@@ -163,6 +147,17 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def _models_held(rd: RunData, aid: str) -> str:
+    """What the Model row holds fixed: the prompts, unless the models were given them in different
+    forms (chat messages through a chat template for some, plain text for others; planned requests)."""
+    chat = R.chat_models(rd, aid)
+    if len(set(chat.values())) < 2:
+        return "prompts, protocols, evaluators, data"
+    yes, no = [m for m, c in chat.items() if c], [m for m, c in chat.items() if not c]
+    return (f"prompt templates (rendered through the chat template for {', '.join(yes)}, as plain text for "
+            f"{', '.join(no)}), protocols, evaluators, data")
 
 
 def claims(tables: list[Table]) -> list[dict]:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditlang.core.registry import REGISTRY
 from auditlang.protocols.facts import FACT_KEYS, Fact
 from auditlang.report import runfacts as R
 import pandas as pd
@@ -92,6 +93,18 @@ def protocol_facts(rd: RunData, aid: str, pid: str) -> ProtocolFacts:
         pf.by_form, pf.error = {}, f"{type(e).__name__}: {e}"
     cache[(aid, pid)] = pf
     return pf
+
+
+def program_declares(rd: RunData, pid: str, attr: str) -> Any:
+    """A class-level declaration of protocol ``pid``'s program, read from its registry entry
+    (``verbal_parse``: VPR applies; ``reliability_diagram``: how its confidence is drawn in one);
+    None when ``pid`` names no registered protocol."""
+    o = rd.spec.objects.get(pid)
+    entry = REGISTRY.find("protocol", o.ctor) if o is not None else None
+    try:
+        return getattr(entry.load(), attr, None) if entry is not None else None
+    except ImportError:
+        return None
 
 
 def sent_labels(rd: RunData, aid: str, pid: str) -> dict[str, tuple[str, ...]]:
@@ -202,5 +215,5 @@ def context_value(pf: ProtocolFacts) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ProtocolFacts", "context_value", "fact_params", "fact_runs", "protocol_facts", "sent_labels",
+__all__ = ["ProtocolFacts", "context_value", "fact_params", "fact_runs", "program_declares", "protocol_facts", "sent_labels",
            "sent_labels_text"]

@@ -18,16 +18,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
-from auditlang.core.workers import AsyncMap, fork_map_async, fork_workers  # noqa: E402
+from auditlang.core.workers import FIGURE_WORKERS_ENV, AsyncMap, fork_map_async, stage_workers  # noqa: E402,F401
 from auditlang.metrics.calibration import reliability_bins  # noqa: E402
 from auditlang.report.comparisons import Comparison  # noqa: E402
 from auditlang.report.comparisons.common import known  # noqa: E402
 from auditlang.report.figure_file import Figure  # noqa: E402,F401 - the drawn figures' type
+from auditlang.report.facts import program_declares  # noqa: E402
+from auditlang.report.figures_studies import study_figures  # noqa: E402
 from auditlang.report.rundata import RunData  # noqa: E402
 
-TOKEN_CTORS = ("token_prob", "tok_prob_probe")
-DRAWN_FROM = ("spread", "size_spread", "consistency")  # the comparisons (constructors) figures are drawn from
-VERBAL_CTORS = ("verbalized", "ask_cal", "p_true")
 
 
 
@@ -39,8 +38,6 @@ SPARSE = 5  # bins with fewer items are drawn as hollow points and never joined 
 
 
 FORMATS = ("png", "pdf")
-FIGURE_WORKERS_ENV = "AUDITLANG_FIGURE_WORKERS"  # N: render in N forked workers (0 or 1: never)
-_MIN_CPUS, _MAX_WORKERS = 4, 8
 # figures drawn but not yet rendered, inside start_figures: (placeholder Figure, matplotlib figure)
 _DEFERRED: list[tuple[Figure, object]] | None = None
 
@@ -104,8 +101,9 @@ def start_figures(rd: RunData, comps: list[Comparison]) -> Rendering:
     with plt.rc_context({**RC, "figure.max_open_warning": 0}):
         _DEFERRED = pending = []
         try:
-            drawn = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
-            workers = fork_workers(FIGURE_WORKERS_ENV, len(pending), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
+            drawn = (reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+                     + study_figures(comps, _save, _safe))
+            workers = stage_workers("figures", len(pending))
             if workers > 1:
                 job: AsyncMap | list = fork_map_async(_render_job, list(range(len(pending))), workers)
             else:
@@ -132,9 +130,9 @@ def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], titl
     legend inside the panel gives each curve's n in this panel."""
     ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--")
     handles = []
-    for k, j, ctor, rb in curves:
+    for k, j, drawn, rb in curves:
         col, ls = plt.cm.tab10(k % 10), STYLES[j % len(STYLES)]
-        mk = "o" if ctor in TOKEN_CTORS else "s"
+        mk = "o" if drawn == "token" else "s"
         dense = rb.counts >= SPARSE
         x, y = rb.mean_conf, rb.accuracy
         for i in range(len(x) - 1):  # join adjacent dense bins only
@@ -165,7 +163,7 @@ def reliability_figures(rd: RunData) -> list[Figure]:
     figs = []
     for aid in rd.audit_ids():
         a = rd.audit(aid)
-        protos = [p for p in a.protocols if rd.protocol_ctor(p) in TOKEN_CTORS + VERBAL_CTORS]
+        protos = [p for p in a.protocols if program_declares(rd, p, "reliability_diagram")]
         if not protos:
             continue
         evs = rd.evaluators(aid)
@@ -179,7 +177,7 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                         df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
                         if not df.empty:
                             rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
-                            curves.append((protos.index(p), evs.index(ev), rd.protocol_ctor(p), rb))
+                            curves.append((protos.index(p), evs.index(ev), program_declares(rd, p, "reliability_diagram"), rb))
                 if curves:
                     panels.append((d, curves))
             if not panels:
@@ -199,8 +197,8 @@ def reliability_figures(rd: RunData) -> list[Figure]:
                 for j, ev in enumerate(evs):
                     if (k, j) in drawn:
                         label = f"{p} ({rd.protocol_ctor(p)})" + (f", evaluator {ev}" if len(evs) > 1 else "")
-                        handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if rd.protocol_ctor(p) in
-                                              TOKEN_CTORS else "s", ms=4, ls=STYLES[j % len(STYLES)], lw=1, label=label))
+                        handles.append(Line2D([], [], color=plt.cm.tab10(k % 10), marker="o" if program_declares(
+                                              rd, p, "reliability_diagram") == "token" else "s", ms=4, ls=STYLES[j % len(STYLES)], lw=1, label=label))
             handles.append(Line2D([], [], color="0.3", marker="o", mfc="none", ls="", ms=4,
                                   label=f"bin with < {SPARSE} items (not joined)"))
             fig.legend(handles=handles, loc="outside lower center", ncol=min(2 if len(evs) > 1 else 3, len(handles)))
@@ -223,7 +221,7 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
     figs: list[Figure] = []
     seen: dict[str, tuple[int, list[str]]] = {}  # data key -> (figure index, comparison names)
     for c in comps:
-        if c.ctor not in ("spread", "size_spread") or not c.data.get("rows"):
+        if c.shape not in ("spread", "size_spread") or not c.data.get("rows"):
             continue
         rows = c.data["rows"]
         variants = c.data["variants"]
@@ -290,7 +288,7 @@ def spread_figures(comps: list[Comparison], rd: RunData) -> list[Figure]:
 def consistency_figures(comps: list[Comparison]) -> list[Figure]:
     figs = []
     for c in comps:
-        if c.ctor != "consistency":
+        if c.shape != "consistency":
             continue
         for (m, d, e), hm in c.data.get("heat", {}).items():
             probes, variants = hm["probes"], hm["variants"]
@@ -331,14 +329,15 @@ def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> 
 def render_workers() -> int:
     """More than 1 when this host renders figures in forked workers (then ``all_figures`` draws
     them all first; ``start_figures`` lets the caller work while they render)."""
-    return fork_workers(FIGURE_WORKERS_ENV, 2, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS)
+    return stage_workers("figures", 2)
 
 
 def all_figures(rd: RunData, comps: list[Comparison]) -> list[Figure]:
     """Every figure, drawn with Type 42 fonts; figures with identical PNG bytes are kept once."""
     if render_workers() <= 1:
         with plt.rc_context(RC):  # one at a time, each rendered and closed as soon as it is drawn
-            figs = reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+            figs = (reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
+                    + study_figures(comps, _save, _safe))
         return _unique(figs)
     # every figure drawn first, then rendered in forked workers (same bytes: see start_figures)
     return start_figures(rd, comps).result()

@@ -28,6 +28,7 @@ from auditlang.store.rundir import CELLS_CSV, PLAN_FILE, RUN_FILE
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.templates import compile_obj
 from auditlang.plan.limit import Limit
+from auditlang.evaluators.build import make_evaluator
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -126,7 +127,7 @@ def model_text(rd: RunData, mid: str) -> str:
     """A model as a reader identifies it: its id and revision (or the weights' package and hash)."""
     o = rd.spec.get(mid)
     v, fp = o.value, rd.fingerprints.get(mid) or {}
-    if o.ctor == "embedded":
+    if v.catalogue() is not None:  # an embedded-catalogue model: its weights' package and hash
         emb = fp.get("embedded") if isinstance(fp.get("embedded"), dict) else {}
         pkg = f"{emb['distribution']} {emb.get('version', '')}".strip() if emb.get("distribution") else None
         sha = emb.get("gguf_sha256") or fp.get("weights_sha256")
@@ -225,15 +226,29 @@ def variant_clause(rd: RunData, aid: str, vid: str) -> str:
     return f"{vid} " + (_join(bits) if bits else "uses the default prompt")
 
 
-def _evaluator_text(rd: RunData, eid: str) -> str:
+def _evaluator_prose(rd: RunData, aid: str, eid: str, cls) -> str:
+    """The evaluator's words for its parameters (``Evaluator.prose``), built as the scorer builds
+    it for the audit's first task; the class's ``PROSE`` where it cannot be built."""
+    for task in dict.fromkeys(rd.task(d) for d in rd.audit(aid).datasets):
+        try:
+            got = make_evaluator(rd.spec, eid, task).prose()
+        except (ValueError, TypeError, KeyError, ImportError, AttributeError):
+            continue
+        if got:
+            return got
+    return getattr(cls, "PROSE", "")
+
+
+def _evaluator_text(rd: RunData, eid: str, aid: str | None = None) -> str:
     if eid == DEFAULT_EVALUATOR:
         return "the task's default evaluator"
     o = rd.spec.get(eid)
     form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
     cls = REGISTRY.get("evaluator", o.ctor).load()
     doc = (getattr(getattr(cls, "Params", None), "DOC", "") or "").strip().rstrip(".")
-    prose = getattr(cls, "PROSE", "") or (f"{doc[0].lower() + doc[1:]} (evaluator {o.ctor})" if doc else
-                                          f"the evaluator {o.ctor}, which declares no description")
+    prose = (_evaluator_prose(rd, aid, eid, cls) if aid is not None else getattr(cls, "PROSE", "")) or (
+        f"{doc[0].lower() + doc[1:]} (evaluator {o.ctor})" if doc else f"the evaluator {o.ctor}, which declares no "
+        "description")
     return f"{prose} ({eid}{form})"
 
 
@@ -379,7 +394,7 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         out.append(Sentence(prompt_form_text(chat), ["chat"], aid,
                             [f"spec:{m}.chat" for m in a.models]
                             + [f"{RUN_FILE}:fingerprints.{m}" for m in a.models if m in rd.fingerprint_hashes]))
-        evs = [_evaluator_text(rd, e) for e in rd.evaluators(aid)]
+        evs = [_evaluator_text(rd, e, aid) for e in rd.evaluators(aid)]
         out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)
         out.append(Sentence(f"The metrics are {_join([metric_prose(r) for r in refs])}.", ["ece"], aid,
@@ -397,10 +412,14 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         follow = {p: rd.spec.get(p).value.max_tokens for p in stated if getattr(rd.spec.get(p).value, "max_tokens", None)}
         if follow:
             mts = set(follow.values())
+            # the replies' own decoding (protocol temperature/top_p), as the request builder sends it
+            rdec = {d.prose() for p in follow if (d := decoding_of(rd.spec.get(p))) is not None}
             out.append(Sentence("The verbal-confidence replies are generated with "
+                                + (f"{next(iter(rdec))}, " if len(rdec) == 1 else "")
                                 + (f"at most {next(iter(mts))} new tokens (max_tokens={next(iter(mts))})" if len(mts) == 1
                                    else "max_tokens " + _join([f"{m} ({p})" for p, m in follow.items()])) + ".", ["sampling"], aid,
-                                [f"spec:{p}.max_tokens" for p in stated]))
+                                [f"spec:{p}.max_tokens" for p in stated]
+                                + ([f"spec:{p}.temperature" for p in follow] if len(rdec) == 1 else [])))
         out += _first_token_sentences(rd, aid)
         if verbal_protocols(rd, aid):
             if rd.vpr_declared(aid):

@@ -17,14 +17,13 @@ from typing import Any
 import pandas as pd
 
 from auditlang.core.capabilities import call_shape, engine_calls
-from auditlang.report.comparisons.verbal import VERBAL_CTORS
 from auditlang.report.rundata import RunData
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve.models import declared_model, model_config
 from auditlang.resolve.templates import compile_obj
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.metrics.registry import METRICS
-from auditlang.score.cellmetrics import audit_metrics
+from auditlang.score.cellmetrics import audit_metrics, parses_verbal
 from auditlang.store.rundir import RECORDS
 
 
@@ -289,8 +288,9 @@ def example_value(rd: RunData, pid: str) -> tuple[float, str] | None:
     """(the confidence a verbal protocol's phrasing shows as an example reply, on the 0-1 scale the
     parser reads; the phrase as written), from the phrasing template's source; None without one."""
     o = rd.spec.get(pid)
-    tid = getattr(o.value, "phrasing", None)
-    if o.ctor != "verbalized" or not tid:
+    field = getattr(type(o.value), "PHRASING", None)  # the field holding its elicitation wording
+    tid = getattr(o.value, field, None) if field else None
+    if not parses_verbal(rd.spec, pid) or not tid or not hasattr(o.value, "scale"):
         return None
     try:
         src = compile_obj(rd.spec, rd.spec.get(tid)).source
@@ -402,7 +402,7 @@ def not_applicable(rd: RunData) -> dict[str, set[str]]:
         cid, aid = str(d["cell_id"]), str(d["cell_id"]).split("/")[0]
         cols: set[str] = set()
         pid = str(d["protocol"])
-        if (rd.protocol_ctor(pid) if pid in rd.spec.objects else str(d.get("confidence_kind") or "")) not in VERBAL_CTORS:
+        if not parses_verbal(rd.spec, pid):  # VPR applies only where the program reads a stated number
             cols |= {"vpr", "excluded", "scale_mismatch_rate"}
         elif aid in rd.spec.objects and not rd.vpr_declared(aid):
             cols.add("excluded")

@@ -200,21 +200,61 @@ class Table:
         env = "table*" if wide else "table"
         colspec = "@{}" + "".join(f">{{\\hsize={h:.3f}\\hsize\\raggedright\\arraybackslash\\hspace{{0pt}}}}X"
                                   for h in hsize) + "@{}"
-        out = [f"\\begin{{{env}}}[tbp]", "\\centering", "\\footnotesize", f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}"]
-        if caption or self.title:
-            out.append(f"\\caption{{{breakable(caption or self.title)}}}")
-        if label:
-            out.append(f"\\label{{{label}}}")
-        out += [f"\\begin{{tabularx}}{{\\linewidth}}{{{colspec}}}", "\\toprule",
-                " & ".join(f"\\textbf{{{breakable(c)}}}" for c in cols) + " \\\\", "\\midrule"]
-        out += [" & ".join(breakable(c) for c in r) + " \\\\" for r in body]
-        out += ["\\bottomrule", "\\end{tabularx}"]
         notes = moved + self.all_notes()
-        if notes:
-            out.append("\\par\\smallskip{\\raggedright")
-            out += [breakable(n) + "\\par" for n in notes]
-            out.append("}")
-        out.append(f"\\end{{{env}}}")
+        avail = (WIDE_PT if wide else NARROW_PT) - 2 * SEP_PT * (len(cols) - 1)
+        widths = [h * avail / max(len(cols), 1) for h in hsize]
+        head_pt = _cell_lines_pt([f"{c}" for c in cols], widths, BOLD_PT) + RULES_PT
+        cap = caption or self.title
+        cap_pt = CAPTION_LINE_PT * math.ceil(len(cap or "") * PROSE_PT / (WIDE_PT if wide else NARROW_PT) + 0.5)
+        # a float taller than a page loses what does not fit (issue 41: 001's table lost notes (c)-(r)):
+        # the rows are set in consecutive floats that fit, the notes after them in their own floats
+        parts: list[list[list[str]]] = [[]]
+        used = cap_pt + head_pt
+        for r in body:
+            h = _cell_lines_pt(r, widths, PROSE_PT)
+            if parts[-1] and used + h > FLOAT_MAX_PT:
+                parts.append([])
+                used = cap_pt + head_pt
+            parts[-1].append(r)
+            used += h
+        note_parts: list[list[str]] = [[]]
+        note_pt = [LINE_PT * math.ceil(len(n) * PROSE_PT * 1.1 / (WIDE_PT if wide else NARROW_PT) + 0.2) for n in notes]
+        if notes and used + sum(note_pt) + NOTES_GAP_PT <= FLOAT_MAX_PT:
+            last_notes, note_parts = notes, []
+        else:
+            last_notes = []
+            room = FLOAT_MAX_PT - cap_pt
+            for n, h in zip(notes, note_pt):
+                if note_parts[-1] and sum(note_pt[notes.index(x)] for x in note_parts[-1]) + h > room:
+                    note_parts.append([])
+                note_parts[-1].append(n)
+            note_parts = [x for x in note_parts if x]
+        out: list[str] = []
+        total = len(parts) + len(note_parts)
+        for k, rows_k in enumerate(parts):
+            cont = f" (continued, part {k + 1} of {total})" if k else (f" (part 1 of {total})" if total > 1 else "")
+            out += [f"\\begin{{{env}}}[tbp]", "\\centering", "\\footnotesize",
+                    f"\\setlength{{\\tabcolsep}}{{{SEP_PT:g}pt}}"]
+            if cap:
+                out.append(f"\\caption{{{breakable(cap + cont)}}}")
+            if label and not k:
+                out.append(f"\\label{{{label}}}")
+            out += [f"\\begin{{tabularx}}{{\\linewidth}}{{{colspec}}}", "\\toprule",
+                    " & ".join(f"\\textbf{{{breakable(c)}}}" for c in cols) + " \\\\", "\\midrule"]
+            out += [" & ".join(breakable(c) for c in r) + " \\\\" for r in rows_k]
+            out += ["\\bottomrule", "\\end{tabularx}"]
+            if last_notes and k == len(parts) - 1:
+                out.append("\\par\\smallskip{\\raggedright")
+                out += [breakable(n) + "\\par" for n in last_notes]
+                out.append("}")
+            out.append(f"\\end{{{env}}}")
+        for k, ns in enumerate(note_parts):
+            part = len(parts) + k + 1
+            out += [f"\\begin{{{env}}}[tbp]", "\\footnotesize"]
+            out.append(f"\\caption{{{breakable((cap or self.name) + f' (notes, part {part} of {total})')}}}")
+            out.append("{\\raggedright")
+            out += [breakable(n) + "\\par" for n in ns]
+            out += ["}", f"\\end{{{env}}}"]
         return "\n".join(out) + "\n"
 
     def to_html(self) -> str:
@@ -291,6 +331,19 @@ def _column_shares(cols: list[str], body: list[list[str]], moved: list[str], wid
     width = [need[j] + extra * length[j] / sum(length) for j in range(n)]
     total = sum(width)
     return [w * n / total for w in width]
+
+
+# Heights (pt) for splitting a table taller than a page of a 10pt article (\\textheight 550pt) into
+# floats: \\footnotesize lines are 9.5pt; a float holds FLOAT_MAX_PT of rows, caption and notes.
+LINE_PT, CAPTION_LINE_PT, RULES_PT, NOTES_GAP_PT, FLOAT_MAX_PT = 9.5, 11.0, 12.0, 4.0, 470.0
+
+
+def _cell_lines_pt(row: list[str], widths: list[float], char_pt: float) -> float:
+    """Estimated height of one table row: its tallest cell wrapped at its column width."""
+    lines = 1
+    for c, w in zip(row, widths):
+        lines = max(lines, math.ceil(len(c) * char_pt * 1.1 / max(w, 20.0)))
+    return lines * LINE_PT + 1.0
 
 
 def _letter(i: int) -> str:

@@ -560,7 +560,13 @@ def repair_table(c: Comparison) -> list[TexTable]:
     tt.rules.add(len(tt.rows))
     tt.add(row, "mean")
     tt.notes += t.all_notes()[:3] + (["and further notes in comparisons/" + c.name + ".md"] if len(t.all_notes()) > 3 else [])
-    return [tt]
+    out = [tt]
+    if (d := _table(c, "_drop")) is not None and d.rows:
+        out.append(_generic(d, f"Accuracy drop under {c.name}'s repaired variant with its paired bootstrap interval "
+                            f"({c.name}, study 000 Figure 1).", None,
+                            {"model": "Model", "dataset": "Dataset", "n_paired": "n", "drop": "Drop",
+                             "relative drop %": "Rel. drop %"}))
+    return out
 
 
 def _pct(v: Any) -> str:
@@ -582,19 +588,38 @@ def ece_gap_table(c: Comparison) -> list[TexTable]:
     return [_generic(t, f"ECE components per model ({c.name}, study 000 Table 2): means over the cells that pass the "
                      "verbal parse-rate rule (n = cells included).", keep,
                      {"model": "Model", "evaluator": "Evaluator", "n_included": "n", "mean accuracy": "Acc.",
-                      "mean ece_token": "ECE tok.", "mean ece_verbal": "ECE verb.", "mean ece_gap": "Delta ECE"})]
+                      "mean ece_token": "ECE tok.", "mean ece_verbal": "ECE verb.", "mean ece_gap": "Delta ECE"})
+            ] + _overconf_tex(c)
+
+
+def _overconf_tex(c: Comparison) -> list[TexTable]:
+    """000's per-cell signed over-confidence with its paired bootstrap intervals (App. D.3, E.2) and the
+    VPR-threshold sensitivity of Table 6 when ``thresholds=`` is declared."""
+    out = []
+    if (t := _table(c)) is not None and t.rows:
+        keep = ["model", "dataset", "variant"] + (["evaluator"] if len(set(t.column("evaluator"))) > 1 else []) + [
+            "vpr", "included", "overconf_vs_acc", "overconf_vs_token"]
+        out.append(_generic(t, f"Signed over-confidence per cell on the parsed rows ({c.name}, study 000 App. D.3): mean "
+                            "verbal confidence - accuracy and - mean token confidence, with paired bootstrap intervals.",
+                            keep, {"model": "Model", "dataset": "Dataset", "variant": "Variant", "vpr": "VPR",
+                                   "included": "Incl.", "overconf_vs_acc": "verbal - acc",
+                                   "overconf_vs_token": "verbal - tok"}))
+    if (t := _table(c, "_thresholds")) is not None and t.rows:
+        out.append(_generic(t, f"Per-model mean over-confidence vs accuracy under VPR thresholds ({c.name}, study 000 "
+                            "Table 6); n = cells contributing."))
+    return out
 
 
 def spread_table(c: Comparison) -> list[TexTable]:
     """Study 000 Table 3: spread per model (rows) and dataset (columns)."""
-    t = _table(c) if c.ctor == "spread" else _table(c, "_spreads")
+    t = _table(c) if c.shape == "spread" else _table(c, "_spreads")
     if t is None or not t.rows:
         return []
     recs = t.records()
     datasets = list(dict.fromkeys(r["dataset"] for r in recs))
     extra = [k for k in ("evaluator", "protocol") if k in t.columns and len({r[k] for r in recs}) > 1]
     header = ["Model"] + [k.capitalize() for k in extra] + datasets
-    tt = TexTable(c.name + ("_spreads" if c.ctor != "spread" else ""),
+    tt = TexTable(c.name + ("_spreads" if c.shape != "spread" else ""),
                   f"Prompt-perturbation spread ({c.name}, study 000 Table 3): max - min over the variants, with its "
                   "paired-item bootstrap interval.", header, [False] * (1 + len(extra)) + [True] * len(datasets))
     rows: dict[tuple, dict[str, Any]] = {}
@@ -604,7 +629,7 @@ def spread_table(c: Comparison) -> list[TexTable]:
     for key, by in rows.items():
         tt.add(list(key) + [by.get(d, "–") for d in datasets], "/".join(map(str, key)))
     out = [tt]
-    if c.ctor == "size_spread" and (corr := _table(c)) is not None:
+    if c.shape == "size_spread" and (corr := _table(c)) is not None:
         keep = ["dataset"] + [k for k in ("evaluator", "protocol") if len(set(corr.column(k))) > 1] + ["n_models", "r", "p_value"]
         out.append(_generic(corr, f"Model size vs spread ({c.name}, study 000 Table 10): rank correlation per dataset.",
                             keep, {"dataset": "Dataset", "n_models": "Models", "r": "rho", "p_value": "p"}))
@@ -645,6 +670,79 @@ def _quantity_label(q: str, definition: str) -> Tex:
     return Tex(prose(q.capitalize()), q.capitalize())
 
 
+def _gkey(r: dict) -> tuple:
+    """A protocol_grid summary row's group: (model group of group_by=, variant, evaluator)."""
+    return (r.get("group", ""), r["variant"], r["evaluator"])
+
+
+def _group_note(c: Comparison) -> str:
+    gb = c.data.get("group_by") or []
+    return "group_by=" + ", ".join(gb) if gb else ""
+
+
+def contrast_grid_table(c: Comparison, s: Table) -> list[TexTable]:
+    """A protocol_grid that is not the 2 x 2 A-D shape, per metric: the configuration contrasts
+    (001 Table 5: g_gen vs g_gold; Table 9: per readout; Table 19: the prefix shift g^M_A - g^M_B
+    per scoring rule M, with macro mean, mean |shift| and sign flips) and, with ``reference=``,
+    the estimator contrasts (Table 10: g_A and g_A - g_C per bin count), one column block per
+    group (group_by=, variant and evaluator where they vary)."""
+    recs = s.records()
+    if not recs:
+        return [_generic(s, s.title)]
+    mci = _table(c, "_macro_ci")
+    ci = {(*_gkey(r), r["quantity"]): r for r in (mci.records() if mci is not None else [])}
+    keys = list(dict.fromkeys(_gkey(r) for r in recs))
+    axes = (("group", 0), ("variant", 1), ("evaluator", 2))
+    vary = [k for k, i in axes if len({g[i] for g in keys}) > 1]
+    fixed_txt = [f"{k} {keys[0][i]}" for k, i in axes if k not in vary and (k != "group" or keys[0][i])]
+    out = []
+    for axis, cols, title in (
+            ("context", [("macro first", "first"), ("macro second", "second"), ("macro shift", "shift"),
+                         ("mean |shift|", "mean |shift|"), ("sign flips", "flips")],
+             "configuration contrasts per metric (study 001 Tables 5, 9, 19): macro mean of the first and the second "
+             "gap, the macro shift first - second with its macro-bootstrap interval, the mean absolute per-setting "
+             "shift and the sign flips between them"),
+            ("estimator", [("macro first", "g_A"), ("macro shift", "g_A - g_ref")],
+             f"estimator contrasts against the reference estimator {c.data.get('reference')} (study 001 Table 10): "
+             "g_A under each estimator and g_A - g_ref, macro means")):
+        rows = [r for r in recs if r.get("axis") == axis]
+        if not rows:
+            continue
+        header: list[Any] = ["Estimator" if axis == "estimator" else "Metric"]
+        numeric = [False]
+        for k in keys:
+            n = next((r["n_settings"] for r in rows if _gkey(r) == k), None)
+            names = tuple(str(x) for (kk, _), x in zip(axes, k) if kk in vary)
+            for _, label in cols:
+                header.append(names + (f"{label} (n = {_count(n)})",) if names else f"{label} (n = {_count(n)})")
+                numeric.append(True)
+        tt = TexTable(f"{c.name}_{axis}" if axis == "estimator" else c.name,
+                      f"{c.name}: {title}" + (f"; {', '.join(fixed_txt)}" if fixed_txt else "") +
+                      (f"; groups by {_group_note(c)}" if _group_note(c) else "") + ".", header, numeric)
+        contrasts = list(dict.fromkeys(r["contrast"] for r in rows))
+        for contrast in contrasts:
+            first, second = contrast.split(" vs ", 1)
+            one_pair = len({x.split(" vs ")[1].split("|")[0] for x in contrasts}) == 1
+            label = first.split("|", 1)[1] if axis == "estimator" or one_pair else \
+                f"{second.split('|', 1)[0]}, {first.split('|', 1)[1]}"
+            cells: list[Any] = [label]
+            for k in keys:
+                r = next((x for x in rows if _gkey(x) == k and x["contrast"] == contrast), {})
+                for col, _ in cols:
+                    v = r.get(col)
+                    if col == "macro shift":
+                        m = ci.get((*k, contrast.replace(" vs ", " - ")))
+                        cells.append(value_cell(v, m.get("macro lo"), m.get("macro hi")) if m else value_cell(v))
+                    elif col == "sign flips":
+                        cells.append(f"{_count(v)}/{_count(r.get('n_settings'))}" if r else "–")
+                    else:
+                        cells.append(value_cell(v))
+            tt.add(cells, contrast)
+        tt.notes += s.all_notes()
+        out.append(tt)
+    return out or [_generic(s, s.title)]
+
+
 def grid_table(c: Comparison) -> list[TexTable]:
     """Study 001 Table 2: one row per quantity (the macro gaps g_A..g_D, then the shifts), one column
     per variant group (and evaluator) with its number of settings; each value with its
@@ -652,14 +750,14 @@ def grid_table(c: Comparison) -> list[TexTable]:
     s, mci = _table(c, "_summary"), _table(c, "_macro_ci")
     if s is None or not s.rows:
         return []
-    if "quantity" not in s.columns:  # a grid that is not the A-D shape: its pairwise contrasts as they are
-        return [_generic(s, s.title)]
+    if "quantity" not in s.columns:  # a grid that is not the A-D shape: its contrasts per metric (Tables 10, 19)
+        return contrast_grid_table(c, s)
     recs = s.records()
     quantities = list(dict.fromkeys(r["quantity"] for r in recs))
     ci: dict[tuple, dict] = {}
     if mci is not None:
         for r in mci.records():
-            ci.setdefault((r["variant"], r["evaluator"]), {})[r["quantity"]] = r
+            ci.setdefault(_gkey(r), {})[r["quantity"]] = r
         # the macro table names the gaps by configuration; map them onto g_A..g_D in order
         for _key, by in ci.items():
             gaps = [k for k in by if "|" in k]
@@ -670,17 +768,20 @@ def grid_table(c: Comparison) -> list[TexTable]:
                     by[q] = by[k]
     groups: dict[tuple, dict] = {}
     for r in recs:
-        groups.setdefault((r["variant"], r["evaluator"]), {"n": r["n_settings"]})[r["quantity"]] = r
-    vary = [k for k, i in (("variant", 0), ("evaluator", 1)) if len({g[i] for g in groups}) > 1] or ["variant"]
-    fixed = [f"{k} {next(iter(groups))[i]}" for k, i in (("variant", 0), ("evaluator", 1)) if k not in vary]
-    prefixes = {k: _common_prefix(pd.Series([g[i] for g in groups])) for k, i in (("variant", 0), ("evaluator", 1))}
+        groups.setdefault(_gkey(r), {"n": r["n_settings"]})[r["quantity"]] = r
+    axes = (("group", 0), ("variant", 1), ("evaluator", 2))
+    vary = [k for k, i in axes if len({g[i] for g in groups}) > 1] or (["group"] if "group" in s.columns else ["variant"])
+    fixed = [f"{k} {next(iter(groups))[i]}" for k, i in axes if k not in vary and k != "group"]
+    prefixes = {k: _common_prefix(pd.Series([str(g[i]) for g in groups])) if k != "group" else "" for k, i in axes}
     header: list[Any] = ["Quantity"]
-    for (var, ev), by in groups.items():
-        names = [str(x)[len(prefixes[k]):] for k, x in (("variant", var), ("evaluator", ev)) if k in vary]
+    for key, by in groups.items():
+        names = [str(x)[len(prefixes[k]):] for (k, _), x in zip(axes, key) if k in vary]
         header.append(tuple(names) + (Tex(f"($n = {_count(by['n'])}$)", f"(n = {_count(by['n'])})"),))
     head = (f"Macro signed gaps and protocol shifts ({c.name}, study 001 Table 2)"
             + (f", {' and '.join(fixed)}" if fixed else "") + ": macro mean over the ")
-    mid = " model-dataset settings of each group with its macro-bootstrap interval; ns = the interval covers 0. A gap "
+    mid = (" model-dataset settings of each " + ("group (" + _group_note(c) + ")" if "group" in s.columns else "group")
+           + " with its macro-bootstrap interval")
+    mid += "; ns = the interval covers 0. A gap "
     tail = " means verbalized confidence has the lower ECE."
     tt = TexTable(c.name, Tex(prose(head) + "$n$" + prose(mid) + "$g$ is verbalized minus token-probability ECE: negative $g$"
                               + prose(tail), f"{head}n{mid}g is verbalized minus token-probability ECE: negative g{tail}"),
@@ -727,19 +828,23 @@ def readout_table(rd: RunData, grids: list[Comparison]) -> list[TexTable]:
         if len(readouts) < 2:
             continue
         first = {r: c for r, c in reversed(lst)}  # the first grid of each readout
-        header = ["Variant", "Evaluator"] + [f"A-B ({r}, {first[r].name})" for r in readouts]
+        grouped = any(_table(first[r], "_macro_ci") is not None and "group" in _table(first[r], "_macro_ci").columns
+                      for r in readouts)
+        header = (["Group"] if grouped else []) + ["Variant", "Evaluator"] + [f"A-B ({r}, {first[r].name})"
+                                                                            for r in readouts]
         tt = TexTable(f"readouts_{aid}", f"Prefix-axis shift g_A - g_B under each token readout (audit {aid}, study 001 "
                       "Table 9): macro mean with its macro-bootstrap interval.", header,
-                      [False, False] + [True] * len(readouts))
+                      [False] * (3 if grouped else 2) + [True] * len(readouts))
         vals: dict[tuple, dict[str, Any]] = {}
         for r in readouts:
             mci = _table(first[r], "_macro_ci")
             for rec in (mci.records() if mci is not None else []):
                 if rec["quantity"] == "g_A - g_B":
-                    vals.setdefault((rec["variant"], rec["evaluator"]), {})[r] = value_cell(
+                    vals.setdefault(_gkey(rec), {})[r] = value_cell(
                         rec.get("macro mean"), rec.get("macro lo"), rec.get("macro hi"))
-        for (var, ev), by in vals.items():
-            tt.add([var, ev] + [by.get(r, "–") for r in readouts], f"{var}/{ev}")
+        for (grp, var, ev), by in vals.items():
+            tt.add(([grp] if grouped else []) + [var, ev] + [by.get(r, "–") for r in readouts],
+                   "/".join(x for x in (grp, var, ev) if x))
         if tt.rows:
             out.append(tt)
     return out
@@ -751,49 +856,119 @@ def robustness_table(c: Comparison) -> list[TexTable]:
         return []
     keep = [k for k in ("model", "dataset", "protocol", "evaluator") if k in t.columns and len(set(t.column(k))) > 1]
     keep += ["P-RB", "A-STB", "A-SST", "Brier (mean over prompts)", "AUROC (mean over prompts)"]
-    return [_generic(t, f"Robustness, stability and sensitivity ({c.name}, study 002 Table 6).", keep,
-                     {"model": "Model", "dataset": "Dataset", "protocol": "Method", "evaluator": "Evaluator",
-                      "Brier (mean over prompts)": "Brier", "AUROC (mean over prompts)": "AUROC"})]
+    out = [_generic(t, f"Robustness, stability and sensitivity per cell ({c.name}).", keep,
+                    {"model": "Model", "dataset": "Dataset", "protocol": "Method", "evaluator": "Evaluator",
+                     "Brier (mean over prompts)": "Brier", "AUROC (mean over prompts)": "AUROC"})]
+    avg = _table(c, "_avg")
+    if avg is not None and avg.rows:
+        cols = [k for k in avg.columns if k not in ("evaluator", "n_models") or
+                (k == "evaluator" and len(set(avg.column(k))) > 1)]
+        out.insert(0, _generic(avg, f"Overall results ({c.name}, study 002 Table 6): per method and metric, each model's "
+                               "mean over the datasets and the average over the models (AVG).", cols,
+                               {"protocol": "CE", "evaluator": "Evaluator", "metric": "Metric"}))
+    return out
+
+
+def _pct_cell(v: Any) -> str:
+    return f"{float(v):.1f}" if _num(v) else UNDEFINED_MARK
+
+
+def _exclusive_tex(t: Table, key: str, caption: str) -> TexTable:
+    """Study 003 Table 1 / 2 from the comparison's own table (the markdown and CSV show the same rows):
+    a case missing a view is counted under "not assessed", and a group with no assessed case shows
+    no rate, never NRR 100 %."""
+    views = [c[: -len(" only %")] for c in t.columns if c.endswith(" only %")]
+    tt = TexTable(t.name, caption, [key.capitalize(), "Cases"] + [f"{v} only %" for v in views] + ["NRR %", "Not assessed"],
+                  [False] + [True] * (len(views) + 3))
+    for r in t.records():
+        tt.add([r[key], _count(r["cases"])] + [_pct_cell(r[f"{v} only %"]) for v in views]
+               + [_pct_cell(r["NRR %"]), _count(r["not assessed"])], str(r[key]))
+    tt.notes += t.all_notes()
+    return tt
+
+
+def _per_dataset_tex(c: Comparison, long: Table, cases: Table) -> list[TexTable]:
+    """Study 003 Tables 10-14: per dataset, per method, each pair's two rows (Acc, then Brier and ECE
+    under Raw / CA / DA / IA, in %) and its delta row (model_1 - model_2)."""
+    views = [v for v in ("CA", "DA", "IA") if v in c.data.get("views", [])]
+    acc: dict[tuple, tuple[float, float]] = {}
+    for r in cases.records():
+        acc[(r["audit"], r["model_1"], r["model_2"], r["dataset"], r["variant"], r["protocol"], r["evaluator"])] = (
+            r["acc_1"], r["acc_2"])
+    vals: dict[str, dict[tuple, dict[tuple[str, str], tuple[float, float, float]]]] = {}
+    for r in long.records():
+        key = (r["audit"], r["model_1"], r["model_2"], r["dataset"], r["variant"], r["protocol"], r["evaluator"])
+        vals.setdefault(r["dataset"], {}).setdefault(key, {})[(r["view"], r["metric"])] = (
+            r["value_1"], r["value_2"], r["diff (1-2)"])
+    out = []
+    cols = [(v, m) for v in ["raw", *views] for m in ("Brier", "ECE")]
+    for d, by_case in vals.items():
+        tt = TexTable(f"{c.name}_{d}", f"Calibration metrics on {d} ({c.name}, study 003 Tables 10-14), in %: lower is "
+                      "better for Brier and ECE; the delta row is model_1 - model_2, the pair as declared.",
+                      ["Model", "Acc"] + [f"{'Raw' if v == 'raw' else v} {m}" for v, m in cols], [False] + [True] * (1 + len(cols)))
+        method = None
+        for key, by in by_case.items():
+            if key[5] != method:
+                if tt.rows:
+                    tt.rules.add(len(tt.rows))
+                method = key[5]
+            a1, a2 = acc.get(key, (math.nan, math.nan))
+            pct = [[100 * x for x in by.get(vm, (math.nan,) * 3)] for vm in cols]
+            for i, (m, a) in enumerate(((key[1], a1), (key[2], a2))):
+                tt.add([f"{m} ({method})", _pct_cell(100 * a)] + [_pct_cell(x[i]) for x in pct], f"{d}/{key[1]}-{key[2]}/{method}/{i + 1}")
+            tt.add([f"delta ({method})", _signed(100 * (a1 - a2))] + [_signed(x[2]) for x in pct],
+                   f"{d}/{key[1]}-{key[2]}/{method}/delta")
+        tt.notes.append("A view that could not be computed shows –: its case is not assessed in Tables 1-2.")
+        out.append(tt)
+    return out
+
+
+def _retention_tex(c: Comparison, t: Table) -> TexTable:
+    """Study 003 Table 9: a row per pair (with its type), a column per dataset, |D_IA| (retention %)."""
+    recs = t.records()
+    datasets = list(dict.fromkeys(r["dataset"] for r in recs))
+    tt = TexTable(t.name, f"Instance-Aligned retained sample sizes ({c.name}, study 003 Table 9): |D_IA| (retention % "
+                  "= |D_IA| / |D|).", ["Pair", "Type"] + datasets, [False, False] + [True] * len(datasets))
+    rows: dict[tuple, dict[str, str]] = {}
+    for r in recs:
+        rows.setdefault((r["model_1"], r["model_2"], r["pair type"]), {})[r["dataset"]] = (
+            f"{r['|D_IA|']} ({r['retention %']:.1f})" if _num(r["retention %"]) else UNDEFINED_MARK)
+    for (m1, m2, ptype), by in rows.items():
+        tt.add([f"{m1} / {m2}", ptype] + [by.get(d, UNDEFINED_MARK) for d in datasets], f"{m1}-{m2}/retention")
+    tt.notes += t.all_notes()
+    return tt
+
+
+def _signed(v: Any) -> str:
+    return f"{float(v):+.1f}" if _num(v) else UNDEFINED_MARK
 
 
 def aligned_table(c: Comparison) -> list[TexTable]:
-    """Study 003 Table 1 (per confidence method: the share of cases where exclusively IA, DA or CA
-    overturns the raw ECE winner, and the no-reversal rate NRR), then the reversal counts and rates
-    per metric and view."""
+    """Study 003's tables from the aligned comparison's own tables: Table 1 (per method: the share of
+    assessed cases where exclusively IA, DA or CA overturns the raw ECE winner, NRR, and the cases
+    not assessed), Table 2 (per dataset), Tables 7-9, Tables 10-14 (per dataset), then the reversal
+    counts and rates per metric and view."""
     out = []
-    long = _table(c)
-    if long is not None and long.rows:
-        views = [v for v in ("IA", "DA", "CA") if v in set(long.column("view"))]
-        cases: dict[tuple, dict[str, Any]] = {}
-        for r in long.records():
-            if r["metric"] == "ECE" and r["view"] in views:
-                key = (r["protocol"], r["model_1"], r["model_2"], r["dataset"], r["variant"], r["evaluator"])
-                cases.setdefault(key, {})[r["view"]] = r["reversal"]
-        tt = TexTable(c.name + "_exclusive", f"Method-level ranking reversals ({c.name}, study 003 Table 1): % of cases "
-                      "where exclusively that view overturns the raw ECE winner; NRR = % of cases no view overturns.",
-                      ["Method", "Cases"] + [f"{v} only %" for v in views] + ["NRR %"], [False] + [True] * (len(views) + 2))
-        skipped = 0
-        by_method: dict[str, list[dict[str, Any]]] = {}
-        for key, flags in cases.items():
-            if any(not isinstance(flags.get(v), bool) for v in views):
-                skipped += 1  # a view that could not be computed: the case is left out
-                continue
-            by_method.setdefault(key[0], []).append(flags)
-        for method, lst in by_method.items():
-            n = len(lst)
-            row: list[Any] = [method, str(n)]
-            for v in views:
-                row.append(f"{100.0 * sum(1 for f in lst if f[v] and not any(f[w] for w in views if w != v)) / n:.1f}")
-            row.append(f"{100.0 * sum(1 for f in lst if not any(f.values())) / n:.1f}")
-            tt.add(row, method)
-        if skipped:
-            tt.notes.append(f"{skipped} cases with a view that could not be computed are left out.")
-        out.append(tt)
+    if (t := _table(c, "_by_method")) is not None:
+        out.append(_exclusive_tex(t, "method", f"Method-level ranking reversal rates ({c.name}, study 003 Table 1): % of "
+                                  "assessed cases where exclusively that view overturns the raw ECE winner; NRR = % of "
+                                  "assessed cases no view overturns."))
+    if (t := _table(c, "_by_dataset")) is not None:
+        out.append(_exclusive_tex(t, "dataset", f"Dataset-level ranking reversal rates ({c.name}, study 003 Table 2)."))
+    for suffix, caption in (("_knowledge", "Knowledge (KRR) and reasoning (RRR) reversal rates, % ({}, study 003 Table 7)."),
+                            ("_pair_type", "Average reversal gap by pair type, % ({}, study 003 Table 8).")):
+        if (t := _table(c, suffix)) is not None and t.rows:
+            out.append(_generic(t, caption.format(c.name)))
+    if (t := _table(c, "_retention")) is not None and t.rows:
+        out.append(_retention_tex(c, t))
+    long, cases = _table(c), _table(c, "_cases")
+    if long is not None and cases is not None and long.rows:
+        out += _per_dataset_tex(c, long, cases)
     t = _table(c, "_summary")
     if t is None:
         return out
-    return out + [_generic(t, f"Ranking reversals against the raw metric per accuracy-controlled view ({c.name}, study 003 "
-                     "Table 1): cases, reversals and reversal rate.", None,
+    return out + [_generic(t, f"Ranking reversals against the raw metric per accuracy-controlled view ({c.name}): cases, "
+                     "reversals and reversal rate.", None,
                      {"metric": "Metric", "view": "View", "n_cases": "Cases", "n_reversals": "Reversals",
                       "reversal rate": "Rate"})]
 
@@ -804,16 +979,22 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
     out = []
     if (t := _table(c, "_by_type")) is not None:
         keep = [k for k in ("model", "dataset", "evaluator") if len(set(t.column(k))) > 1]
-        out.append(_generic(t, f"Intra-method consistency ({c.name}, study 004 Table 1): mean (std) over the variants "
-                            "of each type.", keep + ["probe", "variant type", "n_variants", "IoU_cons mean",
-                                                     "IoU_cons std", "DecCons mean", "DecCons std"],
-                            {"probe": "Probe", "variant type": "Variant", "n_variants": "n", "IoU_cons mean": "IoU_cons",
-                             "IoU_cons std": "(std)", "DecCons mean": "DecCons", "DecCons std": "(std) "}))
+        metrics = ("IoU_cons", "IoU_acc", "IoU_rej", "DecCons", "Agreement")
+        out.append(_generic(t, f"Intra-method consistency ({c.name}, study 004 Table 1): the mean over the variants of "
+                            "each type (their population std in the CSV, 004 Tables 7-10).",
+                            keep + ["probe", "variant type", "n_variants"] + [f"{m} mean" for m in metrics],
+                            {"probe": "Probe", "variant type": "Variant", "n_variants": "n",
+                             **{f"{m} mean": ("Agr." if m == "Agreement" else m) for m in metrics}}))
     if (t := _table(c, "_cross")) is not None:
         keep = [k for k in ("model", "dataset", "evaluator", "variant") if len(set(t.column(k))) > 1]
         out.append(_generic(t, f"Cross-method consistency ({c.name}, study 004 section 5.3).",
                             keep + ["probe_1", "probe_2", "n_items", "DecCons", "IoU_cons"],
                             {"probe_1": "Probe 1", "probe_2": "Probe 2", "n_items": "n"}))
+    if (t := _table(c, "_abstain_by_setting")) is not None and t.rows:
+        keep = [k for k in ("model", "dataset", "evaluator") if len(set(t.column(k))) > 1]
+        out.append(_generic(t, f"Abstain F1 per probe and prompt setting ({c.name}, study 004 Table 2): the mean over "
+                            "the setting's variants.", keep + ["probe", "setting", "n_variants", "abstain F1"],
+                            {"probe": "Method", "setting": "Setting", "n_variants": "n", "abstain F1": "Abstain F1"}))
     return out
 
 
@@ -850,6 +1031,8 @@ def contrast_table(c: Comparison) -> list[TexTable]:
     return [tt]
 
 
+# a comparison outcome's declared shape (``Comparison.shape``) -> its LaTeX tables; "" or an
+# undeclared shape (a plugin's) -> its first table as a generic one
 SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "spread": spread_table, "size_spread": spread_table,
           "norm_shift": norm_shift_tables, "protocol_grid": grid_table, "robustness": robustness_table,
           "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table,
@@ -860,11 +1043,11 @@ def comparison_tables(rd: RunData, comps: list[Comparison]) -> dict[str, list[Te
     """file stem -> the LaTeX tables of one comparison (plus ``readouts_<audit>`` for T1/T2 grids)."""
     out: dict[str, list[TexTable]] = {}
     for c in comps:
-        shape = SHAPES.get(c.ctor)
+        shape = SHAPES.get(c.shape)
         tables = shape(c) if shape else [_generic(t, t.title) for t in c.tables[:1]]
         if tables:
             out[c.name] = tables
-    for t in readout_table(rd, [c for c in comps if c.ctor == "protocol_grid"]):
+    for t in readout_table(rd, [c for c in comps if c.shape == "protocol_grid"]):
         out[t.name] = [t]
     return out
 

@@ -13,14 +13,13 @@ App. E.2 and study 001 §3.2 define:
 | ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
 | ``contrast`` | paired: the items both cells scored, the same resample on both sides | paired |
 
-``evaluator_repair``, ``robustness``, ``aligned`` (but its raw difference, paired as ``contrast``) and ``consistency`` compute no intervals: the unit
+``evaluator_repair``, ``robustness`` and ``consistency`` compute no intervals, and ``aligned`` only
+for its raw difference (paired as ``contrast``, its accuracy-controlled views have none): the unit
 does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
 over settings: a warning (W159), and its per-cell intervals are cell-level.
 """
 
 from __future__ import annotations
-
-UNITS = ("auto", "cell", "paired", "macro")
 
 SUPPORTED_UNITS: dict[str, tuple[str, ...]] = {
     "spread": ("paired",),
@@ -52,8 +51,12 @@ AUTO_RESAMPLES: dict[str, str] = {
     "protocol_grid": "the items of each setting, paired across configurations, with macro means over settings "
                      "(001 §3.2)",
     "provenance": "the items of each contrast (and the pooled items for the pooled rows)",
+    # report/comparisons/aligned.py _raw_intervals: the raw rows only, paired as contrast() and auditc diff
+    "aligned": "the items both models answered with a confidence, the same resample on both sides (the paired "
+               "bootstrap of contrast() and auditc diff), for the raw ECE and Brier differences only; the "
+               "accuracy-controlled views (IA, DA, CA) have no intervals",
 }
-NO_INTERVALS = ("evaluator_repair", "robustness", "aligned", "consistency")
+NO_INTERVALS = ("evaluator_repair", "robustness", "consistency")
 
 
 def comparison_resamples(ctor: str, unit: str) -> str | None:

@@ -10,6 +10,7 @@ from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve import schema as S
+from auditlang.resolve.models import model_attribute
 from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.bootstrap_units import check_units
 from auditlang.resolve.spec import Spec
@@ -123,8 +124,40 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
                           hint=f"audit '{audit_id}' has: {', '.join(a.protocols)}")
         if comp.ctor == "robustness":
             _check_robustness(spec, comp, a, bag)
+        if comp.ctor == "aligned":
+            _check_aligned(spec, comp, bag)
         if comp.ctor == "contrast":
             _check_contrast(comp, a, audit_id, bag)
+        if getattr(comp.value, "group_by", None):
+            _check_group_by(spec, comp, a, audit_id, bag)
+
+
+def _check_aligned(spec, comp, bag: DiagnosticBag) -> None:
+    """E156: a pair of two models that every pooled audit runs; knowledge / reasoning datasets of those audits."""
+    c = comp.value
+    audits = [(aid, spec.get(aid).value) for aid in c.all_audits()
+              if aid in spec.objects and spec.get(aid).kind == "audit"]
+    for pair in c.pairs:
+        if len(pair) != 2 or pair[0] == pair[1]:
+            bag.error("E156", f"compare '{comp.id}': a pair names two different models, got [{', '.join(pair)}]",
+                      comp.param_span("pairs"), hint="write pairs=[[model_1, model_2], ...]")
+            continue
+        for aid, a in audits:
+            for m in pair:
+                if m not in a.models:
+                    bag.error("E156", f"compare '{comp.id}': pair model '{m}' is not in audit '{aid}' models",
+                              comp.param_span("pairs"), hint=f"audit '{aid}' has: {', '.join(a.models)}")
+    pooled = [d for _, a in audits for d in a.datasets]
+    for fld in ("knowledge", "reasoning"):
+        for d in getattr(c, fld):
+            if d not in pooled:
+                bag.error("E156", f"compare '{comp.id}': {fld} dataset '{d}' is in none of the pooled audits "
+                          f"({', '.join(aid for aid, _ in audits)})", comp.param_span(fld),
+                          hint=f"their datasets: {', '.join(dict.fromkeys(pooled))}")
+    both = set(c.knowledge) & set(c.reasoning)
+    if both:
+        bag.error("E156", f"compare '{comp.id}': dataset(s) {', '.join(sorted(both))} both knowledge and reasoning",
+                  comp.param_span("reasoning"), hint="003 §5.1 puts each dataset in one category")
 
 
 def _check_sample_per(ds, bag: DiagnosticBag) -> None:
@@ -203,6 +236,25 @@ def _check_contrast(comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
                 bag.error("E156", f"compare '{comp.id}': '{x}' is not in audit '{audit_id}' evaluators",
                           comp.param_span(fld), hint=f"audit '{audit_id}' has: {', '.join(pool)}" if pool else
                           f"audit '{audit_id}' declares no evaluators (the default one only): list them in the audit")
+
+
+def _check_group_by(spec: Spec, comp, audit, audit_id: str, bag: DiagnosticBag) -> None:
+    """E157: ``group_by=[...]`` names each attribute once, and every model of the audit declares it
+    (an undeclared one would form an "unspecified" group the study never reports)."""
+    keys = list(comp.value.group_by)
+    span = comp.param_span("group_by")
+    for k in sorted({k for k in keys if keys.count(k) > 1}):
+        bag.error("E157", f"compare '{comp.id}': group_by= names '{k}' twice", span, hint="name each attribute once")
+    for k in dict.fromkeys(keys):
+        if k == "model":
+            continue
+        missing = [m for m in audit.models if m in spec.objects and model_attribute(spec, m, k) is None]
+        if missing:
+            example = {"instruct": "instruct=true", "family": 'family="llama"', "size": "size=8.0",
+                       "size_class": 'size_class="7-8B"'}[k]
+            bag.error("E157", f"compare '{comp.id}': group_by={k}, but model{'s' if len(missing) > 1 else ''} "
+                      f"{', '.join(repr(m) for m in missing)} of audit '{audit_id}' declare{'' if len(missing) > 1 else 's'} "
+                      f"no {k}", span, hint=f"declare it on the model, e.g. {example}")
 
 
 def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:

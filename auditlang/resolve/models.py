@@ -7,19 +7,17 @@ Every consumer (the runner, evaluators that call a judge, the checklist) goes th
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from auditlang.core.engine import ModelConfig
-from auditlang.core.engine_options import EngineOptions
+from auditlang.core.engine_options import EngineOptions, openai_base_url
 from auditlang.core.registry import REGISTRY
 from auditlang.resolve.schema import EMBEDDED_MODELS
 from auditlang.resolve.spec import Spec
 
 CHAT_TEMPLATE_PARAMS = ("enable_thinking", "reasoning_effort")  # model params passed to the chat template
-OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"  # honoured by openai(...) models that name no base_url
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 # Spec parameter -> the engine's own option name, per engine: read from each engine's option model
@@ -65,10 +63,10 @@ def model_config(spec: Spec, mid: str, engine_override: str | None = None,
         for param, option in ENGINE_OPTIONS.get(engine, {}).items():
             if param in written and getattr(v, param, None) is not None:
                 options[option] = getattr(v, param)
-    if engine == "openai" and "base_url" not in options and os.environ.get(OPENAI_BASE_URL_ENV):
+    if engine == "openai" and openai_base_url(options)[1] == "environment":
         # the spec names no server (or --engine openai overrides another engine): the environment's,
-        # as the engine itself would take it, so the consent check asks about the host it contacts
-        options["base_url"] = os.environ[OPENAI_BASE_URL_ENV]
+        # recorded here (the fingerprint, the consent check and the engine read this one value)
+        options["base_url"] = openai_base_url(options)[0]
     if options.get("enable_prefix_caching") == "auto":
         del options["enable_prefix_caching"]  # not an engine value: resolved below from the run's kinds
     if engine == "vllm" and kinds is not None:
@@ -99,7 +97,7 @@ def declaration_key(spec: Spec, mid: str) -> str:
     cfg.pop("name")
     v = spec.get(mid).value
     cfg["max_tokens"] = v.max_tokens
-    cfg["seed"] = v.seed if v.seed is not None else spec.settings.seed
+    cfg["seed"] = spec.seed(v.seed)
     return json.dumps(cfg, sort_keys=True, default=str)
 
 
@@ -116,3 +114,34 @@ def shared_declarations(spec: Spec, mids: Iterable[str]) -> dict[str, str]:
         else:
             first[key] = mid
     return out
+
+
+GROUP_KEYS = ("instruct", "family", "size", "size_class", "model")  # a comparison's group_by= attributes
+
+
+def model_attribute(spec: Spec, mid: str, key: str) -> Any:
+    """Model ``mid``'s declared ``key`` (``instruct``, ``family``, ``size``, ``size_class``; ``model``
+    is its name); an embedded model takes ``instruct``, ``family`` and ``size`` from the shipped
+    model unless the spec writes them. None when not declared."""
+    if key == "model":
+        return mid
+    o = spec.get(mid)
+    v = getattr(o.value, key, None)
+    if v is None and o.ctor == "embedded" and key != "size_class":
+        v = EMBEDDED_MODELS[o.value.name].get(key)
+    return v
+
+
+def group_label(spec: Spec, mid: str, keys: Iterable[str]) -> str:
+    """The group model ``mid`` falls in under ``group_by=keys``: ``Instruct``/``base`` for
+    ``instruct``, ``7.6B`` for ``size``, the declared text otherwise; joined by `` / ``. "" without keys."""
+    parts = []
+    for k in keys:
+        v = model_attribute(spec, mid, k)
+        if k == "instruct":
+            parts.append("unspecified" if v is None else ("Instruct" if v else "base"))
+        elif k == "size":
+            parts.append("unspecified" if v is None else f"{v:g}B")
+        else:
+            parts.append("unspecified" if v is None else str(v))
+    return " / ".join(parts)

@@ -24,7 +24,7 @@ from auditlang.resolve.overrides import ModelArg, apply_model_args, shown_value
 from auditlang.resolve.spec import MetricRef, Resolved, Spec
 from auditlang.syntax import ast as A
 from auditlang.metrics.registry import METRICS
-from auditlang.metrics.registry import CELL, validate_params
+from auditlang.metrics.registry import CELL, literal_values, validate_params
 from auditlang.core.errors import UsageError
 from auditlang.syntax.parse import parse_text
 from auditlang.resolve.checks import check_spec
@@ -333,10 +333,13 @@ class _Resolver:
         ref_kind = cls.REFS.get(fname)
         if isinstance(expr, A.ListExpr):
             vals = [self._one_value(f"{oid}.{fname}[{i}]", mod, ref_kind, item) for i, item in enumerate(expr.items)]
-            if ref_kind == "metric" and cls is S.Audit:
-                vals = [self._cell_metric(v, item.span) for v, item in zip(vals, expr.items)]
+            if ref_kind == "metric" and cls in (S.Audit, S.Contrast):  # both list per-cell metrics
+                vals = [self._cell_metric(v, item.span, cls) for v, item in zip(vals, expr.items)]
             return _FAIL if any(v is _FAIL for v in vals) else vals  # every item checked: all errors reported
-        return self._one_value(f"{oid}.{fname}", mod, ref_kind, expr)
+        value = self._one_value(f"{oid}.{fname}", mod, ref_kind, expr)
+        if ref_kind == "metric" and fname == "metric" and issubclass(cls, S._Compare):
+            value = self._cell_metric(value, expr.span, cls)  # spread/aligned/...: a metric of each cell
+        return value
 
     def _one_value(self, inline_id: str, mod: LoadedModule, ref_kind: str | None, expr: A.Expr) -> Any:
         if ref_kind is None:
@@ -422,9 +425,10 @@ class _Resolver:
                 self.bag.error("E123", f"invalid value for '{shown}' of {ctor}(): {err.get('msg')}", where, hint=hint)
 
     # -------------------------------------------------------------- metrics
-    def _cell_metric(self, mid: Any, span: Span) -> Any:
+    def _cell_metric(self, mid: Any, span: Span, cls: type = S.Audit) -> Any:
         """``mid`` if its metric is computed per cell (an audit's ``metrics = [...]`` are columns of
-        metrics/cells.csv), else E134 naming the level it is computed at and the comparison that shows it."""
+        metrics/cells.csv; a comparison's ``metric``/``metrics`` are computed on each cell it compares),
+        else E134 naming the level it is computed at and the comparison that shows it."""
         if mid is _FAIL or mid not in self.spec.metrics:
             return mid
         ref = self.spec.metrics[mid]
@@ -435,8 +439,12 @@ class _Resolver:
         by = getattr(m, "shown_by", None)
         hint = (f"remove it from the audit's metrics; a `compare NAME = {by}(AUDIT, ...)` computes it and the report "
                 f"shows it (docs/metrics.md)" if by else "remove it from the audit's metrics: they are per-cell metrics")
-        self.bag.error("E134", f"metric '{ref.name}' is computed per {level}, not per cell: an audit's metrics are the "
-                               "columns of metrics/cells.csv", span, hint=hint)
+        where = ("an audit's metrics are the columns of metrics/cells.csv" if cls is S.Audit else
+                 f"{cls.__name__.lower()}() computes its metrics on each cell it compares")
+        if cls is not S.Audit:
+            hint = (f"use a per-cell metric here (accuracy, ece, brier, ...); a `compare NAME = {by}(AUDIT, ...)` "
+                    f"computes '{ref.name}' (docs/metrics.md)" if by else "use a per-cell metric here (accuracy, ece, brier, ...)")
+        self.bag.error("E134", f"metric '{ref.name}' is computed per {level}, not per cell: {where}", span, hint=hint)
         return _FAIL
 
     def _metric_expr(self, mod: LoadedModule, expr: A.Expr, oid: str) -> MetricRef | None:
@@ -474,8 +482,9 @@ class _Resolver:
         except ValueError as e:
             msg = str(e)
             bad = next((p for p in params if f" {p} " in msg or f"{p!r}" in msg or f"parameter {p}" in msg), None)
-            allowed = list(getattr(reg[name], "params", {}) or {})
-            choices = getattr((getattr(reg[name], "params", {}) or {}).get(bad or ""), "choices", None)
+            schema = reg[name].schema
+            allowed = [f.alias or n for n, f in schema.model_fields.items()]
+            choices = literal_values(schema, bad) if bad in schema.model_fields else None
             if bad and bad not in allowed:
                 hint = did_you_mean(bad, allowed, "parameters")
             elif choices:

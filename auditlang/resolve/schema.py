@@ -40,10 +40,6 @@ TASK_TYPES: tuple[str, ...] = ("multiple_choice", "classification", "open_qa")
 # ----------------------------------------------------------------------------- datasets
 
 
-class FieldMap(Obj):
-    pass
-
-
 class _DatasetBase(Obj):
     task: TaskType
     question: str = "question"
@@ -68,6 +64,9 @@ class _DatasetBase(Obj):
     # what is available; `sample`, if given, must equal their sum
     sample_per: list[int] | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset"}
+    # read from a remote source (a Hub split) whose id, revision and commit the checklist states,
+    # rather than a file of the data root (report/ never branches on the constructor's name)
+    REMOTE: ClassVar[bool] = False
 
 
 class JsonlDataset(_DatasetBase):
@@ -106,6 +105,7 @@ class HubDataset(_DatasetBase):
     fallback: str | None = None
     REFS: ClassVar[dict[str, str]] = {"dev": "dataset", "fallback": "dataset"}
     INLINE: ClassVar[dict[str, str]] = {"fallback": 'jsonl(PATH, ...) or csv(PATH, ...), e.g. fallback=jsonl("arc_challenge.jsonl")'}
+    REMOTE: ClassVar[bool] = True
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @field_validator("id_")
@@ -170,11 +170,15 @@ Dtype = Literal["auto", "float32", "bfloat16", "float16", "fp32", "bf16", "fp16"
 
 
 class _ModelBase(Obj):
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("size_class",)
     dtype: Dtype = "auto"
     chat: bool = True
     size: float | None = Field(default=None, gt=0, description="parameters, in billions")
     family: str | None = None
     instruct: bool | None = None
+    # the size group a study reports the model under (001 Tables 3, 14, 15: "7-8B", "Qwen2.5-14B"):
+    # a comparison's group_by=[size_class] pools the models of one class
+    size_class: str | None = Field(default=None, description='size group for group_by=, e.g. "7-8B"')
     revision: str | None = None
     # rows per forward pass, or "auto": the hf engine picks the largest batch that fits the
     # device's memory once at load (recorded in the fingerprint); other engines use their default
@@ -194,6 +198,11 @@ class _ModelBase(Obj):
             return v
         raise ValueError(f"batch_size must be a positive integer or auto (got {v!r})")
 
+    def catalogue(self) -> dict[str, Any] | None:
+        """The embedded-model catalogue entry this model is (``EMBEDDED_MODELS``), else None: what
+        the report states about the weights' source and size (never decided from the constructor's name)."""
+        return None
+
 
 class _CompileParam(BaseModel):
     """``compile`` (added in session 7) is left out of a model's parameters while false
@@ -201,7 +210,7 @@ class _CompileParam(BaseModel):
     vllm or one written ``device="cpu"`` is E123 here (``device=auto`` on a machine without CUDA
     is refused when the engine loads)."""
 
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compile",)
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compile", "size_class")
 
     @field_validator("compile", check_fields=False)
     @classmethod
@@ -294,6 +303,9 @@ class _EmbeddedModel(_CompileParam, _ModelBase):
     def check_device(cls, v: str) -> str:
         return _check_device(v)
 
+    def catalogue(self) -> dict[str, Any] | None:
+        return EMBEDDED_MODELS[self.name]
+
 
 EmbeddedModel = _with_engine_options("EmbeddedModel", _EmbeddedModel, HFOptions)  # compile: hf engine only
 
@@ -339,6 +351,11 @@ class Variant(Obj):
 
 
 # ----------------------------------------------------------------------------- protocols
+# Besides its parameters and disclosure AXES, a protocol constructor may declare what the report
+# says about its own generations (report/ never branches on its name): CALLS, the words for its own
+# calls' outputs (checklist sampling item; a protocol with decoding parameters and no CALLS is
+# flagged UNSPECIFIED); PHRASING, the field holding the wording that elicits its confidence
+# (checklist phrasing item); sampled_runs(), the answers it samples itself per item.
 
 Provenance = Literal["self", "gold", "plausible_wrong", "off_type"]
 
@@ -426,6 +443,8 @@ class Verbalized(_ShowsAnswer):
     top_p: float = Field(default=1.0, gt=0, le=1)
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; see Variant)
     REFS: ClassVar[dict[str, str]] = {"phrasing": "template", "wrong_from": "model", "prefill": "template"}
+    PHRASING: ClassVar[str] = "phrasing"
+    CALLS: ClassVar[str] = "verbal-confidence call"
     AXES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("provenance", "Verb. answer provenance (C1)"), ("scale", "Verbal scale"), ("phrasing", "Elicitation phrasing"),
         ("mode", "Elicitation mode"), ("prefill", "Prefilled answer slot"),
@@ -444,6 +463,7 @@ class PTrue(_ShowsAnswer):
     top_k: int = Field(default=20, ge=1)  # next-token window recorded with the label logprobs (003: 20)
     answer_form: Literal["full", "extracted"] = "full"
     REFS: ClassVar[dict[str, str]] = {"template": "template", "wrong_from": "model"}
+    PHRASING: ClassVar[str] = "template"
     AXES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("provenance", "P(True) answer provenance (C1)"), ("normalise", "P(True) normalisation"),
         ("template", "P(True) template"), ("top_k", "Window size (top-k)"))
@@ -460,9 +480,15 @@ class SelfConsistency(Obj):
     # 003 App. D.3: first_sample = the scored answer is run 1 of k (k-1 more samples), c = agreement
     # with run 1; answer = k samples compared with the scored answer (not one of them)
     reference: Literal["first_sample", "answer"] = "first_sample"
+    CALLS: ClassVar[str] = "sampled answers"
     AXES: ClassVar[tuple[tuple[str, str], ...]] = (
         ("k", "Samples (k)"), ("temperature", "Sampling temperature"), ("top_p", "Sampling top-p"),
         ("sample_top_k", "Sampling top-k"), ("reference", "Agreement reference"))
+
+    def sampled_runs(self) -> int:
+        """How many answers the protocol samples itself per item (reference=first_sample: the scored
+        answer is run 1 of k, so k-1)."""
+        return int(self.k) - 1 if self.reference == "first_sample" else int(self.k)
 
 
 class AbstainProbe(Obj):
@@ -474,6 +500,7 @@ class AbstainProbe(Obj):
     top_p: float = Field(default=1.0, gt=0, le=1)
     sample_top_k: int | None = Field(default=None, ge=1)  # sampling top-k (none = off; see Variant)
     REFS: ClassVar[dict[str, str]] = {"template": "template"}
+    CALLS: ClassVar[str] = "probe reply"
 
 
 class Nota(AbstainProbe):
@@ -490,6 +517,7 @@ class SelfRef(AbstainProbe):
 
 class AskCal(AbstainProbe):
     DOC: ClassVar[str] = "Study 004 AskCal: verbalized confidence thresholded on the dev split."
+    PHRASING: ClassVar[str] = "template"
     scale: VerbalScale = "decimal_01"
     correction: bool = True  # 004 section 5.5 threshold correction (0.5 for unreasonable thresholds)
 
@@ -576,10 +604,6 @@ _STATIC_CONSTRUCTORS: dict[str, dict[str, type[Obj]]] = {
 }
 
 
-# Kinds whose declarations are plain values handled by the resolver itself.
-SPECIAL_KINDS = ("metric", "audit", "compare", "settings")
-
-
 def constructor_names(kind: str) -> list[str]:
     return sorted(CONSTRUCTORS.get(kind, {}))
 
@@ -612,21 +636,82 @@ class Audit(Obj):
 
 
 class _Compare(Obj):
+    """A comparison. What the report may say about it is declared here, next to its parameters
+    (issue 34: report/ renders these and never branches on a comparison's name):
+
+    * ``DISCLOSES``: disclosure-table axis (``signal``, ``model``, ``estimator``, ``variant``,
+      ``evaluator``) -> how this comparison measures it (the table's Contrast column);
+    * ``CONTRASTED``: the fields naming protocols it contrasts (a disclosure row between two of them
+      names it), refined by :meth:`contrast` and :meth:`main_protocol`;
+    * ``ACCURACY_CONTROLLED``: it compares models with their accuracy controlled (study 003);
+    * ``FIGURES``: the report draws figures from its outcome (report/figures.py, by its ``shape``);
+    * ``CROSS_STAGE``: which answers of other units it scores (``candidate``: each model of a pair
+      scores the other's answer; ``prompts``: answers re-scored across prompts or sampled), else None;
+    * :meth:`spread_variants` (the variant set of a prompt spread) and :meth:`estimators_compared`.
+    """
+
     POSITIONAL: ClassVar[tuple[str, ...]] = ("audit",)
     audit: str
     metric: str | None = None
     REFS: ClassVar[dict[str, str]] = {"audit": "audit", "metric": "metric"}
+    DISCLOSES: ClassVar[dict[str, str]] = {}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ()
+    ACCURACY_CONTROLLED: ClassVar[bool] = False
+    CROSS_STAGE: ClassVar[str | None] = None
+    FIGURES: ClassVar[bool] = False
+
+    def contrasted(self) -> set[str]:
+        """The protocols this comparison contrasts (its ``CONTRASTED`` fields)."""
+        out: set[str] = set()
+        for f in self.CONTRASTED:
+            x = getattr(self, f, None)
+            out |= set(x) if isinstance(x, list) else ({x} if x else set())
+        return out
+
+    def contrast(self, p: str, q: str, axes: list[str], order: list[str]) -> tuple[str, str, str | None] | None:
+        """(main, alternative, how this comparison measures their difference, None: named by the
+        comparison itself) when it contrasts protocols ``p`` and ``q`` (which differ on ``axes``;
+        ``order``: the audit's protocols), else None."""
+        if {p, q} <= self.contrasted():
+            main, alt = sorted((p, q), key=order.index)
+            return main, alt, None
+        return None
+
+    def main_protocol(self) -> str | None:
+        """The protocol this comparison treats as the main setting of its family, if any."""
+        return None
+
+    def spread_variants(self) -> list[str]:
+        """The variant set over which it measures a prompt spread ([]: none)."""
+        return []
+
+    def estimators_compared(self) -> list[str]:
+        """The metric ids of the calibration estimators it compares ([]: its default)."""
+        return []
+
+    def all_audits(self) -> list[str]:
+        """The audits whose cells it compares (``aligned`` pools several)."""
+        return [self.audit]
+
+
+Compare = _Compare  # the public name: a plugin comparison's constructor model subclasses it
 
 
 class Spread(_Compare):
     DOC: ClassVar[str] = "Study 000: prompt-perturbation spread = max - min of a metric over a variant set, per (model, dataset)."
     variants: list[str] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"variant": "spread"}
+    FIGURES: ClassVar[bool] = True
+
+    def spread_variants(self) -> list[str]:
+        return list(self.variants)
 
 
 class SizeSpread(Spread):
     DOC: ClassVar[str] = "Study 000: correlation between model size and spread, per dataset."
     method: Literal["spearman", "pearson"] = "spearman"
+    DISCLOSES: ClassVar[dict[str, str]] = {"variant": "size_spread"}
 
 
 class EceGap(_Compare):
@@ -637,8 +722,21 @@ class EceGap(_Compare):
     # restrict to these variants (000 Table 2: the "valid variants", Table 6: surface_paraphrase,
     # instruction_reorder, implicit_framing); empty = all
     variants: list[str] = []
+    # VPR inclusion thresholds of a sensitivity table of the per-model mean over-confidence (000 App. D.1,
+    # Table 6: 0.70, 0.80, 0.90); empty = none
+    thresholds: list[float] = []
+    FIGURES: ClassVar[bool] = True  # report/figures_studies.py draws from its outcome
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset",
                                       "variants": "variant"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
+
+    @field_validator("thresholds")
+    @classmethod
+    def _in_unit(cls, v: list[float]) -> list[float]:
+        if any(not 0.0 <= x <= 1.0 for x in v):
+            raise ValueError("VPR thresholds lie in [0, 1], e.g. thresholds=[0.7, 0.8, 0.9]")
+        return v
 
 
 class NormShift(_Compare):
@@ -646,6 +744,13 @@ class NormShift(_Compare):
     raw: str
     norm: str
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "raw": "protocol", "norm": "protocol"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("raw", "norm")
+
+    def contrast(self, p: str, q: str, axes: list[str], order: list[str]) -> tuple[str, str, str | None] | None:
+        return (self.norm, self.raw, "|ECE_raw - ECE_norm|") if {p, q} == {self.raw, self.norm} else None
+
+    def main_protocol(self) -> str | None:
+        return self.norm
 
 
 class EvaluatorRepair(_Compare):
@@ -660,26 +765,57 @@ class EvaluatorRepair(_Compare):
     # on the repaired variant only (000 repairs ARC format_change: 2,500 constrained calls, not 12,500)
     reference_audit: str | None = None
     variant: str
+    FIGURES: ClassVar[bool] = True  # report/figures_studies.py draws from its outcome
     REFS: ClassVar[dict[str, str]] = {
         **_Compare.REFS, "base": "evaluator", "repairs": "evaluator", "reference_variant": "variant",
         "reference_variants": "variant", "variant": "variant", "reference_audit": "audit",
     }
+    DISCLOSES: ClassVar[dict[str, str]] = {"evaluator": "evaluator repair"}
 
     def references(self) -> list[str]:
         """The reference variants (one or several)."""
         return list(self.reference_variants) or ([self.reference_variant] if self.reference_variant else [])
 
 
+# A comparison's grouping axis: the model attributes its pooled rows and macro means are split by
+# (001 Table 2: Instruct vs base, "averaged over twelve model-dataset settings per variant group").
+GroupKey = Literal["instruct", "family", "size", "size_class", "model"]
+
+
 class ProtocolGrid(_Compare):
     DOC: ClassVar[str] = "Study 001: g_X = ECE(verbal) - ECE(token_X) per configuration, shifts and sign flips."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("group_by", "reference")
     verbal: str
     configs: list[str]
     estimators: list[str] = []
+    # macro means, intervals and sign flips per group of models (model attributes, in this order)
+    group_by: list[GroupKey] = []
+    # the estimator each other estimator's gap is contrasted with (001 Table 10: g_A - g_C, C = the
+    # bin-free mean, at every bin count); none = no estimator contrast unless the grid is 2 x 2
+    reference: str | None = None
     # resamples of this comparison's intervals (default: the audit's bootstrap); 001's appendix
     # diagnostics use 200. Estimators without a batch form (the kernel ECEs) get intervals only
     # when this is set, since each replicate is a separate call.
     resamples: int | None = Field(default=None, ge=10, le=MAX_RESAMPLES)
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric"}
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric",
+                                      "reference": "metric"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap", "estimator": "g_A vs g_C"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "configs")
+    # the one axis two configurations differ on -> how the grid measures it (else "gap shift")
+    AXIS_CONTRASTS: ClassVar[dict[str, str]] = {"context": "g_A vs g_B", "readout": "readout shift",
+                                                "scored": "generated vs gold"}
+
+    def contrast(self, p: str, q: str, axes: list[str], order: list[str]) -> tuple[str, str, str | None] | None:
+        if p in self.configs and q in self.configs:
+            main, alt = sorted((p, q), key=self.configs.index)
+            return main, alt, (self.AXIS_CONTRASTS.get(axes[0]) if len(axes) == 1 else None) or "gap shift"
+        return super().contrast(p, q, axes, order)
+
+    def main_protocol(self) -> str | None:
+        return self.configs[0] if self.configs else None
+
+    def estimators_compared(self) -> list[str]:
+        return list(self.estimators)
 
 
 class Robustness(_Compare):
@@ -699,13 +835,40 @@ class Robustness(_Compare):
     protocols: list[str] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
                                       "samples": "protocol", "protocols": "protocol"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"variant": "robustness"}
+    CROSS_STAGE: ClassVar[str | None] = "prompts"
 
 
 class Aligned(_Compare):
     DOC: ClassVar[str] = "Study 003: raw vs Instance-, Distribution- and Candidate-Aligned views between model pairs."
     pairs: list[list[str]] = []
     views: list[Literal["instance", "distribution", "candidate"]] = ["instance", "distribution", "candidate"]
-    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "pairs": "model"}
+    # further audits whose cases are pooled with the first audit's: 003 §6 and Tables 1, 2, 7, 8 count
+    # "all 120 cases" (8 pairs x 5 datasets x 3 methods), whichever audit a dataset's evaluator puts it in
+    audits: list[str] = []
+    # 003 §5.1's two dataset categories, for the knowledge / reasoning reversal rates KRR / RRR (App. E.1,
+    # Tables 7-8); a dataset in neither list enters no KRR / RRR
+    knowledge: list[str] = []
+    reasoning: list[str] = []
+    # edges of the accuracy-gap bins |acc_1 - acc_2| of App. E.2 Figure 5 (003 names only the 0.1 threshold)
+    gap_bins: list[float] = [0.0, 0.1, 0.2, 0.3, 1.0]
+    FIGURES: ClassVar[bool] = True  # report/figures_studies.py draws from its outcome
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "pairs": "model", "audits": "audit", "knowledge": "dataset",
+                                      "reasoning": "dataset"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"model": "aligned"}
+    ACCURACY_CONTROLLED: ClassVar[bool] = True
+    CROSS_STAGE: ClassVar[str | None] = "candidate"
+
+    @field_validator("gap_bins")
+    @classmethod
+    def _increasing(cls, v: list[float]) -> list[float]:
+        if len(v) < 2 or any(b <= a for a, b in zip(v, v[1:])) or v[0] < 0 or v[-1] > 1:
+            raise ValueError("gap_bins must be at least two increasing edges in [0, 1], e.g. [0, 0.1, 0.2, 1]")
+        return v
+
+    def all_audits(self) -> list[str]:
+        """The audit and the pooled ``audits``, in order, each once."""
+        return list(dict.fromkeys([self.audit, *self.audits]))
 
 
 class Contrast(_Compare):
@@ -732,17 +895,25 @@ class Consistency(_Compare):
     probes: list[str]
     variants: list[str] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
+    DISCLOSES: ClassVar[dict[str, str]] = {"variant": "consistency"}
+    FIGURES: ClassVar[bool] = True
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("probes",)
 
 
 class ProvenanceContrast(_Compare):
     DOC: ClassVar[str] = ("Study 001 §3.3 / App. H: mean verbal confidence under supplied answers (gold, plausible "
                           "wrong, off-type) and the paired self/gold/plausible contrasts (Tables 6, 13-15).")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("group_by",)
     own: str
     gold: str
     plausible: str | None = None
     off_type: str | None = None
+    # pooled and macro rows per group of models (001 Table 14: the 7-8B Instruct models; Table 15:
+    # Qwen2.5-14B alone): group_by=[size_class]
+    group_by: list[GroupKey] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "own": "protocol", "gold": "protocol", "plausible": "protocol",
                                       "off_type": "protocol"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("own", "gold", "plausible", "off_type")
 
 
 _STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
@@ -801,6 +972,8 @@ class _Constructors(Mapping):
     live, every registered protocol, evaluator, perturbation and comparison (plugins included)."""
 
     def __getitem__(self, kind: str) -> dict[str, type[Obj]]:
+        if kind == "model":
+            return {**_STATIC_CONSTRUCTORS["model"], **_registered_models()}
         if kind in _STATIC_CONSTRUCTORS:
             return _STATIC_CONSTRUCTORS[kind]
         if kind not in REGISTRY_KINDS:
@@ -810,6 +983,10 @@ class _Constructors(Mapping):
             if not (isinstance(e.schema, type) and issubclass(e.schema, Obj)):
                 raise RegistryError(f"{REGISTRY_KINDS[kind]} {e.name!r} is registered without a constructor model",
                                     hint="pass schema=<a subclass of auditlang.resolve.schema.Obj>")
+            if kind == "compare" and not issubclass(e.schema, _Compare):  # its report declarations (issue 34)
+                raise RegistryError(f"comparison {e.name!r} is registered with a constructor model that is not a "
+                                    "Compare", hint="pass schema=<a subclass of auditlang.resolve.schema.Compare>: "
+                                    "it holds `audit`, `metric` and what the report may say about a comparison")
             out[e.name] = e.schema
         return out
 
@@ -819,6 +996,36 @@ class _Constructors(Mapping):
 
     def __len__(self) -> int:
         return len(_STATIC_CONSTRUCTORS) + len(REGISTRY_KINDS)
+
+
+class _RegisteredModel(_ModelBase):
+    """A model served by an engine registered outside auditlang (a plugin): ``<engine>(path, ...)``
+    with the model parameters every engine takes and the engine's own spec options."""
+
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("path",)
+    path: str
+
+
+_MODEL_CTORS: dict[tuple[str, type[EngineOptions]], type[Obj]] = {}
+
+
+def _registered_models() -> dict[str, type[Obj]]:
+    """A model constructor per registered engine without a built-in one: ``_RegisteredModel`` plus
+    the engine's option model's spec parameters, so an engine option declared once (its field with
+    ``spec=``) is a spec parameter here too, checked and shown like a built-in engine's."""
+    out: dict[str, type[Obj]] = {}
+    for e in REGISTRY.entries("engine"):
+        schema = e.schema
+        if e.name in _STATIC_CONSTRUCTORS["model"] or not (isinstance(schema, type) and issubclass(schema, EngineOptions)):
+            continue
+        key = (e.name, schema)
+        if key not in _MODEL_CTORS:
+            doc = e.doc or f"A model served by the {e.name} engine" + (f" ({e.meta['plugin']})" if e.meta.get("plugin") else "")
+            base = type(f"_{e.name}Model", (_RegisteredModel,), {"DOC": doc, "__module__": __name__,
+                                                                  "__annotations__": {"DOC": ClassVar[str]}})
+            _MODEL_CTORS[key] = _with_engine_options(f"{e.name}Model", base, schema)
+        out[e.name] = _MODEL_CTORS[key]
+    return out
 
 
 CONSTRUCTORS: Mapping[str, dict[str, type[Obj]]] = _Constructors()

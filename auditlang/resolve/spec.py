@@ -75,3 +75,8 @@ class Spec:
 
         s = [o for o in self.objects.values() if o.kind == "settings"]
         return s[0].value if s else Settings()
+
+    def seed(self, own: int | None) -> int:
+        """The one seed rule: an object's own seed (a model's, a perturbation's, a variant's
+        ``fewshot_seed``, a protocol's), else the settings seed."""
+        return own if own is not None else self.settings.seed

@@ -18,13 +18,6 @@ from auditlang.stdlib_location import stdlib_root
 STDLIB_PREFIX = "stdlib:"
 
 
-def template_source_name(obj: Resolved) -> str:
-    v = obj.value
-    if v.text is not None:
-        return f"{obj.id} (inline)"
-    return str(v.file)
-
-
 def compile_obj(spec: Spec, obj: Resolved) -> CompiledTemplate:
     """Compile one template object; raises ``TemplateError`` on bad templates, missing files or a
     file outside the project root."""

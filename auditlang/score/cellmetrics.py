@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from auditlang.core.workers import SCORE_WORKERS_ENV, fork_map, fork_workers
+from auditlang.core.workers import fork_map, stage_workers
 from auditlang.evaluators.verbal import SCALE_MISMATCH
 from auditlang.metrics.bootstrap import bootstrap_ci, paired_cells_bootstrap
 from auditlang.metrics.registry import CELL, METRICS, validate_params
@@ -99,8 +99,7 @@ def _safe(fn, *a, **k) -> float:
 
 
 # cells' bootstrap intervals computed in forked workers on hosts with cores to spare (the same
-# numbers: each cell's resampling is seeded on its own); core/workers.py says when
-_MIN_CPUS, _MAX_WORKERS, _MIN_CELLS, _MIN_ROWS = 6, 8, 16, 20_000
+# numbers: each cell's resampling is seeded on its own); core/workers.py says when ("cell_metrics")
 _CT: dict[str, Any] = {}
 
 
@@ -108,8 +107,7 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
     cell_meta = {c.id: c for c in plan.cells}
     paired = _paired_groups(spec, records) if bootstrap and len(records) else {}
     groups = list(records.groupby("cell_id", sort=False))
-    workers = fork_workers(SCORE_WORKERS_ENV, len(groups), min_cpus=_MIN_CPUS, cap=_MAX_WORKERS,
-                           enough_work=bootstrap and len(groups) >= _MIN_CELLS and len(records) >= _MIN_ROWS)
+    workers = stage_workers("cell_metrics", len(groups), rows=len(records), enough_work=bootstrap)
     if workers <= 1:
         return pd.DataFrame(_cell_rows(spec, cell_meta, paired, groups, bootstrap))
     step = max(1, math.ceil(len(groups) / (2 * workers)))
@@ -162,6 +160,12 @@ def _cell_rows(spec: Spec, cell_meta: dict, paired: dict, groups: list, bootstra
                 arrays = (correct_all[known],)
             elif spec_m.inputs == "verbal":  # vpr(): the cell's parse rate, n/a where nothing is parsed
                 row[m.label] = row["vpr"]
+                parsed = df["confidence_parsed"].to_numpy(dtype=float)
+                if bootstrap and verbal and parsed.size > 1:
+                    # 000 App. E.2 "Per-cell VPR": the binary parseable indicators resampled within the cell,
+                    # statistic mean(parseable)
+                    ci = bootstrap_ci("accuracy", parsed, B=B, seed=seed, level=level)
+                    row[f"{m.label} lo"], row[f"{m.label} hi"] = float(ci.low), float(ci.high)
                 continue
             elif spec_m.level == CELL:  # conf+correct, or a plugin's cell metric fn(conf, correct)
                 arrays = (conf[ok], correct_all[ok])

@@ -40,7 +40,7 @@ MEANCONF = MetricRef(prec.MEAN_CONFIDENCE)
 NO_PAIRS = {
     "size_spread": "a correlation across models: its precision is set by the number of models, not of items",
     "robustness": "P-RB / A-STB / A-SST are computed without intervals (resolve/bootstrap_units.py); no paired cell difference",
-    "aligned": "aligned views compare calibration of model pairs on re-aligned items (the raw difference has an interval; plan it with contrast())",
+    "aligned": "aligned views compare calibration of model pairs on re-aligned items (the raw difference has an interval: plan it with contrast())",
     "consistency": "probe consistency is computed without intervals; no paired cell difference",
 }
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from auditlang.plan.model import Plan
-from auditlang.core.workers import SCORE_WORKERS_ENV, fork_map, fork_workers
+from auditlang.core.workers import fork_map, stage_workers
 from auditlang.core.requests import Result
 from auditlang.protocols.base import OWN_GENERATION, generated_text
 from auditlang.resolve.spec import Spec
@@ -326,20 +326,17 @@ def _jsonable(x: Any) -> Any:
 
 
 # Scoring in worker processes (forked, so they share the spec and plan without pickling them):
-# only on Linux, with at least _MIN_CPUS usable cores, _MIN_ROWS records to score and no other
-# Python thread alive in this process (forking beside running threads can deadlock a child).
-# $AUDITLANG_SCORE_WORKERS=N sets the number of workers (0 or 1: never). Records are identical
-# to scoring in this process: each worker scores a contiguous run of units, concatenated in order.
-_MIN_CPUS = 6
-_MIN_ROWS = 20_000
-_MAX_WORKERS = 8
+# when core/workers.py's rule for the "score" stage says so (Linux, enough cores and records, no
+# other Python thread alive). $AUDITLANG_SCORE_WORKERS=N sets the number of workers (0 or 1: never).
+# Records are identical to scoring in this process: each worker scores a contiguous run of units,
+# concatenated in order.
 _WORK: dict[str, Any] = {}
 
 
 def score_workers(plan: Plan, n_units: int) -> int:
     """How many worker processes :func:`score_and_write` uses (1: score in this process)."""
     rows = sum(len(u.contexts) * len(u.stage1) for u in plan.units.values())
-    return fork_workers(SCORE_WORKERS_ENV, n_units, min_cpus=_MIN_CPUS, cap=_MAX_WORKERS, enough_work=rows >= _MIN_ROWS)
+    return stage_workers("score", n_units, rows=rows)
 
 
 def _score_share(units: list[tuple]) -> list[ExampleRecord]:

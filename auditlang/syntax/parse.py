@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from auditlang.core.diagnostics import CompileError, DiagnosticBag, SourceCache, Span, did_you_mean
@@ -307,6 +307,3 @@ def parse_file(path: str | Path) -> A.Module:
     text = p.read_text(encoding="utf-8")
     return parse_text(text, str(p))
 
-
-def iter_tree(tree: Tree):  # pragma: no cover - debugging aid
-    yield from tree.iter_subtrees()

@@ -33,13 +33,16 @@ if [ "${STACKS:-0}" = 1 ]; then
 fi
 ckpt() { python3 -c "from auditlang.engines.embedded import resolve_embedded; print(resolve_embedded('smollm2-135m-instruct'))"; }
 case "$1" in
-  piece)
-    cp .gpu/p*/part* /tmp/parts/ && ls -la /tmp/parts && nvidia-smi --query-gpu=name,memory.total --format=csv
-    if [ -e .gpu/install.sh ]; then mkdir -p /tmp/gpuinst && cp .gpu/install.sh .gpu/payload.sha256 /tmp/gpuinst/; fi ;;
+  piece)  # GPU_PIECES=.gpu36: the lean payload (vllm-slim + deps, 3 pieces of 46 MiB; README "Issue 36, session 15")
+    pd=${GPU_PIECES:-.gpu}
+    cp "$pd"/*/part* /tmp/parts/ && ls -la /tmp/parts && nvidia-smi --query-gpu=name,memory.total --format=csv
+    for f in "$pd"/install.sh "$pd"/*/install.sh; do
+      [ -e "$f" ] && mkdir -p /tmp/gpuinst && cp "$f" "$(dirname "$f")/payload.sha256" /tmp/gpuinst/
+    done; true ;;
   install)
     bash /tmp/gpuinst/install.sh
     python3 -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name(0))"
-    ckpt ;;
+    ckpt || echo "no embedded SmolLM2 (lean payload): random-init steps only" ;;
   tests) python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/gpu_tests.log" | tail -30 ;;
   vllm|vllm-eager)
     dt=${2:-float32}

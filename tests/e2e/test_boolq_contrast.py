@@ -1,6 +1,7 @@
 """The BoolQ study of issue 35 as one spec (examples/boolq_contrast.audit): both embedded models
-really run (``--limit 4``), and the model contrast smol - gemma with its paired interval is in
-report.html and the LaTeX table, with the numbers ``auditc diff --match`` gives on the same run."""
+really run (``--limit 4``, answers of at most 4 tokens), and the model contrast smol - gemma with
+its paired interval is in report.html and the LaTeX table, with the numbers ``auditc diff --match``
+gives on the same run."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ SPEC = REPO / "examples" / "boolq_contrast.audit"
 
 def test_boolq_model_contrast_in_html_and_latex(tmp_path: Path, shared_data: Path, capsys) -> None:
     out = tmp_path / "run"
-    rc = main(["run", str(SPEC), "--data-root", str(shared_data), "--limit", "4", "--out", str(out), "--no-progress"])
+    # 4-token answers: the first letter (first_char) and the follow-up are what the cells need
+    rc = main(["run", str(SPEC), "--data-root", str(shared_data), "--limit", "4", "--model-args", "max_tokens=4",
+               "--out", str(out), "--no-progress"])
     assert rc == 0, capsys.readouterr().err
     rows = list(csv.DictReader((out / "report" / "comparisons" / "smol_vs_gemma.csv").open(encoding="utf-8")))
     assert {(r["a"], r["b"]) for r in rows} == {("smol", "gemma")}

@@ -6,6 +6,7 @@ forcing), with the model's forward replaced by a test double that raises
 ``torch.cuda.OutOfMemoryError`` whenever a forward holds more than K rows, as a GPU too small
 for the batch would. Every request still gets its answer (0 errors, exit 0), the answers equal
 an unconstrained run's, and run.json records each halving and the reduced batch per shape.
+Two items and 3-token answers and follow-ups suffice: every path still batches more than K rows.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ K = 1  # the most rows a forward may hold before the double runs "out of memory"
 SPEC = textwrap.dedent("""\
     import "stdlib/s000"
     settings { seed = 42 }
-    dataset capitals = jsonl("demo_capitals.jsonl", task=multiple_choice, sample=4, seed=42)
+    dataset capitals = jsonl("demo_capitals.jsonl", task=multiple_choice, sample=2, seed=42)
     model smol = embedded("smollm2-135m-instruct", dtype=float32, device="cpu", batch_size=auto, max_tokens=3)
+    protocol verbal = s000.verbal_decimal with (max_tokens=3)
     audit oom {
       models = [smol]
       datasets = [capitals]
       variants = [s000.surface_paraphrase]
-      protocols = [s000.token_norm, s000.verbal_decimal]
+      protocols = [s000.token_norm, verbal]
       evaluators = [s000.first_char, s000.constrained]
       metrics = [accuracy]
     }
@@ -130,6 +132,7 @@ def test_a_single_row_that_does_not_fit_is_a_counted_error(smol, monkeypatch):
             for i in range(3)]
     out = list(smol.run(reqs))
     assert len(out) == 3 and all(r.error and "out of memory" in r.error for r in out)
+    assert [h["to"] for h in smol.sizer.halvings][-1] == 1  # halved down to one row first (conftest restores it)
     monkeypatch.setattr(smol.model, "forward", forward)
     assert not [r.error for r in smol.run(reqs) if r.error]
 

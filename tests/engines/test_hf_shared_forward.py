@@ -82,7 +82,6 @@ def assert_same_generation(a: Result, b: Result) -> None:
         assert [t.logprob for t in sa.tokens] == pytest.approx([t.logprob for t in sb.tokens], abs=TOL)
 
 
-@pytest.mark.xfail(reason="session 14 regression to fix: issue 36's per-shape hf batching (engines/hf_batch.py) splits these prompts into more forwards than one", strict=False)
 @pytest.mark.parametrize("max_tokens", [1, 3])
 def test_choice_rides_on_the_greedy_generation_of_its_prompt(smol, max_tokens):
     prompts = short_prompts(3)  # one engine batch (batch_size 4)
@@ -103,7 +102,6 @@ def test_choice_rides_on_the_greedy_generation_of_its_prompt(smol, max_tokens):
         assert smol.token_str(first.token_id) == top_token
 
 
-@pytest.mark.xfail(reason="session 14 regression to fix: issue 36's per-shape hf batching (engines/hf_batch.py) splits these prompts into more forwards than one", strict=False)
 def test_a_sampled_generation_of_the_same_prompt_carries_the_choice_too(smol):
     """The prefill's log-softmax is raw (no temperature), so a choice request rides on any
     generate request of its prompt, greedy or sampled."""
@@ -181,7 +179,6 @@ def test_executor_puts_requests_of_one_prompt_in_one_commit_batch_shortest_first
     assert hf_like.batches == [ids(grouped[i:j]) for i, j in cuts]
 
 
-@pytest.mark.xfail(reason="session 14 regression to fix: issue 36's per-shape hf batching (engines/hf_batch.py) splits these prompts into more forwards than one", strict=False)
 def test_execute_serves_a_token_confidence_audit_with_one_forward_per_prompt(smol, tmp_path):
     prompts = short_prompts(3)
     plan = [r for p in prompts for r in (greedy(p), choice(p))]

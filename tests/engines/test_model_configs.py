@@ -67,3 +67,30 @@ def test_language_names_are_mapped_and_unwritten_defaults_not_sent(tmp_path: Pat
     # `auditc run --engine hf` on a vLLM model: the vLLM options do not follow it
     assert model_config(spec, "a", engine_override="hf").options == {}
     check_config(model_config(spec, "a", engine_override="hf"))
+
+
+def test_the_openai_server_is_one_rule(tmp_path: Path, monkeypatch) -> None:
+    """Declared base_url, else $OPENAI_BASE_URL, else OpenAI's: the configuration, the consent
+    check and the engine read the one rule (core/engine_options.py ``openai_base_url``), so the
+    environment is applied once and all three name the same server (issue 37)."""
+    from auditlang.core.engine_options import OPENAI_DEFAULT_URL
+    from auditlang.engines.openai_engine import _Options
+    from auditlang.execute.access import run_access
+
+    p = tmp_path / "m.audit"
+    (tmp_path / "d.jsonl").write_text('{"id": "q", "question": "?", "choices": ["a", "b"], "answer_index": 0}\n', encoding="utf-8")
+    p.write_text('import "stdlib/s000"\ndataset ds = jsonl("d.jsonl", task=multiple_choice)\n'
+                 'model c = openai("gpt-x", base_url="http://127.0.0.1:9/v1")\nmodel d = openai("gpt-x")\n'
+                 'audit a {\n  models = [c, d]\n  datasets = [ds]\n  variants = [s000.surface_paraphrase]\n'
+                 '  protocols = [s000.verbal_decimal]\n}\n', encoding="utf-8")
+    spec = compile_spec(p)
+    for env, want_d, src_d in ((None, OPENAI_DEFAULT_URL, "default"), ("http://10.0.0.7:1/v1", "http://10.0.0.7:1/v1",
+                                                                        "environment")):
+        if env:
+            monkeypatch.setenv("OPENAI_BASE_URL", env)
+        else:
+            monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        access = {a.model: (a.url, a.url_from) for a in run_access(spec)}
+        assert access == {"c": ("http://127.0.0.1:9/v1", "spec"), "d": (want_d, src_d)}
+        for mid, url in (("c", "http://127.0.0.1:9/v1"), ("d", want_d)):
+            assert _Options.parse(model_config(spec, mid)).base_url == url

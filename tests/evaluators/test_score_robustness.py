@@ -8,11 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditlang.core.registry import REGISTRY
 from auditlang.evaluators import EVALUATORS, VERBAL_PARSERS, ParseOutcome, make_evaluator
 
 MC_ITEM = {"question": "q", "choices": ["w", "x", "y", "z"], "answer": "x", "answer_index": 1, "aliases": None}
 QA_ITEM = {"question": "q", "choices": None, "answer": "Paris", "answer_index": None, "aliases": ["Paris, France"]}
-LETTER_EVALUATORS = ("first_char", "regex_reparse", "constrained", "boxed_letter")
+# the evaluators that read option letters, as their registry entries declare (meta reads="labels")
+LETTER_EVALUATORS = tuple(e.name for e in REGISTRY.entries("evaluator") if e.meta.get("reads") == "labels")
 
 
 def components():

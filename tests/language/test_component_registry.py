@@ -17,9 +17,9 @@ from auditlang.core.diagnostics import CompileError
 from auditlang.resolve import compile_spec
 
 from auditlang.cli import main
+from auditlang.core.params import Obj
 from auditlang.core.registry import KINDS, REGISTRY, Registry, RegistryError, register
 from auditlang.evaluators.base import Evaluator, VerbalParser
-from auditlang.metrics.registry import ParamSpec
 from auditlang.protocols.base import Program
 from auditlang.resolve import schema as S
 
@@ -147,13 +147,18 @@ def test_every_model_constructor_runs_on_a_registered_engine() -> None:
     assert {c for c in S.CONSTRUCTORS["model"] if c != "embedded"} <= engines
 
 
-def test_metric_schemas_name_real_keyword_parameters() -> None:
-    import auditlang.metrics  # noqa: F401  (study modules register their metrics)
-
+def test_metric_schemas_name_real_keyword_parameters_with_the_same_defaults() -> None:
+    """A metric's ``Params`` is the one declaration of its parameters: each is a keyword of the
+    function, and where the function has a default it is the declared one (a notebook call and a
+    spec call compute the same number)."""
     for e in REGISTRY.entries("metric"):
-        params = inspect.signature(e.impl).parameters
-        for pname, ps in e.schema.items():
-            assert isinstance(ps, ParamSpec) and pname in params, (e.name, pname)
+        assert isinstance(e.schema, type) and issubclass(e.schema, Obj), e.name
+        params = inspect.signature(e.load()).parameters
+        for pname, f in e.schema.model_fields.items():
+            assert pname in params, (e.name, pname)
+            default = params[pname].default
+            if default is not inspect.Parameter.empty and not f.is_required():
+                assert default == f.default, (e.name, pname, default, f.default)
 
 
 # ----------------------------------------------------------------------------- the Registry itself

@@ -7,11 +7,14 @@ import inspect
 import numpy as np
 import pytest
 
-from auditlang.metrics import METRICS, ParamSpec, register, validate_params
+from pydantic import Field
+
+from auditlang.core.params import Obj
+from auditlang.metrics import METRICS, register, validate_params
 from auditlang.metrics import registry as reg
 
-CORE = ("accuracy", "ece", "mce", "smooth_ece", "kde_ece", "ks_ce", "binfree_ece", "brier", "nll", "auroc",
-        "aurc", "selective_accuracy")
+# the cell metrics over (confidence, correct) or (correct): every one runs on the same two arrays
+CORE = [n for n, m in METRICS.items() if m.level == reg.CELL and m.inputs in reg.INPUT_KINDS]
 
 
 def test_every_core_metric_is_registered_and_runs_with_its_defaults(data500):
@@ -53,8 +56,11 @@ def test_register_adds_and_refuses_duplicates():
         """Mean confidence plus shift."""
         return float(np.mean(conf) + shift)
 
+    class Shift(Obj):
+        shift: float = Field(0.0, description="added to the mean")
+
     try:
-        spec = register("test_mean_conf", mean_conf, {"shift": ParamSpec(float, 0.0)}, "conf+correct")
+        spec = register("test_mean_conf", mean_conf, Shift, "conf+correct")
         assert METRICS["test_mean_conf"] == spec and spec.doc == "Mean confidence plus shift."
         assert validate_params("test_mean_conf", {"shift": 2}) == {"shift": 2.0}
         with pytest.raises(ValueError, match="already registered"):

@@ -25,6 +25,7 @@ CM_SIZE = re.compile(r"\+CM[A-Z]+?(\d+)$")
 class Fit:
     returncode: int
     overfull: list[str]  # "<pt> too wide: <line excerpt>"
+    too_large: list[str]  # "Float too large for page by <pt>": what does not fit is lost (issue 41)
     fonts: list[tuple[str, str]]  # (name, type) from pdffonts
     log: str
 
@@ -61,4 +62,5 @@ def compile_fit(tex_file: Path, workdir: Path, twocolumn: bool) -> Fit:
             parts = line.split()
             if len(parts) >= 2:
                 fonts.append((parts[0], "Type 3" if "Type 3" in line else parts[1]))
-    return Fit(res.returncode, over, fonts, log)
+    large = re.findall(r"Float too large for page by ([\d.]+pt)", log)
+    return Fit(res.returncode, over, large, fonts, log)

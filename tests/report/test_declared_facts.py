@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from auditlang.cli import main
+from auditlang.core.errors import EXIT
 from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ audit a {
   models = [chatm, basem]
   datasets = [nums]
   variants = [s003.answer]
-  protocols = [tok, single, turn, s003.p_true]
+  protocols = [tok, single, turn, s003.p_true, s003.self_consistency]
   evaluators = [s003.letter]
   metrics = [accuracy, vpr]
 }
@@ -133,6 +134,24 @@ def test_p_true_label_strings_are_the_ones_sent(run: Path) -> None:
     assert "`A'" not in methods  # the label is never reported without the space it was sent with
 
 
+def test_self_consistency_counts_the_runs_it_sent(run: Path) -> None:
+    """reference=first_sample: the k=10 runs are the scored answer and 9 samples the journal holds."""
+    sent = _sent(run, "s003.self_consistency", "samples")
+    assert {r["params"]["n"] for reqs in sent.values() for r in reqs} == {9}
+    methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert ("the share of k=10 runs that agree with the scored answer, run 1 being the scored answer itself and runs "
+            "2-10 9 further samples (temperature 1)") in methods
+    assert "agreement of 10 sampled answers" not in methods
+
+
+def test_verbal_replies_decoding_is_the_one_sent(run: Path) -> None:
+    """The verbal replies' sentence states their decoding as the requests carried it (greedy here)."""
+    reqs = [r for reqs in _sent(run, "single", "verbal").values() for r in reqs]
+    assert reqs and all(not r["params"].get("temperature") for r in reqs)
+    methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert "The verbal-confidence replies are generated with greedy decoding, at most" in methods
+
+
 def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
     md = (run / "report" / "disclosure.md").read_text(encoding="utf-8").replace("&lt;", "<")
     row = next(ln for ln in md.splitlines() if ln.startswith("| Confidence signal"))
@@ -140,7 +159,12 @@ def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
     assert cells[1] == "token probability (tok)"  # the first protocol, as the note's main setting
     assert "verbalized confidence (single, turn)" in cells[2] and "P(True) (s003.p_true)" in cells[2]
     assert next(ln for ln in md.splitlines() if ln.startswith("- Main setting:")).startswith("- Main setting: tok ")
-    assert any(ln.startswith("| Model | chatm | basem |") for ln in md.splitlines())
+    model_row = next(ln for ln in md.splitlines() if ln.startswith("| Model | chatm | basem |"))
+    # the prompts are not held fixed across the models: the requests sent were messages to chatm, text to basem
+    answers = _sent(run, "tok", "answer")
+    assert answers["chatm"][0]["prompt"].get("messages") and answers["basem"][0]["prompt"].get("text")
+    assert ("| prompt templates (rendered through the chat template for chatm, as plain text for basem), protocols, "
+            "evaluators, data |") in model_row
 
 
 def test_user_chosen_vpr_threshold_is_credited_to_the_spec_line(run: Path) -> None:
@@ -221,3 +245,50 @@ def test_plugin_protocol_gets_its_declared_facts_and_no_borrowed_wording(tmp_pat
     assert "a constant confidence for every answer (protocol \\auditid{const\\_conf}, which declares no facts beyond " \
            "its description)" in methods
     assert "probe" not in methods
+
+
+def test_a_model_without_accuracy_is_left_out_of_the_gap(tmp_path: Path, monkeypatch) -> None:
+    """Every answer of one model failed: its accuracy is n/a, so the gap line neither says "no gap"
+    nor names one model twice; it says which model has no accuracy."""
+    from auditlang.core.requests import Result
+
+    def script(req):
+        if req.model == "basem" and req.kind == "generate":
+            return Result(request_id=req.id, kind=req.kind, error="scripted failure")
+        return generation(req, "\\boxed{A}") if req.kind == "generate" else None
+
+    use_scripted_engine(monkeypatch, script)
+    (tmp_path / "nums.jsonl").write_text(ROWS, encoding="utf-8")
+    spec = SPEC.replace("protocols = [tok, single, turn, s003.p_true, s003.self_consistency]", "protocols = [tok]")
+    spec = spec.replace("model chatm = hf(", "model other = hf(\"org/other\", dtype=float32, max_tokens=4)\nmodel chatm = hf(")
+    spec = spec.replace("models = [chatm, basem]", "models = [chatm, other, basem]")
+    (tmp_path / "s.audit").write_text(spec, encoding="utf-8")
+    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
+               "--no-progress"])
+    assert rc == EXIT["request_errors"]  # the run finishes, scored and reported, with basem's items missing
+    md = (tmp_path / "run" / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
+    line = next(ln for ln in md.splitlines() if ln.startswith("- nums: accuracy (mean over variants"))
+    assert "chatm 1.000, other 1.000; no gap: every model has the same accuracy (no accuracy for basem)" in line
+
+
+def test_evaluator_sentence_states_its_extract_and_golds(tmp_path: Path, monkeypatch) -> None:
+    """alias_match(golds="answer", extract=full): the methods sentence names the whole answer and the
+    gold answer only (not 'any gold alias'), and the records score an alias as wrong, as it says."""
+    rows = "".join(json.dumps({"id": f"t{i}", "question": f"Capital {i}?", "answer": "Paris", "aliases": ["paris city"]})
+                   + "\n" for i in range(2))
+    (tmp_path / "qa.jsonl").write_text(rows, encoding="utf-8")
+    (tmp_path / "s.audit").write_text(
+        'import "stdlib/s003"\ndataset qa = jsonl("qa.jsonl", task=open_qa)\nmodel m = hf("org/m", dtype=float32)\n'
+        'evaluator ans = alias_match(golds="answer", extract=full)\n'
+        "audit a {\n  models = [m]\n  datasets = [qa]\n  variants = [s003.answer]\n  protocols = [s003.self_consistency]\n"
+        "  evaluators = [ans]\n  metrics = [accuracy]\n}\nreport checklist\n", encoding="utf-8")
+    use_scripted_engine(monkeypatch, lambda req: generation(req, "Paris city") if req.kind == "generate" else None)
+    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
+               "--no-progress"])
+    assert rc == 0
+    methods = (tmp_path / "run" / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert "Answers are scored with normalised exact match of the whole answer with the gold answer (" in methods
+    assert "alias" not in methods.split("Answers are scored with")[1].split(".")[0]
+    import pandas as pd
+
+    assert not pd.read_parquet(tmp_path / "run" / "records.parquet")["correct"].any()  # the alias is not a gold here

@@ -5,6 +5,7 @@ example report under examples/reports/."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ def check(tex: Path, workdir: Path, twocolumn: bool) -> None:
     fit = compile_fit(tex, workdir, twocolumn)
     assert fit.returncode == 0, fit.log[-3000:]
     assert fit.overfull == [], f"{tex.name} ({'two' if twocolumn else 'one'}-column): {fit.overfull}"
+    assert fit.too_large == [], f"{tex.name} ({'two' if twocolumn else 'one'}-column): float too large by {fit.too_large}"
     assert not [n for n, t in fit.fonts if t == "Type 3"], fit.fonts
     if tex.name in TABLES:  # \footnotesize at 10pt is 8pt: no Computer Modern font below that size
         assert fit.min_cm_size() is not None and fit.min_cm_size() >= 8, fit.fonts
@@ -44,9 +46,12 @@ def test_fixture_report_latex_fits(run, tmp_path, name, twocolumn):
 @needs_pdflatex
 @pytest.mark.parametrize("tex", EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in EXAMPLES])
 @pytest.mark.parametrize("twocolumn", [False, True], ids=["one", "two"])
-def test_example_report_latex_fits(tex, tmp_path, twocolumn):
+def test_example_report_latex_fits(tex, tmp_path, twocolumn, request):
     if tex.name == "disclosure_wide.tex" and not twocolumn:
         pytest.skip("table* is for two-column articles")
+    if tex.parent.name == "s001" and tex.name == "disclosure.tex":
+        # generated before issue 41's split of tables taller than a page: its one float overflows
+        request.applymarker(pytest.mark.xfail(reason="examples/reports/s001 not yet regenerated (issue 41)", strict=True))
     check(tex, tmp_path, twocolumn)
 
 
@@ -87,3 +92,7 @@ def test_twin_disclosure_fits_a_column_of_a_two_column_article(twin, tmp_path):
     tex.write_text(IDENT_DEF + "\n".join(t.to_latex(caption=t.title, label=f"tab:{t.name}")
                                          for t in disclosure_tables(rd)), encoding="utf-8")
     check(tex, tmp_path / "build", twocolumn=True)
+    # every lettered note the table moved out of its cells is set (001's lost (c)-(r), issue 41)
+    src = tex.read_text(encoding="utf-8")
+    marks = set(re.findall(r"see note \(([a-z]+)\)", src))
+    assert all(f"({m}) " in src for m in marks)

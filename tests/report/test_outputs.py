@@ -66,7 +66,8 @@ def test_not_computable_lines_are_explicit(run):
     t = pd.read_csv(run.report / "comparisons" / "rob.csv")
     assert t["A-STB"].isna().all() and t["A-SST"].isna().all()  # no fake numbers
     long = pd.read_csv(run.report / "comparisons" / "al.csv")
-    assert "CA" not in set(long["view"])
+    ca = long[long["view"] == "CA"]  # shown as not computed, never left out (issue 41) and never a number
+    assert len(ca) and set(ca["reversal"]) == {"not computed"} and ca["value_1"].isna().all()
 
 
 def test_report_statement_selects_outputs(tmp_path):

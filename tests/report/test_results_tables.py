@@ -191,20 +191,25 @@ def test_example_tables_compile_and_match_their_cells(tex, tmp_path):
 
 
 def test_aligned_table_is_study_003_table_1(run):
-    """Exclusive reversal rates per method and NRR, recomputed from the long comparison CSV."""
+    """Exclusive reversal rates per method and NRR over the assessed cases, recomputed from the long
+    comparison CSV; a case with a view not computed is counted as not assessed, never dropped."""
     long = pd.read_csv(run.report / "comparisons" / "al.csv")
     ece = long[(long["metric"] == "ECE") & (long["view"] != "raw")]
     views = sorted(set(ece["view"]), key=["IA", "DA", "CA"].index)
     rows = rows_of((run.report / "tables" / "al.tex").read_text(encoding="utf-8"))
     for method, g in ece.groupby("protocol"):
-        piv = g.pivot_table(index=["model_1", "model_2", "dataset", "variant", "evaluator"], columns="view",
-                            values="reversal", aggfunc="first").dropna()
-        piv = piv.astype(str) == "True"
-        n = len(piv)
-        want = [100 * ((piv[v]) & ~piv.drop(columns=v).any(axis=1)).sum() / n for v in views]
-        want.append(100 * (~piv.any(axis=1)).sum() / n)
+        piv = g.pivot_table(index=["audit", "model_1", "model_2", "dataset", "variant", "evaluator"], columns="view",
+                            values="reversal", aggfunc="first")
+        assessed = piv[~(piv.astype(str) == "not computed").any(axis=1)].astype(str) == "True"
+        n, n_all = len(assessed), len(piv)
         cells = [c.strip() for c in rows[method].rsplit("\\\\", 1)[0].split("&")]
-        assert cells[1] == str(n) and [float(x) for x in cells[2:]] == [round(w, 1) for w in want], method
+        assert cells[1] == str(n_all) and cells[-1] == str(n_all - n), method
+        if n:
+            want = [100 * ((assessed[v]) & ~assessed.drop(columns=v).any(axis=1)).sum() / n for v in views]
+            want.append(100 * (~assessed.any(axis=1)).sum() / n)
+            assert [float(x) for x in cells[2:-1]] == [round(w, 1) for w in want], method
+        else:  # nothing assessed: no rate, never NRR 100
+            assert set(cells[2:-1]) == {"--"}, method
 
 
 def test_two_grids_with_different_readouts_give_study_001_table_9(run, tmp_path):

@@ -151,3 +151,32 @@ def test_checklist_and_disclosure_state_the_own_answer(rd):
             "(100.0%) by the evaluator (no judge reply)") in text
     notes = "\n".join(disclosure_table(rd, "vc").notes)
     assert "Cross-scored answers: rob: P-RB over protocols p1, p2, p3 on the own answer under v1; A-STB/A-SST" in notes
+
+
+def test_table_6_averages_and_table_8_not_max(rd):
+    """002 Table 6: per method and metric, the model's mean over datasets and AVG over models;
+    Table 8: A-SST against every answer outside Y^max (here Y^min is the only other group)."""
+    comp = compute_one(rd, "rob")
+    r = comp.tables[0].records()[0]
+    assert r["A-SST not max"] == pytest.approx(r["A-SST"], abs=1e-12)
+    avg = next(t for t in comp.tables if t.name == "rob_avg")
+    assert avg.columns == ["protocol", "evaluator", "metric", "a", "AVG", "n_models"]
+    by = {x["metric"]: x for x in avg.records()}
+    for metric in ("P-RB", "A-STB", "A-SST", "A-SST not max", "Brier (mean over prompts)", "AUROC (mean over prompts)"):
+        assert by[metric]["a"] == pytest.approx(r[metric], abs=1e-12)
+        assert by[metric]["AVG"] == pytest.approx(r[metric], abs=1e-12) and by[metric]["n_models"] == 1
+
+
+def test_prompt_and_metric_correlations(rd):
+    """002 Figs 7-9: Pearson r of two confidence prompts over the items both scored; Fig 4: r of
+    two metrics over the (method, model) points (one point here: undefined)."""
+    import numpy as np
+
+    comp = compute_one(rd, "rob")
+    corr = {(r["prompt_1"], r["prompt_2"]): r for r in next(t for t in comp.tables if t.name == "rob_prompt_corr").records()}
+    # p1 and p3 share items 1-3: (0.5, 0.2, 0.3) vs (0.5, 0.6, 0.7)
+    assert corr[("p1", "p3")]["n_items"] == 3
+    assert corr[("p1", "p3")]["pearson r"] == pytest.approx(np.corrcoef([0.5, 0.2, 0.3], [0.5, 0.6, 0.7])[0, 1], abs=1e-12)
+    assert math.isnan(corr[("p1", "p2")]["pearson r"])  # two shared items only
+    mc = next(t for t in comp.tables if t.name == "rob_metric_corr").records()
+    assert mc and all(r["n_points"] == 1 and math.isnan(r["pearson r"]) for r in mc)

@@ -65,7 +65,7 @@ def test_generation_budgets_are_stated(run):
     rd = _rd(run)
     text, md = _paragraph(rd), _md(rd)
     assert "(max_tokens=" in text and "new tokens" in text
-    assert "The verbal-confidence replies are generated with at most" in text
+    assert "The verbal-confidence replies are generated with greedy decoding, at most" in text
     assert "answers under variant cot: greedy (temperature 0; top_p and sampling top-k do not apply), at most 256 new " \
            "tokens (max_tokens=256)" in md
     assert "verbal-confidence call of verbal (verbalized): greedy" in md and "new tokens (max_tokens=" in md

@@ -5,14 +5,16 @@ scripted engine:
 * which items were used: the filter, the file's row count, the rows kept, the positions drawn
   among them and each item's row in the file are stated (checklist, methods), and the file rows
   named are the rows whose subject the filter keeps;
-* resampling: the methods text says the aligned comparison has no intervals, never that "each
-  comparison resamples the unit its study defines";
+* resampling: the methods text says the aligned comparison's raw differences resample the shared
+  items, paired, and its aligned views have no intervals (the intervals its table prints), never
+  that "each comparison resamples the unit its study defines";
 * the aligned comparison's raw ECE / Brier are the per-cell table's own numbers where the case holds
   every item of both cells, and a note gives the n used where one model's confidence is missing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -80,17 +82,28 @@ def test_s003_like_report_states_items_resampling_and_raw_values(tmp_path: Path,
     assert sorted(str(rows[i]["id"]) for i in file_rows) == sorted(used)
     pos = re.search(r"sample indices \(positions among the (\d+) filtered rows\): ([0-9, ]+)", checklist)
     assert pos and [kept[int(x)] for x in pos.group(2).split(", ")] == file_rows
+    digest = re.search(r"filtered rows; dev items 0; indices sha256\[:16\] ([0-9a-f]{16}) \(of the JSON list of the "
+                       r"sample indices below\)", checklist)
+    positions = [int(x) for x in pos.group(2).split(", ")]
+    assert digest and digest.group(1) == hashlib.sha256(json.dumps(positions).encode()).hexdigest()[:16]
     methods = (out / "report" / "methods.tex").read_text(encoding="utf-8")
     assert f"of the file's {len(rows)} rows with subject in computer science, chemistry, physics" in methods
 
-    # -- item 3: what each comparison resampled
+    # -- item 3: what each comparison resampled: the raw rows' intervals are paired over the shared
+    # items (they are in the comparison's table); the accuracy-controlled views have none
     assert "each comparison resamples the unit its study defines" not in methods
-    assert "The \\auditid{aligned\\_mcq} comparison has no intervals." in methods
+    assert "aligned\\_mcq} comparison has no intervals" not in methods
+    assert ("The \\auditid{aligned\\_mcq} comparison resamples the items both models answered with a confidence, "
+            "the same resample on both sides") in methods
+    assert "for the raw ECE and Brier differences only; the accuracy-controlled views (IA, DA, CA) have no " \
+           "intervals." in methods
 
     # -- item 4 / issue 34: raw values are the cells table's where the items are the same; a note elsewhere
     cells = pd.read_csv(out / "metrics" / "cells.csv").set_index(["model", "protocol"])
     long = pd.read_csv(out / "report" / "comparisons" / "aligned_mcq.csv")
     raw = long[long["view"] == "raw"].set_index(["protocol", "metric"])
+    assert raw["diff (1-2) lo"].notna().all() and raw["diff (1-2) hi"].notna().all()  # what item 3's sentence says
+    assert long[long["view"] != "raw"]["diff (1-2) lo"].isna().all()
     col = "ece(binning=equal_width, bins=10)"  # metrics.ece10's label in cells.csv
     pt = raw.loc[("s003.p_true", "ECE")]
     assert pt["value_1"] == cells.loc[("a", "s003.p_true"), col]

@@ -64,6 +64,35 @@ def test_check_rejects_a_pair_level_metric_in_an_audit(tmp_path: Path, capsys) -
     assert "vpr" not in text.split("error[E134]")[1].split("\n")[0]  # vpr is a cell metric: accepted
 
 
+def test_check_rejects_a_pair_level_metric_in_a_contrast_and_a_spread(tmp_path: Path, capsys) -> None:
+    """A comparison computes its ``metric``/``metrics`` on each cell it compares: a pair-level
+    metric there would be accepted and then dropped, so ``auditc check`` rejects it too."""
+    text = HEAD + """model base = hf("org/scripted-base", dtype=float32)
+audit a {
+  models = [chat, base]
+  datasets = [arc]
+  variants = [s000.surface_paraphrase, s000.format_change]
+  protocols = [s000.token_norm]
+  metrics = [accuracy, brier]
+}
+compare c = contrast(a, models=[chat, base], metrics=[accuracy, ia_retention])
+compare s = spread(a, metric=ia_retention)
+"""
+    spec = tmp_path / "cmp.audit"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    lines = text.splitlines()
+    for needle in ("metrics=[accuracy, ia_retention]", "metric=ia_retention"):
+        line = next(i for i, s in enumerate(lines, 1) if needle in s)
+        col = lines[line - 1].index("ia_retention") + 1
+        assert f"cmp.audit:{line}:{col}: error[E134]" in err, err
+    assert "contrast() computes its metrics on each cell it compares" in err
+    assert "use a per-cell metric here" in err and err.count("error[E134]") == 2
+    spec.write_text(text.replace("ia_retention", "brier"), encoding="utf-8")
+    assert main(["check", str(spec)]) == 0, capsys.readouterr().err
+
+
 def _script(req):
     text = prompt_text(req)
     if req.kind == "generate" and req.p.get("max_tokens") == 8:  # the percent follow-up
@@ -118,7 +147,8 @@ def test_vpr_na_and_scale_mismatch_through_auditc_run(tmp_path: Path, shared_dat
     assert "scale_mismatch_rate" in md
     # the checklist states the rule the parser applied
     checklist = " ".join((out / "report" / "checklist.md").read_text(encoding="utf-8").split())
-    assert ("protocol s000.verbal_percent reads: Verbal confidence, percent_0_100" in checklist
+    assert ("protocol s000.verbal_percent reads: scale percent_0_100, parser strict: Verbal confidence, percent_0_100"
+            in checklist
             and "a bare number with a decimal point at most 1 (e.g. 0.01: a decimal probability) is a non-parse "
                 "(scale_mismatch" in checklist)
     # rescore tables: the same n/a

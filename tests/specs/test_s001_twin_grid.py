@@ -118,7 +118,9 @@ def _grid_is_full(comparisons: Path) -> pd.DataFrame:
     assert (per["value lo"] <= per["value"] + 1e-12).all() and (per["value"] <= per["value hi"] + 1e-12).all()
     macro = pd.read_csv(comparisons / "grid_macro_ci.csv")
     macro = macro[~macro.quantity.isin(SHIFTS)]
-    assert len(macro) == 4 * grid.evaluator.nunique()
+    groups = grid.group.nunique() if "group" in grid else 1  # group_by=[instruct]: Instruct and base
+    assert len(macro) == 4 * grid.evaluator.nunique() * groups
+    assert "group" not in grid or set(macro.group) == set(grid.group)
     assert macro[["macro mean", "macro lo", "macro hi"]].notna().all().all()
     assert (macro["macro lo"] <= macro["macro hi"]).all()
     return grid

@@ -377,11 +377,12 @@ def comparison_cases(spec) -> list[tuple[str, str, str, str]]:
     for comp in spec.of_kind("compare").values():
         if comp.ctor != "aligned":
             continue
-        a = spec.get(comp.value.audit).value
-        for m1, m2 in comp.value.pairs:
-            for d in a.datasets:
-                for p in a.protocols:
-                    cases.append((f"{m1}|{m2}", d, p, comp.id))
+        for aid in comp.value.all_audits():
+            a = spec.get(aid).value
+            for m1, m2 in comp.value.pairs:
+                for d in a.datasets:
+                    for p in a.protocols:
+                        cases.append((f"{m1}|{m2}", d, p, aid))
     return cases
 
 
@@ -399,8 +400,8 @@ def test_s003_120_comparison_cases() -> None:
     # every pair's models are cells of the audit the comparison reads
     plan = declared_plan(SPECS["s003"])
     cell_keys = {(c.audit, c.model, c.dataset, c.protocol) for c in plan.cells}
-    for p, d, proto, cid in cases:
-        audit = spec.get(cid).value.audit
+    assert len([c for c in spec.of_kind("compare").values() if c.ctor == "aligned"]) == 1  # one pooled analysis
+    for p, d, proto, audit in cases:
         for m in p.split("|"):
             assert (audit, m, d, proto) in cell_keys
 

@@ -30,6 +30,7 @@ from auditlang.metrics.aligned import (
 from auditlang.metrics.registry import validate_params
 from auditlang.score.cellmetrics import audit_metrics
 from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, ece_bins, known
+from auditlang.report.comparisons.reversals import Case, pooled_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.evaluators.string_match import normalize_answer
@@ -115,105 +116,97 @@ def _with_row(df):
     return df.assign(_row=df.index)
 
 
+def pair_type(rd: RunData, m1: str, m2: str) -> str:
+    """003's pair types from the model declarations: "mode" (one checkpoint, enable_thinking differs),
+    "effort" (reasoning_effort differs), "size" (two checkpoints of one declared family), else "model"."""
+    a, b = rd.spec.get(m1), rd.spec.get(m2)
+
+    def ckpt(o) -> tuple:
+        return o.ctor, getattr(o.value, "path", None) or getattr(o.value, "name", None)
+
+    if ckpt(a) == ckpt(b):
+        for fld, kind in (("enable_thinking", "mode"), ("reasoning_effort", "effort")):
+            if getattr(a.value, fld, None) != getattr(b.value, fld, None):
+                return kind
+        return "configuration"
+    fa, fb = model_family(rd, m1), model_family(rd, m2)
+    return "size" if fa and fa == fb else "model"
+
+
+def model_family(rd: RunData, mid: str) -> str | None:
+    o = rd.spec.get(mid)
+    if o.value.family:
+        return str(o.value.family)
+    cat = o.value.catalogue()  # the embedded catalogue entry, if the model is one
+    return cat.get("family") if cat else None
+
+
+def _retained(rd: RunData, aid: str, m1: str, m2: str, d: str, v: str, p: str, e: str) -> tuple[int, int]:
+    """(|D_IA|, |D|) on 003 App. E.4's base: D is every item of the dataset in the run (failed requests
+    included), D_IA the items whose correctness both models' records know and share."""
+    n_d = int(rd.rows(aid, dataset=d, variant=v)["item_id"].nunique())
+    z = [known(rd.rows(aid, model=m, dataset=d, variant=v, protocol=p, evaluator=e), False)
+         .drop_duplicates("item_id").set_index("item_id")["correct"] for m in (m1, m2)]
+    both = z[0].index.intersection(z[1].index)
+    return int((z[0].loc[both] == z[1].loc[both]).sum()), n_d
+
+
 def aligned(rd: RunData, name: str, c) -> Comparison:
-    a = rd.audit(c.audit)
+    audits = [x for x in c.all_audits()]
     bins, label = ece_bins(rd, c.metric)
-    ece_col = _ece_column(rd, c.audit, bins)
-    pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
     views = [VIEW_NAMES[v] for v in c.views]
-    out = Comparison(name, "aligned", c.audit)
+    out = Comparison(name, "aligned", c.audit, shape="aligned")
     long = Table(name, f"Raw and accuracy-controlled calibration per model pair ({name}, {label} and Brier)",
-                 ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "metric", "view", "value_1",
-                  "value_2", "diff (1-2)", "diff (1-2) lo", "diff (1-2) hi", "reversal"])
+                 ["audit", "model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "metric", "view",
+                  "value_1", "value_2", "diff (1-2)", "diff (1-2) lo", "diff (1-2) hi", "reversal"])
     B, seed, level = bootstrap_settings(rd, c.audit)
     cases = Table(f"{name}_cases", f"Accuracy gap and ranking-reversal pattern per case ({name})",
-                  ["model_1", "model_2", "dataset", "variant", "protocol", "evaluator", "n_items", "acc_1", "acc_2",
-                   "acc gap (1-2)", "IA retention", "ECE reversals", "Brier reversals"])
+                  ["audit", "model_1", "model_2", "pair type", "dataset", "variant", "protocol", "evaluator", "n_items",
+                   "acc_1", "acc_2", "acc gap (1-2)", "|D_IA|", "|D|", "IA retention", "ECE reversals",
+                   "Brier reversals"])
     patterns: dict[str, Counter] = {"ECE": Counter(), "Brier": Counter()}
     view_rev: dict[tuple[str, str], list[bool]] = {}
-    for m1, m2 in pairs:
-        for d in a.datasets:
-            for v in a.variants:
-                for p in a.protocols:
-                    for e in rd.evaluators(c.audit):
-                        where = f"{m1} vs {m2} / {d} / {v} / {p} / {e}"
-                        r1 = by_item(known(rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e), True))
-                        r2 = by_item(known(rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e), True))
-                        items = [i for i in r1.index if i in r2.index]
-                        if not items:
-                            long.nc("the two models share no item with a confidence", where)
-                            continue
-                        c1, z1 = r1.loc[items, "confidence"].to_numpy(float), r1.loc[items, "correct"].to_numpy(float)
-                        c2, z2 = r2.loc[items, "confidence"].to_numpy(float), r2.loc[items, "correct"].to_numpy(float)
-                        vals: dict[str, dict[str, tuple[float, float]]] = {"ECE": {}, "Brier": {}}
-                        # raw: the per-cell table's own number where the case holds every item of the cell
-                        # with a confidence (one computation shown twice), else the same estimator on the
-                        # shared items, said in a note with the n used
-                        keys = [(m, d, v, p, e) for m in (m1, m2)]
-                        full = (len(items) == len(r1), len(items) == len(r2))
-                        vals["ECE"]["raw"] = tuple(
-                            _cell_value(rd, c.audit, k, ece_col) if whole else math.nan for k, whole in zip(keys, full))
-                        vals["Brier"]["raw"] = tuple(
-                            _cell_value(rd, c.audit, k, "brier") if whole else math.nan for k, whole in zip(keys, full))
-                        fresh = {"ECE": (weighted_ece(c1, z1, bins=bins), weighted_ece(c2, z2, bins=bins)),
-                                 "Brier": (weighted_brier(c1, z1), weighted_brier(c2, z2))}
-                        for metric in ("ECE", "Brier"):
-                            vals[metric]["raw"] = tuple(x if not math.isnan(x) else y
-                                                        for x, y in zip(vals[metric]["raw"], fresh[metric]))
-                        if not all(full):
-                            long.notes.append(
-                                f"{where}: raw, IA, DA and CA use the n={len(items)} items both models answered with a "
-                                f"confidence ({m1}'s cell has {len(r1)}, {m2}'s {len(r2)}), so raw ECE and Brier differ "
-                                "from the per-cell table there")
-                        retention = math.nan
-                        if "IA" in views:
-                            try:
-                                ia = instance_aligned(c1, z1, c2, z2, bins=bins)
-                                retention = ia.retention
-                                vals["ECE"]["IA"], vals["Brier"]["IA"] = (ia.ece_a, ia.ece_b), (ia.brier_a, ia.brier_b)
-                            except ValueError as err:
-                                long.nc(f"IA: {err}", where)
-                        if "DA" in views:
-                            try:
-                                da = distribution_aligned(c1, z1, c2, z2, bins=bins)
-                                vals["ECE"]["DA"], vals["Brier"]["DA"] = (da.ece_a, da.ece_b), (da.brier_a, da.brier_b)
-                            except ValueError as err:
-                                long.nc(f"DA: {err}", where)
-                        if "CA" in views:
-                            k1 = _candidates(rd, _with_row(rd.rows(c.audit, model=m1, dataset=d, variant=v, protocol=p, evaluator=e)), m2, items)
-                            k2 = _candidates(rd, _with_row(rd.rows(c.audit, model=m2, dataset=d, variant=v, protocol=p, evaluator=e)), m1, items)
-                            if k1 is None or k2 is None:
-                                long.nc("CA: records carry no cross-model candidate scores (extras 'supplied' from the "
-                                        "cross stage; study 003 section 4.3 needs every model to score the shared "
-                                        "answer pool)", where)
-                            else:
-                                ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
-                                vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)
-                        pats: dict[str, str] = {}
-                        raw_ci = _raw_intervals(r1, r2, items, bins, B, seed, level, where)
-                        for metric, vv in vals.items():
-                            raw_diff = vv["raw"][0] - vv["raw"][1]
-                            aligned_diffs = {k: x[0] - x[1] for k, x in vv.items() if k != "raw"}
-                            for k, (x1, x2) in vv.items():
-                                rev: Any = "" if k == "raw" else is_reversal(raw_diff, x1 - x2)
-                                lo, hi = raw_ci[metric] if k == "raw" else (math.nan, math.nan)
-                                long.add(m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, lo, hi, rev)
-                                if k != "raw":
-                                    view_rev.setdefault((metric, k), []).append(bool(rev))
-                            pat = reversal_pattern(raw_diff, aligned_diffs)
-                            pats[metric] = "+".join(sorted(pat)) or "none"
-                            missing = [w for w in views if w not in vv]
-                            if missing:  # a view that could not be computed neither agrees nor reverses
-                                pats[metric] += f" ({'/'.join(missing)} not computed)"
-                            patterns[metric][pats[metric]] += 1
-                        acc1, acc2 = float(z1.mean()), float(z2.mean())
-                        cases.add(m1, m2, d, v, p, e, len(items), acc1, acc2, acc1 - acc2, retention, pats["ECE"],
-                                  pats["Brier"])
-    long.notes.append("A reversal: the aligned difference has the strictly opposite sign of the raw one "
-                      "(study 003 section 5.2); ties are not reversals.")
+    pooled: list[Case] = []
+    for aid in audits:
+        a = rd.audit(aid)
+        ece_col = _ece_column(rd, aid, bins)
+        pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
+        for m1, m2 in pairs:
+            ptype = pair_type(rd, m1, m2)
+            for d in a.datasets:
+                for v in a.variants:
+                    for p in a.protocols:
+                        for e in rd.evaluators(aid):
+                            case = _case(rd, aid, (m1, m2, d, v, p, e), bins, ece_col, views, long, (B, seed, level))
+                            if case is None:
+                                continue
+                            vals, items, acc1, acc2, shared = case
+                            n_ia, n_d = _retained(rd, aid, m1, m2, d, v, p, e)
+                            pc = Case(aid, m1, m2, ptype, d, v, p, e, acc1, acc2, n_ia, n_d, shared=shared)
+                            pats: dict[str, str] = {}
+                            for metric, vv in vals.items():
+                                raw_diff = vv["raw"][0] - vv["raw"][1]
+                                pc.diffs[metric] = {k: x[0] - x[1] for k, x in vv.items()}
+                                for k, x in vv.items():
+                                    if k != "raw":
+                                        view_rev.setdefault((metric, k), []).append(is_reversal(raw_diff, x[0] - x[1]))
+                                pat = reversal_pattern(raw_diff, {k: x for k, x in pc.diffs[metric].items() if k != "raw"})
+                                pats[metric] = "+".join(sorted(pat)) or "none"
+                                missing = [w for w in views if w not in vv]
+                                if missing:  # a view that could not be computed neither agrees nor reverses
+                                    pats[metric] += f" ({'/'.join(missing)} not computed)"
+                                patterns[metric][pats[metric]] += 1
+                            pooled.append(pc)
+                            cases.add(aid, m1, m2, ptype, d, v, p, e, items, acc1, acc2, acc1 - acc2, n_ia, n_d,
+                                      n_ia / n_d if n_d else math.nan, pats["ECE"], pats["Brier"])
+    long.notes.append("diff (1-2) = model_1 - model_2, the pair as declared (003 Tables 10-14: delta = Model1 - Model2). "
+                      "A reversal: the aligned difference has the strictly opposite sign of the raw one (study 003 "
+                      "section 5.2); ties are not reversals.")
     long.notes.append(f"raw diff (1-2): interval of the paired bootstrap of `auditc diff` and contrast() over the "
                       f"shared items (B={B}, seed={seed}, level {level * 100:g} %); the aligned views (IA, DA, CA) "
                       "re-align the items and are shown without intervals")
+    if len(audits) > 1:
+        long.notes.append(f"cases pooled over the audits {', '.join(audits)} (audits=)")
     s = Table(f"{name}_summary", f"Ranking-reversal rates per view ({name})",
               ["metric", "view", "n_cases", "n_reversals", "reversal rate"])
     for (metric, view), revs in sorted(view_rev.items()):
@@ -222,10 +215,78 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
         total = sum(cnt.values())
         for pat, n in sorted(cnt.items()):
             s.notes.append(f"{metric} pattern {pat}: {n} of {total} cases ({100.0 * n / total:.1f}%)")
-    out.tables += [long, cases, s]
-    out.data = {"patterns": patterns, "cases": cases.records(), "views": views}
+    extra, info = pooled_tables(name, pooled, views, c, level)
+    out.tables += [long, cases, s, *extra]
+    out.data = {"patterns": patterns, "cases": cases.records(), "views": views, "audits": audits,
+                "pooled": pooled, **info}
     out.summary += reversal_summary(patterns["ECE"], views, "ECE")
     return out
+
+
+def _case(rd: RunData, aid: str, key: tuple, bins: int, ece_col: str, views: list[str], long: Table,
+          boot: tuple[int, int, float]):
+    """One case's raw and aligned (value_1, value_2) per metric and view, its rows added to ``long``;
+    None when the two models share no item with a confidence."""
+    m1, m2, d, v, p, e = key
+    where = f"{m1} vs {m2} / {d} / {v} / {p} / {e}"
+    r1 = by_item(known(rd.rows(aid, model=m1, dataset=d, variant=v, protocol=p, evaluator=e), True))
+    r2 = by_item(known(rd.rows(aid, model=m2, dataset=d, variant=v, protocol=p, evaluator=e), True))
+    items = [i for i in r1.index if i in r2.index]
+    if not items:
+        long.nc("the two models share no item with a confidence", where)
+        return None
+    c1, z1 = r1.loc[items, "confidence"].to_numpy(float), r1.loc[items, "correct"].to_numpy(float)
+    c2, z2 = r2.loc[items, "confidence"].to_numpy(float), r2.loc[items, "correct"].to_numpy(float)
+    vals: dict[str, dict[str, tuple[float, float]]] = {"ECE": {}, "Brier": {}}
+    # raw: the per-cell table's own number where the case holds every item of the cell with a confidence (one
+    # computation shown twice), else the same estimator on the shared items, said in a note with the n used
+    keys = [(m, d, v, p, e) for m in (m1, m2)]
+    full = (len(items) == len(r1), len(items) == len(r2))
+    vals["ECE"]["raw"] = tuple(_cell_value(rd, aid, k, ece_col) if whole else math.nan for k, whole in zip(keys, full))
+    vals["Brier"]["raw"] = tuple(_cell_value(rd, aid, k, "brier") if whole else math.nan for k, whole in zip(keys, full))
+    fresh = {"ECE": (weighted_ece(c1, z1, bins=bins), weighted_ece(c2, z2, bins=bins)),
+             "Brier": (weighted_brier(c1, z1), weighted_brier(c2, z2))}
+    for metric in ("ECE", "Brier"):
+        vals[metric]["raw"] = tuple(x if not math.isnan(x) else y for x, y in zip(vals[metric]["raw"], fresh[metric]))
+    if not all(full):
+        long.notes.append(f"{where}: raw, IA, DA and CA use the n={len(items)} items both models answered with a "
+                          f"confidence ({m1}'s cell has {len(r1)}, {m2}'s {len(r2)}), so raw ECE and Brier differ "
+                          "from the per-cell table there")
+    if "IA" in views:
+        try:
+            ia = instance_aligned(c1, z1, c2, z2, bins=bins)
+            vals["ECE"]["IA"], vals["Brier"]["IA"] = (ia.ece_a, ia.ece_b), (ia.brier_a, ia.brier_b)
+        except ValueError as err:
+            long.nc(f"IA: {err}", where)
+    if "DA" in views:
+        try:
+            da = distribution_aligned(c1, z1, c2, z2, bins=bins)
+            vals["ECE"]["DA"], vals["Brier"]["DA"] = (da.ece_a, da.ece_b), (da.brier_a, da.brier_b)
+        except ValueError as err:
+            long.nc(f"DA: {err}", where)
+    if "CA" in views:
+        k1 = _candidates(rd, _with_row(rd.rows(aid, model=m1, dataset=d, variant=v, protocol=p, evaluator=e)), m2, items)
+        k2 = _candidates(rd, _with_row(rd.rows(aid, model=m2, dataset=d, variant=v, protocol=p, evaluator=e)), m1, items)
+        if k1 is None or k2 is None:
+            long.nc("CA: records carry no cross-model candidate scores (extras 'supplied' from the cross stage; study "
+                    "003 section 4.3 needs every model to score the shared answer pool)", where)
+        else:
+            ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
+            vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)
+    raw_ci = _raw_intervals(r1, r2, items, bins, *boot, where)
+    for metric, vv in vals.items():
+        raw_diff = vv["raw"][0] - vv["raw"][1]
+        for k, (x1, x2) in vv.items():
+            rev: Any = "" if k == "raw" else is_reversal(raw_diff, x1 - x2)
+            lo, hi = raw_ci[metric] if k == "raw" else (math.nan, math.nan)
+            long.add(aid, m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, lo, hi, rev)
+        for w in views:
+            if w not in vv:  # said in the long table too, never a silent gap
+                long.add(aid, m1, m2, d, v, p, e, metric, w, math.nan, math.nan, math.nan, math.nan, math.nan,
+                         "not computed")
+    right, wrong = (z1 == 1) & (z2 == 1), (z1 == 0) & (z2 == 0)  # both models' confidences there (003 Fig. 6)
+    shared = {"both-right": np.concatenate([c1[right], c2[right]]), "both-wrong": np.concatenate([c1[wrong], c2[wrong]])}
+    return vals, len(items), float(z1.mean()), float(z2.mean()), shared
 
 
 def reversal_summary(cnt: Counter, views: list[str], metric: str) -> list[str]:

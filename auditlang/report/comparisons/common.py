@@ -14,14 +14,19 @@ from auditlang.report.tables import Table
 from auditlang.resolve.spec import MetricRef
 from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.score.cellmetrics import audit_bootstrap
-from auditlang.resolve.schema import EMBEDDED_MODELS
 
 CALIBRATION_METRICS = ("ece", "mce", "smooth_ece", "kde_ece", "ks_ce", "binfree_ece")
 
 
 @dataclass
 class Comparison:
-    """The outcome of one ``compare`` statement: tables, data for figures and a one-line summary."""
+    """The outcome of one ``compare`` statement: tables, data for figures and a one-line summary.
+
+    ``ctor`` is the constructor's name, printed only; what a renderer does with the outcome follows
+    what the comparison function declares: ``shape``, the layout of its tables and ``data`` (the
+    LaTeX table and figure kinds of report/textables.py and figures.py; "" for the generic table), and
+    ``cross``, its lines about answers it scores from other units (the checklist's cross item).
+    ``cid`` is the spec's compare id (set by ``compute_one``)."""
 
     name: str
     ctor: str
@@ -29,6 +34,9 @@ class Comparison:
     tables: list[Table] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     summary: list[str] = field(default_factory=list)
+    shape: str = ""
+    cross: list[str] = field(default_factory=list)
+    cid: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,9 @@ def known(df: pd.DataFrame, need_conf: bool) -> pd.DataFrame:
 def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:
     """(size in billions, where it came from): the model object's ``size``, else the embedded catalogue."""
 
-    o = rd.spec.get(mid)
-    if o.value.size is not None:
-        return float(o.value.size), "spec"
-    if o.ctor == "embedded":
-        return float(EMBEDDED_MODELS[o.value.name]["size"]), "embedded catalogue"
+    v = rd.spec.get(mid).value
+    if v.size is not None:
+        return float(v.size), "spec"
+    if (cat := v.catalogue()) is not None:
+        return float(cat["size"]), "embedded catalogue"
     return None, "none"

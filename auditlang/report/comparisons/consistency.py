@@ -79,11 +79,44 @@ def _align(f1: dict[str, Any], f2: dict[str, Any]) -> tuple[np.ndarray, np.ndarr
             [f2["answers"][k] for k in idx2], f1["correct"][idx1], f2["correct"][idx2])
 
 
+TYPE_METRICS = ("IoU_cons", "IoU_acc", "IoU_rej", "DecCons", "Agreement")  # 004 Table 1's columns, in order
+ABSTAIN_METRICS = ("abstain F1", "abstain rate", "abstain precision", "abstain recall", "reliable accuracy",
+                   "effective reliability", "abstain accuracy")
+
+
+def prompt_setting(rd: RunData, vid: str, ref: str) -> str:
+    """004 Table 2's prompt settings: ``original`` (the reference variant), ``one-shot`` (a variant
+    with a few-shot context) or ``zero-shot`` (a perturbed variant without one: space, options, typo)."""
+    if vid == ref:
+        return "original"
+    return "one-shot" if rd.spec.get(vid).value.fewshot else "zero-shot"
+
+
+def _abstain_by_setting(rd: RunData, name: str, abst: Table, ref: str) -> Table:
+    """004 Table 2 (and Tables 11-14's aggregates): the abstain metrics of each probe per prompt
+    setting, the mean over the setting's variants."""
+    t = Table(f"{name}_abstain_by_setting", f"Abstain metrics per probe and prompt setting: original, zero-shot "
+              f"variants, one-shot variants, mean over the variants ({name}; 004 Table 2)",
+              ["model", "dataset", "evaluator", "probe", "setting", "n_variants", *ABSTAIN_METRICS])
+    groups: dict[tuple, list[dict]] = {}
+    for r in abst.records():
+        groups.setdefault((r["model"], r["dataset"], r["evaluator"], r["probe"], prompt_setting(rd, r["variant"], ref)),
+                          []).append(r)
+    order = {"original": 0, "zero-shot": 1, "one-shot": 2}
+    for k in sorted(groups, key=lambda k: (k[:4], order[k[4]])):
+        rows = groups[k]
+        t.add(*k, len(rows), *(float(np.nanmean([float(r[mt]) for r in rows])) if any(
+            not math.isnan(float(r[mt])) for r in rows) else math.nan for mt in ABSTAIN_METRICS))
+    t.notes.append(f"original = the reference variant '{ref}'; zero-shot = the perturbed variants without a few-shot "
+                   "context (space, options, typo); one-shot = the variants with one (004 §5.4).")
+    return t
+
+
 def consistency(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     variants = list(c.variants) or list(a.variants)
     ref = variants[0]
-    out = Comparison(name, "consistency", c.audit)
+    out = Comparison(name, "consistency", c.audit, shape="consistency")
     intra = Table(f"{name}_intra", f"Intra-method consistency vs variant '{ref}' ({name})",
                   ["model", "dataset", "evaluator", "probe", "variant", "variant type", "n_items", "IoU_cons", "IoU_acc",
                    "IoU_rej", "DecCons", "Agreement", "common-accept accuracy"])
@@ -140,17 +173,19 @@ def consistency(rd: RunData, name: str, c) -> Comparison:
         intra.notes.append("Agreement compares answer letters for some cells (no rendered items in the plan); under "
                            "option shuffles letters move, so those values understate agreement.")
     intra.notes.append("Ratios with an empty denominator are 0 (004 metrics module convention).")
-    summ = Table(f"{name}_by_type", f"Intra-method consistency by variant type, mean (std) ({name})",
-                 ["model", "dataset", "evaluator", "probe", "variant type", "n_variants", "IoU_cons mean", "IoU_cons std",
-                  "DecCons mean", "DecCons std"])
-    groups: dict[tuple, list[tuple[float, float]]] = {}
+    summ = Table(f"{name}_by_type", f"Intra-method consistency by variant type, mean (std) ({name}; 004 Tables 1, 7-10)",
+                 ["model", "dataset", "evaluator", "probe", "variant type", "n_variants",
+                  *(f"{mt} {x}" for mt in TYPE_METRICS for x in ("mean", "std"))])
+    groups: dict[tuple, list[list[float]]] = {}
     for r in intra.records():
         groups.setdefault((r["model"], r["dataset"], r["evaluator"], r["probe"], r["variant type"]), []).append(
-            (r["IoU_cons"], r["DecCons"]))
+            [r[mt] for mt in TYPE_METRICS])
     for k, vals in groups.items():
         arr = np.asarray(vals, dtype=float)
-        summ.add(*k, len(vals), float(arr[:, 0].mean()), float(arr[:, 0].std()), float(arr[:, 1].mean()),
-                 float(arr[:, 1].std()))
-    out.tables += [intra, summ, cross, abst]
+        summ.add(*k, len(vals), *(float(f(arr[:, j])) for j in range(len(TYPE_METRICS)) for f in (np.mean, np.std)))
+    summ.notes.append("Mean and population std over the variants of one type (004 Table 1: the mean over seeds or "
+                      "one-shot examples; Tables 7-10: mean (std)).")
+    settings = _abstain_by_setting(rd, name, abst, ref)
+    out.tables += [intra, summ, cross, abst, settings]
     out.data = {"heat": heat, "reference": ref}
     return out

@@ -41,6 +41,11 @@ def contrast_metrics(rd: RunData, c) -> tuple[list[DiffMetric], list[str]]:
     return keep, skipped
 
 
+def _known(m: DiffMetric) -> str:
+    """What a cell's item needs for ``m``: a known correctness, or a confidence too."""
+    return "known correctness" if METRICS[m.name].inputs == "correct" else "confidence"
+
+
 def _num(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
@@ -66,7 +71,7 @@ def contrast(rd: RunData, name: str, c) -> Comparison:
     metrics, skipped = contrast_metrics(rd, c)
     others = [x for x in OTHER_AXES if x != axis]
     pct = f"{level * 100:g} %"
-    out = Comparison(name, "contrast", c.audit)
+    out = Comparison(name, "contrast", c.audit, shape="contrast")
     t = Table(name, f"Paired contrasts a - b over {axis}s ({name}): delta with its {pct} paired bootstrap interval",
               ["a", "b", *others, "metric", "n_paired", "value_a", "value_b", "delta", "delta lo", "delta hi",
                "significant", "half-width", "planned half-width", "planned MDD"])
@@ -87,6 +92,12 @@ def contrast(rd: RunData, name: str, c) -> Comparison:
                 rows.append(d)
                 if d.note:
                     t.nc(d.note, f"{where} / {m.label}")
+                elif d.n_paired < max(d.n_a, d.n_b):  # d.n_b: the a cell's usable items, d.n_a the b cell's
+                    note = (f"{where}: value_a and value_b use the n_paired={d.n_paired} items both cells scored "
+                            f"({x}'s cell has {d.n_b}, {y}'s {d.n_a} with a {_known(m)}), so they differ from the "
+                            "per-cell table there")
+                    if note not in t.notes:
+                        t.notes.append(note)
                 n = min(n_items.get(f"{c.audit}/{cid_a}", 0), n_items.get(f"{c.audit}/{cid_b}", 0)) \
                     if (cid_a := _cell_tail(axis, x, sel)) and (cid_b := _cell_tail(axis, y, sel)) else 0
                 plan = prec.analytic_contrast(m.name, n, PLAN_P, PLAN_RHO, level, PLAN_ALPHA, PLAN_POWER,

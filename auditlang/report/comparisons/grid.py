@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from auditlang.metrics.protocol import GRID, contrast_summary, grid_summary
-from auditlang.report.comparisons.common import ECE10, Comparison, MetricChoice, bootstrap_settings, known, metric_choice
+from auditlang.metrics.protocol import GRID, contrast_summary, sign_flips
+from auditlang.report.comparisons.common import CALIBRATION_METRICS, ECE10, Comparison, MetricChoice, bootstrap_settings, known, metric_choice
 from auditlang.report.comparisons.grid_intervals import Setting, grid_intervals
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
+from auditlang.resolve.models import group_label
 
 
 def _side(df, parsed_only: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -46,20 +47,33 @@ def _est(est: MetricChoice, side: tuple[np.ndarray, np.ndarray]) -> float:
     return est(*side) if side[0].size else math.nan
 
 
+def _group_cols(c) -> list[str]:
+    return ["group"] if c.group_by else []
+
+
 def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     ests = [metric_choice(rd, m, ECE10) for m in c.estimators] or [metric_choice(rd, None, ECE10)]
+    ref = metric_choice(rd, c.reference, ECE10) if getattr(c, "reference", None) else None
+    if ref is not None and ref.label not in {es.label for es in ests}:
+        ests.append(ref)
     configs = list(c.configs)
-    is_grid = len(configs) == 2 and len(ests) == 2
+    # the A-D grid's estimator axis is two calibration estimators (001 App. L: "The estimator axis
+    # (10-bin vs. bin-free) exists only for ECE"); two scoring rules such as Brier and AUROC get
+    # each its own prefix shift instead
+    is_grid = (len(configs) == 2 and len(ests) == 2 and ref is None
+               and all(es.name in CALIBRATION_METRICS for es in ests))
     combos = [(cf, es) for es in ests for cf in configs]
     gcols = [f"g[{cf} | {es.label}]" for cf, es in combos]
     extra = ["g_A", "g_B", "g_C", "g_D", "A-B", "A-C", "interaction"] if is_grid else []
-    out = Comparison(name, "protocol_grid", c.audit)
+    gb = list(getattr(c, "group_by", []) or [])
+    out = Comparison(name, "protocol_grid", c.audit, shape="protocol_grid")
     t = Table(name, f"Signed calibration gaps g = est({c.verbal}) - est(token config) ({name})",
-              ["model", "dataset", "variant", "evaluator", "n_verbal_parsed", *gcols, *extra, "rho"])
-    groups: dict[tuple[str, str], dict[tuple[str, str], dict[str, float]]] = {}
-    settings_by_group: dict[tuple[str, str], list[Setting]] = {}
+              [*_group_cols(c), "model", "dataset", "variant", "evaluator", "n_verbal_parsed", *gcols, *extra, "rho"])
+    groups: dict[tuple[str, ...], dict[tuple[str, str], dict[str, float]]] = {}
+    settings_by_group: dict[tuple[str, ...], list[Setting]] = {}
     for m in a.models:
+        grp = (group_label(rd.spec, m, gb),) if gb else ()
         for d in a.datasets:
             for v in a.variants:
                 for e in rd.evaluators(c.audit):
@@ -89,87 +103,132 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
                     if is_grid:
                         gA, gB, gC, gD = row_gaps[0], row_gaps[1], row_gaps[2], row_gaps[3]
                         grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD]
-                    t.add(m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
-                    groups.setdefault((v, e), {})[(m, d)] = gaps
+                    t.add(*grp, m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
+                    groups.setdefault((*grp, v, e), {})[(m, d)] = gaps
                     tdfs = {cf: rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e) for cf in configs}
                     allrows = pd.concat([vdf, *tdfs.values()])
                     items = pd.Index(allrows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
                     setting = Setting((m, d), _aligned(vdf, items, True),
                                       {cf: _aligned(tdf, items, False) for cf, tdf in tdfs.items()}, dict(gaps))
-                    if items.size and not any(math.isnan(x) for x in gaps.values()):
-                        settings_by_group.setdefault((v, e), []).append(setting)
+                    if items.size:
+                        settings_by_group.setdefault((*grp, v, e), []).append(setting)
+    if gb:
+        t.notes.append(f"Groups: the models' {', '.join(gb)} (group_by=); macro means and sign flips are per group.")
     out.tables.append(t)
-    out.tables.append(_summary(name, groups, configs, ests, is_grid))
-    out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid))
-    out.data = {"groups": groups}
+    contrasts = contrast_pairs(configs, ests, ref, is_grid)
+    out.tables.append(_summary(name, c, groups, configs, ests, is_grid, contrasts))
+    out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid, contrasts))
+    out.data = {"groups": groups, "group_by": gb, "reference": ref.label if ref else None}
     return out
 
 
-def _intervals(rd: RunData, name: str, c, settings_by_group: dict, combos, is_grid: bool) -> list[Table]:
+def contrast_pairs(configs: list[str], ests: list[MetricChoice], ref: MetricChoice | None,
+                   is_grid: bool) -> list[tuple[str, str, str]]:
+    """(kind, first gap, second gap) of a grid that is not the 2 x 2 A-D shape: per estimator,
+    each configuration against the first (``context``: 001 Table 19's prefix shift g^M_A - g^M_B
+    under metric M; Table 9's readouts); with ``reference=``, each other estimator against it on
+    the first configuration (``estimator``: Table 10's g_A - g_C per bin count). Different metrics
+    are never contrasted with each other otherwise (a Brier gap minus an NLL gap has no meaning)."""
+    if is_grid:
+        return []
+    out = [("context", f"{configs[0]}|{es.label}", f"{cf}|{es.label}") for es in ests for cf in configs[1:]]
+    if ref is not None:
+        out += [("estimator", f"{configs[0]}|{es.label}", f"{configs[0]}|{ref.label}") for es in ests
+                if es.label != ref.label]
+    return out
+
+
+def _intervals(rd: RunData, name: str, c, settings_by_group: dict, combos, is_grid: bool,
+               contrasts: list[tuple[str, str, str]]) -> list[Table]:
     """Per-setting paired intervals and macro-bootstrap intervals of every gap and shift."""
     B, seed, level = bootstrap_settings(rd, c.audit)
     if c.resamples:
         B = c.resamples
     pct = f"{level * 100:g}%"
+    gcol = _group_cols(c)
     ps = Table(f"{name}_setting_ci", f"Per-setting gaps with {pct} paired bootstrap intervals ({name}; 001 §3.2)",
-               ["model", "dataset", "variant", "evaluator", "quantity", "value", "value lo", "value hi"])
+               [*gcol, "model", "dataset", "variant", "evaluator", "quantity", "value", "value lo", "value hi"])
     mt = Table(f"{name}_macro_ci", f"Macro means over settings with {pct} macro-bootstrap intervals ({name}; "
-               "001 §3.2, Table 2)", ["variant", "evaluator", "n_settings", "quantity", "macro mean", "bootstrap mean",
-                                       "macro lo", "macro hi", "interval"])
+               "001 §3.2, Table 2)", [*gcol, "variant", "evaluator", "n_settings", "quantity", "macro mean",
+                                      "bootstrap mean", "macro lo", "macro hi", "interval"])
     notes: set[str] = set()
-    for (v, e), settings in settings_by_group.items():
-        per, macro, nt = grid_intervals(settings, combos, is_grid, B, seed, level, bool(c.resamples))
+    for key, settings in settings_by_group.items():
+        per, macro, nt = grid_intervals(settings, combos, is_grid, B, seed, level, bool(c.resamples),
+                                        [(a, b) for _, a, b in contrasts])
         notes.update(nt)
-        for key, q, point, ci in per:
-            ps.add(key[0], key[1], v, e, q, point, ci.low if ci else math.nan, ci.high if ci else math.nan)
-        for _, q, point, ci in macro:
+        for skey, q, point, ci in per:
+            ps.add(*key[:-2], skey[0], skey[1], *key[-2:], q, point, ci.low if ci else math.nan,
+                   ci.high if ci else math.nan)
+        for _, q, point, ci, n in macro:
             ns = "" if ci is None or math.isnan(ci.low) else ("excludes 0" if ci.excludes(0.0) else "ns (covers 0)")
-            mt.add(v, e, len(settings), q, point, ci.boot_mean if ci else math.nan, ci.low if ci else math.nan,
+            mt.add(*key, n, q, point, ci.boot_mean if ci else math.nan, ci.low if ci else math.nan,
                    ci.high if ci else math.nan, ns)
     how = (f"B={B}, seed={seed}; items resampled once per setting (verbal side: its parsed rows; token side: all rows), "
            "settings independently (one generator, settings in model/dataset order); the macro replicate is the "
-           "equal-weight mean over settings. 001 reports the bootstrap mean in Table 2.")
+           "equal-weight mean over the settings where the quantity is defined (n_settings). 001 reports the bootstrap "
+           "mean in Table 2.")
     for tb in (ps, mt):
         tb.notes.append(how)
         tb.notes.extend(sorted(notes))
     return [ps, mt]
 
 
-def _summary(name: str, groups: dict, configs: list[str], ests: list[MetricChoice], is_grid: bool) -> Table:
+def _defined(settings: dict, *labels: str) -> dict:
+    """The settings where every gap in ``labels`` is a number."""
+    return {k: g for k, g in settings.items() if not any(math.isnan(g.get(lab, math.nan)) for lab in labels)}
+
+
+def _summary(name: str, c, groups: dict, configs: list[str], ests: list[MetricChoice], is_grid: bool,
+             contrasts: list[tuple[str, str, str]]) -> Table:
+    gcol = _group_cols(c)
     if is_grid:
         s = Table(f"{name}_summary", f"A-D grid macro summary ({name}; study 001 Tables 2-3)",
-                  ["variant", "evaluator", "n_settings", "quantity", "definition", "macro mean", "mean |.|", "sign flips"])
+                  [*gcol, "variant", "evaluator", "n_settings", "quantity", "definition", "macro mean", "mean |.|",
+                   "sign flips"])
     else:
-        s = Table(f"{name}_summary", f"Protocol contrasts against {configs[0]} / {ests[0].label} ({name})",
-                  ["variant", "evaluator", "n_settings", "contrast", "macro first", "macro second", "macro shift",
-                   "mean |shift|", "sign flips"])
-    for (v, e), settings in groups.items():
-        complete = {k: g for k, g in settings.items() if not any(math.isnan(x) for x in g.values())}
-        dropped = len(settings) - len(complete)
-        if dropped:
-            s.notes.append(not_computable(f"{dropped} setting(s) of {v} / {e} lack a gap and are left out of the macro means"))
-        if not complete:
-            continue
+        s = Table(f"{name}_summary", f"Protocol contrasts per metric ({name}; study 001 Tables 5, 9, 10, 19)",
+                  [*gcol, "variant", "evaluator", "n_settings", "axis", "contrast", "macro first", "macro second",
+                   "macro shift", "mean |shift|", "sign flips"])
+    for key, settings in groups.items():
+        where = " / ".join(key)
         if is_grid:
             labels = [f"{cf}|{es.label}" for es in ests for cf in configs]
-            gs = grid_summary({k: dict(zip("ABCD", (g[lab] for lab in labels))) for k, g in complete.items()})
+            lab = dict(zip("ABCD", labels))
             defs = dict(zip("ABCD", (f"{cf} with {es.label}" for es in ests for cf in configs)))
             for x in "ABCD":
-                s.add(v, e, len(complete), f"g_{x}", f"{GRID[x]} [{defs[x]}]", gs.macro[x], math.nan, "")
-            flips = {"A-B": gs.flips_ab, "A-C": gs.flips_ac, "interaction": ""}
+                ok = _defined(settings, lab[x])
+                if ok:
+                    s.add(*key, len(ok), f"g_{x}", f"{GRID[x]} [{defs[x]}]",
+                          float(np.mean([g[lab[x]] for g in ok.values()])), math.nan, "")
             names = {"A-B": "context shift g_A - g_B", "A-C": "estimator shift g_A - g_C",
                      "interaction": "second-order g_A - g_B - g_C + g_D"}
-            for k in ("A-B", "A-C", "interaction"):
-                s.add(v, e, len(complete), k, names[k], gs.macro_shifts[k], gs.mean_abs_shifts[k], flips[k])
+            parts = {"A-B": ("AB", (1, -1)), "A-C": ("AC", (1, -1)), "interaction": ("ABCD", (1, -1, -1, 1))}
+            for k, (xs, ws) in parts.items():
+                ok = _defined(settings, *(lab[x] for x in xs))
+                if not ok:
+                    continue
+                vals = np.array([sum(w * g[lab[x]] for x, w in zip(xs, ws)) for g in ok.values()])
+                flips: Any = ""
+                if k != "interaction":
+                    flips = sign_flips([g[lab[xs[0]]] for g in ok.values()], [g[lab[xs[1]]] for g in ok.values()])
+                s.add(*key, len(ok), k, names[k], float(vals.mean()), float(np.abs(vals).mean()), flips)
         else:
-            base = f"{configs[0]}|{ests[0].label}"
-            alts = [f"{cf}|{ests[0].label}" for cf in configs[1:]] + [f"{configs[0]}|{es.label}" for es in ests[1:]]
-            first = [g[base] for g in complete.values()]
-            for alt in alts:
-                cs = contrast_summary(first, [g[alt] for g in complete.values()])
-                s.add(v, e, cs.n, f"{base} vs {alt}", cs.macro_first, cs.macro_second, cs.macro_shift, cs.mean_abs_shift,
-                      cs.flips)
-            if not alts:
-                s.notes.append("only one configuration and one estimator: no contrast to report")
-    s.notes.append("Macro means weight (model, dataset) settings equally; a sign flip is a strictly opposite sign.")
+            for axis, first, second in contrasts:
+                ok = _defined(settings, first, second)
+                if not ok:
+                    s.notes.append(not_computable(f"{first} vs {second} ({where}): no setting where both gaps are "
+                                                  "defined"))
+                    continue
+                cs = contrast_summary([g[first] for g in ok.values()], [g[second] for g in ok.values()])
+                s.add(*key, cs.n, axis, f"{first} vs {second}", cs.macro_first, cs.macro_second, cs.macro_shift,
+                      cs.mean_abs_shift, cs.flips)
+            if not contrasts:
+                s.notes.append("only one configuration and no reference= estimator: no contrast to report")
+        dropped = {lab: len(settings) - len(_defined(settings, lab)) for lab in next(iter(settings.values()), {})}
+        for lab, nd in dropped.items():
+            if nd:
+                s.notes.append(not_computable(f"{nd} setting(s) of {where} have no {lab} gap: left out of the means "
+                                              "of that gap only"))
+    s.notes.append("Macro means weight (model, dataset) settings equally, over the settings where the quantity is "
+                   "defined (n_settings); a sign flip is a strictly opposite sign.")
     return s

@@ -32,9 +32,12 @@ class Setting:
     points: dict[str, float] = field(default_factory=dict)
 
 
-def quantities(labels: list[str], is_grid: bool) -> dict[str, dict[str, float]]:
-    """Each reported quantity as a signed combination of the gaps ``labels`` (in A, B, C, D order)."""
+def quantities(labels: list[str], is_grid: bool, pairs: list[tuple[str, str]] = ()) -> dict[str, dict[str, float]]:
+    """Each reported quantity as a signed combination of the gaps ``labels`` (in A, B, C, D order);
+    ``pairs`` (first, second): the contrasts of a grid of another shape, ``first - second``."""
     out = {lab: {lab: 1.0} for lab in labels}
+    for a, b in pairs:
+        out[f"{a} - {b}"] = {a: 1.0, b: -1.0}
     if is_grid:
         a, b, c, d = labels
         out.update({"g_A - g_B": {a: 1.0, b: -1.0}, "g_A - g_C": {a: 1.0, c: -1.0},
@@ -43,10 +46,13 @@ def quantities(labels: list[str], is_grid: bool) -> dict[str, dict[str, float]]:
 
 
 def grid_intervals(settings: list[Setting], combos: list[tuple[str, object]], is_grid: bool, B: int, seed: int,
-                   level: float, explicit_resamples: bool):
-    """(per-setting rows, macro rows, notes). A row: (setting key or None, quantity, point, CI or None)."""
+                   level: float, explicit_resamples: bool, pairs: list[tuple[str, str]] = ()):
+    """(per-setting rows, macro rows, notes). A per-setting row: (setting key, quantity, point, CI or
+    None); a macro row adds the number of settings where the quantity is defined (an undefined
+    value, e.g. AUROC on a setting whose answers are all correct, leaves out that setting from that
+    quantity's macro mean only)."""
     labels = [f"{cf}|{es.label}" for cf, es in combos]
-    qs = quantities(labels, is_grid)
+    qs = quantities(labels, is_grid, list(pairs))
     ests = {es.label: es for _, es in combos}
     usable = {lab for lab, es in ests.items() if explicit_resamples or has_batch(es.fn)}
     notes = [f"{lab}: no interval (no batch form; set resamples=N on the comparison, e.g. 200 as in 001's appendix "
@@ -76,9 +82,13 @@ def grid_intervals(settings: list[Setting], combos: list[tuple[str, object]], is
                 reps_by_q[q].append(None)
     macro = []
     for q, got in reps_by_q.items():
-        if got and all(g is not None and not math.isnan(g[0]) for g in got):
-            macro.append((None, q, float(np.mean([g[0] for g in got])),
-                          macro_ci([g[0] for g in got], [g[1] for g in got], B, seed, level)))
-        else:
-            macro.append((None, q, math.nan, None))
+        points = [sum(w * s.points.get(lab, math.nan) for lab, w in qs[q].items()) for s in settings]
+        defined = [i for i, p in enumerate(points) if not math.isnan(p)]
+        if not defined:
+            macro.append((None, q, math.nan, None, 0))
+            continue
+        ci = None
+        if all(got[i] is not None for i in defined):
+            ci = macro_ci([points[i] for i in defined], [got[i][1] for i in defined], B, seed, level)
+        macro.append((None, q, float(np.mean([points[i] for i in defined])), ci, len(defined)))
     return per_setting, macro, notes

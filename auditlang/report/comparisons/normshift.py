@@ -34,7 +34,7 @@ def norm_shift(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     bins, label = ece_bins(rd, c.metric)
     B, seed, level = bootstrap_settings(rd, c.audit)
-    out = Comparison(name, "norm_shift", c.audit)
+    out = Comparison(name, "norm_shift", c.audit, shape="norm_shift")
     t = Table(name, f"ECE_token shift under label-set normalisation ({name}: {c.raw} vs {c.norm}, {label})",
               ["model", "dataset", "variant", "evaluator", "n_raw", "n_norm", "ece_raw", "ece_norm", "abs_shift"])
     shifts: dict[str, list[float]] = {}

@@ -29,6 +29,7 @@ from auditlang.metrics.bootstrap import bootstrap_ci
 from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
+from auditlang.resolve.models import group_label
 from auditlang.evaluators.string_match import normalize_answer
 
 CONTRASTS = ("gold - plaus.", "self - gold, diff. strings", "self - gold, exact match", "gold - self, initially wrong")
@@ -69,12 +70,14 @@ def contrasts_of(own, gold, plaus) -> dict[str, list[float]]:
 def provenance(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     B, seed, level = bootstrap_settings(rd, c.audit)
-    out = Comparison(name, "provenance", c.audit)
+    out = Comparison(name, "provenance", c.audit, shape="provenance")
     t = Table(name, f"Supplied-answer confidence and paired contrasts ({name}; 001 §3.3, App. H)",
               ["model", "dataset", "evaluator", "n", "self", "gold", "plaus.", "off-type", *CONTRASTS])
-    pooled: dict[tuple[str, str], dict[str, list[float]]] = {}
+    gb = list(getattr(c, "group_by", []) or [])
+    pooled: dict[tuple[str, ...], list[float]] = {}
     per_ds: dict[tuple[str, str, str], list[float]] = {}
     for m in a.models:
+        grp = (group_label(rd.spec, m, gb),) if gb else ()
         for d in a.datasets:
             for e in rd.evaluators(c.audit):
                 where = f"{m} / {d} / {e}"
@@ -94,21 +97,26 @@ def provenance(rd: RunData, name: str, c) -> Comparison:
                     per_ds.setdefault((m, e, k), []).append(v)
                 t.add(m, d, e, len(own), *means.values(), *(_mean(diffs[k]) for k in CONTRASTS))
                 for k in CONTRASTS:
-                    pooled.setdefault((k, e), []).extend(diffs[k])
+                    pooled.setdefault((*grp, k, e), []).extend(diffs[k])
     t.notes.append("Means over the rows whose verbal confidence parsed; contrasts paired by item (see the "
                    "comparison's definitions in docs/report.md). Correctness: the evaluator's label of the model's "
                    "own answer; strings compared after study 001's normalisation.")
     out.tables.append(t)
     s = Table(f"{name}_pooled", f"Paired contrasts pooled over cells, with {int(100 * level)}% bootstrap intervals "
-              f"({name}; 001 Table 14)", ["contrast", "evaluator", "n", "mean", "lo", "hi"])
-    for (k, e), vals in pooled.items():
+              f"({name}; 001 Tables 14, 15 'Pooled')", [*(["group"] if gb else []), "contrast", "evaluator", "n", "mean",
+                                                        "lo", "hi"])
+    for key, vals in pooled.items():
         if len(vals) < 2:
-            s.add(k, e, len(vals), _mean(vals), math.nan, math.nan)
-            s.notes.append(not_computable(f"{k} / {e}: fewer than two paired items, no interval"))
+            s.add(*key, len(vals), _mean(vals), math.nan, math.nan)
+            s.notes.append(not_computable(f"{' / '.join(key)}: fewer than two paired items, no interval"))
             continue
         ci = bootstrap_ci(np.mean, np.asarray(vals, dtype=float), B=B, seed=seed, level=level)
-        s.add(k, e, len(vals), float(np.mean(vals)), ci.low, ci.high)
-    s.notes.append(f"Percentile bootstrap over the pooled items, B={B}, seed={seed}.")
+        s.add(*key, len(vals), float(np.mean(vals)), ci.low, ci.high)
+    s.notes.append(f"Percentile bootstrap over the pooled items, B={B}, seed={seed}."
+                   + (f" Pooled per group of models ({', '.join(gb)}; group_by=): "
+                      + "; ".join(f"{g}: {', '.join(m for m in a.models if group_label(rd.spec, m, gb) == g)}"
+                                  for g in dict.fromkeys(group_label(rd.spec, m, gb) for m in a.models)) + "."
+                      if gb else " Pooled over every model of the audit."))
     out.tables.append(s)
     macro = Table(f"{name}_macro", f"Macro mean over datasets per model ({name}; 001 Table 15 'Macro')",
                   ["model", "evaluator", "self", "gold", "plaus.", "off-type"])
@@ -119,6 +127,6 @@ def provenance(rd: RunData, name: str, c) -> Comparison:
                 macro.add(m, e, *(float(np.nanmean(v)) if v and not all(math.isnan(x) for x in v) else math.nan
                                   for v in vals))
     out.tables.append(macro)
-    out.summary += [f"{r['contrast']} ({r['evaluator']}): {r['mean']:+.3f} over {r['n']} items" for r in s.records()
-                    if not math.isnan(r["mean"])]
+    out.summary += [f"{r['contrast']} ({r['evaluator']}{', ' + r['group'] if gb else ''}): {r['mean']:+.3f} over "
+                    f"{r['n']} items" for r in s.records() if not math.isnan(r["mean"])]
     return out

@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from auditlang.report.comparisons.common import Comparison, by_item, known
+from auditlang.metrics.bootstrap import bootstrap_ci
+from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -34,11 +35,15 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     refs = c.references()
     ref_audit = c.reference_audit or c.audit
     ref_label = refs[0] if len(refs) == 1 else f"mean of {len(refs)} variants"
-    out = Comparison(name, "evaluator_repair", c.audit)
+    out = Comparison(name, "evaluator_repair", c.audit, shape="evaluator_repair")
     t = Table(name, f"Evaluator repair ({name}): {c.base} vs {', '.join(c.repairs)} on variant {c.variant}",
               ["model", "dataset", "repair", "n_items", f"acc {c.base} @ {ref_label}", f"acc {c.base} @ {c.variant}",
                "acc repair", "gap recovery %", "correct -> wrong"])
     per_repair: dict[str, list[float]] = {r: [] for r in c.repairs}
+    B, seed, level = bootstrap_settings(rd, c.audit)
+    drop = Table(f"{name}_drop", f"Accuracy drop of {c.base} on {c.variant} against {ref_label} ({name}, study 000 "
+                 "Figure 1)", ["model", "dataset", "n_paired", f"acc {c.base} @ {ref_label}", f"acc {c.base} @ {c.variant}",
+                               "drop", "drop lo", "drop hi", "relative drop %"])
     for model in a.models:
         for ds in a.datasets:
             ref_accs, missing = [], []
@@ -57,6 +62,7 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
                 continue
             acc_ref = float(np.mean(ref_accs))
             b = by_item(base)
+            _drop_row(drop, rd, ref_audit, refs, protocol, c.base, model, ds, b, (B, seed, level))
             for rep in c.repairs:
                 r = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.variant, protocol=protocol, evaluator=rep), False)
                 if r.empty:
@@ -92,8 +98,39 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
         if not vals:
             s.notes.append(not_computable(f"mean recovery of '{rep}': no (model, dataset) with a defined recovery"))
     out.tables.append(s)
+    drop.notes.append(f"drop = mean accuracy of {c.base} over {', '.join(refs)} - its accuracy on {c.variant}, on the "
+                      f"items scored under all of them; interval: paired example-level bootstrap of those tuples "
+                      f"(000 App. E.2 'ARC-Challenge paired drop'; B={B}, seed={seed}, level {level * 100:g} %). "
+                      "relative drop % = 100 drop / reference accuracy (000 §4.1: 72-88 %).")
+    out.tables.append(drop)
+    out.data = {"drop": drop.records(), "variant": c.variant, "base": c.base, "reference": ref_label}
     out.summary += [f"{rep}: mean recovery {np.mean(v):.1f}%" for rep, v in per_repair.items() if v]
     return out
+
+
+def _drop_row(t: Table, rd: RunData, ref_audit: str, refs: list[str], protocol: str, base_ev: str, model: str, ds: str,
+              base, boot: tuple[int, int, float]) -> None:
+    """000 Figure 1's paired drop for one (model, dataset): items scored under every reference variant and
+    the base cell, resampled together."""
+    frames = [by_item(known(rd.rows(ref_audit, model=model, dataset=ds, variant=rv, protocol=protocol,
+                                    evaluator=base_ev), False)) for rv in refs]
+    items = [i for i in base.index if all(i in f.index for f in frames)]
+    if not items:
+        t.nc("no item scored under both the reference variants and the repaired variant", f"{model} / {ds}")
+        return
+    arrays = [f.loc[items, "correct"].to_numpy(dtype=float) for f in frames] + [
+        base.loc[items, "correct"].to_numpy(dtype=float)]
+
+    def stat(*z: np.ndarray) -> float:
+        return float(np.mean([x.mean() for x in z[:-1]]) - z[-1].mean())
+
+    point = stat(*arrays)
+    lo = hi = math.nan
+    if len(items) > 1:
+        ci = bootstrap_ci(stat, *arrays, B=boot[0], seed=boot[1], level=boot[2])
+        lo, hi = float(ci.low), float(ci.high)
+    ref = float(np.mean([x.mean() for x in arrays[:-1]]))
+    t.add(model, ds, len(items), ref, float(arrays[-1].mean()), point, lo, hi, 100.0 * point / ref if ref else math.nan)
 
 
 def gap_recovery(acc_reference: float, acc_base: float, acc_repair: float) -> float:

@@ -13,9 +13,12 @@ AUROC are computed per variant and averaged over the variants (macro over prompt
 
 from __future__ import annotations
 
+import itertools
 import math
+from functools import partial
 
 import numpy as np
+import pandas as pd
 
 from auditlang.plan.cross import samples_key
 from auditlang.metrics.calibration import brier
@@ -59,8 +62,8 @@ def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, floa
     protocol's scored samples under the first variant (NaN when not computable). An item
     qualifies for A-STB when its largest semantic group holds more than one answer (002 eq. 4),
     for A-SST when its answers fall into two or more groups (eqs. 5-7)."""
-    vals = {"A-STB": math.nan, "A-SST": math.nan}
-    shares = {"A-STB": math.nan, "A-SST": math.nan}
+    vals = {"A-STB": math.nan, "A-SST": math.nan, "A-SST not max": math.nan}
+    shares = {"A-STB": math.nan, "A-SST": math.nan, "A-SST not max": math.nan}
     got = _samples(rd, first, samples_key(c.samples, c.grouping)) if c.samples and not first.empty else None
     if not c.samples:
         t.nc("A-STB / A-SST: the comparison names no samples= protocol (K sampled answers per item, "
@@ -71,14 +74,16 @@ def _stability(rd: RunData, c, first, t: Table, where: str) -> tuple[float, floa
     else:
         if got[2]:
             t.nc(f"A-STB / A-SST: {got[2]} sampled answer(s) without a confidence left out", where)
-        for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST")):
+        not_max = partial(answer_sensitivity, contrast="not_max")  # 002 App. A.8, Table 8
+        for fn, label in ((answer_stability, "A-STB"), (answer_sensitivity, "A-SST"), (not_max, "A-SST not max")):
             try:
                 res = fn(got[0], got[1])
                 vals[label], shares[label] = res.value, res.coverage
             except ValueError as err:
                 shares[label] = 0.0  # no item qualifies
-                t.nc(f"{label}: {err}", where)
-    return vals["A-STB"], vals["A-SST"], shares["A-STB"], shares["A-SST"]
+                if label != "A-SST not max":  # the same items as A-SST: said once
+                    t.nc(f"{label}: {err}", where)
+    return vals["A-STB"], vals["A-SST"], shares["A-STB"], shares["A-SST"], vals["A-SST not max"]
 
 
 def _brier_auroc(frames: dict, t: Table, where: str) -> tuple[float, float]:
@@ -123,9 +128,12 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
         raise ValueError(f"protocols= needs one answer prompt, but the comparison spans variants {variants}")
     v = variants[0]
     label = _prompt_label(rd, protocols)
-    out = Comparison(name, "robustness", c.audit)
+    out = Comparison(name, "robustness", c.audit, shape="robustness")
     t = Table(name, f"Robustness (P-RB) across confidence prompts, stability (A-STB) and sensitivity (A-SST) "
               f"with Brier and AUROC ({name})", list(COLUMNS))
+    corr = Table(f"{name}_prompt_corr", f"Pearson correlation of the confidences under two confidence prompts, over the "
+                 f"items both scored ({name}; study 002 Figs 7-9)",
+                 ["model", "dataset", "evaluator", "prompt_1", "prompt_2", "n_items", "pearson r"])
     for m in a.models:
         for d in a.datasets:
             for e in rd.evaluators(c.audit):
@@ -142,15 +150,20 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
                     t.nc(f"P-RB: no records for protocol(s) {missing}", where)
                 else:
                     mat = np.array([[float(frames[p]["confidence"].get(i, math.nan)) for p in protocols] for i in items])
+                    for j, k in itertools.combinations(range(len(protocols)), 2):
+                        ok = ~np.isnan(mat[:, j]) & ~np.isnan(mat[:, k])
+                        r_jk = _pearson(mat[ok, j], mat[ok, k])
+                        corr.add(m, d, e, protocols[j], protocols[k], int(ok.sum()), r_jk)
                     try:
                         r = prompt_robustness(mat)
                         prb, prb_ex = r.value, r.n_excluded
                     except ValueError as err:
                         t.nc(f"P-RB: {err}", where)
-                stbs, ssts, stb_sh, sst_sh = [], [], [], []
+                stbs, ssts, stb_sh, sst_sh, nms = [], [], [], [], []
                 for p in frames if c.samples else []:
                     first = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
-                    stb, sst, q1, q2 = _stability(rd, c, first, t, f"{where} / {p}")
+                    stb, sst, q1, q2, nm = _stability(rd, c, first, t, f"{where} / {p}")
+                    nms.append(nm)
                     stbs.append(stb)
                     ssts.append(sst)
                     stb_sh.append(q1)
@@ -159,7 +172,7 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
                     _stability(rd, c, frames[next(iter(frames))], t, where)  # the "no samples=" note, once
                 br, au = _brier_auroc(frames, t, where)
                 t.add(m, d, label, e, len(items), prb, prb_ex, _mean_finite(stbs), _mean_finite(ssts),
-                      _mean_finite(stb_sh), _mean_finite(sst_sh), br, au)
+                      _mean_finite(stb_sh), _mean_finite(sst_sh), br, au, _mean_finite(nms))
     t.notes.append(f"Prompts: the confidence protocols {', '.join(protocols)} under the one answer prompt {v}; "
                    "P-RB over each item's confidences in the model's own answer, which every protocol of the cell "
                    "shares (002 section 5: only the confidence-elicitation prompt is perturbed for VC). Std is the "
@@ -171,13 +184,21 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
                                                             else "the evaluator's normalised answer (no grouping= judge given)") + ".")
     t.notes.append("Brier and AUROC: per protocol, averaged over the protocols (macro over prompts, 002 Table 6).")
     out.tables.append(t)
+    avg = averages(rd, name, c, t, protocols, by_protocol=True)
+    corr.notes.append("Undefined (NaN) where fewer than three items have both confidences or one is constant.")
+    out.tables += [avg, metric_correlations(name, avg), corr]
     out.summary += share_summary(t)
+    if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
+        out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
     return out
 
 
 COLUMNS = ("model", "dataset", "protocol", "evaluator", "n_items", "P-RB", "P-RB items excluded", "A-STB", "A-SST",
            "A-STB share of items qualifying", "A-SST share of items qualifying", "Brier (mean over prompts)",
-           "AUROC (mean over prompts)")
+           "AUROC (mean over prompts)", "A-SST not max")
+# 002 Table 6's rows: each a column of the per-cell table, or a calibration metric of the audit read
+# from metrics/cells.csv and averaged over the comparison's prompts (its variants, or protocols=)
+AVG_METRICS = ("P-RB", "A-STB", "A-SST", "A-SST not max", "Brier (mean over prompts)", "AUROC (mean over prompts)")
 
 
 def robustness(rd: RunData, name: str, c) -> Comparison:
@@ -185,7 +206,7 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
     if getattr(c, "protocols", None):
         return _across_protocols(rd, name, c, a)
     variants = list(c.variants) or list(a.variants)
-    out = Comparison(name, "robustness", c.audit)
+    out = Comparison(name, "robustness", c.audit, shape="robustness")
     t = Table(name, f"Robustness (P-RB), stability (A-STB) and sensitivity (A-SST) with Brier and AUROC ({name})",
               list(COLUMNS))
     if len(variants) < 2:
@@ -228,9 +249,9 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
                     elif len(variants) >= 2:
                         t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", where)
                     first = rd.rows(c.audit, model=m, dataset=d, variant=variants[0], protocol=p, evaluator=e)
-                    stb, sst, q1, q2 = _stability(rd, c, first, t, where)
+                    stb, sst, q1, q2, sst_nm = _stability(rd, c, first, t, where)
                     br, au = _brier_auroc(frames, t, where)
-                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, q1, q2, br, au)
+                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, q1, q2, br, au, sst_nm)
     if c.samples:
         t.notes.append("Share of items qualifying: A-STB averages over the items whose largest semantic group holds "
                        "more than one of the K answers (002 eq. 4), A-SST over the items with two or more groups "
@@ -245,7 +266,11 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
         t.notes.append("P-RB: each prompt scores its own generated answer (answer=own).")
     t.notes.append(f"Prompts: {', '.join(variants)}. Std is the population standard deviation (002 eqs. 3-4).")
     out.tables.append(t)
+    avg = averages(rd, name, c, t, variants)
+    out.tables += [avg, metric_correlations(name, avg)]
     out.summary += share_summary(t)
+    if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
+        out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
     return out
 
 
@@ -262,3 +287,83 @@ def share_summary(t: Table) -> list[str]:
             out.append(f"{metric}: not computable: no row has scored samples, so no item qualifies")
     return out
 
+
+
+def _cell_calibration(rd: RunData, c, t: Table, prompts: list[str], by_protocol: bool) -> dict[tuple, dict[str, float]]:
+    """(model, dataset, protocol, evaluator) -> {calibration metric: mean over the prompts} from
+    metrics/cells.csv: the audit's ECE-family metrics (002 Table 6's ECE and smECE rows)."""
+    cells = rd.cells
+    if cells is None or cells.empty:
+        return {}
+    cols = [col for col in cells.columns if ("ece" in col.lower()) and not col.endswith((" lo", " hi"))]
+    cells = cells[cells["audit"] == c.audit]
+    out: dict[tuple, dict[str, float]] = {}
+    for r in t.records():
+        if by_protocol:
+            sel = cells[(cells.model == r["model"]) & (cells.dataset == r["dataset"]) & (cells.evaluator == r["evaluator"])
+                        & cells.protocol.isin(prompts)]
+        else:
+            sel = cells[(cells.model == r["model"]) & (cells.dataset == r["dataset"]) & (cells.evaluator == r["evaluator"])
+                        & (cells.protocol == r["protocol"]) & cells.variant.isin(prompts)]
+        out[(r["model"], r["dataset"], r["protocol"], r["evaluator"])] = {
+            f"{col} (mean over prompts)": float(pd.to_numeric(sel[col], errors="coerce").mean()) for col in cols}
+    return out
+
+
+def averages(rd: RunData, name: str, c, t: Table, prompts: list[str], by_protocol: bool = False) -> Table:
+    """002 Table 6: per confidence method and metric, each model's mean over the datasets and the
+    average over the models (AVG); undefined values (NaN) are left out of a mean, which counts the
+    datasets / models it averages (n)."""
+    recs = t.records()
+    models = list(dict.fromkeys(r["model"] for r in recs))
+    calib = _cell_calibration(rd, c, t, prompts, by_protocol)
+    extra = list(dict.fromkeys(k for v in calib.values() for k in v))
+    a = Table(f"{name}_avg", f"Per method and metric: each model's mean over the datasets and the average over the "
+              f"models ({name}; study 002 Table 6)", ["protocol", "evaluator", "metric", *models, "AVG", "n_models"])
+    for p in dict.fromkeys(r["protocol"] for r in recs):
+        for e in dict.fromkeys(r["evaluator"] for r in recs):
+            rows = [r for r in recs if r["protocol"] == p and r["evaluator"] == e]
+            if not rows:
+                continue
+            for metric in (*AVG_METRICS, *extra):
+                per_model = []
+                for m in models:
+                    vals = [calib.get((m, r["dataset"], p, e), {}).get(metric, math.nan) if metric in extra
+                            else r.get(metric) for r in rows if r["model"] == m]
+                    per_model.append(_mean_finite([float(v) for v in vals if v is not None]))
+                if all(math.isnan(v) for v in per_model):
+                    continue
+                a.add(p, e, metric, *per_model, _mean_finite(per_model), sum(not math.isnan(v) for v in per_model))
+    a.notes.append("A model's value is the mean over its datasets of the per-cell values above (NaN left out); AVG is "
+                   "the equal-weight mean over the models (002 Table 6 'AVG'). 'A-SST not max' compares Y^max with "
+                   "every answer outside it (002 App. A.8, Table 8); calibration metrics are the cells' values "
+                   "(metrics/cells.csv) averaged over the prompts.")
+    return a
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def metric_correlations(name: str, avg: Table) -> Table:
+    """002 Fig 4: the Pearson correlation of every two metrics over the (method, model) values of
+    ``avg`` (each model's mean over the datasets), per evaluator."""
+    t = Table(f"{name}_metric_corr", f"Pearson correlation of two metrics over the (method, model) points ({name}; "
+              "study 002 Fig 4)", ["evaluator", "metric_1", "metric_2", "n_points", "pearson r"])
+    recs = avg.records()
+    models = [col for col in avg.columns if col not in ("protocol", "evaluator", "metric", "AVG", "n_models")]
+    for e in dict.fromkeys(r["evaluator"] for r in recs):
+        vals: dict[str, dict[tuple[str, str], float]] = {}
+        for r in recs:
+            if r["evaluator"] == e:
+                vals.setdefault(r["metric"], {}).update({(r["protocol"], m): float(r[m]) for m in models})
+        for m1, m2 in itertools.combinations(list(vals), 2):
+            keys = [k for k in vals[m1] if k in vals[m2] and not math.isnan(vals[m1][k]) and not math.isnan(vals[m2][k])]
+            x = np.array([vals[m1][k] for k in keys])
+            y = np.array([vals[m2][k] for k in keys])
+            t.add(e, m1, m2, len(keys), _pearson(x, y))
+    t.notes.append("Points: one per method (protocol) and model, its mean over the datasets; NaN with fewer than "
+                   "three points or a constant metric.")
+    return t

@@ -98,7 +98,7 @@ def _variants(rd: RunData, c) -> list[str]:
 def spread(rd: RunData, name: str, c) -> Comparison:
     variants = _variants(rd, c)
     metric = metric_choice(rd, c.metric, ACCURACY)
-    out = Comparison(name, "spread", c.audit)
+    out = Comparison(name, "spread", c.audit, shape="spread")
     t = Table(f"{name}", f"Prompt-perturbation spread ({name}): max - min {metric.label} over {', '.join(variants)}",
               ["model", "dataset", "evaluator", "protocol", "n_items", *variants, "spread", "spread lo", "spread hi",
                "max variant", "min variant"])
@@ -126,7 +126,7 @@ def spread(rd: RunData, name: str, c) -> Comparison:
 
 def size_spread(rd: RunData, name: str, c) -> Comparison:
     base = spread(rd, name + "_spreads", c)
-    out = Comparison(name, "size_spread", c.audit, tables=list(base.tables), data=dict(base.data))
+    out = Comparison(name, "size_spread", c.audit, shape="size_spread", tables=list(base.tables), data=dict(base.data))
     method = c.method
     t = Table(name, f"Model size vs spread ({name}, {method} correlation per dataset)",
               ["dataset", "evaluator", "protocol", "method", "n_models", "r", "p_value", "sizes (B)", "spreads"])
