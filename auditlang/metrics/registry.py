@@ -47,6 +47,20 @@ class MetricSpec:
     doc: str = ""
     level: str = CELL
     shown_by: str | None = None  # the comparison that computes a metric of another level
+    family: str | None = None  # what it measures: "calibration" for a calibration-error estimator
+    words: str | Callable[[dict[str, Any]], str] | None = None  # how a methods sentence names it
+
+    def prose(self, params: Mapping[str, Any]) -> str:
+        """The metric as a methods sentence names it, with its parameters: ``words`` (a callable
+        takes the parameters and pops those it states), then the parameters it left, in
+        parentheses; the metric's name with spaces when it declares no words."""
+        p = {k: v for k, v in params.items() if k != "missing"}
+        if callable(self.words):
+            base = self.words(p)
+        else:
+            base = self.words or self.name.replace("_", " ")
+        rest = [f"{k} {v}" for k, v in p.items() if v is not None]
+        return base + (f" ({', '.join(rest)})" if rest else "")
 
     @property
     def fn(self) -> Callable[..., Any]:
@@ -61,7 +75,8 @@ class MetricSpec:
 def _spec(entry: Entry) -> MetricSpec:
     inputs = entry.meta.get("inputs", "conf+correct")
     level = entry.meta.get("level") or (CELL if inputs in CELL_INPUTS else f"not a cell ({inputs})")
-    return MetricSpec(entry.name, entry.impl, entry.schema or NoParams, inputs, entry.doc, level, entry.meta.get("shown_by"))
+    return MetricSpec(entry.name, entry.impl, entry.schema or NoParams, inputs, entry.doc, level, entry.meta.get("shown_by"),
+                      entry.meta.get("family"), entry.meta.get("words"))
 
 
 METRICS: Mapping[str, MetricSpec] = REGISTRY.view("metric", _spec)
@@ -69,17 +84,21 @@ METRICS: Mapping[str, MetricSpec] = REGISTRY.view("metric", _spec)
 
 def register(name: str, fn: Callable[..., Any] | str, params: type[Obj] | None = None,
              inputs: str = "conf+correct", doc: str = "", replace: bool = False, level: str | None = None,
-             shown_by: str | None = None) -> MetricSpec:
+             shown_by: str | None = None, family: str | None = None,
+             words: str | Callable[[dict[str, Any]], str] | None = None) -> MetricSpec:
     """Add a metric under its spec-level ``name``: ``fn`` (or its ``"module:attr"``), ``params`` its
     ``Params`` model (an ``Obj`` subclass; none: no parameters). ``inputs`` says what it consumes
     (``"conf+correct"``, ``"correct"``, ``"verbal"`` or free text for study-specific metrics).
     ``level`` is where it is computed: ``"cell"`` (the default for ``conf+correct``, ``correct`` and
     ``verbal`` inputs: a column of cells.csv) or another level (``"pair of models"``, ...) computed
-    by the comparison ``shown_by``. A taken name raises unless ``replace=True``."""
+    by the comparison ``shown_by``. ``family="calibration"`` marks a calibration-error estimator (the
+    checklist's calibration item, study 001's estimator axis); ``words`` is how the methods text names
+    it (a string, or a callable of the parameters that pops those it states). A taken name raises
+    unless ``replace=True``."""
     if params is not None and not (isinstance(params, type) and issubclass(params, Obj)):
         raise ValueError(f"register: the parameters of metric {name!r} are an Obj subclass (its Params model)")
     return _spec(REGISTRY.register("metric", name, impl=fn, schema=params or NoParams, doc=doc, replace=replace,
-                                   inputs=inputs, level=level, shown_by=shown_by))
+                                   inputs=inputs, level=level, shown_by=shown_by, family=family, words=words))
 
 
 _TYPES = {"int_type": "int", "float_type": "float", "bool_type": "bool", "string_type": "str"}
@@ -196,28 +215,54 @@ class EceGapParams(EqualWidthBinsParams):
 
 # ------------------------------------------------------------------ the built-in metrics
 
+def _binned(base: str) -> Callable[[dict[str, Any]], str]:
+    def words(p: dict[str, Any]) -> str:
+        bins, binning = p.pop("bins", 10), p.pop("binning", "equal_width")
+        return f"{base} with {bins} {'equal-mass' if binning == 'equal_mass' else 'equal-width'} bins"
+    return words
+
+
+def _smooth_ece(p: dict[str, Any]) -> str:
+    return "smooth ECE" + (f" with bandwidth {p.pop('sigma')}" if p.get("sigma") is not None else "")
+
+
+def _nll(p: dict[str, Any]) -> str:
+    return "negative log-likelihood of correctness" + (f" (probabilities clipped at {p.pop('eps')})" if "eps" in p else "")
+
+
+def _selective(p: dict[str, Any]) -> str:
+    return f"selective accuracy at {float(p.pop('coverage')):.0%} coverage" if "coverage" in p else "selective accuracy"
+
+
 _M = "auditlang.metrics."
-register("accuracy", _M + "calibration:accuracy", inputs="correct",
+_CAL = "calibration"
+register("accuracy", _M + "calibration:accuracy", inputs="correct", words="accuracy",
          doc="Fraction correct: ``mean(z_i)``. 0/1 (or boolean) input; NaN is rejected.")
-for _name, _mod, _params, _doc in (
-    ("ece", "calibration", BinnedParams, "Binned expected calibration error (Naeini et al. 2015; Guo et al. 2017)."),
-    ("mce", "calibration", BinnedParams,
+for _name, _mod, _params, _family, _words, _doc in (
+    ("ece", "calibration", BinnedParams, _CAL, _binned("expected calibration error (ECE)"),
+     "Binned expected calibration error (Naeini et al. 2015; Guo et al. 2017)."),
+    ("mce", "calibration", BinnedParams, _CAL, _binned("maximum calibration error"),
      "Maximum calibration error ``max_b |acc(S_b) - conf(S_b)|`` over non-empty bins (Naeini et al. 2015)."),
-    ("smooth_ece", "kernel_ece", SmoothEceParams, "Smooth ECE (Błasiok & Nakkiran 2024, ICLR, arXiv:2309.12236; study 001 §3.1)."),
-    ("kde_ece", "kernel_ece", MissingParams,
+    ("smooth_ece", "kernel_ece", SmoothEceParams, _CAL, _smooth_ece,
+     "Smooth ECE (Błasiok & Nakkiran 2024, ICLR, arXiv:2309.12236; study 001 §3.1)."),
+    ("kde_ece", "kernel_ece", MissingParams, _CAL, "KDE-based ECE",
      'KDE-based ECE of Zhang, Kailkhura & Han (2020, "Mix-n-Match", ICML; study 001 §3.1).'),
-    ("ks_ce", "calibration", MissingParams, 'Kolmogorov–Smirnov calibration error (Gupta & Ramdas 2021, "KS-Cal"; study 001 §3.1).'),
-    ("binfree_ece", "calibration", MissingParams,
+    ("ks_ce", "calibration", MissingParams, _CAL, "Kolmogorov-Smirnov calibration error",
+     'Kolmogorov–Smirnov calibration error (Gupta & Ramdas 2021, "KS-Cal"; study 001 §3.1).'),
+    ("binfree_ece", "calibration", MissingParams, _CAL, "the bin-free ECE estimator of study 001",
      'The bin-free estimator mean of study 001 (§3.1 "Calibration estimator", configuration C).'),
-    ("brier", "calibration", MissingParams, "Brier score ``BS = (1/N) sum_i (c_i - z_i)^2`` (study 003 §2; study 001 App. L)."),
-    ("nll", "calibration", NllParams, "Clipped negative log-likelihood of correctness (study 001 App. L, ``eps = 1e-6``)."),
-    ("auroc", "discrimination", MissingParams,
+    ("brier", "calibration", MissingParams, "scoring rule", "Brier score",
+     "Brier score ``BS = (1/N) sum_i (c_i - z_i)^2`` (study 003 §2; study 001 App. L)."),
+    ("nll", "calibration", NllParams, "scoring rule", _nll,
+     "Clipped negative log-likelihood of correctness (study 001 App. L, ``eps = 1e-6``)."),
+    ("auroc", "discrimination", MissingParams, "discrimination", "AUROC of confidence for predicting correctness",
      "Area under the ROC curve for predicting correctness from confidence (study 001 App. L)."),
-    ("aurc", "selective", MissingParams, "Area under the risk–coverage curve (Geifman & El-Yaniv 2017; study 001 App. L)."),
-    ("selective_accuracy", "selective", SelectiveAccuracyParams,
+    ("aurc", "selective", MissingParams, "selective prediction", "area under the risk-coverage curve",
+     "Area under the risk–coverage curve (Geifman & El-Yaniv 2017; study 001 App. L)."),
+    ("selective_accuracy", "selective", SelectiveAccuracyParams, "selective prediction", _selective,
      "Accuracy on the ``k = ceil(coverage * N)`` most confident answers (``k >= 1``)."),
 ):
-    register(_name, f"{_M}{_mod}:{_name}", _params, doc=_doc)
+    register(_name, f"{_M}{_mod}:{_name}", _params, doc=_doc, family=_family, words=_words)
 
 _PAIR = "conf_a+correct_a+conf_b+correct_b"
 _CANDIDATES = "candidate_conf_a+candidate_conf_b+candidate_correct"
@@ -280,7 +325,7 @@ register("topk_label_coverage", _M + "token:label_coverage", LabelCoverageParams
          doc="share of examples whose top-k window holds every valid label (000 App. C.3)",
          level="set of top-k windows", shown_by="norm_shift")
 
-register("vpr", _M + "verbal:verbal_parse_rate", inputs="verbal",
+register("vpr", _M + "verbal:verbal_parse_rate", inputs="verbal", words="verbal parse rate",
          doc="verbal parse rate: share of rows whose verbal confidence parsed (000 App. D.1)")
 register("overconf_vs_acc", _M + "verbal:overconf_vs_acc", inputs="verbal+correct",
          doc="mean verbal confidence minus accuracy on parsed rows (000 §4.2)",

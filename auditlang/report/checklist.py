@@ -26,7 +26,7 @@ from auditlang.core.registry import REGISTRY
 from auditlang.report import describe as D
 from auditlang.report.comparisons import Comparison, vpr_summary
 from auditlang.report.comparisons.verbal import verbal_protocols
-from auditlang.report.comparisons.common import CALIBRATION_METRICS
+from auditlang.report.comparisons.common import is_calibration
 from auditlang.report import runfacts as R
 from auditlang.report import facts as F
 from auditlang.report.latex import VERBATIM, breakable, verbatim_safe
@@ -638,7 +638,7 @@ def _ece(rd: RunData, aid: str) -> Entry:
 
     e = Entry("ece")
     refs, declared = _metric_refs(rd, aid)
-    cal = [r for r in refs if r.name in CALIBRATION_METRICS]
+    cal = [r for r in refs if is_calibration(r.name)]
     for r in cal:
         full = validate_params(r.name, dict(r.params))
         shown = ", ".join(f"{k}={v}" for k, v in full.items() if k != "missing")

@@ -20,6 +20,7 @@ from auditlang.report.latex import IDENT_DEF, VERBATIM, breakable, verbatim_safe
 from auditlang.report import runfacts as R
 from auditlang.report import facts as F
 from auditlang.core.registry import REGISTRY
+from auditlang.metrics.registry import METRICS
 from auditlang.report.paths import data_source
 from auditlang.report.rundata import DEFAULT_EVALUATOR, RECORDS, RunData
 from auditlang.score.cellmetrics import audit_bootstrap
@@ -142,31 +143,14 @@ def model_text(rd: RunData, mid: str) -> str:
     return f"{path} (no revision recorded" + (f"; weights sha256 {sha[:12]}" if sha else "") + ")"
 
 
-_METRIC_WORDS = {
-    "accuracy": "accuracy", "smooth_ece": "smooth ECE", "kde_ece": "KDE-based ECE",
-    "ks_ce": "Kolmogorov-Smirnov calibration error", "binfree_ece": "the bin-free ECE estimator of study 001",
-    "brier": "Brier score", "nll": "negative log-likelihood of correctness",
-    "auroc": "AUROC of confidence for predicting correctness", "aurc": "area under the risk-coverage curve",
-    "vpr": "verbal parse rate", "mce": "maximum calibration error", "ece": "expected calibration error (ECE)",
-}
-
-
 def metric_prose(ref) -> str:
     """A metric as a methods section names it: 'expected calibration error (ECE) with 10
-    equal-width bins', not its spec label ``ece(binning=equal_width, bins=10)``."""
-    p = {k: v for k, v in ref.params if k != "missing"}
-    base = _METRIC_WORDS.get(ref.name, ref.label if not p else ref.name.replace("_", " "))
-    if ref.name in ("ece", "mce"):
-        bins, binning = p.pop("bins", 10), p.pop("binning", "equal_width")
-        base += f" with {bins} {'equal-mass' if binning == 'equal_mass' else 'equal-width'} bins"
-    elif ref.name == "selective_accuracy" and "coverage" in p:
-        base = f"selective accuracy at {float(p.pop('coverage')):.0%} coverage"
-    elif ref.name == "smooth_ece" and p.get("sigma") is not None:
-        base += f" with bandwidth {p.pop('sigma')}"
-    elif ref.name == "nll" and "eps" in p:
-        base += f" (probabilities clipped at {p.pop('eps')})"
-    rest = [f"{k} {v}" for k, v in p.items() if v is not None]
-    return base + (f" ({', '.join(rest)})" if rest else "")
+    equal-width bins', not its spec label ``ece(binning=equal_width, bins=10)``: the words the
+    metric declares (metrics/registry.py), else its label."""
+    spec, p = METRICS.get(ref.name), dict(ref.params)
+    if spec is None or (spec.words is None and not [k for k in p if k != "missing"]):
+        return ref.label
+    return spec.prose(p)
 
 
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)

@@ -15,7 +15,10 @@ from auditlang.resolve.spec import MetricRef
 from auditlang.metrics.registry import METRICS, validate_params
 from auditlang.score.cellmetrics import audit_bootstrap
 
-CALIBRATION_METRICS = ("ece", "mce", "smooth_ece", "kde_ece", "ks_ce", "binfree_ece")
+
+def is_calibration(name: str) -> bool:
+    """Whether the metric declares itself a calibration-error estimator (``family``, metrics/registry.py)."""
+    return name in METRICS and METRICS[name].family == "calibration"
 
 
 @dataclass

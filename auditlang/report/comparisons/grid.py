@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from auditlang.metrics.protocol import GRID, contrast_summary, sign_flips
-from auditlang.report.comparisons.common import CALIBRATION_METRICS, ECE10, Comparison, MetricChoice, bootstrap_settings, known, metric_choice
+from auditlang.report.comparisons.common import ECE10, Comparison, MetricChoice, bootstrap_settings, is_calibration, known, metric_choice
 from auditlang.report.comparisons.grid_intervals import Setting, grid_intervals
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
@@ -62,7 +62,7 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     # (10-bin vs. bin-free) exists only for ECE"); two scoring rules such as Brier and AUROC get
     # each its own prefix shift instead
     is_grid = (len(configs) == 2 and len(ests) == 2 and ref is None
-               and all(es.name in CALIBRATION_METRICS for es in ests))
+               and all(is_calibration(es.name) for es in ests))
     combos = [(cf, es) for es in ests for cf in configs]
     gcols = [f"g[{cf} | {es.label}]" for cf, es in combos]
     extra = ["g_A", "g_B", "g_C", "g_D", "A-B", "A-C", "interaction"] if is_grid else []
