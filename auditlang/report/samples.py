@@ -143,7 +143,7 @@ def _journal_views(run_dir: Path, by_model: dict[str, set[str]], fps: dict[str, 
         want: dict[str, list[str]] = {}
         for mid, ids in by_model.items():
             own = fps.get(mid)
-            for rid in ids:
+            for rid in sorted(ids):  # a set: sorted, so the data file's bytes do not depend on hash seeds
                 fp_map = stored.get(rid, {})
                 fp = own if own in fp_map or not fp_map else next(iter(fp_map))
                 if fp is not None and rid not in requests:
