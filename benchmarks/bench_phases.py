@@ -56,7 +56,15 @@ PHASES: list[tuple[str, str]] = [
     ("score: records", "auditlang.score.stage:score_cells"),
     ("score: records in workers", "auditlang.score.stage:score_parallel"),
     ("score: cell metrics", "auditlang.score.cellmetrics:cell_table"),
+    ("load run", "auditlang.api:load_run"),
     ("report", "auditlang.report:build_report"),
+    ("report: run data", "auditlang.report.rundata:load_run"),
+    ("report: comparisons", "auditlang.report.comparisons:compute_all"),
+    ("report: checklist", "auditlang.report.checklist:build_checklist"),
+    ("report: disclosure", "auditlang.report.disclosure:disclosure_tables"),
+    ("report: LaTeX tables", "auditlang.report.textables:fragment"),
+    ("report: samples", "auditlang.report.samples:write_samples"),
+    ("report: html", "auditlang.report.html:render_html"),
     ("figures", "auditlang.report.figures:all_figures"),
 ]
 

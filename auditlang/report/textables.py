@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Callable
 
 import pandas as pd
@@ -88,7 +88,14 @@ def _lines(c: Any) -> tuple:
 
 def _text_pt(x: Any) -> float:
     """Estimated \\footnotesize width of a cell line."""
-    return sum(GLYPH_PT.get(ch, CHAR_PT) for ch in _plain(x))
+    return _str_pt(_plain(x))
+
+
+@lru_cache(maxsize=65536)
+def _str_pt(s: str) -> float:
+    """:func:`_text_pt` of a plain string, remembered: fitting a long table into page parts
+    measures the same cells again for every candidate part (most of the LaTeX tables' time)."""
+    return sum(GLYPH_PT.get(ch, CHAR_PT) for ch in s)
 
 
 def _plain(x: Any) -> str:
@@ -98,9 +105,15 @@ def _plain(x: Any) -> str:
 def _wrapped_lines(x: Any, width: float) -> int:
     """Lines a ragged-right paragraph ``x`` takes at ``width`` pt: its words, and the parts of an
     identifier (which breaks after . _ / -), filled greedily, widths a little over-estimated."""
+    return _str_lines(_plain(x), width)
+
+
+@lru_cache(maxsize=65536)
+def _str_lines(text: str, width: float) -> int:
+    """:func:`_wrapped_lines` of a plain string, remembered (see :func:`_str_pt`)."""
     width *= 0.95
     n, cur = 1, 0.0
-    for word in _plain(x).split():
+    for word in text.split():
         for k, piece in enumerate(_pieces(word)):
             w = _text_pt(piece)
             gap = GLYPH_PT[" "] if k == 0 and cur else 0.0
@@ -113,9 +126,10 @@ def _wrapped_lines(x: Any, width: float) -> int:
     return n
 
 
-def _pieces(word: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _pieces(word: str) -> tuple[str, ...]:
     """A word's parts between the places a line may break: after . _ / - (identifiers, \\auditid)."""
-    return re.split(r"(?<=[._/-])(?=.)", word)
+    return tuple(re.split(r"(?<=[._/-])(?=.)", word))
 
 
 def _caption(caption: Any, more: str) -> Any:
@@ -141,16 +155,22 @@ class TexTable:
     # notes of a part given the keys of its rows (a part of the cells tables explains its own marks);
     # None: ``notes`` under the last part only
     part_notes: Callable[[list[str]], list[str]] | None = field(default=None, repr=False, compare=False)
+    # column widths measured so far (column_pt, piece_pt), forgotten when a row is added: the fitting
+    # of row_parts and column_parts measures each candidate part's columns several times
+    _widths: dict[tuple[str, int], float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, cells: list[Any], key: str) -> None:
         if len(cells) != len(self.header):
             raise ValueError(f"table {self.name}: {len(cells)} cells for {len(self.header)} columns")
         self.rows.append(cells)
         self.keys.append(key)
+        self._widths.clear()
 
     def column_pt(self, j: int) -> float:
         """Estimated natural width of column ``j`` (its widest line, header included) with its padding."""
-        return max(_text_pt(x) for x in self._column_lines(j)) + SEP_PT
+        if (got := self._widths.get(("column", j))) is None:
+            got = self._widths["column", j] = max(_text_pt(x) for x in self._column_lines(j)) + SEP_PT
+        return got
 
     def _column_lines(self, j: int) -> list[Any]:
         """Every line of column ``j``, its header's first."""
@@ -162,8 +182,11 @@ class TexTable:
     def piece_pt(self, j: int) -> float:
         """Estimated width of the widest part of column ``j`` no line break can split (a word, or an
         identifier's part between its break points . _ / -), with its padding."""
-        return max((_text_pt(piece) for x in self._column_lines(j) for word in _plain(x).split() for piece in _pieces(word)),
-                   default=0.0) + SEP_PT
+        if (got := self._widths.get(("piece", j))) is None:
+            got = self._widths["piece", j] = max(
+                (_text_pt(piece) for x in self._column_lines(j) for word in _plain(x).split() for piece in _pieces(word)),
+                default=0.0) + SEP_PT
+        return got
 
     def min_width_pt(self) -> float:
         """The narrowest it can be set: numbers at their width, text columns wrapped (``tabularx``)

@@ -27,6 +27,7 @@ __all__ = [
     "request_to_json",
     "result_from_json",
     "result_dict",
+    "result_json_texts",
     "result_payload_equal",
     "result_to_json",
 ]
@@ -102,6 +103,32 @@ def result_from_json(text: str) -> Result:
     """A stored result: ``Result.from_dict`` of the decoded JSON, which this result owns (its
     token windows are not copied again)."""
     return Result.from_dict(json.loads(text), owned=True)
+
+
+_TOKENS, _TOKENS_END = ',"tokens":[', '],"finish_reason":'
+
+
+def result_json_texts(text: str) -> dict[str, Any]:
+    """A stored result's JSON decoded with each sample's ``tokens`` list left empty: for a reader
+    that shows the sampled texts only (the sample browser), as the per-token windows are most of a
+    generation's JSON and of its decoding time. The cut follows :func:`result_dict`'s compact layout
+    (a sample is ``{"text":..,"tokens":[..],"finish_reason":..}``; no token holds a list, and
+    ``,"tokens":[`` cannot occur inside a JSON string); text of any other shape is decoded whole."""
+    if _TOKENS not in text:
+        return json.loads(text)
+    parts, pos = [], 0
+    while (i := text.find(_TOKENS, pos)) >= 0:
+        j = text.find(_TOKENS_END, i)
+        cut = text[i + len(_TOKENS):j]
+        if j < 0 or _TOKENS in cut or '"meta":{' in cut:  # not a sample's tokens as result_dict writes them
+            return json.loads(text)
+        parts.append(text[pos:i + len(_TOKENS)])
+        pos = j
+    parts.append(text[pos:])
+    try:
+        return json.loads("".join(parts))
+    except ValueError:
+        return json.loads(text)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -396,6 +396,14 @@ class Journal:
                 self._remember(rid, fp_hash, res)
         return out
 
+    def result_texts(self, request_ids: Iterable[str], fp_hash: str) -> Iterator[tuple[str, str]]:
+        """``(request id, stored result JSON)`` of the given ids (absent ids left out), undecoded and
+        not remembered: for a reader that needs a few fields of many results (`auditc view`)."""
+        for chunk in _chunks(list(dict.fromkeys(request_ids))):
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT request_id, result FROM results WHERE fp_hash = ? AND request_id IN ({marks})"
+            yield from self._db.execute(q, (fp_hash, *chunk))
+
     def stored_requests(self, request_ids: Iterable[str]) -> dict[str, dict[str, dict[str, Any]]]:
         """Request id -> fp_hash -> ``Request.to_dict()`` as recorded before it ran, under every
         engine fingerprint that ran it: what was sent (`auditc view`)."""

@@ -115,6 +115,8 @@ def test_view_writes_every_record_with_its_prompts_and_followups(viewed: Path) -
     failed = [r for r in data["rows"] if r[F["status"]] == "error"]
     assert {r[F["item_id"]] for r in failed} == {"q5"} and all("simulated engine failure" in r[F["error"]] for r in failed)
     assert any(not r[F["confidence_parsed"]] for r in by_protocol["s000.verbal_decimal"])  # "quite sure"
+    # keyed in id order: the file's bytes do not depend on the process's hash seed (they were set order)
+    assert list(data["requests"]) == sorted(data["requests"]) and list(data["results"]) == sorted(data["results"])
     text = (viewed / "report" / "samples.data.js").read_text(encoding="utf-8")
     assert "<" not in text  # markup in model output cannot close or open an element
     assert MARKUP in json.dumps(data, ensure_ascii=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sqlite3
 import subprocess
@@ -14,7 +15,7 @@ from store_fake_engine import arc_requests, dump_results, hash_result
 
 from auditlang.core.requests import Request, Result, Sample, TokenLogprob
 from auditlang.store import Journal, JournalError, fingerprint_hash
-from auditlang.store.codec import result_dict
+from auditlang.store.codec import dumps, result_dict, result_json_texts
 
 FP = {"engine": "hash", "version": "1", "path": "sha256"}
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
@@ -54,6 +55,33 @@ def test_round_trip_preserves_every_result_field(journal: Journal) -> None:
 def test_fast_result_encoder_matches_the_contract_to_dict() -> None:
     for r in _every_field_results():
         assert result_dict(r) == r.to_dict()
+
+
+def _without_tokens(d: dict) -> dict:
+    return {**d, "samples": [{**s, "tokens": []} for s in d["samples"]]} if d.get("samples") is not None else d
+
+
+def test_result_json_texts_cuts_the_token_lists_and_nothing_else(journal: Journal) -> None:
+    """The sample browser's reader: every field but a sample's tokens as stored, from the journal's
+    raw rows; text of another shape (a tokens list in meta, a sample without finish_reason, a token
+    text that looks like the layout) is decoded whole or cut only where the layout is the codec's."""
+    tricky = TokenLogprob('],"finish_reason":"x",', 7, -1.0, {',"tokens":[': -2.0, "finish_reason": -3.0, "meta": -4.0})
+    results = _every_field_results() + [
+        Result("r_tricky", "generate", samples=[Sample('say ,"tokens":[ and ],"finish_reason":', [tricky], "stop")] * 2,
+               meta={"tokens": [[1, 2], [3]], "finish_reason": "meta"}),
+    ]
+    fp = journal.register_engine(FP, "m")
+    journal.put_results(results, fp)
+    rows = dict(journal.result_texts([r.request_id for r in results] + ["absent"], fp))
+    assert set(rows) == {r.request_id for r in results}
+    for r in results:
+        got = result_json_texts(rows[r.request_id])
+        assert got == _without_tokens(result_dict(r)), r.request_id
+    no_finish = '{"request_id":"x","kind":"generate","samples":[{"text":"a","tokens":[{"token":"a"}]},' \
+                '{"text":"b","tokens":[],"finish_reason":"stop"}],"meta":{}}'
+    assert result_json_texts(no_finish) == json.loads(no_finish)  # decoded whole: no sample lost
+    spaced = dumps(result_dict(results[0])).replace(',"tokens":[', ', "tokens": [')
+    assert result_json_texts(spaced) == json.loads(spaced)  # another layout: not cut
 
 
 def test_round_trip_of_engine_results_from_real_prompts(journal: Journal) -> None:
