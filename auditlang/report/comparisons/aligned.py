@@ -29,7 +29,7 @@ from auditlang.metrics.aligned import (
 )
 from auditlang.metrics.registry import validate_params
 from auditlang.score.cellmetrics import audit_metrics
-from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, ece_bins, known
+from auditlang.report.comparisons.common import CellGroup, Comparison, bootstrap_settings, by_item, cell_groups, ece_bins, known
 from auditlang.report.comparisons.reversals import Case, pooled_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
@@ -173,32 +173,17 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
         pairs = [tuple(p) for p in c.pairs] or list(itertools.combinations(a.models, 2))
         for m1, m2 in pairs:
             ptype = pair_type(rd, m1, m2)
-            for d in a.datasets:
-                for v in a.variants:
-                    for p in a.protocols:
-                        for e in rd.evaluators(aid):
-                            case = _case(rd, aid, (m1, m2, d, v, p, e), bins, ece_col, views, long, (B, seed, level))
-                            if case is None:
-                                continue
-                            vals, items, acc1, acc2, shared = case
-                            n_ia, n_d = _retained(rd, aid, m1, m2, d, v, p, e)
-                            pc = Case(aid, m1, m2, ptype, d, v, p, e, acc1, acc2, n_ia, n_d, shared=shared)
-                            pats: dict[str, str] = {}
-                            for metric, vv in vals.items():
-                                raw_diff = vv["raw"][0] - vv["raw"][1]
-                                pc.diffs[metric] = {k: x[0] - x[1] for k, x in vv.items()}
-                                for k, x in vv.items():
-                                    if k != "raw":
-                                        view_rev.setdefault((metric, k), []).append(is_reversal(raw_diff, x[0] - x[1]))
-                                pat = reversal_pattern(raw_diff, {k: x for k, x in pc.diffs[metric].items() if k != "raw"})
-                                pats[metric] = "+".join(sorted(pat)) or "none"
-                                missing = [w for w in views if w not in vv]
-                                if missing:  # a view that could not be computed neither agrees nor reverses
-                                    pats[metric] += f" ({'/'.join(missing)} not computed)"
-                                patterns[metric][pats[metric]] += 1
-                            pooled.append(pc)
-                            cases.add(aid, m1, m2, ptype, d, v, p, e, items, acc1, acc2, acc1 - acc2, n_ia, n_d,
-                                      n_ia / n_d if n_d else math.nan, pats["ECE"], pats["Brier"])
+            for g in cell_groups(rd, aid, by=("dataset", "variant", "protocol", "evaluator"), over={"model": (m1, m2)}):
+                case = _case(rd, aid, (m1, m2), g, bins, ece_col, views, long, (B, seed, level))
+                if case is None:
+                    continue
+                vals, items, acc1, acc2, shared = case
+                n_ia, n_d = _retained(rd, aid, m1, m2, *g.key)
+                pc = Case(aid, m1, m2, ptype, *g.key, acc1, acc2, n_ia, n_d, shared=shared)
+                pats = _patterns(vals, pc, views, view_rev, patterns)
+                pooled.append(pc)
+                cases.add(aid, m1, m2, ptype, *g.key, items, acc1, acc2, acc1 - acc2, n_ia, n_d,
+                          n_ia / n_d if n_d else math.nan, pats["ECE"], pats["Brier"])
     long.notes.append("diff (1-2) = model_1 - model_2, the pair as declared (003 Tables 10-14: delta = Model1 - Model2). "
                       "A reversal: the aligned difference has the strictly opposite sign of the raw one (study 003 "
                       "section 5.2); ties are not reversals.")
@@ -223,14 +208,32 @@ def aligned(rd: RunData, name: str, c) -> Comparison:
     return out
 
 
-def _case(rd: RunData, aid: str, key: tuple, bins: int, ece_col: str, views: list[str], long: Table,
-          boot: tuple[int, int, float]):
+def _patterns(vals: dict, pc: Case, views: list[str], view_rev: dict, patterns: dict[str, Counter]) -> dict[str, str]:
+    """One case's reversal pattern per metric (003 Figure 4), its differences set on ``pc`` and its
+    reversals counted per view."""
+    pats: dict[str, str] = {}
+    for metric, vv in vals.items():
+        raw_diff = vv["raw"][0] - vv["raw"][1]
+        pc.diffs[metric] = {k: x[0] - x[1] for k, x in vv.items()}
+        for k, x in vv.items():
+            if k != "raw":
+                view_rev.setdefault((metric, k), []).append(is_reversal(raw_diff, x[0] - x[1]))
+        pat = reversal_pattern(raw_diff, {k: x for k, x in pc.diffs[metric].items() if k != "raw"})
+        pats[metric] = "+".join(sorted(pat)) or "none"
+        missing = [w for w in views if w not in vv]
+        if missing:  # a view that could not be computed neither agrees nor reverses
+            pats[metric] += f" ({'/'.join(missing)} not computed)"
+        patterns[metric][pats[metric]] += 1
+    return pats
+
+
+def _case(rd: RunData, aid: str, pair: tuple[str, str], g: CellGroup, bins: int, ece_col: str, views: list[str],
+          long: Table, boot: tuple[int, int, float]):
     """One case's raw and aligned (value_1, value_2) per metric and view, its rows added to ``long``;
     None when the two models share no item with a confidence."""
-    m1, m2, d, v, p, e = key
-    where = f"{m1} vs {m2} / {d} / {v} / {p} / {e}"
-    r1 = by_item(known(rd.rows(aid, model=m1, dataset=d, variant=v, protocol=p, evaluator=e), True))
-    r2 = by_item(known(rd.rows(aid, model=m2, dataset=d, variant=v, protocol=p, evaluator=e), True))
+    m1, m2 = pair
+    where = f"{m1} vs {m2} / {g.where}"
+    r1, r2 = (by_item(known(g.rows[m], True)) for m in pair)
     items = [i for i in r1.index if i in r2.index]
     if not items:
         long.nc("the two models share no item with a confidence", where)
@@ -240,7 +243,7 @@ def _case(rd: RunData, aid: str, key: tuple, bins: int, ece_col: str, views: lis
     vals: dict[str, dict[str, tuple[float, float]]] = {"ECE": {}, "Brier": {}}
     # raw: the per-cell table's own number where the case holds every item of the cell with a confidence (one
     # computation shown twice), else the same estimator on the shared items, said in a note with the n used
-    keys = [(m, d, v, p, e) for m in (m1, m2)]
+    keys = [(m, *g.key) for m in pair]
     full = (len(items) == len(r1), len(items) == len(r2))
     vals["ECE"]["raw"] = tuple(_cell_value(rd, aid, k, ece_col) if whole else math.nan for k, whole in zip(keys, full))
     vals["Brier"]["raw"] = tuple(_cell_value(rd, aid, k, "brier") if whole else math.nan for k, whole in zip(keys, full))
@@ -252,6 +255,18 @@ def _case(rd: RunData, aid: str, key: tuple, bins: int, ece_col: str, views: lis
         long.notes.append(f"{where}: raw, IA, DA and CA use the n={len(items)} items both models answered with a "
                           f"confidence ({m1}'s cell has {len(r1)}, {m2}'s {len(r2)}), so raw ECE and Brier differ "
                           "from the per-cell table there")
+    _view_values(rd, pair, g, items, (c1, z1, c2, z2), bins, views, vals, long, where)
+    _long_rows(long, (aid, *pair, *g.key), vals, views, _raw_intervals(r1, r2, items, bins, *boot, where))
+    right, wrong = (z1 == 1) & (z2 == 1), (z1 == 0) & (z2 == 0)  # both models' confidences there (003 Fig. 6)
+    shared = {"both-right": np.concatenate([c1[right], c2[right]]), "both-wrong": np.concatenate([c1[wrong], c2[wrong]])}
+    return vals, len(items), float(z1.mean()), float(z2.mean()), shared
+
+
+def _view_values(rd: RunData, pair: tuple[str, str], g: CellGroup, items: list, arrays: tuple, bins: int,
+                 views: list[str], vals: dict, long: Table, where: str) -> None:
+    """The IA, DA and CA (value_1, value_2) of one case's requested views into ``vals``; a view that
+    cannot be computed is said in ``long``."""
+    c1, z1, c2, z2 = arrays
     if "IA" in views:
         try:
             ia = instance_aligned(c1, z1, c2, z2, bins=bins)
@@ -265,28 +280,29 @@ def _case(rd: RunData, aid: str, key: tuple, bins: int, ece_col: str, views: lis
         except ValueError as err:
             long.nc(f"DA: {err}", where)
     if "CA" in views:
-        k1 = _candidates(rd, _with_row(rd.rows(aid, model=m1, dataset=d, variant=v, protocol=p, evaluator=e)), m2, items)
-        k2 = _candidates(rd, _with_row(rd.rows(aid, model=m2, dataset=d, variant=v, protocol=p, evaluator=e)), m1, items)
+        m1, m2 = pair
+        k1 = _candidates(rd, _with_row(g.rows[m1]), m2, items)
+        k2 = _candidates(rd, _with_row(g.rows[m2]), m1, items)
         if k1 is None or k2 is None:
             long.nc("CA: records carry no cross-model candidate scores (extras 'supplied' from the cross stage; study "
                     "003 section 4.3 needs every model to score the shared answer pool)", where)
         else:
             ca1, ca2 = candidate_aligned(*k1, bins=bins), candidate_aligned(*k2, bins=bins)
             vals["ECE"]["CA"], vals["Brier"]["CA"] = (ca1.ece, ca2.ece), (ca1.brier, ca2.brier)
-    raw_ci = _raw_intervals(r1, r2, items, bins, *boot, where)
+
+
+def _long_rows(long: Table, head: tuple, vals: dict, views: list[str], raw_ci: dict) -> None:
+    """One case's rows of the long table: per metric its raw and view values (``head``: audit, the
+    pair, dataset, variant, protocol, evaluator), a view not computed said as such."""
     for metric, vv in vals.items():
         raw_diff = vv["raw"][0] - vv["raw"][1]
         for k, (x1, x2) in vv.items():
             rev: Any = "" if k == "raw" else is_reversal(raw_diff, x1 - x2)
             lo, hi = raw_ci[metric] if k == "raw" else (math.nan, math.nan)
-            long.add(aid, m1, m2, d, v, p, e, metric, k, x1, x2, x1 - x2, lo, hi, rev)
+            long.add(*head, metric, k, x1, x2, x1 - x2, lo, hi, rev)
         for w in views:
             if w not in vv:  # said in the long table too, never a silent gap
-                long.add(aid, m1, m2, d, v, p, e, metric, w, math.nan, math.nan, math.nan, math.nan, math.nan,
-                         "not computed")
-    right, wrong = (z1 == 1) & (z2 == 1), (z1 == 0) & (z2 == 0)  # both models' confidences there (003 Fig. 6)
-    shared = {"both-right": np.concatenate([c1[right], c2[right]]), "both-wrong": np.concatenate([c1[wrong], c2[wrong]])}
-    return vals, len(items), float(z1.mean()), float(z2.mean()), shared
+                long.add(*head, metric, w, *[math.nan] * 5, "not computed")
 
 
 def reversal_summary(cnt: Counter, views: list[str], metric: str) -> list[str]:

@@ -1,8 +1,10 @@
-"""Shared pieces of the comparison modules: the result type, metric lookup and item alignment."""
+"""Shared pieces of the comparison modules: the result type, metric lookup, item alignment and the
+walk over an audit's cell grid (:func:`cell_groups`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +102,50 @@ def known(df: pd.DataFrame, need_conf: bool) -> pd.DataFrame:
     return df[mask]
 
 
+
+
+AXES = ("model", "dataset", "variant", "protocol", "evaluator")  # a cell's axes, in cell-id order
+
+
+def axis_levels(rd: RunData, aid: str, axis: str) -> list[str]:
+    """The audit's names on one cell axis (its evaluators, else the default one)."""
+    a = rd.audit(aid)
+    return {"model": list(a.models), "dataset": list(a.datasets), "variant": list(a.variants),
+            "protocol": list(a.protocols), "evaluator": rd.evaluators(aid)}[axis]
+
+
+@dataclass(frozen=True)
+class CellGroup:
+    """One combination of the ``by`` axes of :func:`cell_groups` (``key``, in ``by``'s order) and the
+    records of its cells along ``over`` (``rows``: the over axis's name -> records, possibly empty;
+    a tuple of names when ``over`` has several axes)."""
+
+    key: tuple[str, ...]
+    rows: dict[Any, pd.DataFrame]
+
+    @property
+    def where(self) -> str:
+        """The key as a note locates a cell: ``model / dataset / ...``."""
+        return " / ".join(self.key)
+
+
+def cell_groups(rd: RunData, aid: str, by: Sequence[str], over: Mapping[str, Sequence[str]] | None = None,
+                levels: Mapping[str, Sequence[str]] | None = None, fixed: Mapping[str, str] | None = None,
+                skip_empty: bool = False) -> Iterator[CellGroup]:
+    """Walk an audit's cell grid: one group per combination of the ``by`` axes (the first outermost;
+    on each the audit's names, or ``levels[axis]``), holding the records of the cells along ``over``
+    ({axis: names}; their product, the first axis outermost) with ``fixed`` ({axis: name}) set. An
+    axis named nowhere is not filtered: its cells' records come pooled (``RunData.rows``).
+    ``skip_empty`` leaves out a group whose cells have no records."""
+    over, levels, fixed = dict(over or {}), dict(levels or {}), dict(fixed or {})
+    inner = list(itertools.product(*over.values()))
+    names = [list(levels[x]) if x in levels else axis_levels(rd, aid, x) for x in by]
+    for key in itertools.product(*names):
+        sel = {**fixed, **dict(zip(by, key))}
+        rows = {(vals[0] if len(over) == 1 else vals): rd.rows(aid, **sel, **dict(zip(over, vals))) for vals in inner}
+        if skip_empty and all(df.empty for df in rows.values()):
+            continue
+        yield CellGroup(tuple(key), rows)
 
 
 def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from auditlang.metrics.consistency import abstain_metrics, consistency_report, decision_consistency, iou_cons
-from auditlang.report.comparisons.common import Comparison
+from auditlang.report.comparisons.common import CellGroup, Comparison, cell_groups
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 
@@ -52,8 +52,9 @@ def _contents(rd: RunData, aid: str, m: str, d: str, v: str) -> dict[int, dict[s
     return out
 
 
-def _frame(rd: RunData, aid: str, m: str, d: str, v: str, p: str, e: str) -> dict[str, Any] | None:
-    df = rd.rows(aid, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
+def _frame(rd: RunData, df, aid: str, m: str, d: str, v: str) -> dict[str, Any] | None:
+    """One probe cell's decisions, answers (as option content where the plan has the rendered items)
+    and correctness per item; None when the cell has no records."""
     if df.empty:
         return None
     df = df.drop_duplicates("item_id")
@@ -127,52 +128,27 @@ def consistency(rd: RunData, name: str, c) -> Comparison:
                   "abstain recall", "abstain F1", "reliable accuracy", "effective reliability", "abstain accuracy"])
     heat: dict[tuple[str, str, str], dict[str, Any]] = {}
     letters_only = False
-    for m in a.models:
-        for d in a.datasets:
-            for e in rd.evaluators(c.audit):
-                frames: dict[tuple[str, str], dict[str, Any]] = {}
-                for p in c.probes:
-                    for v in variants:
-                        f = _frame(rd, c.audit, m, d, v, p, e)
-                        if f is None:
-                            continue
-                        if np.isnan(f["decisions"]).all():
-                            intra.nc("records carry no abstain decisions (extras 'abstain')", f"{m} / {d} / {p} / {v}")
-                            continue
-                        frames[(p, v)] = f
-                        letters_only |= not f["by_content"]
-                        ok = ~np.isnan(f["decisions"]) & ~np.isnan(f["correct"])
-                        if ok.any():
-                            am = abstain_metrics(1.0 - f["decisions"][ok], f["correct"][ok])
-                            abst.add(m, d, e, p, v, am.abstain_rate, am.abstain_precision, am.abstain_recall,
-                                     am.abstain_f1, am.reliable_accuracy, am.effective_reliability, am.abstain_accuracy)
-                hm = {"probes": list(c.probes), "variants": variants[1:], "intra": {}, "cross": {}}
-                for p in c.probes:
-                    if (p, ref) not in frames:
-                        continue
-                    for v in variants[1:]:
-                        if (p, v) not in frames:
-                            continue
-                        d1, d2, a1, a2, z1, z2 = _align(frames[(p, ref)], frames[(p, v)])
-                        both = ~np.isnan(z1) & ~np.isnan(z2)
-                        rep = consistency_report(d1, d2, answers_1=a1, answers_2=a2,
-                                                 correct_1=np.where(both, z1, 0.0), correct_2=np.where(both, z2, 0.0))
-                        intra.add(m, d, e, p, v, variant_type(rd, v), len(d1), rep.iou_cons, rep.iou_acc, rep.iou_rej,
-                                  rep.dec_cons, rep.agreement, rep.common_accept_accuracy)
-                        hm["intra"][(p, v)] = rep.iou_cons
-                for v in variants:
-                    for p1, p2 in itertools.combinations(c.probes, 2):
-                        if (p1, v) in frames and (p2, v) in frames:
-                            d1, d2, *_ = _align(frames[(p1, v)], frames[(p2, v)])
-                            dc, ic = decision_consistency(d1, d2), iou_cons(d1, d2)
-                            cross.add(m, d, e, v, p1, p2, len(d1), dc, ic)
-                            if v == ref:
-                                hm["cross"][(p1, p2)] = dc
-                heat[(m, d, e)] = hm
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "evaluator"),
+                         over={"protocol": c.probes, "variant": variants}):
+        frames = _probe_frames(rd, c, g, variants, intra, abst)
+        letters_only |= any(not f["by_content"] for f in frames.values())
+        hm = {"probes": list(c.probes), "variants": variants[1:], "intra": {}, "cross": {}}
+        _intra_rows(rd, c, g, frames, variants, intra, hm)
+        _cross_rows(c, g, frames, variants, cross, hm)
+        heat[g.key] = hm
     if letters_only:
         intra.notes.append("Agreement compares answer letters for some cells (no rendered items in the plan); under "
                            "option shuffles letters move, so those values understate agreement.")
     intra.notes.append("Ratios with an empty denominator are 0 (004 metrics module convention).")
+    summ = _by_type(name, intra)
+    settings = _abstain_by_setting(rd, name, abst, ref)
+    out.tables += [intra, summ, cross, abst, settings]
+    out.data = {"heat": heat, "reference": ref}
+    return out
+
+
+def _by_type(name: str, intra: Table) -> Table:
+    """004 Tables 1, 7-10: the intra-method metrics' mean and std over the variants of one type."""
     summ = Table(f"{name}_by_type", f"Intra-method consistency by variant type, mean (std) ({name}; 004 Tables 1, 7-10)",
                  ["model", "dataset", "evaluator", "probe", "variant type", "n_variants",
                   *(f"{mt} {x}" for mt in TYPE_METRICS for x in ("mean", "std"))])
@@ -185,7 +161,55 @@ def consistency(rd: RunData, name: str, c) -> Comparison:
         summ.add(*k, len(vals), *(float(f(arr[:, j])) for j in range(len(TYPE_METRICS)) for f in (np.mean, np.std)))
     summ.notes.append("Mean and population std over the variants of one type (004 Table 1: the mean over seeds or "
                       "one-shot examples; Tables 7-10: mean (std)).")
-    settings = _abstain_by_setting(rd, name, abst, ref)
-    out.tables += [intra, summ, cross, abst, settings]
-    out.data = {"heat": heat, "reference": ref}
-    return out
+    return summ
+
+
+def _probe_frames(rd: RunData, c, g: CellGroup, variants: list[str], intra: Table,
+                  abst: Table) -> dict[tuple[str, str], dict[str, Any]]:
+    """(probe, variant) -> frame of one (model, dataset, evaluator), for the cells whose records carry
+    abstain decisions; each probe cell's abstain metrics added to ``abst``."""
+    m, d, e = g.key
+    frames: dict[tuple[str, str], dict[str, Any]] = {}
+    for p, v in itertools.product(c.probes, variants):
+        f = _frame(rd, g.rows[(p, v)], c.audit, m, d, v)
+        if f is None:
+            continue
+        if np.isnan(f["decisions"]).all():
+            intra.nc("records carry no abstain decisions (extras 'abstain')", f"{m} / {d} / {p} / {v}")
+            continue
+        frames[(p, v)] = f
+        ok = ~np.isnan(f["decisions"]) & ~np.isnan(f["correct"])
+        if ok.any():
+            am = abstain_metrics(1.0 - f["decisions"][ok], f["correct"][ok])
+            abst.add(m, d, e, p, v, am.abstain_rate, am.abstain_precision, am.abstain_recall,
+                     am.abstain_f1, am.reliable_accuracy, am.effective_reliability, am.abstain_accuracy)
+    return frames
+
+
+def _intra_rows(rd: RunData, c, g: CellGroup, frames: dict, variants: list[str], intra: Table, hm: dict) -> None:
+    """Each probe on the reference variant against every other variant (004 section 3, appendix C)."""
+    m, d, e = g.key
+    ref = variants[0]
+    for p, v in itertools.product(c.probes, variants[1:]):
+        if (p, ref) not in frames or (p, v) not in frames:
+            continue
+        d1, d2, a1, a2, z1, z2 = _align(frames[(p, ref)], frames[(p, v)])
+        both = ~np.isnan(z1) & ~np.isnan(z2)
+        rep = consistency_report(d1, d2, answers_1=a1, answers_2=a2,
+                                 correct_1=np.where(both, z1, 0.0), correct_2=np.where(both, z2, 0.0))
+        intra.add(m, d, e, p, v, variant_type(rd, v), len(d1), rep.iou_cons, rep.iou_acc, rep.iou_rej,
+                  rep.dec_cons, rep.agreement, rep.common_accept_accuracy)
+        hm["intra"][(p, v)] = rep.iou_cons
+
+
+def _cross_rows(c, g: CellGroup, frames: dict, variants: list[str], cross: Table, hm: dict) -> None:
+    """DecCons and IoU_cons of every probe pair under the same variant (cross-method)."""
+    m, d, e = g.key
+    for v in variants:
+        for p1, p2 in itertools.combinations(c.probes, 2):
+            if (p1, v) in frames and (p2, v) in frames:
+                d1, d2, *_ = _align(frames[(p1, v)], frames[(p2, v)])
+                dc, ic = decision_consistency(d1, d2), iou_cons(d1, d2)
+                cross.add(m, d, e, v, p1, p2, len(d1), dc, ic)
+                if v == variants[0]:
+                    hm["cross"][(p1, p2)] = dc

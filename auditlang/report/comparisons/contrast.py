@@ -15,7 +15,7 @@ import math
 
 from auditlang.metrics import precision as prec
 from auditlang.metrics.registry import METRICS, validate_params
-from auditlang.report.comparisons.common import Comparison, bootstrap_settings
+from auditlang.report.comparisons.common import AXES, CellGroup, Comparison, bootstrap_settings, cell_groups
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 from auditlang.score.cellmetrics import audit_metrics
@@ -23,7 +23,6 @@ from auditlang.score.rundiff import DiffMetric, cautions, paired_cell_diff
 
 SUPPORTED_INPUTS = ("correct", "conf+correct")  # metrics computed from one cell's records
 AXIS_COLUMN = {"models": "model", "variants": "variant", "protocols": "protocol", "evaluators": "evaluator"}
-OTHER_AXES = ("model", "dataset", "variant", "protocol", "evaluator")
 # the defaults of `auditc plan --precision` (cli/__init__.py): planning accuracy, item correlation, alpha, power
 PLAN_P, PLAN_RHO, PLAN_ALPHA, PLAN_POWER = 0.5, 0.0, 0.05, 0.8
 
@@ -53,13 +52,36 @@ def _num(v: float | None) -> float:
 def _cell_tail(axis: str, name: str, sel: dict[str, str]) -> str:
     """The cell id after the audit of the cell with ``axis == name`` and the other axes ``sel``."""
     parts = {**sel, axis: name}
-    return "/".join(parts[k] for k in OTHER_AXES)
+    return "/".join(parts[k] for k in AXES)
 
 
-def _levels(rd: RunData, aid: str, column: str) -> list[str]:
-    a = rd.audit(aid)
-    return {"model": list(a.models), "dataset": list(a.datasets), "variant": list(a.variants),
-            "protocol": list(a.protocols), "evaluator": rd.evaluators(aid)}[column]
+def _contrast_rows(t: Table, c, axis: str, pair: tuple[str, str], g: CellGroup, metrics: list[DiffMetric],
+                   n_items: dict[str, int], where: str, boot: tuple[int, int, float]) -> list:
+    """One pair of cells' paired differences, a row per metric, with what the precision plan expected."""
+    x, y = pair
+    B, seed, level = boot
+    sel = dict(zip([o for o in AXES if o != axis], g.key))
+    out = []
+    for m in metrics:
+        # paired_cell_diff gives its second argument minus its first: b-cell first, so delta = a - b
+        d = paired_cell_diff(where, g.rows[y], g.rows[x], m, B=B, seed=seed, level=level)
+        out.append(d)
+        if d.note:
+            t.nc(d.note, f"{where} / {m.label}")
+        elif d.n_paired < max(d.n_a, d.n_b):  # d.n_b: the a cell's usable items, d.n_a the b cell's
+            note = (f"{where}: value_a and value_b use the n_paired={d.n_paired} items both cells scored "
+                    f"({x}'s cell has {d.n_b}, {y}'s {d.n_a} with a {_known(m)}), so they differ from the "
+                    "per-cell table there")
+            if note not in t.notes:
+                t.notes.append(note)
+        n = min(n_items.get(f"{c.audit}/{_cell_tail(axis, name, sel)}", 0) for name in pair)
+        plan = prec.analytic_contrast(m.name, n, PLAN_P, PLAN_RHO, level, PLAN_ALPHA, PLAN_POWER,
+                                      validate_params(m.name, dict(m.params))) if n else None
+        half = (d.high - d.low) / 2 if not (math.isnan(d.low) or math.isnan(d.high)) else math.nan
+        t.add(x, y, *g.key, m.label, d.n_paired, d.b, d.a, d.diff, d.low, d.high,
+              "" if d.significant is None else d.significant, half,
+              _num(plan.half_width if plan else None), _num(plan.mdd if plan else None))
+    return out
 
 
 def contrast(rd: RunData, name: str, c) -> Comparison:
@@ -69,7 +91,7 @@ def contrast(rd: RunData, name: str, c) -> Comparison:
     axis = AXIS_COLUMN[field_name]
     B, seed, level = bootstrap_settings(rd, c.audit)
     metrics, skipped = contrast_metrics(rd, c)
-    others = [x for x in OTHER_AXES if x != axis]
+    others = [x for x in AXES if x != axis]
     pct = f"{level * 100:g} %"
     out = Comparison(name, "contrast", c.audit, shape="contrast")
     t = Table(name, f"Paired contrasts a - b over {axis}s ({name}): delta with its {pct} paired bootstrap interval",
@@ -78,34 +100,12 @@ def contrast(rd: RunData, name: str, c) -> Comparison:
     n_items = {cell.id: cell.n_items for cell in rd.plan.cells}
     rows = []
     for x, y in itertools.combinations(list(dict.fromkeys(names)), 2):
-        for combo in itertools.product(*(_levels(rd, c.audit, o) for o in others)):
-            sel = dict(zip(others, combo))
-            ra = rd.rows(c.audit, **{axis: x}, **sel)
-            rb = rd.rows(c.audit, **{axis: y}, **sel)
-            where = f"{x} vs {y} / " + " / ".join(combo)
-            if ra.empty or rb.empty:
-                t.nc(f"no answered item in the {x if ra.empty else y} cell", where)
+        for g in cell_groups(rd, c.audit, by=others, over={axis: (x, y)}):
+            where = f"{x} vs {y} / {g.where}"
+            if g.rows[x].empty or g.rows[y].empty:
+                t.nc(f"no answered item in the {x if g.rows[x].empty else y} cell", where)
                 continue
-            for m in metrics:
-                # paired_cell_diff gives its second argument minus its first: b-cell first, so delta = a - b
-                d = paired_cell_diff(where, rb, ra, m, B=B, seed=seed, level=level)
-                rows.append(d)
-                if d.note:
-                    t.nc(d.note, f"{where} / {m.label}")
-                elif d.n_paired < max(d.n_a, d.n_b):  # d.n_b: the a cell's usable items, d.n_a the b cell's
-                    note = (f"{where}: value_a and value_b use the n_paired={d.n_paired} items both cells scored "
-                            f"({x}'s cell has {d.n_b}, {y}'s {d.n_a} with a {_known(m)}), so they differ from the "
-                            "per-cell table there")
-                    if note not in t.notes:
-                        t.notes.append(note)
-                n = min(n_items.get(f"{c.audit}/{cid_a}", 0), n_items.get(f"{c.audit}/{cid_b}", 0)) \
-                    if (cid_a := _cell_tail(axis, x, sel)) and (cid_b := _cell_tail(axis, y, sel)) else 0
-                plan = prec.analytic_contrast(m.name, n, PLAN_P, PLAN_RHO, level, PLAN_ALPHA, PLAN_POWER,
-                                              validate_params(m.name, dict(m.params))) if n else None
-                half = (d.high - d.low) / 2 if not (math.isnan(d.low) or math.isnan(d.high)) else math.nan
-                t.add(x, y, *combo, m.label, d.n_paired, d.b, d.a, d.diff, d.low, d.high,
-                      "" if d.significant is None else d.significant, half,
-                      _num(plan.half_width if plan else None), _num(plan.mdd if plan else None))
+            rows += _contrast_rows(t, c, axis, (x, y), g, metrics, n_items, where, (B, seed, level))
     t.legend = True
     t.notes.append(f"delta = a - b on the items both cells scored (n_paired); interval: paired percentile bootstrap "
                    f"over those items, B={B} resamples, seed={seed}, level {pct}, the same resample on both sides "

@@ -20,7 +20,17 @@ import numpy as np
 import pandas as pd
 
 from auditlang.metrics.protocol import GRID, contrast_summary, sign_flips
-from auditlang.report.comparisons.common import ECE10, Comparison, MetricChoice, bootstrap_settings, is_calibration, known, metric_choice
+from auditlang.report.comparisons.common import (
+    ECE10,
+    CellGroup,
+    Comparison,
+    MetricChoice,
+    bootstrap_settings,
+    cell_groups,
+    is_calibration,
+    known,
+    metric_choice,
+)
 from auditlang.report.comparisons.grid_intervals import Setting, grid_intervals
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
@@ -52,7 +62,6 @@ def _group_cols(c) -> list[str]:
 
 
 def protocol_grid(rd: RunData, name: str, c) -> Comparison:
-    a = rd.audit(c.audit)
     ests = [metric_choice(rd, m, ECE10) for m in c.estimators] or [metric_choice(rd, None, ECE10)]
     ref = metric_choice(rd, c.reference, ECE10) if getattr(c, "reference", None) else None
     if ref is not None and ref.label not in {es.label for es in ests}:
@@ -72,46 +81,15 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
               [*_group_cols(c), "model", "dataset", "variant", "evaluator", "n_verbal_parsed", *gcols, *extra, "rho"])
     groups: dict[tuple[str, ...], dict[tuple[str, str], dict[str, float]]] = {}
     settings_by_group: dict[tuple[str, ...], list[Setting]] = {}
-    for m in a.models:
-        grp = (group_label(rd.spec, m, gb),) if gb else ()
-        for d in a.datasets:
-            for v in a.variants:
-                for e in rd.evaluators(c.audit):
-                    vdf = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.verbal, evaluator=e)
-                    if vdf.empty:
-                        t.nc(f"no records of verbal protocol '{c.verbal}'", f"{m} / {d} / {v} / {e}")
-                        continue
-                    verbal = _side(vdf, True)
-                    if verbal[0].size == 0:
-                        t.nc("no parseable verbal confidence", f"{m} / {d} / {v} / {e}")
-                        continue
-                    tokens = {cf: _side(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e), False)
-                              for cf in configs}
-                    for cf, tok in tokens.items():
-                        if tok[0].size == 0:
-                            t.nc(f"no token confidences for '{cf}'", f"{m} / {d} / {v} / {e}")
-                    e_verbal = {es.label: _est(es, verbal) for es in ests}
-                    gaps: dict[str, float] = {}
-                    row_gaps = []
-                    for cf, es in combos:
-                        g = e_verbal[es.label] - _est(es, tokens[cf])
-                        gaps[f"{cf}|{es.label}"] = g
-                        row_gaps.append(g)
-                    e_tok0 = _est(ests[0], tokens[configs[0]])
-                    rho = e_verbal[ests[0].label] / e_tok0 if e_tok0 and not math.isnan(e_tok0) else math.nan
-                    grid_vals: list[Any] = []
-                    if is_grid:
-                        gA, gB, gC, gD = row_gaps[0], row_gaps[1], row_gaps[2], row_gaps[3]
-                        grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD]
-                    t.add(*grp, m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
-                    groups.setdefault((*grp, v, e), {})[(m, d)] = gaps
-                    tdfs = {cf: rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=cf, evaluator=e) for cf in configs}
-                    allrows = pd.concat([vdf, *tdfs.values()])
-                    items = pd.Index(allrows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
-                    setting = Setting((m, d), _aligned(vdf, items, True),
-                                      {cf: _aligned(tdf, items, False) for cf, tdf in tdfs.items()}, dict(gaps))
-                    if items.size:
-                        settings_by_group.setdefault((*grp, v, e), []).append(setting)
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"),
+                         over={"protocol": (c.verbal, *configs)}):
+        grp = (group_label(rd.spec, g.key[0], gb),) if gb else ()
+        got = _grid_row(t, c, g, grp, configs, ests, combos, is_grid)
+        if got is not None:
+            m, d, v, e = g.key
+            groups.setdefault((*grp, v, e), {})[(m, d)] = got[0]
+            if got[1] is not None:
+                settings_by_group.setdefault((*grp, v, e), []).append(got[1])
     if gb:
         t.notes.append(f"Groups: the models' {', '.join(gb)} (group_by=); macro means and sign flips are per group.")
     out.tables.append(t)
@@ -120,6 +98,44 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid, contrasts))
     out.data = {"groups": groups, "group_by": gb, "reference": ref.label if ref else None}
     return out
+
+
+def _grid_row(t: Table, c, g: CellGroup, grp: tuple[str, ...], configs: list[str], ests: list[MetricChoice],
+              combos: list, is_grid: bool) -> tuple[dict[str, float], Setting | None] | None:
+    """One setting's row of gaps: (its gaps by "config|estimator", the setting for the intervals, None
+    when it has no item); None when the verbal protocol has no parseable confidence there (said in a note)."""
+    m, d, v, e = g.key
+    vdf = g.rows[c.verbal]
+    if vdf.empty:
+        t.nc(f"no records of verbal protocol '{c.verbal}'", g.where)
+        return None
+    verbal = _side(vdf, True)
+    if verbal[0].size == 0:
+        t.nc("no parseable verbal confidence", g.where)
+        return None
+    tokens = {cf: _side(g.rows[cf], False) for cf in configs}
+    for cf, tok in tokens.items():
+        if tok[0].size == 0:
+            t.nc(f"no token confidences for '{cf}'", g.where)
+    e_verbal = {es.label: _est(es, verbal) for es in ests}
+    gaps: dict[str, float] = {}
+    row_gaps = []
+    for cf, es in combos:
+        gaps[f"{cf}|{es.label}"] = e_verbal[es.label] - _est(es, tokens[cf])
+        row_gaps.append(gaps[f"{cf}|{es.label}"])
+    e_tok0 = _est(ests[0], tokens[configs[0]])
+    rho = e_verbal[ests[0].label] / e_tok0 if e_tok0 and not math.isnan(e_tok0) else math.nan
+    grid_vals: list[Any] = []
+    if is_grid:
+        gA, gB, gC, gD = row_gaps[0], row_gaps[1], row_gaps[2], row_gaps[3]
+        grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD]
+    t.add(*grp, m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
+    tdfs = {cf: g.rows[cf] for cf in configs}
+    allrows = pd.concat([vdf, *tdfs.values()])
+    items = pd.Index(allrows.drop_duplicates("item_id").sort_values(["item_index", "item_id"])["item_id"])
+    setting = Setting((m, d), _aligned(vdf, items, True), {cf: _aligned(tdf, items, False) for cf, tdf in tdfs.items()},
+                      dict(gaps))
+    return gaps, (setting if items.size else None)
 
 
 def contrast_pairs(configs: list[str], ests: list[MetricChoice], ref: MetricChoice | None,

@@ -15,7 +15,7 @@ import numpy as np
 
 from auditlang.metrics.bootstrap import bootstrap_ci
 from auditlang.metrics.calibration import ece
-from auditlang.report.comparisons.common import Comparison, bootstrap_settings, ece_bins, known
+from auditlang.report.comparisons.common import Comparison, bootstrap_settings, cell_groups, ece_bins, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -31,26 +31,22 @@ def _coverage_flag(extras: dict) -> bool | None:
 
 
 def norm_shift(rd: RunData, name: str, c) -> Comparison:
-    a = rd.audit(c.audit)
     bins, label = ece_bins(rd, c.metric)
     B, seed, level = bootstrap_settings(rd, c.audit)
     out = Comparison(name, "norm_shift", c.audit, shape="norm_shift")
     t = Table(name, f"ECE_token shift under label-set normalisation ({name}: {c.raw} vs {c.norm}, {label})",
               ["model", "dataset", "variant", "evaluator", "n_raw", "n_norm", "ece_raw", "ece_norm", "abs_shift"])
     shifts: dict[str, list[float]] = {}
-    for m in a.models:
-        for d in a.datasets:
-            for v in a.variants:
-                for e in rd.evaluators(c.audit):
-                    raw = known(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.raw, evaluator=e), True)
-                    norm = known(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=c.norm, evaluator=e), True)
-                    if raw.empty or norm.empty:
-                        t.nc(f"no scored confidences for protocol '{c.raw if raw.empty else c.norm}'", f"{m} / {d} / {v} / {e}")
-                        continue
-                    er = float(ece(raw["confidence"].to_numpy(float), raw["correct"].to_numpy(float), bins=bins))
-                    en = float(ece(norm["confidence"].to_numpy(float), norm["correct"].to_numpy(float), bins=bins))
-                    t.add(m, d, v, e, len(raw), len(norm), er, en, abs(er - en))
-                    shifts.setdefault(v, []).append(abs(er - en))
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"),
+                         over={"protocol": (c.raw, c.norm)}):
+        raw, norm = known(g.rows[c.raw], True), known(g.rows[c.norm], True)
+        if raw.empty or norm.empty:
+            t.nc(f"no scored confidences for protocol '{c.raw if raw.empty else c.norm}'", g.where)
+            continue
+        er = float(ece(raw["confidence"].to_numpy(float), raw["correct"].to_numpy(float), bins=bins))
+        en = float(ece(norm["confidence"].to_numpy(float), norm["correct"].to_numpy(float), bins=bins))
+        t.add(*g.key, len(raw), len(norm), er, en, abs(er - en))
+        shifts.setdefault(g.key[2], []).append(abs(er - en))
     out.tables.append(t)
     s = Table(f"{name}_summary", f"Per-variant |ECE_raw - ECE_norm| ({name})",
               ["variant", "n_cells", "mean |shift|", "mean |shift| lo", "mean |shift| hi", "median", "max",

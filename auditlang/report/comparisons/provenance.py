@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from auditlang.metrics.bootstrap import bootstrap_ci
-from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item
+from auditlang.report.comparisons.common import CellGroup, Comparison, bootstrap_settings, by_item, cell_groups
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 from auditlang.resolve.models import group_label
@@ -35,10 +35,12 @@ from auditlang.evaluators.string_match import normalize_answer
 CONTRASTS = ("gold - plaus.", "self - gold, diff. strings", "self - gold, exact match", "gold - self, initially wrong")
 
 
-def _conf(rd: RunData, aid: str, m: str, d: str, e: str, pid: str | None):
-    if not pid:
+def _conf(df):
+    """The rows of one supplied-answer cell (pooled over the variants) whose confidence parsed, one per
+    item; None when the cell has no records or the comparison names no such protocol."""
+    if df is None:
         return None
-    df = by_item(rd.rows(aid, model=m, dataset=d, protocol=pid, evaluator=e))
+    df = by_item(df)
     if df.empty:
         return None
     return df[df["confidence_parsed"].astype(bool)]
@@ -76,28 +78,10 @@ def provenance(rd: RunData, name: str, c) -> Comparison:
     gb = list(getattr(c, "group_by", []) or [])
     pooled: dict[tuple[str, ...], list[float]] = {}
     per_ds: dict[tuple[str, str, str], list[float]] = {}
-    for m in a.models:
-        grp = (group_label(rd.spec, m, gb),) if gb else ()
-        for d in a.datasets:
-            for e in rd.evaluators(c.audit):
-                where = f"{m} / {d} / {e}"
-                own, gold = _conf(rd, c.audit, m, d, e, c.own), _conf(rd, c.audit, m, d, e, c.gold)
-                plaus, off = _conf(rd, c.audit, m, d, e, c.plausible), _conf(rd, c.audit, m, d, e, c.off_type)
-                if own is None or gold is None:
-                    t.nc(f"no records of protocol '{c.own if own is None else c.gold}'", where)
-                    continue
-                diffs = contrasts_of(own, gold, plaus)
-                means = {
-                    "self": float(own["confidence"].mean()) if len(own) else math.nan,
-                    "gold": float(gold["confidence"].mean()) if len(gold) else math.nan,
-                    "plaus.": float(plaus["confidence"].mean()) if plaus is not None and len(plaus) else math.nan,
-                    "off-type": float(off["confidence"].mean()) if off is not None and len(off) else math.nan,
-                }
-                for k, v in means.items():
-                    per_ds.setdefault((m, e, k), []).append(v)
-                t.add(m, d, e, len(own), *means.values(), *(_mean(diffs[k]) for k in CONTRASTS))
-                for k in CONTRASTS:
-                    pooled.setdefault((*grp, k, e), []).extend(diffs[k])
+    sides = [x for x in (c.own, c.gold, c.plausible, c.off_type) if x]
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "evaluator"), over={"protocol": sides}):
+        grp = (group_label(rd.spec, g.key[0], gb),) if gb else ()
+        _provenance_row(t, c, g, grp, pooled, per_ds)
     t.notes.append("Means over the rows whose verbal confidence parsed; contrasts paired by item (see the "
                    "comparison's definitions in docs/report.md). Correctness: the evaluator's label of the model's "
                    "own answer; strings compared after study 001's normalisation.")
@@ -118,15 +102,44 @@ def provenance(rd: RunData, name: str, c) -> Comparison:
                                   for g in dict.fromkeys(group_label(rd.spec, m, gb) for m in a.models)) + "."
                       if gb else " Pooled over every model of the audit."))
     out.tables.append(s)
+    macro = _macro_table(rd, name, c, per_ds)
+    out.tables.append(macro)
+    out.summary += [f"{r['contrast']} ({r['evaluator']}{', ' + r['group'] if gb else ''}): {r['mean']:+.3f} over "
+                    f"{r['n']} items" for r in s.records() if not math.isnan(r["mean"])]
+    return out
+
+
+def _provenance_row(t: Table, c, g: CellGroup, grp: tuple[str, ...], pooled: dict, per_ds: dict) -> None:
+    """One (model, dataset, evaluator)'s mean confidences and contrasts; its per-item differences
+    pooled (per group and evaluator) and its means kept for the macro table."""
+    m, d, e = g.key
+    own, gold = _conf(g.rows.get(c.own)), _conf(g.rows.get(c.gold))
+    plaus, off = _conf(g.rows.get(c.plausible)), _conf(g.rows.get(c.off_type))
+    if own is None or gold is None:
+        t.nc(f"no records of protocol '{c.own if own is None else c.gold}'", g.where)
+        return
+    diffs = contrasts_of(own, gold, plaus)
+    means = {
+        "self": float(own["confidence"].mean()) if len(own) else math.nan,
+        "gold": float(gold["confidence"].mean()) if len(gold) else math.nan,
+        "plaus.": float(plaus["confidence"].mean()) if plaus is not None and len(plaus) else math.nan,
+        "off-type": float(off["confidence"].mean()) if off is not None and len(off) else math.nan,
+    }
+    for k, v in means.items():
+        per_ds.setdefault((m, e, k), []).append(v)
+    t.add(m, d, e, len(own), *means.values(), *(_mean(diffs[k]) for k in CONTRASTS))
+    for k in CONTRASTS:
+        pooled.setdefault((*grp, k, e), []).extend(diffs[k])
+
+
+def _macro_table(rd: RunData, name: str, c, per_ds: dict) -> Table:
+    """001 Table 15 'Macro': per model and evaluator, the mean over the datasets of each mean confidence."""
     macro = Table(f"{name}_macro", f"Macro mean over datasets per model ({name}; 001 Table 15 'Macro')",
                   ["model", "evaluator", "self", "gold", "plaus.", "off-type"])
-    for m in a.models:
+    for m in rd.audit(c.audit).models:
         for e in rd.evaluators(c.audit):
             vals = [per_ds.get((m, e, k), []) for k in ("self", "gold", "plaus.", "off-type")]
             if any(vals):
                 macro.add(m, e, *(float(np.nanmean(v)) if v and not all(math.isnan(x) for x in v) else math.nan
                                   for v in vals))
-    out.tables.append(macro)
-    out.summary += [f"{r['contrast']} ({r['evaluator']}{', ' + r['group'] if gb else ''}): {r['mean']:+.3f} over "
-                    f"{r['n']} items" for r in s.records() if not math.isnan(r["mean"])]
-    return out
+    return macro

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from auditlang.metrics.bootstrap import bootstrap_ci
-from auditlang.report.comparisons.common import Comparison, bootstrap_settings, by_item, known
+from auditlang.report.comparisons.common import CellGroup, Comparison, bootstrap_settings, by_item, cell_groups, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -44,44 +44,18 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     drop = Table(f"{name}_drop", f"Accuracy drop of {c.base} on {c.variant} against {ref_label} ({name}, study 000 "
                  "Figure 1)", ["model", "dataset", "n_paired", f"acc {c.base} @ {ref_label}", f"acc {c.base} @ {c.variant}",
                                "drop", "drop lo", "drop hi", "relative drop %"])
-    for model in a.models:
-        for ds in a.datasets:
-            ref_accs, missing = [], []
-            for rv in refs:
-                ref = known(rd.rows(ref_audit, model=model, dataset=ds, variant=rv, protocol=protocol, evaluator=c.base),
-                            False)
-                if ref.empty:
-                    missing.append(rv)
-                else:
-                    ref_accs.append(float(ref["correct"].mean()))
-            base = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.variant, protocol=protocol,
-                                 evaluator=c.base), False)
-            if missing or base.empty:
-                what = f"variant {', '.join(missing)}" if missing else f"variant {c.variant}"
-                t.notes.append(not_computable(f"{model} / {ds}: no records of evaluator '{c.base}' on {what}"))
-                continue
-            acc_ref = float(np.mean(ref_accs))
-            b = by_item(base)
-            _drop_row(drop, rd, ref_audit, refs, protocol, c.base, model, ds, b, (B, seed, level))
-            for rep in c.repairs:
-                r = known(rd.rows(c.audit, model=model, dataset=ds, variant=c.variant, protocol=protocol, evaluator=rep), False)
-                if r.empty:
-                    t.notes.append(not_computable(f"{model} / {ds}: no records of repair evaluator '{rep}' on {c.variant}"))
-                    continue
-                r = by_item(r)
-                items = [i for i in b.index if i in r.index]
-                zb = b.loc[items, "correct"].to_numpy(dtype=float)
-                zr = r.loc[items, "correct"].to_numpy(dtype=float)
-                acc_b, acc_r = float(zb.mean()), float(zr.mean())
-                rec = gap_recovery(acc_ref, acc_b, acc_r)
-                if math.isnan(rec):
-                    t.notes.append(not_computable(
-                        f"gap recovery for {model} / {ds} / {rep}: the base evaluator loses no accuracy on {c.variant} "
-                        f"(reference {acc_ref:.3f}, base {acc_b:.3f}), so there is no gap to recover"))
-                else:
-                    per_repair[rep].append(rec)
-                broken = int(np.sum((zb == 1) & (zr == 0)))
-                t.add(model, ds, rep, len(items), acc_ref, acc_b, acc_r, rec, broken)
+    for g in cell_groups(rd, c.audit, by=("model", "dataset"), over={"evaluator": (c.base, *c.repairs)},
+                         fixed={"variant": c.variant, "protocol": protocol}):
+        model, ds = g.key
+        ref_accs, missing = _reference_accuracies(rd, ref_audit, refs, protocol, c.base, model, ds)
+        base = known(g.rows[c.base], False)
+        if missing or base.empty:
+            what = f"variant {', '.join(missing)}" if missing else f"variant {c.variant}"
+            t.notes.append(not_computable(f"{model} / {ds}: no records of evaluator '{c.base}' on {what}"))
+            continue
+        b = by_item(base)
+        _drop_row(drop, rd, ref_audit, refs, protocol, c.base, model, ds, b, (B, seed, level))
+        _repair_rows(t, c, g, b, float(np.mean(ref_accs)), per_repair)
     if ref_audit != c.audit:
         t.notes.append(f"The reference accuracy is read from audit '{ref_audit}' (the same generations: the base "
                        f"evaluator on protocol '{protocol}'); the repairs run on variant '{c.variant}' only.")
@@ -106,6 +80,44 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     out.data = {"drop": drop.records(), "variant": c.variant, "base": c.base, "reference": ref_label}
     out.summary += [f"{rep}: mean recovery {np.mean(v):.1f}%" for rep, v in per_repair.items() if v]
     return out
+
+
+def _reference_accuracies(rd: RunData, ref_audit: str, refs: list[str], protocol: str, base_ev: str, model: str,
+                          ds: str) -> tuple[list[float], list[str]]:
+    """(the base evaluator's accuracy on each reference variant with records, the variants without any)."""
+    accs, missing = [], []
+    for rv in refs:
+        ref = known(rd.rows(ref_audit, model=model, dataset=ds, variant=rv, protocol=protocol, evaluator=base_ev), False)
+        if ref.empty:
+            missing.append(rv)
+        else:
+            accs.append(float(ref["correct"].mean()))
+    return accs, missing
+
+
+def _repair_rows(t: Table, c, g: CellGroup, b, acc_ref: float, per_repair: dict[str, list[float]]) -> None:
+    """One (model, dataset)'s row per repair evaluator: its accuracy against the base's on the same
+    items, the gap it recovers and the correct predictions it breaks."""
+    model, ds = g.key
+    for rep in c.repairs:
+        r = known(g.rows[rep], False)
+        if r.empty:
+            t.notes.append(not_computable(f"{model} / {ds}: no records of repair evaluator '{rep}' on {c.variant}"))
+            continue
+        r = by_item(r)
+        items = [i for i in b.index if i in r.index]
+        zb = b.loc[items, "correct"].to_numpy(dtype=float)
+        zr = r.loc[items, "correct"].to_numpy(dtype=float)
+        acc_b, acc_r = float(zb.mean()), float(zr.mean())
+        rec = gap_recovery(acc_ref, acc_b, acc_r)
+        if math.isnan(rec):
+            t.notes.append(not_computable(
+                f"gap recovery for {model} / {ds} / {rep}: the base evaluator loses no accuracy on {c.variant} "
+                f"(reference {acc_ref:.3f}, base {acc_b:.3f}), so there is no gap to recover"))
+        else:
+            per_repair[rep].append(rec)
+        broken = int(np.sum((zb == 1) & (zr == 0)))
+        t.add(model, ds, rep, len(items), acc_ref, acc_b, acc_r, rec, broken)
 
 
 def _drop_row(t: Table, rd: RunData, ref_audit: str, refs: list[str], protocol: str, base_ev: str, model: str, ds: str,

@@ -24,7 +24,7 @@ from auditlang.plan.cross import samples_key
 from auditlang.metrics.calibration import brier
 from auditlang.metrics.discrimination import auroc
 from auditlang.metrics.robustness import answer_sensitivity, answer_stability, prompt_robustness
-from auditlang.report.comparisons.common import Comparison, by_item, known
+from auditlang.report.comparisons.common import CellGroup, Comparison, by_item, cell_groups, known
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -134,45 +134,16 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
     corr = Table(f"{name}_prompt_corr", f"Pearson correlation of the confidences under two confidence prompts, over the "
                  f"items both scored ({name}; study 002 Figs 7-9)",
                  ["model", "dataset", "evaluator", "prompt_1", "prompt_2", "n_items", "pearson r"])
-    for m in a.models:
-        for d in a.datasets:
-            for e in rd.evaluators(c.audit):
-                where = f"{m} / {d} / {v} / {e}"
-                frames = {p: by_item(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e))
-                          for p in protocols}
-                frames = {p: f for p, f in frames.items() if not f.empty}
-                if not frames:
-                    continue
-                items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
-                prb, prb_ex = math.nan, ""
-                missing = [p for p in protocols if p not in frames]
-                if missing:
-                    t.nc(f"P-RB: no records for protocol(s) {missing}", where)
-                else:
-                    mat = np.array([[float(frames[p]["confidence"].get(i, math.nan)) for p in protocols] for i in items])
-                    for j, k in itertools.combinations(range(len(protocols)), 2):
-                        ok = ~np.isnan(mat[:, j]) & ~np.isnan(mat[:, k])
-                        r_jk = _pearson(mat[ok, j], mat[ok, k])
-                        corr.add(m, d, e, protocols[j], protocols[k], int(ok.sum()), r_jk)
-                    try:
-                        r = prompt_robustness(mat)
-                        prb, prb_ex = r.value, r.n_excluded
-                    except ValueError as err:
-                        t.nc(f"P-RB: {err}", where)
-                stbs, ssts, stb_sh, sst_sh, nms = [], [], [], [], []
-                for p in frames if c.samples else []:
-                    first = rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e)
-                    stb, sst, q1, q2, nm = _stability(rd, c, first, t, f"{where} / {p}")
-                    nms.append(nm)
-                    stbs.append(stb)
-                    ssts.append(sst)
-                    stb_sh.append(q1)
-                    sst_sh.append(q2)
-                if not c.samples:
-                    _stability(rd, c, frames[next(iter(frames))], t, where)  # the "no samples=" note, once
-                br, au = _brier_auroc(frames, t, where)
-                t.add(m, d, label, e, len(items), prb, prb_ex, _mean_finite(stbs), _mean_finite(ssts),
-                      _mean_finite(stb_sh), _mean_finite(sst_sh), br, au, _mean_finite(nms))
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"), over={"protocol": protocols},
+                         levels={"variant": [v]}, skip_empty=True):
+        m, d, _, e = g.key
+        frames = {p: by_item(g.rows[p]) for p in protocols}
+        frames = {p: f for p, f in frames.items() if not f.empty}
+        items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
+        prb, prb_ex = _prb_over_protocols(g, frames, items, protocols, t, corr)
+        stb, sst, stb_sh, sst_sh, nm = _stability_over_protocols(rd, c, g, frames, t)
+        br, au = _brier_auroc(frames, t, g.where)
+        t.add(m, d, label, e, len(items), prb, prb_ex, stb, sst, stb_sh, sst_sh, br, au, nm)
     t.notes.append(f"Prompts: the confidence protocols {', '.join(protocols)} under the one answer prompt {v}; "
                    "P-RB over each item's confidences in the model's own answer, which every protocol of the cell "
                    "shares (002 section 5: only the confidence-elicitation prompt is perturbed for VC). Std is the "
@@ -211,47 +182,15 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
               list(COLUMNS))
     if len(variants) < 2:
         t.notes.append(not_computable(f"P-RB needs at least two prompts; the comparison names {variants}"))
-    for m in a.models:
-        for d in a.datasets:
-            for p in a.protocols:
-                for e in rd.evaluators(c.audit):
-                    where = f"{m} / {d} / {p} / {e}"
-                    frames = {v: by_item(rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e))
-                              for v in variants}
-                    frames = {v: f for v, f in frames.items() if not f.empty}
-                    if not frames:
-                        continue
-                    items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
-                    prb, prb_ex = math.nan, ""
-                    fixed = getattr(c, "answer", "own") == "fixed"
-                    if fixed and len(frames) == len(variants) and len(variants) >= 2:
-                        key = f"variant:{variants[0]}"
-                        cols = [{i: float(x) for i, x in frames[variants[0]]["confidence"].items()}]
-                        cols += [_fixed(rd, rd.rows(c.audit, model=m, dataset=d, variant=v, protocol=p, evaluator=e), key)
-                                 for v in variants[1:]]
-                        if not any(cols[1:]):
-                            t.nc(f"P-RB: records carry no confidences of the fixed answer (extras 'supplied', source "
-                                 f"'{key}', from the cross stage); answer=own scores each prompt's own answer", where)
-                        else:
-                            mat = np.array([[col.get(str(i), col.get(i, math.nan)) for col in cols] for i in items])
-                            try:
-                                r = prompt_robustness(mat)
-                                prb, prb_ex = r.value, r.n_excluded
-                            except ValueError as err:
-                                t.nc(f"P-RB: {err}", where)
-                    elif len(frames) == len(variants) and len(variants) >= 2:
-                        mat = np.array([[float(frames[v]["confidence"].get(i, math.nan)) for v in variants] for i in items])
-                        try:
-                            r = prompt_robustness(mat)
-                            prb, prb_ex = r.value, r.n_excluded
-                        except ValueError as err:
-                            t.nc(f"P-RB: {err}", where)
-                    elif len(variants) >= 2:
-                        t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", where)
-                    first = rd.rows(c.audit, model=m, dataset=d, variant=variants[0], protocol=p, evaluator=e)
-                    stb, sst, q1, q2, sst_nm = _stability(rd, c, first, t, where)
-                    br, au = _brier_auroc(frames, t, where)
-                    t.add(m, d, p, e, len(items), prb, prb_ex, stb, sst, q1, q2, br, au, sst_nm)
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "protocol", "evaluator"), over={"variant": variants},
+                         skip_empty=True):
+        frames = {v: by_item(g.rows[v]) for v in variants}
+        frames = {v: f for v, f in frames.items() if not f.empty}
+        items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
+        prb, prb_ex = _prb_over_variants(rd, c, g, frames, items, variants, t)
+        stb, sst, q1, q2, sst_nm = _stability(rd, c, g.rows[variants[0]], t, g.where)
+        br, au = _brier_auroc(frames, t, g.where)
+        t.add(*g.key, len(items), prb, prb_ex, stb, sst, q1, q2, br, au, sst_nm)
     if c.samples:
         t.notes.append("Share of items qualifying: A-STB averages over the items whose largest semantic group holds "
                        "more than one of the K answers (002 eq. 4), A-SST over the items with two or more groups "
@@ -272,6 +211,64 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
     if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
         out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
     return out
+
+
+def _prb(mat: np.ndarray, t: Table, where: str) -> tuple[float, object]:
+    """(P-RB, items excluded) of an (items x prompts) confidence matrix; NaN, said in a note, when undefined."""
+    try:
+        r = prompt_robustness(mat)
+        return r.value, r.n_excluded
+    except ValueError as err:
+        t.nc(f"P-RB: {err}", where)
+        return math.nan, ""
+
+
+def _prb_over_protocols(g: CellGroup, frames: dict, items: list, protocols: list[str], t: Table,
+                        corr: Table) -> tuple[float, object]:
+    """P-RB of one cell's answers across its confidence protocols, and each protocol pair's correlation."""
+    m, d, _, e = g.key
+    missing = [p for p in protocols if p not in frames]
+    if missing:
+        t.nc(f"P-RB: no records for protocol(s) {missing}", g.where)
+        return math.nan, ""
+    mat = np.array([[float(frames[p]["confidence"].get(i, math.nan)) for p in protocols] for i in items])
+    for j, k in itertools.combinations(range(len(protocols)), 2):
+        ok = ~np.isnan(mat[:, j]) & ~np.isnan(mat[:, k])
+        corr.add(m, d, e, protocols[j], protocols[k], int(ok.sum()), _pearson(mat[ok, j], mat[ok, k]))
+    return _prb(mat, t, g.where)
+
+
+def _stability_over_protocols(rd: RunData, c, g: CellGroup, frames: dict, t: Table) -> tuple[float, ...]:
+    """A-STB, A-SST, their shares of qualifying items and A-SST not max, each the mean over the
+    protocols that score the samples (NaN where none does)."""
+    vals: list[tuple[float, ...]] = []
+    for p in frames if c.samples else []:
+        vals.append(_stability(rd, c, g.rows[p], t, f"{g.where} / {p}"))
+    if not c.samples:
+        _stability(rd, c, frames[next(iter(frames))], t, g.where)  # the "no samples=" note, once
+    return tuple(_mean_finite([x[k] for x in vals]) for k in range(5))
+
+
+def _prb_over_variants(rd: RunData, c, g: CellGroup, frames: dict, items: list, variants: list[str],
+                       t: Table) -> tuple[float, object]:
+    """P-RB of one (model, dataset, protocol, evaluator) across the variants: each prompt's own answer,
+    or with ``answer=fixed`` the first prompt's answer re-scored under every prompt."""
+    if len(variants) < 2:
+        return math.nan, ""
+    if len(frames) != len(variants):
+        t.nc(f"P-RB: no records for variant(s) {[v for v in variants if v not in frames]}", g.where)
+        return math.nan, ""
+    if getattr(c, "answer", "own") != "fixed":
+        return _prb(np.array([[float(frames[v]["confidence"].get(i, math.nan)) for v in variants] for i in items]),
+                    t, g.where)
+    key = f"variant:{variants[0]}"
+    cols = [{i: float(x) for i, x in frames[variants[0]]["confidence"].items()}]
+    cols += [_fixed(rd, g.rows[v], key) for v in variants[1:]]
+    if not any(cols[1:]):
+        t.nc(f"P-RB: records carry no confidences of the fixed answer (extras 'supplied', source "
+             f"'{key}', from the cross stage); answer=own scores each prompt's own answer", g.where)
+        return math.nan, ""
+    return _prb(np.array([[col.get(str(i), col.get(i, math.nan)) for col in cols] for i in items]), t, g.where)
 
 
 def share_summary(t: Table) -> list[str]:

@@ -21,6 +21,7 @@ from auditlang.report.comparisons.common import (
     MetricChoice,
     bootstrap_settings,
     by_item,
+    cell_groups,
     known,
     metric_choice,
     model_size,
@@ -29,11 +30,34 @@ from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
 
-def _paired(rd: RunData, aid: str, model: str, dataset: str, protocol: str, evaluator: str, variants: list[str],
+def _spread_row(key: tuple[str, ...], frames: dict[str, pd.DataFrame], items: list, variants: list[str],
+                metric: MetricChoice, need_conf: bool, boot: tuple[int, int, float]) -> dict[str, Any]:
+    """One (model, dataset, evaluator, protocol)'s per-variant values on the shared items, spread and its CI."""
+    model, dataset, ev, p = key
+    B, seed, level = boot
+    arrs: list[np.ndarray] = []
+    vals: dict[str, float] = {}
+    for v in variants:
+        f = frames[v].loc[items]
+        z = f["correct"].to_numpy(dtype=float)
+        c = f["confidence"].to_numpy(dtype=float)
+        arrs += [z] if not need_conf else [c, z]
+        vals[v] = metric(c if need_conf else None, z)
+    fn = _spread_fn(metric, len(variants))
+    ci = bootstrap_ci(fn, *arrs, B=B, seed=seed, level=level) if len(items) > 1 else None
+    point = fn(*arrs)
+    return {"model": model, "dataset": dataset, "evaluator": ev, "protocol": p, "n_items": len(items),
+            "values": vals, "spread": point,
+            "lo": float(ci.low) if ci else float("nan"), "hi": float(ci.high) if ci else float("nan"),
+            "max_variant": max(vals, key=vals.get), "min_variant": min(vals, key=vals.get)}
+
+
+def _paired(cells: dict[str, pd.DataFrame], variants: list[str],
             need_conf: bool) -> tuple[dict[str, pd.DataFrame], list[str], str | None]:
+    """Each variant's scored records by item and the items every variant scored; else why not."""
     frames: dict[str, pd.DataFrame] = {}
     for v in variants:
-        df = known(rd.rows(aid, model=model, dataset=dataset, variant=v, protocol=protocol, evaluator=evaluator), need_conf)
+        df = known(cells[v], need_conf)
         if df.empty:
             return {}, [], f"no scored records for variant '{v}'"
         frames[v] = by_item(df)
@@ -64,30 +88,14 @@ def spread_rows(rd: RunData, aid: str, variants: list[str], metric: MetricChoice
     # accuracy comes from the answer generation, which every protocol of a cell shares: one protocol suffices
     protocols = list(a.protocols) if need_conf else list(a.protocols[:1])
     rows, notes = [], []
-    for model in a.models:
-        for dataset in a.datasets:
-            for ev in rd.evaluators(aid):
-                for p in protocols:
-                    where = f"{model} / {dataset} / {ev}" + (f" / {p}" if need_conf else "")
-                    frames, items, why = _paired(rd, aid, model, dataset, p, ev, variants, need_conf)
-                    if why:
-                        notes.append(not_computable(f"spread for {where}: {why}"))
-                        continue
-                    arrs: list[np.ndarray] = []
-                    vals: dict[str, float] = {}
-                    for v in variants:
-                        f = frames[v].loc[items]
-                        z = f["correct"].to_numpy(dtype=float)
-                        c = f["confidence"].to_numpy(dtype=float)
-                        arrs += [z] if not need_conf else [c, z]
-                        vals[v] = metric(c if need_conf else None, z)
-                    fn = _spread_fn(metric, len(variants))
-                    ci = bootstrap_ci(fn, *arrs, B=B, seed=seed, level=level) if len(items) > 1 else None
-                    point = fn(*arrs)
-                    rows.append({"model": model, "dataset": dataset, "evaluator": ev, "protocol": p, "n_items": len(items),
-                                 "values": vals, "spread": point,
-                                 "lo": float(ci.low) if ci else float("nan"), "hi": float(ci.high) if ci else float("nan"),
-                                 "max_variant": max(vals, key=vals.get), "min_variant": min(vals, key=vals.get)})
+    for g in cell_groups(rd, aid, by=("model", "dataset", "evaluator", "protocol"), over={"variant": variants},
+                         levels={"protocol": protocols}):
+        where = " / ".join(g.key if need_conf else g.key[:3])
+        frames, items, why = _paired(g.rows, variants, need_conf)
+        if why:
+            notes.append(not_computable(f"spread for {where}: {why}"))
+            continue
+        rows.append(_spread_row(g.key, frames, items, variants, metric, need_conf, (B, seed, level)))
     return rows, notes
 
 
