@@ -46,12 +46,9 @@ def test_fixture_report_latex_fits(run, tmp_path, name, twocolumn):
 @needs_pdflatex
 @pytest.mark.parametrize("tex", EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in EXAMPLES])
 @pytest.mark.parametrize("twocolumn", [False, True], ids=["one", "two"])
-def test_example_report_latex_fits(tex, tmp_path, twocolumn, request):
+def test_example_report_latex_fits(tex, tmp_path, twocolumn):
     if tex.name == "disclosure_wide.tex" and not twocolumn:
         pytest.skip("table* is for two-column articles")
-    if tex.parent.name == "s001" and tex.name == "disclosure.tex":
-        # generated before issue 41's split of tables taller than a page: its one float overflows
-        request.applymarker(pytest.mark.xfail(reason="examples/reports/s001 not yet regenerated (issue 41)", strict=True))
     check(tex, tmp_path, twocolumn)
 
 

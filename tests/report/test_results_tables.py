@@ -132,11 +132,18 @@ def check_grid_numbers(tex_file, comparisons) -> None:
     summ = pd.read_csv(comparisons / f"{stem}_summary.csv")
     mci = pd.read_csv(comparisons / f"{stem}_macro_ci.csv")
     cols = grid_columns(tex_file.read_text(encoding="utf-8"))
-    groups = list(dict.fromkeys(zip(summ["variant"], summ["evaluator"])))
+    # a column per variant x evaluator, and per group of the grid's group_by (001's Instruct / base)
+    # when it declares one
+    grouped = "group" in summ.columns
+    summ["group"] = summ["group"].astype(str) if grouped else ""
+    mci["group"] = mci["group"].astype(str) if grouped else ""
+    groups = list(dict.fromkeys(zip(summ["group"], summ["variant"], summ["evaluator"])))
     assert len(cols) == len(groups), [h for h, _ in cols]
-    for (head, cells), (var, ev) in zip(cols, groups):
-        g = summ[(summ["variant"] == var) & (summ["evaluator"] == ev)]
-        ci = mci[(mci["variant"] == var) & (mci["evaluator"] == ev)]
+    for (head, cells), (grp, var, ev) in zip(cols, groups):
+        if grouped:
+            assert head.split("\\\\", 1)[0].endswith(grp), (head, grp)
+        g = summ[(summ["group"] == grp) & (summ["variant"] == var) & (summ["evaluator"] == ev)]
+        ci = mci[(mci["group"] == grp) & (mci["variant"] == var) & (mci["evaluator"] == ev)]
         assert f"($n = {int(g['n_settings'].iloc[0])}$)" in head, head
         assert list(cells) == list(g["quantity"]), list(cells)
         by_q = dict(zip(ci["quantity"], ci.to_dict("records")))
