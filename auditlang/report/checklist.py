@@ -314,9 +314,25 @@ def _storage(rd: RunData) -> Entry:
             n = j.counts()
         e.lines.append(f"Every raw engine request and result (generations, logprob windows), keyed by request id and "
                        f"engine fingerprint: {JOURNAL} ({n.results} results, {n.errors} errors)")
+        last = _last_run_line(rd.run_info)
+        if last:
+            e.lines.append(last)
     else:
         e.lines.append(f"not computable: no request journal ({JOURNAL}) in the run directory; raw generations beyond the records are not stored")
     return e
+
+
+def _last_run_line(info: dict) -> str:
+    """What the last ``auditc run`` of this directory did with the requests (run.json ``last_run``):
+    executed, found already stored, and of those how many were copied from the response cache."""
+    t = info.get("last_run") or {}
+    if not t:
+        return ""
+    text = f"Last run: {t.get('executed', 0)} requests executed, {t.get('cached', 0)} already stored"
+    if t.get("from_cache"):
+        text += (f" ({t['from_cache']} of them copied into {JOURNAL} from the response cache, `--cache`: "
+                 "results an earlier run computed under the same engine fingerprint)")
+    return text + f", {t.get('errors', 0)} errors"
 
 
 def _executor_line(ex: dict) -> str:

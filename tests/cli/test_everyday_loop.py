@@ -209,6 +209,12 @@ def test_response_cache_is_shared_across_run_directories(tmp_path: Path, capsys)
     assert second["executed"] == 0 and second["from_cache"] == first["executed"]
     assert _results(tmp_path / "b") == _results(tmp_path / "a")
     assert "from the response cache" in capsys.readouterr().err
+    # the checklist says where b's results came from (issue 34: the journal count alone read as executed)
+    assert main(["report", str(tmp_path / "b")]) == 0
+    checklist = (tmp_path / "b" / "report" / "checklist.md").read_text(encoding="utf-8")
+    n = second["from_cache"]
+    assert (f"Last run: 0 requests executed, {second['cached']} already stored ({n} of them copied into "
+            "journal.sqlite from the response cache") in checklist, checklist
     # without the cache a new run directory executes everything again
     assert main(["run", str(QUICK), "--out", str(tmp_path / "c"), *args[:-2]]) == 0
     assert json.loads((tmp_path / "c" / "run.json").read_text())["last_run"]["executed"] == first["executed"]
