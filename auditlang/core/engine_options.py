@@ -210,13 +210,13 @@ class OpenAIOptions(EngineOptions):
 
     ENGINE: ClassVar[str] = "openai"
     base_url: str | None = option(None, f"server URL up to /v1 (default ${OPENAI_BASE_URL_ENV} or {OPENAI_DEFAULT_URL})",
-                                  spec=SpecParam("base_url", str, "http://127.0.0.1:8000/v1"), fingerprint="base_url")
+                                  spec=SpecParam("base_url", str | None, None), fingerprint="base_url")
     api_key_env: str | None = option(
         "OPENAI_API_KEY", "name of the environment variable holding the API key (default OPENAI_API_KEY; unset = no key)",
         spec="api_key_env", fingerprint=None)
     endpoint: Literal["auto", "chat", "completions"] = option(
         "auto", "'auto' (messages -> chat, text -> completions), 'chat' or 'completions' (default auto)",
-        spec=SpecParam("endpoint", Literal["chat", "completions"], "chat"), fingerprint="endpoint")
+        spec=SpecParam("endpoint", Literal["auto", "chat", "completions"], "auto"), fingerprint="endpoint")
     server: Literal["generic", "vllm"] = option(
         "generic", "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
         spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"), fingerprint="server")

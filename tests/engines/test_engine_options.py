@@ -42,7 +42,7 @@ def test_existing_spec_parameters_keep_their_defaults_and_limits() -> None:
     assert (v["max_logprobs"].default, v["tensor_parallel"].default, v["prefix_caching"].default) == (None, 1, "auto")
     assert v["gpu_memory_utilization"].default is None and v["enforce_eager"].default is None
     o = S.OpenAIModel.model_fields
-    assert (o["base_url"].default, o["endpoint"].default, o["server"].default) == ("http://127.0.0.1:8000/v1", "chat", "generic")
+    assert (o["base_url"].default, o["endpoint"].default, o["server"].default) == (None, "auto", "generic")
     assert S.HFModel.model_fields["compile"].default is False and "compile" in S.EmbeddedModel.model_fields
     with pytest.raises(CompileError) as err:
         compile_spec("x.audit", text='model m = vllm("org/m", tensor_parallel=0)\n')
@@ -81,3 +81,18 @@ def test_an_option_added_in_one_place_reaches_check_docs_editor_and_engine() -> 
     finally:
         S._STATIC_CONSTRUCTORS["model"].pop("vllm_draft", None)
         REGISTRY.unregister("engine", "vllm_draft")
+
+
+def test_a_spec_default_is_what_the_engine_does_when_the_parameter_is_not_written() -> None:
+    """resolve/models.py copies only written parameters into the options, so a spec default shown in
+    hover and docs/engines.md must be the option's default, or None / "auto" (resolved by the one
+    rule: $OPENAI_BASE_URL else OpenAI's API; prefix caching by the run's request kinds)."""
+    from auditlang.core.engine_options import EngineOptions
+
+    wrong = {}
+    for cls in EngineOptions.__subclasses__():
+        for sp, (_ann, f) in cls.spec_fields().items():
+            option_default = cls.model_fields[cls.spec_params()[sp]].default
+            if f.default not in (None, "auto") and f.default != option_default:
+                wrong[f"{cls.ENGINE}.{sp}"] = (f.default, option_default)
+    assert not wrong, wrong
