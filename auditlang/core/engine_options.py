@@ -22,6 +22,7 @@ Imports nothing of auditlang outside ``core/``.
 
 from __future__ import annotations
 
+import operator as op
 import os
 import types
 import typing
@@ -88,6 +89,24 @@ class EngineOptions(BaseModel):
             known = "; ".join(f"{k}: {v}" for k, v in cls.known().items())
             raise EngineError(f"model {config.name!r}: unknown {cls.ENGINE} option(s) {sorted(unknown)}",
                               hint=f"known options: {known}")
+
+    @classmethod
+    def check_values(cls, model: str, opts: Mapping[str, Any]) -> None:
+        """EngineError for an option value of the wrong type or outside the limits its field
+        declares (``ge``, ``gt``, ``le``, ``lt``): the one value check every engine uses."""
+        tests = {"ge": (op.ge, ">="), "gt": (op.gt, ">"), "le": (op.le, "<="), "lt": (op.lt, "<")}
+        for k, v in opts.items():
+            kinds = cls.python_types(k)
+            if not isinstance(v, kinds) or (bool not in kinds and isinstance(v, bool)):
+                want = " or ".join(t.__name__ for t in kinds)
+                raise EngineError(f"model {model!r}: {cls.ENGINE} option {k!r} must be of type {want} (got {v!r})",
+                                  hint=f"{k}: {cls.model_fields[k].description}")
+            for m in cls.model_fields[k].metadata:
+                for name, (test, sign) in tests.items():
+                    limit = getattr(m, name, None)
+                    if limit is not None and v is not None and not isinstance(v, bool) and not test(v, limit):
+                        raise EngineError(f"model {model!r}: {cls.ENGINE} option {k!r} must be {sign} {limit} (got {v!r})",
+                                          hint=f"{k}: {cls.model_fields[k].description}")
 
     @classmethod
     def python_types(cls, name: str) -> tuple[type, ...]:
@@ -160,24 +179,24 @@ class VLLMOptions(EngineOptions):
 
     ENGINE: ClassVar[str] = "vllm"
     max_logprobs: int = option(256, "largest top-k window / number of label ids a request may ask for (default 256)",
-                               spec=SpecParam("max_logprobs", int | None, None, limits={"ge": 1}), fingerprint=None)
-    max_model_len: int | None = option(None, "context length in tokens (default: the model's)", fingerprint="max_model_len")
+                               spec=SpecParam("max_logprobs", int | None, None, limits={"ge": 1}), fingerprint=None, ge=1)
+    max_model_len: int | None = option(None, "context length in tokens (default: the model's)", fingerprint="max_model_len", ge=1)
     kv_cache_gib: float | None = option(
-        None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)", fingerprint=None)
+        None, "KV-cache size in GiB (default 1 on CPU; on GPU vLLM sizes it from gpu_memory_utilization)", fingerprint=None, gt=0)
     gpu_memory_utilization: float | None = option(None, "fraction of GPU memory vLLM may use (default vLLM's 0.92)",
                                                   spec="gpu_memory_utilization", gt=0, le=1, fingerprint=None)
     enforce_eager: bool | None = option(None, "disable torch.compile / CUDA graphs (unset: true on CPU; on a GPU true when auditc run's "
                                         "estimated GPU time for the model is under 240 s, else false)",
                                         spec="enforce_eager", fingerprint="enforce_eager")
     tensor_parallel_size: int = option(1, "GPUs per model (default 1)", spec="tensor_parallel", ge=1, fingerprint="tensor_parallel_size")
-    max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)", fingerprint=None)
+    max_num_seqs: int | None = option(None, "sequences scheduled at once (default vLLM's)", fingerprint=None, ge=1)
     threads_bind: str | None = option(
         None, "CPU only: VLLM_CPU_OMP_THREADS_BIND, e.g. '0-7' (default: every core this process may use)", fingerprint=None)
     in_process: bool | None = option(
         None, "run vLLM's engine core in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0; default true on CPU)",
         spec="in_process", fingerprint=None)
     chunk_size: int | None = option(None, "most requests in vLLM at once, topped up as they finish (default: every "
-                                          "request of a stage; results are committed as they finish either way)", fingerprint=None)
+                                          "request of a stage; results are committed as they finish either way)", fingerprint=None, ge=1)
     enable_prefix_caching: bool = option(
         False, "vLLM's automatic prefix caching: one prefill of a prompt serves all its requests "
                "(default false; `auditc run` resolves the spec's prefix_caching=auto: true)",

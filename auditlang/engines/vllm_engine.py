@@ -144,14 +144,7 @@ class _Options(VLLMOptions):
         VLLMOptions.check_names(config)
         opts = dict(config.options)
         opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
-        for k, v in opts.items():
-            kinds = VLLMOptions.python_types(k)
-            ok = isinstance(v, kinds) and not (bool not in kinds and isinstance(v, bool))
-            if not ok or (isinstance(v, int | float) and not isinstance(v, bool) and v <= 0):
-                want = " or ".join(t.__name__ for t in kinds)
-                raise EngineError(f"model {config.name!r}: vllm option {k!r} must be a positive {want} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
-        if opts.get("gpu_memory_utilization", 0.5) > 1:
-            raise EngineError(f"model {config.name!r}: gpu_memory_utilization must be in (0, 1] (got {opts['gpu_memory_utilization']})")
+        VLLMOptions.check_values(config.name, opts)  # types and the limits each option declares
         if config.batch_size != "auto" and config.batch_size < 1:  # auto: vLLM schedules its own batches
             raise EngineError(f"model {config.name!r}: batch_size must be >= 1 (got {config.batch_size})")
         return _Options.model_construct(**opts)  # checked above; the defaults are VLLMOptions'

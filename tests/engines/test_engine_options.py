@@ -96,3 +96,29 @@ def test_a_spec_default_is_what_the_engine_does_when_the_parameter_is_not_writte
             if f.default not in (None, "auto") and f.default != option_default:
                 wrong[f"{cls.ENGINE}.{sp}"] = (f.default, option_default)
     assert not wrong, wrong
+
+
+def test_option_values_are_checked_against_the_limits_each_field_declares() -> None:
+    """One value check (EngineOptions.check_values) reads each option's declared limits, so an option
+    that allows 0 is not refused by a hand rule (vLLM once refused every number <= 0)."""
+    from typing import ClassVar
+
+    from auditlang.core.engine import EngineError
+    from auditlang.core.engine_options import EngineOptions, VLLMOptions, option
+
+    class _Opts(EngineOptions):
+        ENGINE: ClassVar[str] = "toy"
+        offset: int = option(0, "may be zero or negative", fingerprint=None)
+        share: float = option(0.5, "a fraction", fingerprint=None, gt=0, le=1)
+
+    _Opts.check_values("m", {"offset": 0, "share": 1.0})
+    _Opts.check_values("m", {"offset": -3})
+    for bad, words in (({"share": 0}, "must be > 0"), ({"share": 1.5}, "must be <= 1"), ({"offset": "x"}, "must be a int"),
+                       ({"offset": True}, "must be a int")):
+        with pytest.raises(EngineError, match=words):
+            _Opts.check_values("m", bad)
+    for bad, words in (({"tensor_parallel_size": 0}, ">= 1"), ({"gpu_memory_utilization": 1.2}, "<= 1"),
+                       ({"kv_cache_gib": 0.0}, "> 0"), ({"max_num_seqs": 0}, ">= 1"), ({"max_logprobs": 0}, ">= 1")):
+        with pytest.raises(EngineError, match=words):
+            VLLMOptions.check_values("m", bad)
+    VLLMOptions.check_values("m", {"tensor_parallel_size": 2, "gpu_memory_utilization": 1.0, "kv_cache_gib": 0.5})
