@@ -113,8 +113,8 @@ def test_option_values_are_checked_against_the_limits_each_field_declares() -> N
 
     _Opts.check_values("m", {"offset": 0, "share": 1.0})
     _Opts.check_values("m", {"offset": -3})
-    for bad, words in (({"share": 0}, "must be > 0"), ({"share": 1.5}, "must be <= 1"), ({"offset": "x"}, "must be a int"),
-                       ({"offset": True}, "must be a int")):
+    for bad, words in (({"share": 0}, "must be > 0"), ({"share": 1.5}, "must be <= 1"), ({"offset": "x"}, "must be of type int"),
+                       ({"offset": True}, "must be of type int")):
         with pytest.raises(EngineError, match=words):
             _Opts.check_values("m", bad)
     for bad, words in (({"tensor_parallel_size": 0}, ">= 1"), ({"gpu_memory_utilization": 1.2}, "<= 1"),
