@@ -65,6 +65,9 @@ def test_installed_plugin_components_work_through_auditc(plugin_site: Path, tmp_
                  "metric `overconfidence`: from plugin auditlang-example-plugin 0.1.0",
                  "perturbation `shout`: from plugin auditlang-example-plugin 0.1.0"):
         assert line in checklist
+    # the plugin declares that shout draws nothing: no seed line, no "sets no seed" flag (issue 34)
+    assert "(shout) makes no random choice with its default parameters (declared by the perturbation), so no seed" in checklist
+    assert not [ln for ln in checklist.splitlines() if "sets no seed" in ln and "shout" in ln]
     # without the plugin the same spec is a diagnostic with a location, not a traceback
     off = _auditc(plugin_site, "check", "p.audit", cwd=tmp_path, AUDITLANG_NO_PLUGINS="1")
     assert off.returncode == 1 and "p.audit:5:" in off.stderr and "Traceback" not in off.stderr

@@ -76,6 +76,12 @@ class Perturbation:
 
         seed: int | None = None
 
+        def draws(self) -> bool:
+            """Whether :meth:`Perturbation.apply` makes a random choice with these parameters (so
+            its seed matters; the checklist lists the seed). A deterministic perturbation, or
+            one whose parameters fix the choice, declares False."""
+            return True
+
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**build_params(f"perturbation {self.name!r}", self.Params, params))
 
@@ -290,6 +296,9 @@ class OneShot(Perturbation):
                               "or a seeded draw.")
         bank: Literal["mmlu", "hellaswag"] | None = None  # default: hellaswag for datasets named so, else mmlu
         index: int | None = Field(default=None, ge=0, le=3)
+
+        def draws(self) -> bool:
+            return self.index is None  # a fixed index: no draw
 
     def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
         if self.params.bank is None:

@@ -322,6 +322,12 @@ def _storage(rd: RunData) -> Entry:
     return e
 
 
+def _param_text(o) -> str:
+    """The parameters a spec object sets, as the spec wrote them (``index=1``), or "its defaults"."""
+    written = [f"{k}={getattr(o.value, k)!r}" for k in sorted(D.explicit(o)) if k != "seed"]
+    return ", ".join(written) if written else "its default parameters"
+
+
 def _last_run_line(info: dict) -> str:
     """What the last ``auditc run`` of this directory did with the requests (run.json ``last_run``):
     executed, found already stored, and of those how many were copied from the response cache."""
@@ -562,9 +568,10 @@ def _seeds(rd: RunData) -> Entry:
                 e.flag(f"{D.UNSPECIFIED}: variant '{vid}' does not set fewshot_seed; the global seed was used")
         for pid in v.perturb:
             po = spec.get(pid)
-            if getattr(po.value, "index", None) is not None:  # one_shot(index=k): a fixed example, no draw
-                e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) uses the fixed example at index "
-                               f"{po.value.index} (no random draw, so no seed)")
+            draws = getattr(po.value, "draws", None)  # declared on the perturbation's Params
+            if callable(draws) and not draws():
+                e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) makes no random choice with "
+                               f"{_param_text(po)} (declared by the perturbation), so no seed")
                 continue
             e.lines.append(f"variant {vid}: perturbation {pid} ({po.ctor}) seed "
                            f"{po.value.seed if po.value.seed is not None else spec.settings.seed}")

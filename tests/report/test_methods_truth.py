@@ -143,7 +143,7 @@ def test_one_shot_by_index_has_no_seed_flag(run, tmp_path):
     rd = run_with(run, tmp_path, "variant typod = variant(t_plain, perturb=[typo()])",
                   "variant typod = variant(t_plain, perturb=[one_shot(index=1)])")
     md = build_checklist(rd, []).to_markdown()
-    assert "uses the fixed example at index 1 (no random draw, so no seed)" in md
+    assert "(one_shot) makes no random choice with index=1 (declared by the perturbation), so no seed" in md
     assert not [ln for ln in md.splitlines() if "UNSPECIFIED" in ln and "one_shot" in ln]
 
 
@@ -158,3 +158,4 @@ def test_evaluators_differing_only_in_label_form_are_told_apart(run, tmp_path):
     assert 'the label of highest log-likelihood (ll_bare, label tokens without a leading space ("A"))' in text
     disc = "\n".join(t.to_markdown() for t in disclosure_tables(rd))
     assert "ll_space (label_form=space); ll_bare (label_form=bare)" in disc
+

@@ -44,6 +44,9 @@ class Shout(Perturbation):
     class Params(Perturbation.Params):  # the perturbation's parameters, declared once (here: only seed)
         DOC: ClassVar[str] = "Example plugin: the question in upper case."
 
+        def draws(self) -> bool:  # no random choice: the checklist lists no seed for it
+            return False
+
     def apply(self, item: dict[str, Any], seed: int) -> dict[str, Any]:
         out = dict(item)
         out["question"] = str(item.get("question", "")).upper()
