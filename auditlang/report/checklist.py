@@ -846,6 +846,7 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
         e.lines.append(f"not applicable: audit '{aid}' has one model")
         return e
     df = rd.cells
+    gaps: list[float] = []
     if df.empty or "accuracy" not in df.columns:
         e.lines.append("not computable: no per-cell accuracy")
     else:
@@ -856,6 +857,7 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
                     for m in a.models if sub[(sub["model"] == m) & (sub["dataset"] == d)]["accuracy"].notna().any()}
             if len(accs) >= 2:
                 hi, lo = max(accs, key=accs.get), min(accs, key=accs.get)
+                gaps.append(accs[hi] - accs[lo])
                 gap = (f"largest gap {accs[hi] - accs[lo]:.3f} ({hi} - {lo})" if accs[hi] > accs[lo] else
                        "no gap: every model has the same accuracy")
                 none = [m for m in a.models if m not in accs]  # no accuracy at all: not part of the gap
@@ -864,10 +866,17 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
                                + (f" (no accuracy for {', '.join(none)})" if none else ""))
     al = [c for c in comparisons if c.cid and rd.spec.get(c.cid).value.ACCURACY_CONTROLLED
           and aid in c.data.get("audits", [c.audit])]
-    if not al:
+    if not al and any(g > 0 for g in gaps):
         e.flag(f"{D.WARNING}: audit '{aid}' compares {len(a.models)} models of different accuracy without an "
                "accuracy-controlled view (declare `compare NAME = aligned(...)`); calibration rankings may reverse "
                "once accuracy is controlled (study 003)")
+    elif not al and gaps:
+        e.lines.append(f"no accuracy-controlled view declared; none is needed in this run: the {len(a.models)} models "
+                       "have the same accuracy on every dataset")
+    elif not al:
+        e.flag(f"{D.WARNING}: audit '{aid}' compares {len(a.models)} models without an accuracy-controlled view, and "
+               "their accuracy gap could not be computed (declare `compare NAME = aligned(...)`); calibration rankings "
+               "may reverse once accuracy is controlled (study 003)")
     for c in al:
         e.lines += [f"comparison {c.name}: {s}" for s in c.summary]
         for metric, cnt in c.data.get("patterns", {}).items():
