@@ -1061,7 +1061,7 @@ def _dev_fit(rd: RunData, aid: str, pid: str) -> Entry:
     training size, Calib1's training size, and fit failures."""
     e = Entry("fit")
     if not _needs_dev(rd, pid):
-        e.lines.append(f"not applicable to {rd.protocol_ctor(pid)}: the protocol fits nothing on the dev split")
+        e.lines.append(f"not applicable to {rd.protocol_ctor(pid)}: the protocol declares no dev-split fit (needs_dev false), so no dev items were planned or fitted for it")
         return e
     cells = [c for c in rd.plan.cells if c.audit == aid and c.protocol == pid]
     n_fired = n_thr = 0
