@@ -85,7 +85,7 @@ def layout_context(layout: str, chat: bool, what: str, tpl=None, tid: str | None
                 "(no chat template)")
         prose = (f"asked after the model's answer with {what} {name}",
                  "a user turn after the assistant's answer, through the chat template" if chat else
-                 "the answer prompt, the answer, a blank line and the question as one plain text")
+                 f"the answer prompt, the answer, a blank line and {what} as one plain text")
     elif layout == "single":
         slot = answer_slot(tpl) if tpl is not None else "<answer>"
         common = f"one new prompt, {what} {name} rendered with the item and the answer (shown as \u201c{slot}\u201d)"

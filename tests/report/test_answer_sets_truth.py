@@ -145,7 +145,7 @@ def test_which_model_uses_a_chat_template_and_how_the_follow_up_was_asked(verbal
     assert ("Prompts are rendered through the chat template for org/small-1b; org/mid-3b is given plain text, "
             "without a chat template.") in md
     assert ("asked after the model's answer with the phrasing conf_07 (a user turn after the assistant's answer, "
-            "through the chat template for org/small-1b; the answer prompt, the answer, a blank line and the question "
+            "through the chat template for org/small-1b; the answer prompt, the answer, a blank line and the phrasing "
             "as one plain text for org/mid-3b)") in md
     assert "asked in a follow-up turn" not in md
     assert ("small: a follow-up user turn: [user: the answer prompt, assistant: the answer, user: the phrasing conf_07] "

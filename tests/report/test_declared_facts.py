@@ -116,7 +116,7 @@ def test_conditioning_context_is_the_prompt_actually_sent(run: Path) -> None:
     assert "asked in one new prompt, the phrasing ask rendered with the item and the answer (shown as ``Proposed " \
            "Answer: $<$answer$>$'')" in methods and "without the variant's answer prompt" in methods
     assert "asked after the model's answer with the phrasing follow (a user turn after the assistant's answer, " \
-           "through the chat template for org/chat; the answer prompt, the answer, a blank line and the question as " \
+           "through the chat template for org/chat; the answer prompt, the answer, a blank line and the phrasing as " \
            "one plain text for org/base)" in md  # the methods paragraph as checklist.md quotes it
 
 
