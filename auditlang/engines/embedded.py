@@ -244,7 +244,7 @@ def _convert(info: EmbeddedModel, out: Path) -> None:
     scratch.mkdir()
     gguf = info.stage(scratch)
     digest, nbytes = sha256_file(gguf), gguf.stat().st_size
-    with _gguf_parsed_once():
+    with _gguf_parsed_once(), _quiet_gguf_bar():
         try:
             tok = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             model = transformers.AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -273,6 +273,27 @@ def _convert(info: EmbeddedModel, out: Path) -> None:
         "seconds": round(time.perf_counter() - t0, 1),
     }
     (out / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _quiet_gguf_bar() -> Iterator[None]:
+    """transformers draws its own tqdm bar while de-quantizing GGUF tensors; where stderr is not a
+    terminal (CI and plain logs) it prints raw bar frames, so there it is turned off for the
+    one-time conversion (auditlang logs the conversion's start and time itself)."""
+    try:
+        mod = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:
+        yield
+        return
+    original = getattr(mod, "tqdm", None)
+    if original is None or sys.stderr.isatty():
+        yield
+        return
+    mod.tqdm = lambda *a, **k: original(*a, **{**k, "disable": True})
+    try:
+        yield
+    finally:
+        mod.tqdm = original
 
 
 @contextlib.contextmanager
