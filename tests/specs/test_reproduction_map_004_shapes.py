@@ -96,6 +96,8 @@ def test_table1_models_as_column_blocks_with_best_and_worst_marked(report: Path)
     text = (report / "comparisons" / "consistency_mmlu_by_model.md").read_text(encoding="utf-8")
     assert "the best (highest) variant type in bold, the worst (lowest) underlined" in text
     assert "shown in italics here (Markdown has no underline)" in text
+    html = (report / "report.html").read_text(encoding="utf-8")  # HTML underlines, as 004 prints it
+    assert "<u>0.00</u>" in html and "<strong>1.00</strong>" in html
     # LaTeX: one column block per model (model over metric), the probe on its first row, marks as 004 prints them
     tex = (report / "tables" / "consistency_mmlu.tex").read_text(encoding="utf-8")
     assert "study 004 Tables 1, 6" in tex and "Best results in bold and the worst underlined" in tex
