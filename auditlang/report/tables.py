@@ -41,6 +41,9 @@ class NotApplicable:
 
 
 NA_MARK, UNDEFINED_MARK = "n/a", "–"
+MD_MARKS = {"best": "**{}**", "worst": "_{}_"}  # Table.marks in Markdown (no underline there)
+MD_UNDERLINE_NOTE = "Underlined values are shown in italics here (Markdown has no underline)."
+HTML_MARKS = {"best": "<strong>{}</strong>", "worst": "<u>{}</u>"}
 NA = NotApplicable()
 LEGEND = (f"{UNDEFINED_MARK} = undefined: the records give no value (no confidence read, one class only, ...; "
           f"blank in CSV); {NA_MARK} = not applicable to this cell (e.g. the verbal parse rate of a token-probability "
@@ -104,6 +107,10 @@ class Table:
     legend: bool = False  # add LEGEND to the notes when a value is undefined or not applicable
     _nc: dict[str, list[str]] = field(default_factory=dict, repr=False)
     row_facts: dict[int, list[str]] = field(default_factory=dict, repr=False)  # row -> the facts it states (claims.json)
+    digits: int = 3  # decimals of the text renderings (CSV keeps full precision)
+    # (row, column) -> "best" or "worst": bold / underlined in HTML and LaTeX, bold / italic in
+    # Markdown (which has no underline), as a paper marks a table's best and worst values
+    marks: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
 
     def nc(self, reason: str, where: str) -> None:
         """Record that ``reason`` makes a quantity not computable at ``where`` (grouped when rendered)."""
@@ -145,7 +152,7 @@ class Table:
             d = dict(zip(self.columns, r))
             cells = []
             for c in cols:
-                s = fmt(d[c])
+                s = fmt(d[c], self.digits)
                 lo, hi = d.get(f"{c} lo"), d.get(f"{c} hi")
                 if isinstance(d[c], float) and not math.isnan(d[c]) and isinstance(lo, float) and isinstance(hi, float) \
                         and not (math.isnan(lo) or math.isnan(hi)):
@@ -153,6 +160,11 @@ class Table:
                 cells.append(s)
             out.append(cells)
         return cols, out
+
+    def _marked(self, i: int, col: str, text: str, how: dict[str, str]) -> str:
+        """``text`` of row ``i``, column ``col`` wrapped in its mark's markup (``how``: mark -> format)."""
+        mark = self.marks.get((i, col))
+        return how[mark].format(text) if mark in how and text != UNDEFINED_MARK else text
 
     # ------------------------------------------------------------ renderers
     def to_csv(self) -> str:
@@ -169,9 +181,12 @@ class Table:
             cols, rows = self._display()
             lines.append("| " + " | ".join(_md_cell(c) for c in cols) + " |")
             lines.append("|" + "|".join("---" for _ in cols) + "|")
-            lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            lines += ["| " + " | ".join(_md_cell(self._marked(i, c, s, MD_MARKS)) for c, s in zip(cols, r)) + " |"
+                      for i, r in enumerate(rows)]
             lines.append("")
         lines += [f"- {n}" for n in self.all_notes()]
+        if "worst" in self.marks.values():
+            lines.append(f"- {MD_UNDERLINE_NOTE}")
         return "\n".join(lines).rstrip() + "\n"
 
     def to_latex(self, caption: str | None = None, label: str | None = None, wide: bool = False,
@@ -262,8 +277,9 @@ class Table:
         if self.rows:
             cols, rows = self._display()
             parts.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr></thead><tbody>")
-            for r in rows:
-                parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+            for i, r in enumerate(rows):
+                parts.append("<tr>" + "".join(f"<td>{self._marked(i, c, html.escape(s), HTML_MARKS)}</td>"
+                                              for c, s in zip(cols, r)) + "</tr>")
             parts.append("</tbody></table>")
         if self.all_notes():
             parts.append("<ul class=\"notes\">" + "".join(

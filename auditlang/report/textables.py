@@ -1000,14 +1000,10 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
     """Study 004 Table 1 (intra-method IoU_cons / DecCons per probe and variant type) and the
     cross-method table."""
     out = []
-    if (t := _table(c, "_by_type")) is not None:
-        keep = [k for k in ("model", "dataset", "evaluator") if len(set(t.column(k))) > 1]
-        metrics = ("IoU_cons", "IoU_acc", "IoU_rej", "DecCons", "Agreement")
-        out.append(_generic(t, f"Intra-method consistency ({c.name}, study 004 Table 1): the mean over the variants of "
-                            "each type (their population std in the CSV, 004 Tables 7-10).",
-                            keep + ["probe", "variant type", "n_variants"] + [f"{m} mean" for m in metrics],
-                            {"probe": "Probe", "variant type": "Variant", "n_variants": "n",
-                             **{f"{m} mean": ("Agr." if m == "Agreement" else m) for m in metrics}}))
+    if (t := _table(c, "_by_model")) is not None and t.rows:
+        out.append(consistency_blocks_table(c, t))
+    if (t := _table(c, "_difference")) is not None and t.rows:
+        out.append(consistency_difference_table(c, t))
     if (t := _table(c, "_cross")) is not None:
         keep = [k for k in ("model", "dataset", "evaluator", "variant") if len(set(t.column(k))) > 1]
         out.append(_generic(t, f"Cross-method consistency ({c.name}, study 004 section 5.3).",
@@ -1019,6 +1015,66 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
                             "the setting's variants.", keep + ["probe", "setting", "n_variants", "abstain F1"],
                             {"probe": "Method", "setting": "Setting", "n_variants": "n", "abstain F1": "Abstain F1"}))
     return out
+
+
+MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}"}
+
+
+def consistency_blocks_table(c: Comparison, t: Table) -> TexTable:
+    """Study 004 Tables 1 and 6: a row per probe and variant type (the probe named on its first row,
+    a rule between probes), one column block per model (IoU_cons, IoU_acc, IoU_rej, DecCons, Agr.),
+    values at two decimals; the table's marks bold (best) and underlined (worst)."""
+    cols = t.columns[2:]
+    blocks = list(dict.fromkeys(col.rsplit(" ", 1)[0] for col in cols))
+    header: list[Any] = ["Method", "Variant"] + [(b, "Agr." if col.endswith("Agreement") else col.rsplit(" ", 1)[1])
+                                                for b in blocks for col in cols if col.rsplit(" ", 1)[0] == b]
+    marked = " Best results in bold and the worst underlined, per method and column." if t.marks else ""
+    tt = TexTable(c.name, f"Intra-method consistency ({c.name}, study 004 Tables 1, 6): per method and variant type "
+                  f"the mean over the type's variants, one column block per model.{marked}", header,
+                  [False, False] + [True] * len(cols))
+    last = None
+    for i, r in enumerate(t.records()):
+        cells: list[Any] = [r["probe"] if r["probe"] != last else "", r["variant type"]]
+        for col in cols:
+            v = fixed(float(r[col]), t.digits) if _num(r[col]) else UNDEFINED_MARK
+            mark = t.marks.get((i, col))
+            cells.append(Tex(MARK_TEX[mark].format(prose(v)), v) if mark else v)
+        if last is not None and r["probe"] != last:
+            tt.rules.add(len(tt.rows))
+        tt.add(cells, f"{r['probe']} / {r['variant type']}")
+        last = r["probe"]
+    tt.notes += t.all_notes()
+    return tt
+
+
+def _signed2(v: Any) -> str:
+    """``+.29`` / ``-.20``: a difference at two decimals with its sign, without the leading zero (004 Table 3)."""
+    return f"{float(v):+.2f}".replace("0.", ".", 1)
+
+
+def consistency_difference_table(c: Comparison, t: Table) -> TexTable:
+    """Study 004 Table 3: a block per probe (its name on a row of its own) with a row per variant
+    type and the five metrics; the second probe's values with their difference from the first
+    in parentheses, ``.53 (+.29)``."""
+    cols = [col for col in t.columns[5:] if " - " not in col]
+    recs = t.records()
+    keys = list(dict.fromkeys((r["model"], r["dataset"], r["evaluator"]) for r in recs))
+    tt = TexTable(f"{c.name}_difference", f"Intra-method consistency of {recs[0]['probe']} and {recs[-1]['probe']} "
+                  f"({c.name}, study 004 Table 3): per variant type the mean over the type's variants; in parentheses "
+                  "the difference from the first.", ["Variant"] + ["Agr." if x == "Agreement" else x for x in cols],
+                  [False] + [True] * len(cols))
+    for key in keys:
+        for p in dict.fromkeys(r["probe"] for r in recs):
+            rows = [r for r in recs if (r["model"], r["dataset"], r["evaluator"]) == key and r["probe"] == p]
+            if tt.rows:
+                tt.rules.add(len(tt.rows))
+            tt.add([" / ".join([p, *key]) if len(keys) > 1 else p] + [""] * len(cols), f"{p} / {'/'.join(key)}")
+            for r in rows:
+                tt.add([r["variant type"]] + [fixed(float(r[x]), 2) + (f" ({_signed2(r[f'{x} - ' + recs[0]['probe']])})"
+                                              if _num(r[f"{x} - " + recs[0]["probe"]]) else "") if _num(r[x])
+                                              else UNDEFINED_MARK for x in cols], f"{p} / {r['variant type']}")
+    tt.notes += t.all_notes()
+    return tt
 
 
 def provenance_table(c: Comparison) -> list[TexTable]:

@@ -892,8 +892,12 @@ class Contrast(_Compare):
 
 class Consistency(_Compare):
     DOC: ClassVar[str] = "Study 004: intra-method (across variants) and cross-method consistency of probes."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("best_worst",)
     probes: list[str]
     variants: list[str] = []
+    # mark each probe's best (bold) and worst (underlined) variant type per column of the table with
+    # the models as column blocks, at its two printed decimals (004 Table 1; Table 6 marks none)
+    best_worst: bool = False
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "probes": "protocol", "variants": "variant"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "consistency"}
     FIGURES: ClassVar[bool] = True

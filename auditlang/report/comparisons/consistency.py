@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from auditlang.metrics.consistency import abstain_metrics, consistency_report, decision_consistency, iou_cons
-from auditlang.report.comparisons.common import CellGroup, Comparison, cell_groups
+from auditlang.report.comparisons.common import CellGroup, Comparison, cell_groups, model_size
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 
@@ -142,8 +142,13 @@ def consistency(rd: RunData, name: str, c) -> Comparison:
     intra.notes.append("Ratios with an empty denominator are 0 (004 metrics module convention).")
     summ = _by_type(name, intra)
     settings = _abstain_by_setting(rd, name, abst, ref)
-    out.tables += [intra, summ, cross, abst, settings]
-    out.data = {"heat": heat, "reference": ref}
+    cross_types = _cross_by_type(rd, name, cross, ref)
+    sizes = _size_means(rd, name, summ)
+    out.tables += [intra, summ, cross, abst, settings, _by_model(name, summ, bool(c.best_worst)), cross_types, sizes]
+    if len(c.probes) == 2:
+        out.tables.append(_probe_difference(name, summ, list(c.probes)))
+    out.data = {"heat": heat, "reference": ref, "cross_by_type": _cross_heat(cross_types, list(c.probes)),
+                "size_means": _size_data(sizes, list(c.probes))}
     return out
 
 
@@ -213,3 +218,142 @@ def _cross_rows(c, g: CellGroup, frames: dict, variants: list[str], cross: Table
                 cross.add(m, d, e, v, p1, p2, len(d1), dc, ic)
                 if v == variants[0]:
                     hm["cross"][(p1, p2)] = dc
+
+
+ORIGINAL = "original"  # the variant type of the reference variant in the tables by variant type
+
+
+def _blocks(recs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The (model, dataset, evaluator) groups of by-type rows, in order."""
+    return list(dict.fromkeys((r["model"], r["dataset"], r["evaluator"]) for r in recs))
+
+
+def block_label(key: tuple[str, str, str], keys: list[tuple[str, str, str]]) -> str:
+    """A column block's name: its model, with the dataset and evaluator where they vary."""
+    return " / ".join(x for j, x in enumerate(key) if j == 0 or len({k[j] for k in keys}) > 1)
+
+
+def _by_model(name: str, summ: Table, best_worst: bool) -> Table:
+    """004 Tables 1 and 6: the by-type means with the models as column blocks (one column per model
+    and metric), a row per probe and variant type; with ``best_worst`` each probe's best (highest)
+    and worst (lowest) variant type per column marked, compared at the two decimals shown (ties
+    all marked; none when all are equal)."""
+    recs = summ.records()
+    keys = _blocks(recs)
+    cols = [f"{block_label(k, keys)} {mt}" for k in keys for mt in TYPE_METRICS]
+    t = Table(f"{name}_by_model", f"Intra-method consistency by variant type, the models as column blocks: mean over "
+              f"the variants of each type ({name}; 004 Tables 1, 6)", ["probe", "variant type", *cols], digits=2)
+    vals = {(r["probe"], r["variant type"], k): r for r in recs for k in [(r["model"], r["dataset"], r["evaluator"])]}
+    rows = list(dict.fromkeys((r["probe"], r["variant type"]) for r in recs))
+    for p, vt in rows:
+        t.add(p, vt, *(float(vals[(p, vt, k)][f"{mt} mean"]) if (p, vt, k) in vals else math.nan
+                       for k in keys for mt in TYPE_METRICS))
+    if best_worst:
+        _mark_best_worst(t, cols)
+        t.notes.append("Per probe and column: the best (highest) variant type in bold, the worst (lowest) underlined, "
+                       "compared at the two decimals shown; ties are all marked (004 Table 1).")
+    t.notes.append("Each value is the mean over the variants of its type (004 Tables 1 and 6: the mean over seeds or "
+                   "one-shot examples); their population std is in the by-type table.")
+    return t
+
+
+def _mark_best_worst(t: Table, cols: list[str]) -> None:
+    """``t.marks`` of each probe's rows: per column the rows whose value, at ``t.digits`` decimals, is
+    the probe's highest ("best") or lowest ("worst") when these differ."""
+    probes = t.column("probe")
+    for p in dict.fromkeys(probes):
+        idx = [i for i, x in enumerate(probes) if x == p]
+        for col in cols:
+            j = t.columns.index(col)
+            shown = {i: round(float(t.rows[i][j]), t.digits) for i in idx if not math.isnan(float(t.rows[i][j]))}
+            if len(set(shown.values())) < 2:
+                continue
+            hi, lo = max(shown.values()), min(shown.values())
+            t.marks.update({(i, col): "best" if v == hi else "worst" for i, v in shown.items() if v in (hi, lo)})
+
+
+def _probe_difference(name: str, summ: Table, probes: list[str]) -> Table:
+    """004 Table 3: the two probes' by-type means, the second's with its difference from the first
+    (second - first; 004's "(+.29)")."""
+    first, second = probes
+    t = Table(f"{name}_difference", f"Intra-method consistency by variant type of {first} and {second}, with the "
+              f"difference {second} - {first} ({name}; 004 Table 3)",
+              ["model", "dataset", "evaluator", "probe", "variant type",
+               *(f"{mt}{x}" for mt in TYPE_METRICS for x in ("", f" - {first}"))], digits=2)
+    recs = summ.records()
+    base = {(r["model"], r["dataset"], r["evaluator"], r["variant type"]): r for r in recs if r["probe"] == first}
+    for p in probes:
+        for r in (x for x in recs if x["probe"] == p):
+            b = base.get((r["model"], r["dataset"], r["evaluator"], r["variant type"]))
+            t.add(r["model"], r["dataset"], r["evaluator"], p, r["variant type"],
+                  *(v for mt in TYPE_METRICS for v in (float(r[f"{mt} mean"]), math.nan if p == first or b is None
+                                                       else float(r[f"{mt} mean"]) - float(b[f"{mt} mean"]))))
+    t.notes.append(f"Each value is the mean over the variants of its type; the difference columns give {second}'s "
+                   f"mean minus {first}'s for the same model, dataset, evaluator and variant type (blank for "
+                   f"{first} itself).")
+    return t
+
+
+def _cross_by_type(rd: RunData, name: str, cross: Table, ref: str) -> Table:
+    """004 Figures 4-8: the cross-method DecCons and IoU_cons of every probe pair, the mean over the
+    variants of each type (the reference variant its own type, ``original``)."""
+    t = Table(f"{name}_cross_by_type", f"Cross-method consistency by variant type, mean over the variants of each "
+              f"type ({name}; 004 Figures 4-8)", ["model", "dataset", "evaluator", "variant type", "probe_1", "probe_2",
+                                                  "n_variants", "DecCons mean", "IoU_cons mean"])
+    groups: dict[tuple, list[tuple[float, float]]] = {}
+    for r in cross.records():
+        vt = ORIGINAL if r["variant"] == ref else variant_type(rd, r["variant"])
+        groups.setdefault((r["model"], r["dataset"], r["evaluator"], vt, r["probe_1"], r["probe_2"]), []).append(
+            (float(r["DecCons"]), float(r["IoU_cons"])))
+    for k, vals in groups.items():
+        arr = np.asarray(vals, dtype=float)
+        t.add(*k, len(vals), float(arr[:, 0].mean()), float(arr[:, 1].mean()))
+    t.notes.append(f"The reference variant '{ref}' is the type '{ORIGINAL}'; every other type is the mean over its "
+                   "variants (004 Figures 4-7: over the three seeds or the one-shot examples).")
+    return t
+
+
+def _cross_heat(t: Table, probes: list[str]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(model, dataset, evaluator) -> the variant types and each metric's {(type, p1, p2): mean} of
+    :func:`_cross_by_type`, for the figures."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in t.records():
+        hm = out.setdefault((r["model"], r["dataset"], r["evaluator"]),
+                            {"probes": probes, "types": [], "DecCons": {}, "IoU_cons": {}})
+        if r["variant type"] not in hm["types"]:
+            hm["types"].append(r["variant type"])
+        for mt in ("DecCons", "IoU_cons"):
+            hm[mt][(r["variant type"], r["probe_1"], r["probe_2"])] = r[f"{mt} mean"]
+    return out
+
+
+def _size_means(rd: RunData, name: str, summ: Table) -> Table:
+    """004 Figure 2: per dataset, evaluator, probe and model (with its declared size and family),
+    the mean IoU_cons over the variant types (the mean of the by-type means)."""
+    t = Table(f"{name}_by_size", f"Mean intra-method IoU_cons over the variant types per probe and model size "
+              f"({name}; 004 Figure 2)", ["dataset", "evaluator", "probe", "model", "size (B)", "family", "n_types",
+                                          "IoU_cons mean"])
+    groups: dict[tuple, list[float]] = {}
+    for r in summ.records():
+        groups.setdefault((r["dataset"], r["evaluator"], r["probe"], r["model"]), []).append(float(r["IoU_cons mean"]))
+    for (d, e, p, m), vals in groups.items():
+        t.add(d, e, p, m, model_size(rd, m)[0], _family(rd, m), len(vals), float(np.mean(vals)))
+    t.notes.append("Each value is the mean over the variant types of the by-type means (each type weighted once); the "
+                   "size is the model's declared size (else the embedded catalogue's).")
+    return t
+
+
+def _size_data(t: Table, probes: list[str]) -> dict[str, Any]:
+    """:func:`_size_means` for the figure: sizes and families per model, values per (dataset,
+    evaluator, probe, model)."""
+    recs = t.records()
+    return {"probes": probes, "sizes": {r["model"]: r["size (B)"] for r in recs},
+            "families": {r["model"]: r["family"] for r in recs},
+            "values": {(r["dataset"], r["evaluator"], r["probe"], r["model"]): r["IoU_cons mean"] for r in recs}}
+
+
+def _family(rd: RunData, mid: str) -> str | None:
+    """A model's declared family, else its embedded catalogue's."""
+    v = rd.spec.get(mid).value
+    fam = getattr(v, "family", None)
+    return fam if fam or (cat := v.catalogue()) is None else cat.get("family")

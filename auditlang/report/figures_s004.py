@@ -1,0 +1,120 @@
+"""The results figures of study 004 drawn from its ``consistency`` comparisons' data (the same
+numbers as the comparison tables ``<compare>_cross_by_type`` and ``<compare>_by_type``):
+
+* Figures 4-8: per model and dataset, the cross-method heatmaps (probe x probe) of DecCons and of
+  IoU_cons, one panel per variant type (the reference variant first, as ``original``), each value
+  the mean over the type's variants (``consistency_by_type_<compare>_<metric>_<model>_<dataset>``);
+* Figure 2: the mean IoU_cons over the variant types per probe against model size, one line per
+  probe, when the comparison's models have at least two distinct declared sizes
+  (``consistency_size_<compare>``, a panel per dataset and evaluator; the numbers of ``<compare>_by_size``).
+
+``report/figures_studies.py`` calls :func:`s004_figures` with the report's ``save``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from auditlang.report.comparisons.common import Comparison
+
+Save = Callable[[Any, str, str], Any]
+CROSS_METRICS = ("DecCons", "IoU_cons")
+
+
+def s004_figures(comps: list[Comparison], save: Save, safe: Callable[[str], str]) -> list[Any]:
+    figs: list[Any] = []
+    for c in comps:
+        if c.shape != "consistency":
+            continue
+        for key, hm in c.data.get("cross_by_type", {}).items():
+            figs += [_cross_types(c, key, hm, mt, save, safe) for mt in CROSS_METRICS]
+        if (sm := c.data.get("size_means")) and _sized(sm):
+            figs.append(_size_figure(c, sm, save, safe))
+    return figs
+
+
+def cross_matrix(hm: dict[str, Any], metric: str, vtype: str) -> np.ndarray:
+    """The symmetric probe x probe matrix of one variant type (1 on the diagonal: a probe agrees
+    with itself; NaN where a pair has no value)."""
+    probes = hm["probes"]
+    mat = np.full((len(probes), len(probes)), math.nan)
+    for i, p1 in enumerate(probes):
+        mat[i, i] = 1.0
+        for j, p2 in enumerate(probes):
+            val = hm[metric].get((vtype, p1, p2), hm[metric].get((vtype, p2, p1)))
+            if val is not None and i != j:
+                mat[i, j] = val
+    return mat
+
+
+def _cross_types(c: Comparison, key: tuple[str, str, str], hm: dict[str, Any], metric: str, save: Save, safe) -> Any:
+    m, d, e = key
+    types, probes = hm["types"], hm["probes"]
+    fig, axes = plt.subplots(1, len(types), figsize=(2.6 * len(types) + 0.8, 2.9), layout="constrained", squeeze=False)
+    for ax, vt in zip(axes[0], types):
+        im = _heat(ax, cross_matrix(hm, metric, vt), probes, vt)
+    fig.colorbar(im, ax=list(axes[0]), fraction=0.02)
+    title = (f"Cross-method {metric} per variant type, mean over each type's variants: model {m}, dataset {d} "
+             f"({c.name}, evaluator {e}; study 004 Figures 4-8)")
+    fig.suptitle(title, fontsize=8)
+    return save(fig, safe(f"consistency_by_type_{c.name}_{metric}_{m}_{d}"), title)
+
+
+def _heat(ax, mat: np.ndarray, probes: list[str], title: str) -> Any:
+    short = [p.split(".")[-1] for p in probes]
+    im = ax.imshow(np.ma.masked_invalid(mat), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(probes)), short, rotation=40, ha="right", fontsize=6)
+    ax.set_yticks(range(len(probes)), short, fontsize=6)
+    for i in range(mat.shape[0]):
+        for j in range(mat.shape[1]):
+            if not math.isnan(mat[i, j]):
+                ax.text(j, i, f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=5.5,
+                        color="white" if mat[i, j] < 0.6 else "black")
+    ax.set_title(title, fontsize=8)
+    return im
+
+
+def _sized(sm: dict[str, Any]) -> bool:
+    """Every model has a declared size and there are at least two distinct sizes."""
+    sizes = list(sm["sizes"].values())
+    return all(s is not None for s in sizes) and len(set(sizes)) >= 2
+
+
+def size_lines(sm: dict[str, Any]) -> dict[tuple[str, str], dict[str, list[tuple[float, float]]]]:
+    """(dataset, evaluator) -> probe -> [(size, mean IoU_cons)] sorted by size: Figure 2's lines."""
+    out: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
+    for (d, e, p, m), v in sm["values"].items():
+        out.setdefault((d, e), {}).setdefault(p, []).append((float(sm["sizes"][m]), v))
+    for lines in out.values():
+        for p in lines:
+            lines[p].sort()
+    return out
+
+
+def _size_figure(c: Comparison, sm: dict[str, Any], save: Save, safe) -> Any:
+    panels = size_lines(sm)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), layout="constrained", squeeze=False)
+    sizes = sorted(set(sm["sizes"].values()))
+    names = {s: ", ".join(m for m, x in sm["sizes"].items() if x == s) for s in sizes}
+    for ax, ((d, e), lines) in zip(axes[0], panels.items()):
+        for p in sm["probes"]:
+            if p in lines:
+                xs, ys = zip(*lines[p])
+                ax.plot(xs, ys, marker="o", label=p.split(".")[-1])
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [f"{names[s]}\n{s:g}B" for s in sizes], fontsize=6)
+        ax.minorticks_off()
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("mean IoU_cons over variant types", fontsize=7)
+        ax.set_title(f"dataset {d}, evaluator {e}", fontsize=8)
+        ax.legend(fontsize=6)
+    families = sorted({f for f in sm["families"].values() if f})
+    title = (f"Mean intra-method IoU_cons per probe against model size ({c.name}; model families: "
+             f"{', '.join(families) or 'not declared'}; study 004 Figure 2)")
+    fig.suptitle(title, fontsize=8)
+    return save(fig, safe(f"consistency_size_{c.name}"), title)

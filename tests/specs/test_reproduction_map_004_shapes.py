@@ -1,0 +1,187 @@
+"""Study 004's results tables and figures in the paper's shape (issue 41), through ``auditc run``
+of examples/s004_twin.audit on a scripted engine with ``--limit 2`` (two MMLU and two HellaSwag
+items): Table 1 (models as column blocks, best bold / worst underlined) and Table 6 (the same,
+unmarked), Table 3 (the two AskCals with the corrected one's (+/-) differences), Figure 2 (mean
+IoU_cons against model size, from ``<compare>_by_size``) and Figures 4-8 (cross-method DecCons and
+IoU_cons heatmaps per variant type, from ``<compare>_cross_by_type``).
+
+The script answers "A" to every question, 0.7 to every confidence question, and "Yes" to MoreInfo's
+"Do you need more information" only under the one-shot prompt (whose example is "Who sings 'Here
+Comes the Sun'?" on MMLU): MoreInfo accepts both items under every variant but the one-shot one,
+where it rejects both. By hand (004 section 3), MoreInfo against the original prompt: under the
+one-shot prompt A_1 = {1, 2}, A_2 = {} and R_1 = {}, R_2 = {1, 2}, so IoU_acc = 0, IoU_rej = 0,
+DecCons = 0; under Space A_1 = A_2 = {1, 2}, so IoU_acc = 1 and DecCons = 1 (IoU_rej 0/0 = 0, the
+metrics' convention). Cross-method, NOTA answers "A" (never "E: none of the above") so it accepts
+both items: its DecCons with MoreInfo is 1 under the original prompt and 0 under the one-shot one.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+from auditlang.core.requests import Result
+from scripted_engine import generation, prompt_text, use_scripted_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+METRICS = ("IoU_cons", "IoU_acc", "IoU_rej", "DecCons", "Agreement")
+TYPES = ["space_insertion", "option_shuffle", "typo", "one_shot"]
+
+
+def script(req):
+    if req.kind == "choice_logprobs":
+        return Result(request_id=req.id, kind=req.kind,
+                      choice_logprobs={c: -0.5 - k for k, c in enumerate(req.p["choices"])})
+    if req.kind != "generate":
+        return None
+    text = prompt_text(req)
+    if "more information" in text:
+        return generation(req, "Yes" if "Here Comes the Sun" in text else "No")
+    if "robab" in text or "onfiden" in text:
+        return generation(req, "0.7")
+    return generation(req, "A")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, shared_data: Path) -> Path:
+    mp = pytest.MonkeyPatch()
+    use_scripted_engine(mp, script)
+    out = tmp_path_factory.mktemp("s004") / "run"
+    try:
+        rc = main(["run", str(ROOT / "examples" / "s004_twin.audit"), "--data-root", str(shared_data), "--out",
+                   str(out), "--limit", "2", "--no-progress"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    return out / "report"
+
+
+def rows(report: Path, name: str) -> list[dict[str, str]]:
+    with open(report / "comparisons" / f"{name}.csv", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def md_row(report: Path, name: str, first: str, second: str) -> list[str]:
+    for line in (report / "comparisons" / f"{name}.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[:2] == [first, second]:
+            return cells
+    raise AssertionError(f"{name}: no row {first} / {second}")
+
+
+def test_table1_models_as_column_blocks_with_best_and_worst_marked(report: Path) -> None:
+    got = rows(report, "consistency_mmlu_by_model")
+    assert list(got[0]) == ["probe", "variant type"] + [f"smollm2 {m}" for m in METRICS]
+    probes = list(dict.fromkeys(r["probe"] for r in got))
+    assert probes == [f"s004.{p}" for p in ("tokprob_probe", "askcal", "embedding", "nota", "moreinfo", "selfref")]
+    assert [r["variant type"] for r in got if r["probe"] == "s004.moreinfo"] == TYPES
+    more = {r["variant type"]: r for r in got if r["probe"] == "s004.moreinfo"}
+    assert float(more["one_shot"]["smollm2 IoU_acc"]) == 0.0 and float(more["one_shot"]["smollm2 DecCons"]) == 0.0
+    assert float(more["space_insertion"]["smollm2 IoU_acc"]) == 1.0
+    assert float(more["space_insertion"]["smollm2 DecCons"]) == 1.0
+    # the same means as the by-type table (004 Table 1: the mean over the type's variants)
+    by_type = {(r["probe"], r["variant type"]): r for r in rows(report, "consistency_mmlu_by_type")}
+    for r in got:
+        for m in METRICS:
+            assert math.isclose(float(r[f"smollm2 {m}"]), float(by_type[(r["probe"], r["variant type"])][f"{m} mean"]))
+    # Markdown: best bold, worst in italics (no underline there), at two decimals
+    md = md_row(report, "consistency_mmlu_by_model", "s004.moreinfo", "one_shot")
+    assert md[2 + METRICS.index("DecCons")] == "_0.00_"
+    assert md_row(report, "consistency_mmlu_by_model", "s004.moreinfo", "space_insertion")[5] == "**1.00**"
+    text = (report / "comparisons" / "consistency_mmlu_by_model.md").read_text(encoding="utf-8")
+    assert "the best (highest) variant type in bold, the worst (lowest) underlined" in text
+    assert "shown in italics here (Markdown has no underline)" in text
+    html = (report / "report.html").read_text(encoding="utf-8")  # HTML underlines, as 004 prints it
+    assert "<u>0.00</u>" in html and "<strong>1.00</strong>" in html
+    # LaTeX: one column block per model (model over metric), the probe on its first row, marks as 004 prints them
+    tex = (report / "tables" / "consistency_mmlu.tex").read_text(encoding="utf-8")
+    assert "study 004 Tables 1, 6" in tex and "Best results in bold and the worst underlined" in tex
+    assert "\\begin{tabular}[b]{@{}r@{}}smollm2\\\\{}DecCons\\end{tabular}" in tex
+    line = next(x for x in tex.splitlines() if x.endswith("% row: s004.moreinfo / one_shot"))
+    assert line.startswith(" & \\auditid{one\\_shot} & ") and "\\underline{0.00}" in line
+    line = next(x for x in tex.splitlines() if x.endswith("% row: s004.moreinfo / space_insertion"))
+    assert line.startswith("\\auditid{s004.moreinfo} & ") and "\\textbf{1.00}" in line
+
+
+def test_table6_scaling_blocks_unmarked(report: Path) -> None:
+    got = rows(report, "consistency_scaling_by_model")
+    assert list(got[0])[2:] == [f"{m} {x}" for m in ("smollm2", "gemma3") for x in METRICS]
+    text = (report / "comparisons" / "consistency_scaling_by_model.md").read_text(encoding="utf-8")
+    assert "**" not in text and "underlined" not in text  # 004 Table 6 marks nothing (best_worst not set)
+    more = {r["variant type"]: r for r in got if r["probe"] == "s004.moreinfo"}
+    assert float(more["one_shot"]["gemma3 DecCons"]) == 0.0 and float(more["typo"]["gemma3 DecCons"]) == 1.0
+
+
+def test_table3_askcal_differences(report: Path) -> None:
+    got = rows(report, "askcal_correction_hellaswag_difference")
+    first, second = "s004.askcal_nocorr", "s004.askcal"
+    assert [r["probe"] for r in got] == [first] * 4 + [second] * 4
+    assert [r["variant type"] for r in got] == TYPES * 2
+    by_type = {(r["probe"], r["variant type"]): r for r in rows(report, "askcal_correction_hellaswag_by_type")}
+    for r in got:
+        for m in METRICS:
+            diff = r[f"{m} - {first}"]
+            if r["probe"] == first:
+                assert diff == ""
+            else:
+                want = float(by_type[(second, r["variant type"])][f"{m} mean"]) - float(
+                    by_type[(first, r["variant type"])][f"{m} mean"])
+                assert math.isclose(float(diff), want)
+    tex = (report / "tables" / "askcal_correction_hellaswag.tex").read_text(encoding="utf-8")
+    assert "study 004 Table 3" in tex
+    block = next(x for x in tex.splitlines() if x.endswith("% row: s004.askcal / typo") and " (" in x)
+    vals = [c.strip() for c in block.split("\\\\")[0].split("&")[1:]]
+    r = next(x for x in got if x["probe"] == second and x["variant type"] == "typo")
+    for cell, m in zip(vals, METRICS):  # ".53 (+.29)": the value, then the signed difference without its 0
+        d = float(r[f"{m} - {first}"])
+        assert re.fullmatch(r"\d\.\d\d \([+-](\.|1\.)\d\d\)", cell), cell
+        assert cell.startswith(f"{float(r[m]):.2f} (") and cell.endswith(f"{d:+.2f})".replace("0.", ".", 1))
+
+
+def test_figures_4_to_8_cross_method_heatmaps_per_variant_type(report: Path) -> None:
+    got = rows(report, "consistency_mmlu_cross_by_type")
+    types = list(dict.fromkeys(r["variant type"] for r in got))
+    assert types == ["original"] + TYPES
+    pair = {r["variant type"]: r for r in got if (r["probe_1"], r["probe_2"]) == ("s004.nota", "s004.moreinfo")}
+    assert float(pair["original"]["DecCons mean"]) == 1.0 and float(pair["one_shot"]["DecCons mean"]) == 0.0
+    cross = rows(report, "consistency_mmlu_cross")
+    for r in got:  # the mean over the variants of each type (one each in the twin)
+        vals = [float(x["DecCons"]) for x in cross if (x["probe_1"], x["probe_2"]) == (r["probe_1"], r["probe_2"])
+                and (x["variant"] == "s004.original") == (r["variant type"] == "original")]
+        assert vals and float(r["DecCons mean"]) in vals
+    html = (report / "report.html").read_text(encoding="utf-8")
+    for compare, model, dataset in (("consistency_mmlu", "smollm2", "mmlu"), ("consistency_hellaswag", "gemma3", "hellaswag"),
+                                    ("consistency_scaling", "gemma3", "mmlu")):
+        for metric in ("DecCons", "IoU_cons"):
+            png = report / "figures" / f"consistency_by_type_{compare}_{metric}_{model}_{dataset}.png"
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            w, h = _png_size(png)
+            assert w > 3 * h  # five panels side by side: original, space, options, typo, one-shot
+            assert (f"Cross-method {metric} per variant type, mean over each type&#39;s variants: model {model}, "
+                    f"dataset {dataset} ({compare}") in html
+
+
+def test_figure2_mean_iou_cons_against_size(report: Path) -> None:
+    got = rows(report, "consistency_scaling_by_size")
+    assert list(got[0]) == ["dataset", "evaluator", "probe", "model", "size (B)", "family", "n_types", "IoU_cons mean"]
+    sizes = {r["model"]: float(r["size (B)"]) for r in got}
+    assert sizes == {"smollm2": 0.135, "gemma3": 0.27}  # the embedded catalogue's sizes
+    by_type = rows(report, "consistency_scaling_by_type")
+    for r in got:
+        vals = [float(x["IoU_cons mean"]) for x in by_type if (x["model"], x["probe"]) == (r["model"], r["probe"])]
+        assert int(r["n_types"]) == len(vals) == 4 and math.isclose(float(r["IoU_cons mean"]), sum(vals) / 4)
+    png = report / "figures" / "consistency_size_consistency_scaling.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert "Mean intra-method IoU_cons per probe against model size (consistency_scaling" in html
+    assert not (report / "figures" / "consistency_size_consistency_mmlu.png").exists()  # one model: no size line
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
