@@ -281,7 +281,7 @@ def _quiet_gguf_bar() -> Iterator[None]:
     terminal (CI and plain logs) it prints raw bar frames, so there it is turned off for the
     one-time conversion (auditlang logs the conversion's start and time itself)."""
     try:
-        mod = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+        mod = importlib.import_module("transformers.modeling_gguf_pytorch_utils")  # lazy: transformers only for the conversion
     except ImportError:
         yield
         return
