@@ -101,12 +101,27 @@ class EngineOptions(BaseModel):
                 want = " or ".join(t.__name__ for t in kinds)
                 raise EngineError(f"model {model!r}: {cls.ENGINE} option {k!r} must be of type {want} (got {v!r})",
                                   hint=f"{k}: {cls.model_fields[k].description}")
+            allowed = cls.choices(k)
+            if allowed is not None and v is not None and v not in allowed:
+                raise EngineError(f"model {model!r}: {cls.ENGINE} option {k!r} must be one of {list(allowed)} (got {v!r})",
+                                  hint=f"{k}: {cls.model_fields[k].description}")
             for m in cls.model_fields[k].metadata:
                 for name, (test, sign) in tests.items():
                     limit = getattr(m, name, None)
                     if limit is not None and v is not None and not isinstance(v, bool) and not test(v, limit):
                         raise EngineError(f"model {model!r}: {cls.ENGINE} option {k!r} must be {sign} {limit} (got {v!r})",
                                           hint=f"{k}: {cls.model_fields[k].description}")
+
+    @classmethod
+    def choices(cls, name: str) -> tuple[Any, ...] | None:
+        """The values an option whose type is a ``Literal`` (or an optional one) may take; None for
+        any other type."""
+        ann = cls.model_fields[name].annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        args = tuple(a for a in args if a is not type(None))
+        if not args or any(typing.get_origin(a) is not Literal for a in args):
+            return None
+        return tuple(x for a in args for x in typing.get_args(a))
 
     @classmethod
     def python_types(cls, name: str) -> tuple[type, ...]:
@@ -240,11 +255,11 @@ class OpenAIOptions(EngineOptions):
         "generic", "'generic' or 'vllm' (enables vLLM's tokenize/echo/structured-output extensions; default generic)",
         spec=SpecParam("server", doc="vllm: echo + /tokenize give teacher forcing and constrained choice"), fingerprint="server")
     timeout: float = option(120.0, "seconds per HTTP request (default 120); a request that times out on every try "
-                                   "is a counted request error", spec="timeout", fingerprint=None)
-    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)", spec="retries", fingerprint=None)
-    backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)", fingerprint=None)
-    concurrency: int = option(4, "requests in flight at once (default 4)", fingerprint=None)
-    window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)", fingerprint="window")
+                                   "is a counted request error", spec="timeout", fingerprint=None, gt=0)
+    retries: int = option(3, "retries after a connection error, timeout, 429 or 5xx (default 3)", spec="retries", fingerprint=None, ge=0)
+    backoff: float = option(1.0, "first retry delay in seconds, doubled each retry (default 1.0)", fingerprint=None, gt=0)
+    concurrency: int = option(4, "requests in flight at once (default 4)", fingerprint=None, ge=1)
+    window: int = option(20, "top_logprobs window asked for choice_logprobs (default 20 = OpenAI's cap)", fingerprint="window", ge=1)
     chat_template_kwargs: dict[str, Any] | None = option(
         None, "chat-template variables (model params enable_thinking, reasoning_effort): sent as chat_template_kwargs "
               "(vLLM-style servers), reasoning_effort as the top-level API parameter", fingerprint="chat_template_kwargs")

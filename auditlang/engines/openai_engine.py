@@ -46,7 +46,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-import typing
 from typing import Any
 
 from auditlang.core.engine import EngineError, ModelConfig
@@ -98,21 +97,10 @@ class _Options(OpenAIOptions):
         opts = dict(config.options)
         opts.pop(CHAT_TEMPLATE_KWARGS, None)  # checked by the engine (engines/params.py)
         opts["base_url"] = openai_base_url(opts)[0]  # the one rule (core/engine_options.py)
-        choices = {k: typing.get_args(OpenAIOptions.model_fields[k].annotation) for k in ("endpoint", "server")}
-        for k, allowed in choices.items():
-            if k in opts and opts[k] not in allowed:
-                raise EngineError(f"model {config.name!r}: openai option {k!r} must be one of {allowed} (got {opts[k]!r})")
-        for k in ("base_url", "api_key_env"):
-            if not isinstance(opts.get(k, ""), str) or (k == "base_url" and not opts[k].startswith(("http://", "https://"))):
-                raise EngineError(f"model {config.name!r}: openai option {k!r} must be a string" + (" starting with http:// or https://" if k == "base_url" else ""),
-                                  hint=f"{k}: {KNOWN_OPTIONS[k]}")
-        for k, lo in (("timeout", 0), ("backoff", 0), ("retries", -1), ("concurrency", 0), ("window", 0)):
-            v = opts.get(k)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= lo):
-                raise EngineError(f"model {config.name!r}: openai option {k!r} must be a number > {lo} (got {v!r})", hint=f"{k}: {KNOWN_OPTIONS[k]}")
-        for k in ("retries", "concurrency", "window"):
-            if k in opts:
-                opts[k] = int(opts[k])
+        OpenAIOptions.check_values(config.name, opts)  # types, choices and declared limits: the one check
+        if not opts["base_url"].startswith(("http://", "https://")):
+            raise EngineError(f"model {config.name!r}: openai option 'base_url' must start with http:// or https:// "
+                              f"(got {opts['base_url']!r})", hint=f"base_url: {KNOWN_OPTIONS['base_url']}")
         opts["base_url"] = opts["base_url"].rstrip("/")
         return _Options.model_construct(**opts)  # checked above; the defaults are OpenAIOptions'
 

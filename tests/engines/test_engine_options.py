@@ -122,3 +122,28 @@ def test_option_values_are_checked_against_the_limits_each_field_declares() -> N
         with pytest.raises(EngineError, match=words):
             VLLMOptions.check_values("m", bad)
     VLLMOptions.check_values("m", {"tensor_parallel_size": 2, "gpu_memory_utilization": 1.0, "kv_cache_gib": 0.5})
+
+
+def test_openai_option_values_go_through_the_one_check() -> None:
+    """The openai engine's values are checked by EngineOptions.check_values against the limits and
+    choices its fields declare (issue 37: no hand list of numbers and bounds in the engine)."""
+    from auditlang.core.engine import EngineError, ModelConfig
+    from auditlang.core.engine_options import OpenAIOptions
+    from auditlang.engines.openai_engine import _Options
+
+    def opts(**o):
+        return _Options.parse(ModelConfig(name="m", engine="openai", path="x", options={"base_url": "http://127.0.0.1:9/v1", **o}))
+
+    got = opts(retries=0, timeout=0.5, concurrency=1, window=1, endpoint="chat", server="vllm")
+    assert (got.retries, got.timeout, got.concurrency, got.endpoint, got.server) == (0, 0.5, 1, "chat", "vllm")
+    assert opts(base_url="http://h:1/v1/").base_url == "http://h:1/v1"
+    for bad, words in (({"retries": -1}, "'retries' must be >= 0"), ({"timeout": 0}, "'timeout' must be > 0"),
+                       ({"backoff": 0.0}, "'backoff' must be > 0"), ({"concurrency": 0}, "'concurrency' must be >= 1"),
+                       ({"window": 0}, "'window' must be >= 1"), ({"concurrency": 2.5}, "must be of type int"),
+                       ({"timeout": True}, "must be of type"), ({"endpoint": "chats"}, r"must be one of \['auto', 'chat', 'completions'\]"),
+                       ({"server": "tgi"}, "must be one of"), ({"base_url": "ftp://h/v1"}, "must start with http"),
+                       ({"api_key_env": 3}, "'api_key_env' must be of type str")):
+        with pytest.raises(EngineError, match=words) as e:
+            opts(**bad)
+        assert e.value.hint, bad
+    assert OpenAIOptions.choices("endpoint") == ("auto", "chat", "completions") and OpenAIOptions.choices("timeout") is None
