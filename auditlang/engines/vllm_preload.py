@@ -2,9 +2,9 @@
 
 ``import vllm`` takes 9-10 s of a warm vLLM start on an H200; the CLI spends 1-2 s before the
 first engine loads (plan, data, the run directory's inputs). :func:`start` begins the import on a
-daemon thread as soon as the spec is compiled; the engine's own :func:`~auditlang.engines.
-vllm_engine.import_vllm` then :func:`wait`\\ s for it and imports again (a no-op once it has
-finished, or the real error, with the install hint, if it failed).
+daemon thread as soon as the spec is compiled; the engine's own ``vllm_engine.import_vllm`` then
+waits for it (:func:`wait`), takes whether torch came first from :func:`torch_before`, and imports
+again (a no-op once it has finished, or the real error, with the install hint, if it failed).
 
 Only when every model of the spec runs on vLLM: an hf model in the same run initialises CUDA in
 torch, and vLLM must then spawn its engine core instead of forking it (``_set_platform_env``),
@@ -20,7 +20,10 @@ import sys
 import threading
 from typing import Any
 
+from auditlang.core.confine import cache_root
+
 _THREADS: list[threading.Thread] = []
+_TORCH_FIRST: list[bool] = []  # [whether torch was imported before the preload began importing vLLM]
 ENV = "AUDITLANG_VLLM_PRELOAD"
 
 
@@ -43,20 +46,32 @@ def start(spec: Any, engine_override: str | None = None) -> bool:
         return False
     if not every_model_on_vllm(spec, engine_override) or importlib.util.find_spec("vllm") is None:
         return False
-    from auditlang.engines.vllm_engine import import_vllm, set_cache_env  # lazy: the engine module imports this one
-
     set_cache_env()  # vLLM reads its cache folders at import: the ones the engine would set
+    _TORCH_FIRST[:] = ["torch" in sys.modules]  # what the engine's import_vllm would have recorded
 
-    def _run() -> None:
-        try:
-            import_vllm()  # records, first, that torch was not imported before vLLM
-        except Exception:  # noqa: BLE001 - the engine imports again and reports the error itself
-            pass
-
-    t = threading.Thread(target=_run, name="auditlang-vllm-import", daemon=True)
+    t = threading.Thread(target=_import, name="auditlang-vllm-import", daemon=True)
     _THREADS.append(t)
     t.start()
     return True
+
+
+def _import() -> None:
+    try:
+        import vllm  # noqa: F401  # lazy: vLLM only when a model runs
+    except Exception:  # noqa: BLE001 - the engine imports again and reports the error itself
+        pass
+
+
+def set_cache_env() -> None:
+    """``VLLM_CACHE_ROOT`` and ``TRITON_CACHE_DIR`` inside auditlang's cache dir, unless set
+    (``VLLMEngine._set_env_before_import`` says why)."""
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(cache_root() / "vllm" / "triton"))
+
+
+def torch_before(now: bool) -> bool:
+    """Whether torch came before vLLM in this process: as it was when the preload began, else ``now``."""
+    return _TORCH_FIRST[0] if _THREADS and _TORCH_FIRST else now
 
 
 def wait() -> None:

@@ -144,7 +144,8 @@ def preload(monkeypatch):
     monkeypatch.delitem(sys.modules, "vllm", raising=False)
     monkeypatch.setattr(vllm_preload.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
     imported = []
-    monkeypatch.setattr(ve, "import_vllm", lambda: imported.append(threading.current_thread().name))
+    monkeypatch.setattr(vllm_preload, "_import", lambda: imported.append(threading.current_thread().name))
+    monkeypatch.setattr(vllm_preload, "_TORCH_FIRST", [])
     return imported
 
 
@@ -153,6 +154,8 @@ def test_preload_imports_vllm_on_a_thread_when_every_model_is_vllm(preload) -> N
     vllm_preload.wait()
     assert preload == ["auditlang-vllm-import"]
     assert not vllm_preload.start(_spec(["vllm"]))  # once per process
+    # torch as it was when the import began (this test process has torch loaded or not: either way)
+    assert vllm_preload.torch_before(now=True) is vllm_preload._TORCH_FIRST[0]
 
 
 @pytest.mark.parametrize("engines, override", [(["vllm", "hf"], None), (["hf"], None), ([], None), (["hf"], "openai")])
@@ -184,3 +187,15 @@ def test_engine_import_waits_for_the_preload_thread(monkeypatch) -> None:
     vllm_preload.wait()
     order.append("engine imports")
     assert order == ["preload done", "engine imports"]
+
+
+def test_engine_records_torch_as_it_was_when_the_preload_began(monkeypatch) -> None:
+    """The preload imports torch with vLLM: the engine must not read that as torch before vLLM
+    (it would spawn the engine core, ~20 s on an H200, instead of forking it)."""
+    monkeypatch.setattr(vllm_preload, "_THREADS", [threading.current_thread()])  # wait() skips its own thread
+    monkeypatch.setattr(vllm_preload, "_TORCH_FIRST", [False])
+    monkeypatch.setattr(ve, "_TORCH_BEFORE_VLLM", [])
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.26.0"))
+    ve.import_vllm()
+    assert ve._TORCH_BEFORE_VLLM == [False]
