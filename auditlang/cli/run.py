@@ -16,7 +16,6 @@ from auditlang.cli.common import (
     EXIT_OK, StepLog, parse_limit, parse_model_args, parse_swaps, print_diags, print_overrides, spec_warnings)
 from auditlang.core.errors import RequestErrors, RuntimeFailure, UsageError, UserError
 from auditlang.core.terminal import visible
-from auditlang.engines import vllm_preload
 from auditlang.execute.runner import item_shard
 from auditlang.resolve import compile_spec
 from auditlang.core.engine_options import OPENAI_BASE_URL_ENV
@@ -69,7 +68,6 @@ def cmd_run(args) -> int:
         check_cache_dir(cache_dir)  # a file, /dev/null or an unwritable path: a clear error before planning
         check_journal_file(Path(cache_dir).expanduser() / JOURNAL)  # a user's own journal.sqlite is not ours
     spec = compile_spec(args.spec, swaps=swaps, model_args=parse_model_args(args))
-    vllm_preload.start(spec, args.engine)  # vLLM's 10 s import on a thread while the run plans (issue 36)
     executor = ray_executor(args, spec)
     step = StepLog() if display != "none" else None
     try:  # the pipeline auditlang.run() takes too (api.plan_run, api.start_run)

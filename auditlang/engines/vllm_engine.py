@@ -70,7 +70,8 @@ from auditlang.engines.params import error_result as _error, int_param as _int, 
 from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs, chat_template_of, render_chat_prompt
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
-from auditlang.engines import vllm_preload, vllm_release, vllm_stream
+from auditlang.engines.embedded import cache_root
+from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.hf import weights_sha256
 from auditlang.engines.hf import label_token_ids
@@ -99,9 +100,8 @@ _TORCH_BEFORE_VLLM: list[bool] = []  # [whether torch was imported before this p
 def import_vllm() -> Any:
     """The ``vllm`` module, or EngineError with the install hint (also for a release outside
     :data:`SUPPORTED_VLLM`: the engine's calls are checked against those releases only)."""
-    vllm_preload.wait()  # an import begun on a thread while the CLI planned (engines/vllm_preload.py)
     if not _TORCH_BEFORE_VLLM:
-        _TORCH_BEFORE_VLLM.append(vllm_preload.torch_before("torch" in sys.modules))
+        _TORCH_BEFORE_VLLM.append("torch" in sys.modules)
     try:
         import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
@@ -292,7 +292,8 @@ class VLLMEngine:
         and looked for in another, and a fresh machine's second run compiled them again (17 s of
         a 72 s engine start on an H200, issue 22; 39 s with this). One folder for every run."""
 
-        vllm_preload.set_cache_env()
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(cache_root() / "vllm"))
+        os.environ.setdefault("TRITON_CACHE_DIR", str(cache_root() / "vllm" / "triton"))
 
     def _set_platform_env(self) -> None:
         """CPU recipe of shared/notes/models.md: bind all usable cores, engine core in-process."""

@@ -1,6 +1,6 @@
-"""The vLLM engine start's overlaps (issue 36, warm start): the tokenizer loads on a thread while
-``LLM()`` waits for an out-of-process engine core, the config is read from config.json without
-transformers, and ``auditc run`` begins ``import vllm`` on a thread while it plans.
+"""The vLLM engine start's overlap (issue 36, warm start): the tokenizer loads on a thread while
+``LLM()`` waits for an out-of-process engine core, and the config is read from config.json
+without transformers.
 
 A scripted ``vllm`` module stands in (no vLLM needed); the overlap is shown with events, not
 timings: the scripted ``LLM()`` returns only once the tokenizer load has begun on another thread.
@@ -18,7 +18,6 @@ import pytest
 
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines import vllm_engine as ve
-from auditlang.engines import vllm_preload
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -129,73 +128,3 @@ def test_tokenizer_load_reraises_in_the_callers_thread() -> None:
         with pytest.raises(ValueError, match="bad"):
             load.get()
     assert TokenizerLoad(lambda: threading.current_thread().name, beside=True).get() == "auditlang-vllm-tokenizer"
-
-
-def _spec(engines: list[str]):
-    objs = {f"m{i}": types.SimpleNamespace(kind="model", ctor=e, value=types.SimpleNamespace(path="p", chat=True),
-                                           param_spans=()) for i, e in enumerate(engines)}
-    return types.SimpleNamespace(of_kind=lambda k: {i: o for i, o in objs.items() if o.kind == k}, get=objs.__getitem__)
-
-
-@pytest.fixture()
-def preload(monkeypatch):
-    monkeypatch.setattr(vllm_preload, "_THREADS", [])
-    monkeypatch.delenv(vllm_preload.ENV, raising=False)
-    monkeypatch.delitem(sys.modules, "vllm", raising=False)
-    monkeypatch.setattr(vllm_preload.importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
-    imported = []
-    monkeypatch.setattr(vllm_preload, "_import", lambda: imported.append(threading.current_thread().name))
-    monkeypatch.setattr(vllm_preload, "_TORCH_FIRST", [])
-    return imported
-
-
-def test_preload_imports_vllm_on_a_thread_when_every_model_is_vllm(preload) -> None:
-    assert vllm_preload.start(_spec(["vllm", "vllm"]))
-    vllm_preload.wait()
-    assert preload == ["auditlang-vllm-import"]
-    assert not vllm_preload.start(_spec(["vllm"]))  # once per process
-    # torch as it was when the import began (this test process has torch loaded or not: either way)
-    assert vllm_preload.torch_before(now=True) is vllm_preload._TORCH_FIRST[0]
-
-
-@pytest.mark.parametrize("engines, override", [(["vllm", "hf"], None), (["hf"], None), ([], None), (["hf"], "openai")])
-def test_no_preload_when_a_model_is_not_on_vllm(preload, engines, override) -> None:
-    assert not vllm_preload.start(_spec(engines), override)
-    assert vllm_preload._THREADS == [] and preload == []
-
-
-def test_preload_follows_engine_override_and_env(preload, monkeypatch) -> None:
-    monkeypatch.setenv(vllm_preload.ENV, "0")
-    assert not vllm_preload.start(_spec(["hf"]), "vllm")
-    monkeypatch.setenv(vllm_preload.ENV, "1")
-    assert vllm_preload.start(_spec(["hf"]), "vllm")
-    vllm_preload.wait()
-    assert preload == ["auditlang-vllm-import"]
-
-
-def test_engine_import_waits_for_the_preload_thread(monkeypatch) -> None:
-    gate, order = threading.Event(), []
-
-    def slow():
-        gate.wait(30)
-        order.append("preload done")
-
-    t = threading.Thread(target=slow)
-    monkeypatch.setattr(vllm_preload, "_THREADS", [t])
-    t.start()
-    threading.Timer(0.05, gate.set).start()
-    vllm_preload.wait()
-    order.append("engine imports")
-    assert order == ["preload done", "engine imports"]
-
-
-def test_engine_records_torch_as_it_was_when_the_preload_began(monkeypatch) -> None:
-    """The preload imports torch with vLLM: the engine must not read that as torch before vLLM
-    (it would spawn the engine core, ~20 s on an H200, instead of forking it)."""
-    monkeypatch.setattr(vllm_preload, "_THREADS", [threading.current_thread()])  # wait() skips its own thread
-    monkeypatch.setattr(vllm_preload, "_TORCH_FIRST", [False])
-    monkeypatch.setattr(ve, "_TORCH_BEFORE_VLLM", [])
-    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
-    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(__version__="0.26.0"))
-    ve.import_vllm()
-    assert ve._TORCH_BEFORE_VLLM == [False]
