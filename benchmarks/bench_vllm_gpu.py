@@ -56,6 +56,7 @@ class Recorder:
         self.hook_s = 0.0
         self.close_s = 0.0
         self.closed = 0
+        self.ready_at: list[float] = []
 
     def install(self) -> None:
         rec = self
@@ -65,6 +66,7 @@ class Recorder:
             t0 = time.perf_counter()
             init(engine, *a, **k)
             rec.start_s += time.perf_counter() - t0
+            rec.ready_at.append(time.perf_counter())  # the command's start to engine ready
             rec.engines.append(engine)
             core = engine.llm.llm_engine
             for name in ("step", "add_request"):  # time inside vLLM's own calls
@@ -240,7 +242,8 @@ def main() -> int:
     info = {
         "spec": args.spec, "exit_code": rc, "device": fp.get("device"), "vllm": fp.get("vllm"), "torch": fp.get("torch"),
         "dtype": fp.get("dtype"), "model_runner": fp.get("model_runner"), "prefix_caching": fp.get("prefix_caching"),
-        "auditc_run_wall_s": round(wall, 1), "engine_start_s": round(rec.start_s, 1), "inside_vllm_s": round(rec.run_s, 1),  # the engine's run generators: vLLM + rendering + results
+        "auditc_run_wall_s": round(wall, 1), "engine_start_s": round(rec.start_s, 1),
+        "command_to_engine_ready_s": round(rec.ready_at[0] - t0, 1), "inside_vllm_s": round(rec.run_s, 1),  # the engine's run generators: vLLM + rendering + results
         "engine_run_calls": rec.calls, "jobs": len(rec.jobs),
         "jobs_by_shape": dict(Counter(f"max_tokens={p.max_tokens},logprobs={p.logprobs},ids={bool(getattr(p, 'logprob_token_ids', None))}"
                                       for _, p in rec.jobs).most_common(8)),

@@ -72,6 +72,7 @@ from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Samp
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
+from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.hf import weights_sha256
 from auditlang.engines.hf import label_token_ids
 
@@ -228,16 +229,26 @@ class VLLMEngine:
             )
         self._set_platform_env()
         d = self._resolved.local_dir
-        self.tokenizer, hf_config = self._load_tokenizer_config(d)
+        # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
+        beside = self._core_out_of_process()
+        if beside:  # the thread's imports done here: the forked engine core inherits no half-done import
+            from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
+        tok = TokenizerLoad(lambda: self._load_tokenizer(d), beside=beside)
+        hf_config = self._load_config(d)
         self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
-        self.eos_ids = self._eos_ids(d)
         vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
+        self._pool: Any = None
         self.llm = self._make_llm(runner="generate")
+        try:
+            self.tokenizer = tok.get()
+        except EngineError:
+            self.close()  # the engine core started: give its GPU memory back
+            raise
+        self.eos_ids = self._eos_ids(d)
         mc = self.llm.llm_engine.model_config
         self.max_model_len = int(mc.max_model_len)
-        self._pool: Any = None
         self.prefill_stats = PrefillStats()
         self._token_str: dict[int, str] = {}
         self._sp_cache: dict[tuple, Any] = {}  # _sp: one SamplingParams per distinct set of values
@@ -245,15 +256,32 @@ class VLLMEngine:
 
     # -- setup
 
-    def _load_tokenizer_config(self, d: Path) -> tuple[Any, Any]:
-        """The checkpoint's tokenizer and config (transformers), before vLLM starts."""
-        try:
-            from transformers import AutoConfig, AutoTokenizer  # lazy: transformers only when a model runs
+    def _core_out_of_process(self) -> bool:
+        """Whether vLLM runs its engine core in a child process (GPU default; CPU runs it here)."""
+        return not self.on_cpu and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
 
-            tokenizer = AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
-            return tokenizer, AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+    def _load_tokenizer(self, d: Path) -> Any:
+        """The checkpoint's transformers tokenizer (on a thread beside ``LLM()`` on a GPU)."""
+        try:
+            from transformers import AutoTokenizer  # lazy: transformers only when a model runs
+
+            return AutoTokenizer.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
         except (OSError, ValueError) as e:
-            raise EngineError(f"model {self.config.name!r}: could not load the tokenizer/config of {d} ({type(e).__name__}: {e})") from e
+            raise EngineError(f"model {self.config.name!r}: could not load the tokenizer of {d} ({type(e).__name__}: {e})") from e
+
+    def _load_config(self, d: Path) -> Any:
+        """The checkpoint's config, before vLLM starts: ``config.json`` read directly, else
+        transformers' ``AutoConfig`` (engines/vllm_tokload.py)."""
+
+        def auto() -> Any:
+            try:
+                from transformers import AutoConfig  # lazy: transformers only when a model runs
+
+                return AutoConfig.from_pretrained(d, trust_remote_code=self._opts.trust_remote_code)
+            except (OSError, ValueError) as e:
+                raise EngineError(f"model {self.config.name!r}: could not load the config of {d} ({type(e).__name__}: {e})") from e
+
+        return read_config(d, auto)
 
     def _set_env_before_import(self) -> None:
         """vLLM reads these at import / engine start: caches inside auditlang's cache dir.

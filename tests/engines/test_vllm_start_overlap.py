@@ -1,0 +1,130 @@
+"""The vLLM engine start's overlap (issue 36, warm start): the tokenizer loads on a thread while
+``LLM()`` waits for an out-of-process engine core, and the config is read from config.json
+without transformers.
+
+A scripted ``vllm`` module stands in (no vLLM needed); the overlap is shown with events, not
+timings: the scripted ``LLM()`` returns only once the tokenizer load has begun on another thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from auditlang.core.engine import EngineError, ModelConfig
+from auditlang.engines import vllm_engine as ve
+from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 2, "hidden_size": 64, "max_position_embeddings": 512, "torch_dtype": "bfloat16"}
+
+
+def _ckpt(tmp_path: Path, cfg: dict | None = None) -> Path:
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA if cfg is None else cfg), encoding="utf-8")
+    (d / "generation_config.json").write_text(json.dumps({"eos_token_id": [2, 7]}), encoding="utf-8")
+    return d
+
+
+class _Tok:
+    eos_token_id = 2
+
+
+@pytest.fixture()
+def scripted(monkeypatch, tmp_path):
+    """A GPU-platform ``vllm`` whose ``LLM()`` records the thread of the tokenizer load it saw."""
+    log: dict = {"tok_started": threading.Event(), "llm_started": threading.Event()}
+
+    class LLM:
+        def __init__(self, **kw) -> None:
+            log["llm_kw"] = kw
+            log["llm_started"].set()
+            log["tok_seen_during_llm"] = log["tok_started"].wait(30)  # the core "starts" until the tokenizer began
+            self.llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=512))
+
+    vllm = types.ModuleType("vllm")
+    vllm.__version__ = "0.26.0"  # type: ignore[attr-defined]
+    vllm.LLM = LLM  # type: ignore[attr-defined]
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: False, device_type="cuda")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vc"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "tc"))
+
+    def load_tokenizer(self, d):
+        log["tok_thread"] = threading.current_thread().name
+        log["tok_started"].set()
+        log["llm_running_at_tok"] = log["llm_started"].wait(30)
+        if log.get("tok_fails"):
+            raise EngineError("no tokenizer here")
+        return _Tok()
+
+    monkeypatch.setattr(ve.VLLMEngine, "_load_tokenizer", load_tokenizer)
+    monkeypatch.setattr(ve.vllm_release, "release", lambda *llms: log.setdefault("released", []).extend(llms))
+    return log
+
+
+def test_tokenizer_loads_beside_llm_when_the_core_runs_in_its_own_process(scripted, tmp_path) -> None:
+    d = _ckpt(tmp_path)
+    eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
+    assert scripted["tok_seen_during_llm"] and scripted["llm_running_at_tok"]  # both ran at once
+    assert scripted["tok_thread"] == "auditlang-vllm-tokenizer"
+    assert isinstance(eng.tokenizer, _Tok)
+    assert eng.eos_ids == frozenset({2, 7})  # generation_config + the tokenizer's, after the join
+    assert eng.dtype == "bfloat16" and eng._num_layers == 4  # from config.json, read before LLM()
+    assert scripted["llm_kw"]["dtype"] == "bfloat16"
+
+
+def test_in_process_core_loads_the_tokenizer_first_in_this_thread(scripted, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # LLM() runs the core here: nothing to wait beside
+    scripted["llm_started"].set()  # the sequential load must not wait for LLM()
+    eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(_ckpt(tmp_path))))
+    assert scripted["tok_thread"] == threading.current_thread().name
+    assert isinstance(eng.tokenizer, _Tok)
+
+
+def test_a_tokenizer_failure_beside_llm_is_the_engines_error_and_closes_the_core(scripted, tmp_path) -> None:
+    scripted["tok_fails"] = True
+    with pytest.raises(EngineError, match="no tokenizer here"):
+        ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(_ckpt(tmp_path))))
+    assert len(scripted["released"]) == 1  # the started LLM was handed to vllm_release
+
+
+def test_config_json_is_read_directly_nested_text_config_too(tmp_path) -> None:
+    calls = []
+    cfg = read_config(_ckpt(tmp_path), lambda: calls.append(1))
+    assert (cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.torch_dtype) == (4, 2, "bfloat16") and not calls
+    nested = tmp_path / "n"
+    nested.mkdir()
+    (nested / "config.json").write_text(json.dumps({"text_config": {**LLAMA, "head_dim": 16}, "vision_config": {}}))
+    c = read_config(nested, lambda: calls.append(1))
+    assert c.text_config.head_dim == 16 and c.text_config.num_attention_heads == 8 and not calls
+
+
+@pytest.mark.parametrize("text", ['{"hidden_size": 64}', "not json", None])
+def test_config_falls_back_to_transformers_without_the_counts(tmp_path, text) -> None:
+    d = tmp_path / "c"
+    d.mkdir()
+    if text is not None:
+        (d / "config.json").write_text(text)
+    assert read_config(d, lambda: "auto-config") == "auto-config"
+
+
+def test_tokenizer_load_reraises_in_the_callers_thread() -> None:
+    def boom():
+        raise ValueError("bad")
+
+    for beside in (True, False):
+        load = TokenizerLoad(boom, beside=beside)
+        assert load.beside is beside
+        with pytest.raises(ValueError, match="bad"):
+            load.get()
+    assert TokenizerLoad(lambda: threading.current_thread().name, beside=True).get() == "auditlang-vllm-tokenizer"
