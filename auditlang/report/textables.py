@@ -634,29 +634,43 @@ def _overconf_tex(c: Comparison) -> list[TexTable]:
 
 
 def spread_table(c: Comparison) -> list[TexTable]:
-    """Study 000 Table 3: spread per model (rows) and dataset (columns)."""
-    t = _table(c) if c.shape == "spread" else _table(c, "_spreads")
+    """Study 000 Table 3: a row per model by ascending size with its Size and Family, a column per
+    dataset holding the spread, the table's extremes in bold (``<spreads>_by_model``)."""
+    stem = c.name + ("_spreads" if c.shape != "spread" else "")
+    t = _table(c, ("_spreads" if c.shape != "spread" else "") + "_by_model")
     if t is None or not t.rows:
         return []
-    recs = t.records()
-    datasets = list(dict.fromkeys(r["dataset"] for r in recs))
-    extra = [k for k in ("evaluator", "protocol") if k in t.columns and len({r[k] for r in recs}) > 1]
-    header = ["Model"] + [k.capitalize() for k in extra] + datasets
-    tt = TexTable(c.name + ("_spreads" if c.shape != "spread" else ""),
-                  f"Prompt-perturbation spread ({c.name}, study 000 Table 3): max - min over the variants, with its "
-                  "paired-item bootstrap interval.", header, [False] * (1 + len(extra)) + [True] * len(datasets))
-    rows: dict[tuple, dict[str, Any]] = {}
-    for r in recs:
-        rows.setdefault((r["model"],) + tuple(r[k] for k in extra), {})[r["dataset"]] = value_cell(
-            r.get("spread"), r.get("spread lo"), r.get("spread hi"))
-    for key, by in rows.items():
-        tt.add(list(key) + [by.get(d, "–") for d in datasets], "/".join(map(str, key)))
+    extra = [k for k in ("evaluator", "protocol") if k in t.columns]
+    datasets = t.columns[3 + len(extra):]
+    header = ["Model", "Size", "Family"] + [k.capitalize() for k in extra] + datasets
+    k = int(c.data.get("extremes", 0))
+    marked = f" Bold marks the {k} lowest and {k} highest values per column." if k else ""
+    variants = ", ".join(c.data.get("variants", []))
+    tt = TexTable(stem, f"Prompt-perturbation spread ({c.name}, study 000 Table 3): max - min "
+                  f"{c.data.get('metric', 'accuracy')} over {variants}.{marked}", header,
+                  [False, True, False] + [False] * len(extra) + [True] * len(datasets))
+    for i, r in enumerate(t.records()):
+        cells: list[Any] = [r["model"], _size_b(r["size (B)"]),
+                            fmt(r["family"])] + [fmt(r[x]) for x in extra]
+        for d in datasets:
+            v = fixed(float(r[d])) if _num(r[d]) else UNDEFINED_MARK
+            mark = t.marks.get((i, d))
+            cells.append(Tex(MARK_TEX[mark].format(prose(v)), v) if mark else v)
+        tt.add(cells, r["model"])
+    tt.notes += t.all_notes()
     out = [tt]
     if c.shape == "size_spread" and (corr := _table(c)) is not None:
         keep = ["dataset"] + [k for k in ("evaluator", "protocol") if len(set(corr.column(k))) > 1] + ["n_models", "r", "p_value"]
         out.append(_generic(corr, f"Model size vs spread ({c.name}, study 000 Table 10): rank correlation per dataset.",
                             keep, {"dataset": "Dataset", "n_models": "Models", "r": "rho", "p_value": "p"}))
     return out
+
+
+def _size_b(v: Any) -> str:
+    """000 Table 3's Size: ``3.8B``, ``1.0B`` (one decimal, more where the declared size has them: ``0.135B``)."""
+    if not _num(v):
+        return UNDEFINED_MARK
+    return f"{v:.1f}B" if round(v, 1) == v else f"{v:g}B"
 
 
 def norm_shift_tables(c: Comparison) -> list[TexTable]:
@@ -1017,7 +1031,7 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
     return out
 
 
-MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}"}
+MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}", "extreme": "\\textbf{{{}}}"}
 
 
 def consistency_blocks_table(c: Comparison, t: Table) -> TexTable:

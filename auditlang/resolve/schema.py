@@ -699,7 +699,11 @@ Compare = _Compare  # the public name: a plugin comparison's constructor model s
 
 class Spread(_Compare):
     DOC: ClassVar[str] = "Study 000: prompt-perturbation spread = max - min of a metric over a variant set, per (model, dataset)."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("extremes",)
     variants: list[str] = []
+    # mark the k lowest and the k highest spreads of each dataset column in bold in the table with a
+    # row per model (000 Table 3: "Bold marks the two lowest and two highest values per column": 2); 0 = none
+    extremes: int = Field(default=0, ge=0)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "spread"}
     FIGURES: ClassVar[bool] = True
