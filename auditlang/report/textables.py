@@ -24,6 +24,7 @@ entry of ``COUNT_COLUMNS``.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -612,7 +613,34 @@ def ece_gap_table(c: Comparison) -> list[TexTable]:
                      "verbal parse-rate rule (n = cells included).", keep,
                      {"model": "Model", "evaluator": "Evaluator", "n_included": "n", "mean accuracy": "Acc.",
                       "mean ece_token": "ECE tok.", "mean ece_verbal": "ECE verb.", "mean ece_gap": "Delta ECE"})
-            ] + _overconf_tex(c)
+            ] + _overconf_tex(c) + _phrasings_tex(c)
+
+
+def _phrasings_tex(c: Comparison) -> list[TexTable]:
+    """Study 000 Table 9: per model, verbal - acc, verbal - tok and ECE_gap under each phrasing side by side
+    (signed, three decimals), then n per phrasing as ``3 / 1``."""
+    t = _table(c, "_phrasings")
+    if t is None or not t.rows:
+        return []
+    ns = [col for col in t.columns if col.startswith("n (")]
+    ps = [col[3:-1] for col in ns]
+    vals = [col for col in t.columns[2:] if col not in ns]
+    extra = len(set(t.column("evaluator"))) > 1
+    cut = len(os.path.commonprefix(ps)) if len(ps) > 1 else 0  # (decimal) / (percent): 000's (dec) / (pct)
+    cut = min(cut, min(len(p) for p in ps) - 1)
+    header: list[Any] = ["Model"] + (["Evaluator"] if extra else []) + [
+        (col.rsplit(" (", 1)[0], f"({col.rsplit(' (', 1)[1][:-1][cut:]})") for col in vals] + [
+        ("n", " / ".join(p[cut:] for p in ps))]
+    tt = TexTable(t.name, f"Signed over-confidence under the elicitation phrasings {', '.join(ps)} ({c.name}, study 000 "
+                  "Table 9): per-model means over each phrasing's own VPR-passing cells; n = cells contributing.",
+                  header, [False] * (1 + extra) + [True] * (len(vals) + 1))
+    for r in t.records():
+        cells: list[Any] = [r["model"]] + ([r["evaluator"]] if extra else [])
+        cells += [f"{float(r[col]):+.3f}" if _num(r[col]) else UNDEFINED_MARK for col in vals]
+        cells.append(" / ".join(str(int(r[col])) for col in ns))
+        tt.add(cells, r["model"])
+    tt.notes += t.all_notes()
+    return [tt]
 
 
 def _overconf_tex(c: Comparison) -> list[TexTable]:

@@ -729,9 +729,14 @@ class EceGap(_Compare):
     # VPR inclusion thresholds of a sensitivity table of the per-model mean over-confidence (000 App. D.1,
     # Table 6: 0.70, 0.80, 0.90); empty = none
     thresholds: list[float] = []
+    # further verbal protocols (other elicitation phrasings) whose per-model means of verbal - acc,
+    # verbal - tok and ECE_gap sit beside verbal's in one table, each over its own VPR-passing cells
+    # (000 App. D.3 Table 9: decimal_01 and percent_0_100, "applied independently to each run"); empty = none
+    phrasings: list[str] = []
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("phrasings",)
     FIGURES: ClassVar[bool] = True  # report/figures_studies.py draws from its outcome
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset",
-                                      "variants": "variant"}
+                                      "variants": "variant", "phrasings": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap"}
     CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
 

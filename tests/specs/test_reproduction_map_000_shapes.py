@@ -122,3 +122,34 @@ def test_table3_paper_order_and_bold_on_the_papers_numbers() -> None:
         assert bold == want, col
     md = t.to_markdown()
     assert "| qwen25_3b | 3.100 | qwen | **0.028** | **0.402** |" in md
+
+
+def test_table9_phrasings_side_by_side(report: Path) -> None:
+    got = {r["model"]: r for r in rows(report, "verbal_gap_phrasings")}
+    dec, pct = "s000.verbal_decimal", "s000.verbal_percent"
+    assert list(next(iter(got.values()))) == ["model", "evaluator"] + [
+        f"{q} ({p})" for q in ("verbal - acc", "verbal - tok", "ECE_gap") for p in (dec, pct)] + [f"n ({dec})", f"n ({pct})"]
+    # 10 cells per model (2 datasets x 5 variants). ARC format_change has no token confidence (the answer
+    # starts "Let", no label: every token row dropped), so it enters neither phrasing: 9. smollm2's decimal
+    # follow-up never parses after the surface_paraphrase text, which SST-2's format_change prompt also
+    # starts with: VPR 0 < 0.80 on 3 more cells, so 6 under decimal_01 and 9 under percent_0_100, each
+    # phrasing's own rule (000 D.3 "applied independently to each run")
+    assert (got["smollm2"][f"n ({dec})"], got["smollm2"][f"n ({pct})"]) == ("6", "9")
+    assert (got["gemma3"][f"n ({dec})"], got["gemma3"][f"n ({pct})"]) == ("9", "9")
+    for name, p in (("verbal_gap_by_model", dec), ("verbal_gap_pct_by_model", pct)):
+        for r in rows(report, name):  # the same means as each phrasing's own Table 2 comparison
+            g = got[r["model"]]
+            assert float(g[f"verbal - acc ({p})"]) == pytest.approx(float(r["mean overconf_vs_acc"]))
+            assert float(g[f"verbal - tok ({p})"]) == pytest.approx(float(r["mean overconf_vs_token"]))
+            assert float(g[f"ECE_gap ({p})"]) == pytest.approx(float(r["mean ece_gap"]))
+            assert g[f"n ({p})"] == r["n_included"]
+    # by hand: the script states 0.8 (decimal) and 0.75 (percent) on every parsed row
+    cells = rows(report, "verbal_gap")
+    accs = [float(x["overconf_vs_acc"]) for x in cells if x["model"] == "gemma3" and x["overconf_vs_acc"]]
+    assert float(got["gemma3"][f"verbal - acc ({pct})"]) == pytest.approx(sum(accs) / len(accs) - 0.05)
+    tex = (report / "tables" / "verbal_gap.tex").read_text(encoding="utf-8")
+    assert "study 000 Table 9" in tex
+    assert "verbal - acc\\\\{}(decimal)" in tex and "verbal - acc\\\\{}(percent)" in tex
+    assert "n\\\\{}decimal / percent" in tex
+    line = next(x for x in tex.splitlines() if x.startswith("smollm2 & +") and x.endswith("% row: smollm2"))
+    assert line.split("&")[-1].strip().startswith("6 / 9")
