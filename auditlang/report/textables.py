@@ -701,6 +701,40 @@ def _size_b(v: Any) -> str:
     return f"{v:.1f}B" if round(v, 1) == v else f"{v:g}B"
 
 
+def vpr_matrix_table(c: Comparison) -> list[TexTable]:
+    """Study 000 Tables 7 and 8: a row per dataset (per model when several), a column per (variant,
+    protocol) holding the VPR, a cross after a value below the threshold, the interval under it when
+    declared, and the signed difference of two protocols."""
+    t = _table(c)
+    if t is None or not t.rows:
+        return []
+    recs = t.records()
+    keys = [k for k in ("model", "evaluator") if len({r[k] for r in recs}) > 1]
+    vals = [col for col in t.columns[3:] if not col.endswith((" lo", " hi"))]
+    header = [k.capitalize() for k in keys] + ["Dataset"] + [col.replace("delta", "Delta") for col in vals]
+    thr = c.data.get("threshold")
+    marked = f" A cross marks cells below the VPR >= {thr:.2f} inclusion threshold." if thr is not None else ""
+    ci = " Percentile-bootstrap intervals under the values." if c.data.get("intervals") else ""
+    tt = TexTable(c.name, f"Verbal parse rate per dataset ({c.name}, study 000 Tables 7-8).{marked}{ci}", header,
+                  [False] * (len(keys) + 1) + [True] * len(vals))
+    for i, r in enumerate(recs):
+        cells: list[Any] = [r[k] for k in keys] + [r["dataset"]]
+        for col in vals:
+            if col.startswith("delta"):
+                cells.append(f"{float(r[col]):+.3f}" if _num(r[col]) else UNDEFINED_MARK)
+                continue
+            v = value_cell(r[col], r.get(f"{col} lo"), r.get(f"{col} hi"))
+            mark = t.marks.get((i, col))
+            if mark and isinstance(v, tuple):
+                v = (Tex(MARK_TEX[mark].format(prose(v[0])), v[0]),) + v[1:]
+            elif mark and v != UNDEFINED_MARK:
+                v = Tex(MARK_TEX[mark].format(prose(v)), v)
+            cells.append(v)
+        tt.add(cells, " / ".join(str(r[k]) for k in (*keys, "dataset")))
+    tt.notes += t.all_notes()
+    return [tt]
+
+
 def norm_shift_tables(c: Comparison) -> list[TexTable]:
     """Study 000 Tables 4 and 5."""
     out = []
@@ -1059,7 +1093,8 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
     return out
 
 
-MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}", "extreme": "\\textbf{{{}}}"}
+MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}", "extreme": "\\textbf{{{}}}",
+            "below": "{}~$\\times$"}
 
 
 def consistency_blocks_table(c: Comparison, t: Table) -> TexTable:
@@ -1154,7 +1189,8 @@ def contrast_table(c: Comparison) -> list[TexTable]:
 
 # a comparison outcome's declared shape (``Comparison.shape``) -> its LaTeX tables; "" or an
 # undeclared shape (a plugin's) -> its first table as a generic one
-SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "spread": spread_table, "size_spread": spread_table,
+SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "vpr_matrix": vpr_matrix_table,
+          "spread": spread_table, "size_spread": spread_table,
           "norm_shift": norm_shift_tables, "protocol_grid": grid_table, "robustness": robustness_table,
           "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table,
           "contrast": contrast_table}

@@ -718,6 +718,18 @@ class SizeSpread(Spread):
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "size_spread"}
 
 
+class VprMatrix(_Compare):
+    DOC: ClassVar[str] = ("Study 000 App. D.2-D.3: the verbal parse rate of some models per dataset under some variants "
+                          "and verbal protocols, below-threshold cells marked, with the difference between two phrasings.")
+    models: list[str] = []  # default: the audit's models
+    protocols: list[str] = []  # verbal protocols (default: the audit's); two add the difference second - first
+    variants: list[str] = []  # default: the audit's variants
+    intervals: bool = True  # each VPR with its per-cell percentile interval (000 Table 8; Table 7 prints none)
+    mark_below: bool = True  # a cross after a VPR below the audit's vpr_threshold (000 Table 7; Table 8 marks none)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "models": "model", "protocols": "protocol",
+                                      "variants": "variant"}
+
+
 class EceGap(_Compare):
     DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
     verbal: str
@@ -964,6 +976,7 @@ for _name, _schema, _impl in (
     ("spread", Spread, "spread:spread"),
     ("size_spread", SizeSpread, "spread:size_spread"),
     ("ece_gap", EceGap, "verbal:ece_gap"),
+    ("vpr_matrix", VprMatrix, "vprmatrix:vpr_matrix"),
     ("norm_shift", NormShift, "normshift:norm_shift"),
     ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),

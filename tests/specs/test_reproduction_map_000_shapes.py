@@ -153,3 +153,38 @@ def test_table9_phrasings_side_by_side(report: Path) -> None:
     assert "n\\\\{}decimal / percent" in tex
     line = next(x for x in tex.splitlines() if x.startswith("smollm2 & +") and x.endswith("% row: smollm2"))
     assert line.split("&")[-1].strip().startswith("6 / 9")
+
+
+def test_table7_vpr_by_dataset_and_variant_with_crosses(report: Path) -> None:
+    got = rows(report, "mistral_vpr")
+    variants = ["s000.surface_paraphrase", "s000.instruction_reorder", "s000.fewshot_3", "s000.implicit_framing"]
+    assert list(got[0]) == ["model", "dataset", "evaluator", *variants]  # no format_change, no intervals
+    assert [(r["model"], r["dataset"]) for r in got] == [("smollm2", "sst2"), ("smollm2", "arc")]
+    for r in got:  # "sure" never parses after the surface_paraphrase prompt; 0.8 always does elsewhere
+        assert [float(r[v]) for v in variants] == [0.0, 1.0, 1.0, 1.0]
+    md = (report / "comparisons" / "mistral_vpr.md").read_text(encoding="utf-8")
+    assert "| smollm2 | sst2 | s000.first_char | 0.000 ✗ | 1.000 | 1.000 | 1.000 |" in md
+    tex = (report / "tables" / "mistral_vpr.tex").read_text(encoding="utf-8")
+    assert "study 000 Tables 7-8" in tex and "A cross marks cells below the VPR $\\geq$ 0.80 inclusion threshold." in tex
+    assert "sst2 & 0.000~$\\times$ & 1.000 & 1.000 & 1.000 \\\\ % row: sst2" in tex
+
+
+def test_table8_vpr_under_both_phrasings_with_intervals_and_delta(report: Path) -> None:
+    got = rows(report, "mistral_vpr_phrasings")
+    dec, pct = "VPR (s000.verbal_decimal)", "VPR (s000.verbal_percent)"
+    assert list(got[0]) == ["model", "dataset", "evaluator", dec, f"{dec} lo", f"{dec} hi", pct, f"{pct} lo",
+                            f"{pct} hi", "delta"]
+    with open(report.parent / "metrics" / "cells.csv", encoding="utf-8") as f:
+        cells = {(r["model"], r["dataset"], r["variant"], r["protocol"]): r for r in csv.DictReader(f)
+                 if r["audit"] == "primary"}
+    for r in got:
+        for col, p in ((dec, "s000.verbal_decimal"), (pct, "s000.verbal_percent")):
+            c = cells[(r["model"], r["dataset"], "s000.surface_paraphrase", p)]
+            assert (float(r[col]), r[f"{col} lo"], r[f"{col} hi"]) == (float(c["vpr"]), c["vpr lo"], c["vpr hi"])
+        assert float(r["delta"]) == float(r[pct]) - float(r[dec]) == 1.0  # 0/2 parsed -> 2/2
+    md = (report / "comparisons" / "mistral_vpr_phrasings.md").read_text(encoding="utf-8")
+    assert "✗" not in md  # 000 Table 8 marks no cell
+    tex = (report / "tables" / "mistral_vpr_phrasings.tex").read_text(encoding="utf-8")
+    line = next(x for x in tex.splitlines() if x.endswith("% row: arc"))
+    assert line.startswith("arc & \\begin{tabular}[t]{@{}r@{}}0.000\\\\{}{[}0.000, 0.000]\\end{tabular} & ")
+    assert line.split("&")[-1].strip().startswith("+1.000")
