@@ -47,14 +47,34 @@ def _drop_figure(c: Comparison, save: Save, safe) -> Any:
     ax.bar(x + 0.2, [r[var_col] for r in rows], 0.4, label=c.data["variant"], color="tab:red")
     for k, r in enumerate(rows):
         ci = "" if r["drop lo"] != r["drop lo"] else f"\n[{r['drop lo']:.2f}, {r['drop hi']:.2f}]"
-        ax.text(k, max(r[ref_col], r[var_col]) + 0.03, f"-{r['relative drop %']:.0f}%{ci}", ha="center", fontsize=6)
+        rel = r["relative drop %"]
+        rel_text = "-" if rel != rel else f"-{rel:.0f}%"  # no reference accuracy: no relative drop
+        ax.text(k, max(r[ref_col], r[var_col]) + 0.03, f"{rel_text}{ci}", ha="center", fontsize=6)
+    chance = [r.get("random baseline", np.nan) for r in rows]
+    note = _chance_line(ax, x, chance)
     ax.set_xticks(x, labels)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel(f"accuracy ({c.data['base']})")
     ax.legend(fontsize=6, loc="upper right")
     title = f"Accuracy under {c.data['variant']} vs {c.data['reference']} ({c.name}); drop with its paired interval"
     ax.set_title(title, fontsize=7)
-    return save(fig, safe(f"drop_{c.name}"), title + " (study 000 Figure 1)")
+    return save(fig, safe(f"drop_{c.name}"), title + f" (study 000 Figure 1{note})")
+
+
+def _chance_line(ax, x: np.ndarray, chance: list[float]) -> str:
+    """000 Figure 1's random-baseline line (1 / options, 0.25 for 4-choice MCQ): one dashed line when every
+    bar group has the same baseline, else a dashed segment over each group; the caption's note."""
+    known = [v for v in chance if v == v]
+    if not known:
+        return ""
+    if max(known) - min(known) < 1e-9:
+        ax.axhline(known[0], color="k", lw=0.8, ls="--", label=f"random baseline ({known[0]:.2f})")
+        return f"; dashed: random baseline {known[0]:.2f} = mean 1 / options"
+    for k, v in enumerate(chance):
+        if v == v:
+            ax.hlines(v, x[k] - 0.45, x[k] + 0.45, color="k", lw=0.8, ls="--",
+                      label="random baseline (1 / options)" if k == chance.index(v) and v == known[0] else None)
+    return "; dashed: random baseline per group = mean 1 / options"
 
 
 def _overconf_figure(c: Comparison, save: Save, safe) -> Any:

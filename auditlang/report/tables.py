@@ -41,9 +41,9 @@ class NotApplicable:
 
 
 NA_MARK, UNDEFINED_MARK = "n/a", "–"
-MD_MARKS = {"best": "**{}**", "worst": "_{}_"}  # Table.marks in Markdown (no underline there)
+MD_MARKS = {"best": "**{}**", "worst": "_{}_", "extreme": "**{}**", "below": "{} ✗"}  # Table.marks in Markdown (no underline there)
 MD_UNDERLINE_NOTE = "Underlined values are shown in italics here (Markdown has no underline)."
-HTML_MARKS = {"best": "<strong>{}</strong>", "worst": "<u>{}</u>"}
+HTML_MARKS = {"best": "<strong>{}</strong>", "worst": "<u>{}</u>", "extreme": "<strong>{}</strong>", "below": "{} ✗"}
 NA = NotApplicable()
 LEGEND = (f"{UNDEFINED_MARK} = undefined: the records give no value (no confidence read, one class only, ...; "
           f"blank in CSV); {NA_MARK} = not applicable to this cell (e.g. the verbal parse rate of a token-probability "
@@ -109,7 +109,9 @@ class Table:
     row_facts: dict[int, list[str]] = field(default_factory=dict, repr=False)  # row -> the facts it states (claims.json)
     digits: int = 3  # decimals of the text renderings (CSV keeps full precision)
     # (row, column) -> "best" or "worst": bold / underlined in HTML and LaTeX, bold / italic in
-    # Markdown (which has no underline), as a paper marks a table's best and worst values
+    # Markdown (which has no underline), as a paper marks a table's best and worst values; "extreme":
+    # bold everywhere (one of a column's lowest or highest values, 000 Table 3); "below": a cross after
+    # the value (under the VPR inclusion threshold, 000 Table 7)
     marks: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
 
     def nc(self, reason: str, where: str) -> None:

@@ -24,6 +24,7 @@ entry of ``COUNT_COLUMNS``.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -612,7 +613,34 @@ def ece_gap_table(c: Comparison) -> list[TexTable]:
                      "verbal parse-rate rule (n = cells included).", keep,
                      {"model": "Model", "evaluator": "Evaluator", "n_included": "n", "mean accuracy": "Acc.",
                       "mean ece_token": "ECE tok.", "mean ece_verbal": "ECE verb.", "mean ece_gap": "Delta ECE"})
-            ] + _overconf_tex(c)
+            ] + _overconf_tex(c) + _phrasings_tex(c)
+
+
+def _phrasings_tex(c: Comparison) -> list[TexTable]:
+    """Study 000 Table 9: per model, verbal - acc, verbal - tok and ECE_gap under each phrasing side by side
+    (signed, three decimals), then n per phrasing as ``3 / 1``."""
+    t = _table(c, "_phrasings")
+    if t is None or not t.rows:
+        return []
+    ns = [col for col in t.columns if col.startswith("n (")]
+    ps = [col[3:-1] for col in ns]
+    vals = [col for col in t.columns[2:] if col not in ns]
+    extra = len(set(t.column("evaluator"))) > 1
+    cut = len(os.path.commonprefix(ps)) if len(ps) > 1 else 0  # (decimal) / (percent): 000's (dec) / (pct)
+    cut = min(cut, min(len(p) for p in ps) - 1)
+    header: list[Any] = ["Model"] + (["Evaluator"] if extra else []) + [
+        (col.rsplit(" (", 1)[0], f"({col.rsplit(' (', 1)[1][:-1][cut:]})") for col in vals] + [
+        ("n", " / ".join(p[cut:] for p in ps))]
+    tt = TexTable(t.name, f"Signed over-confidence under the elicitation phrasings {', '.join(ps)} ({c.name}, study 000 "
+                  "Table 9): per-model means over each phrasing's own VPR-passing cells; n = cells contributing.",
+                  header, [False] * (1 + extra) + [True] * (len(vals) + 1))
+    for r in t.records():
+        cells: list[Any] = [r["model"]] + ([r["evaluator"]] if extra else [])
+        cells += [f"{float(r[col]):+.3f}" if _num(r[col]) else UNDEFINED_MARK for col in vals]
+        cells.append(" / ".join(str(int(r[col])) for col in ns))
+        tt.add(cells, r["model"])
+    tt.notes += t.all_notes()
+    return [tt]
 
 
 def _overconf_tex(c: Comparison) -> list[TexTable]:
@@ -634,29 +662,77 @@ def _overconf_tex(c: Comparison) -> list[TexTable]:
 
 
 def spread_table(c: Comparison) -> list[TexTable]:
-    """Study 000 Table 3: spread per model (rows) and dataset (columns)."""
-    t = _table(c) if c.shape == "spread" else _table(c, "_spreads")
+    """Study 000 Table 3: a row per model by ascending size with its Size and Family, a column per
+    dataset holding the spread, the table's extremes in bold (``<spreads>_by_model``)."""
+    stem = c.name + ("_spreads" if c.shape != "spread" else "")
+    t = _table(c, ("_spreads" if c.shape != "spread" else "") + "_by_model")
     if t is None or not t.rows:
         return []
-    recs = t.records()
-    datasets = list(dict.fromkeys(r["dataset"] for r in recs))
-    extra = [k for k in ("evaluator", "protocol") if k in t.columns and len({r[k] for r in recs}) > 1]
-    header = ["Model"] + [k.capitalize() for k in extra] + datasets
-    tt = TexTable(c.name + ("_spreads" if c.shape != "spread" else ""),
-                  f"Prompt-perturbation spread ({c.name}, study 000 Table 3): max - min over the variants, with its "
-                  "paired-item bootstrap interval.", header, [False] * (1 + len(extra)) + [True] * len(datasets))
-    rows: dict[tuple, dict[str, Any]] = {}
-    for r in recs:
-        rows.setdefault((r["model"],) + tuple(r[k] for k in extra), {})[r["dataset"]] = value_cell(
-            r.get("spread"), r.get("spread lo"), r.get("spread hi"))
-    for key, by in rows.items():
-        tt.add(list(key) + [by.get(d, "–") for d in datasets], "/".join(map(str, key)))
+    extra = [k for k in ("evaluator", "protocol") if k in t.columns]
+    datasets = t.columns[3 + len(extra):]
+    header = ["Model", "Size", "Family"] + [k.capitalize() for k in extra] + datasets
+    k = int(c.data.get("extremes", 0))
+    marked = f" Bold marks the {k} lowest and {k} highest values per column." if k else ""
+    variants = ", ".join(c.data.get("variants", []))
+    tt = TexTable(stem, f"Prompt-perturbation spread ({c.name}, study 000 Table 3): max - min "
+                  f"{c.data.get('metric', 'accuracy')} over {variants}.{marked}", header,
+                  [False, True, False] + [False] * len(extra) + [True] * len(datasets))
+    for i, r in enumerate(t.records()):
+        cells: list[Any] = [r["model"], _size_b(r["size (B)"]),
+                            fmt(r["family"])] + [fmt(r[x]) for x in extra]
+        for d in datasets:
+            v = fixed(float(r[d])) if _num(r[d]) else UNDEFINED_MARK
+            mark = t.marks.get((i, d))
+            cells.append(Tex(MARK_TEX[mark].format(prose(v)), v) if mark else v)
+        tt.add(cells, r["model"])
+    tt.notes += t.all_notes()
     out = [tt]
     if c.shape == "size_spread" and (corr := _table(c)) is not None:
         keep = ["dataset"] + [k for k in ("evaluator", "protocol") if len(set(corr.column(k))) > 1] + ["n_models", "r", "p_value"]
         out.append(_generic(corr, f"Model size vs spread ({c.name}, study 000 Table 10): rank correlation per dataset.",
                             keep, {"dataset": "Dataset", "n_models": "Models", "r": "rho", "p_value": "p"}))
     return out
+
+
+def _size_b(v: Any) -> str:
+    """000 Table 3's Size: ``3.8B``, ``1.0B`` (one decimal, more where the declared size has them: ``0.135B``)."""
+    if not _num(v):
+        return UNDEFINED_MARK
+    return f"{v:.1f}B" if round(v, 1) == v else f"{v:g}B"
+
+
+def vpr_matrix_table(c: Comparison) -> list[TexTable]:
+    """Study 000 Tables 7 and 8: a row per dataset (per model when several), a column per (variant,
+    protocol) holding the VPR, a cross after a value below the threshold, the interval under it when
+    declared, and the signed difference of two protocols."""
+    t = _table(c)
+    if t is None or not t.rows:
+        return []
+    recs = t.records()
+    keys = [k for k in ("model", "evaluator") if len({r[k] for r in recs}) > 1]
+    vals = [col for col in t.columns[3:] if not col.endswith((" lo", " hi"))]
+    header = [k.capitalize() for k in keys] + ["Dataset"] + [col.replace("delta", "Delta") for col in vals]
+    thr = c.data.get("threshold")
+    marked = f" A cross marks cells below the VPR >= {thr:.2f} inclusion threshold." if thr is not None else ""
+    ci = " Percentile-bootstrap intervals under the values." if c.data.get("intervals") else ""
+    tt = TexTable(c.name, f"Verbal parse rate per dataset ({c.name}, study 000 Tables 7-8).{marked}{ci}", header,
+                  [False] * (len(keys) + 1) + [True] * len(vals))
+    for i, r in enumerate(recs):
+        cells: list[Any] = [r[k] for k in keys] + [r["dataset"]]
+        for col in vals:
+            if col.startswith("delta"):
+                cells.append(f"{float(r[col]):+.3f}" if _num(r[col]) else UNDEFINED_MARK)
+                continue
+            v = value_cell(r[col], r.get(f"{col} lo"), r.get(f"{col} hi"))
+            mark = t.marks.get((i, col))
+            if mark and isinstance(v, tuple):
+                v = (Tex(MARK_TEX[mark].format(prose(v[0])), v[0]),) + v[1:]
+            elif mark and v != UNDEFINED_MARK:
+                v = Tex(MARK_TEX[mark].format(prose(v)), v)
+            cells.append(v)
+        tt.add(cells, " / ".join(str(r[k]) for k in (*keys, "dataset")))
+    tt.notes += t.all_notes()
+    return [tt]
 
 
 def norm_shift_tables(c: Comparison) -> list[TexTable]:
@@ -1017,7 +1093,8 @@ def consistency_tables(c: Comparison) -> list[TexTable]:
     return out
 
 
-MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}"}
+MARK_TEX = {"best": "\\textbf{{{}}}", "worst": "\\underline{{{}}}", "extreme": "\\textbf{{{}}}",
+            "below": "{}~$\\times$"}
 
 
 def consistency_blocks_table(c: Comparison, t: Table) -> TexTable:
@@ -1112,7 +1189,8 @@ def contrast_table(c: Comparison) -> list[TexTable]:
 
 # a comparison outcome's declared shape (``Comparison.shape``) -> its LaTeX tables; "" or an
 # undeclared shape (a plugin's) -> its first table as a generic one
-SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "spread": spread_table, "size_spread": spread_table,
+SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "vpr_matrix": vpr_matrix_table,
+          "spread": spread_table, "size_spread": spread_table,
           "norm_shift": norm_shift_tables, "protocol_grid": grid_table, "robustness": robustness_table,
           "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table,
           "contrast": contrast_table}

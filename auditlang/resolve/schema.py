@@ -699,7 +699,11 @@ Compare = _Compare  # the public name: a plugin comparison's constructor model s
 
 class Spread(_Compare):
     DOC: ClassVar[str] = "Study 000: prompt-perturbation spread = max - min of a metric over a variant set, per (model, dataset)."
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("extremes",)
     variants: list[str] = []
+    # mark the k lowest and the k highest spreads of each dataset column in bold in the table with a
+    # row per model (000 Table 3: "Bold marks the two lowest and two highest values per column": 2); 0 = none
+    extremes: int = Field(default=0, ge=0)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "spread"}
     FIGURES: ClassVar[bool] = True
@@ -714,6 +718,18 @@ class SizeSpread(Spread):
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "size_spread"}
 
 
+class VprMatrix(_Compare):
+    DOC: ClassVar[str] = ("Study 000 App. D.2-D.3: the verbal parse rate of some models per dataset under some variants "
+                          "and verbal protocols, below-threshold cells marked, with the difference between two phrasings.")
+    models: list[str] = []  # default: the audit's models
+    protocols: list[str] = []  # verbal protocols (default: the audit's); two add the difference second - first
+    variants: list[str] = []  # default: the audit's variants
+    intervals: bool = True  # each VPR with its per-cell percentile interval (000 Table 8; Table 7 prints none)
+    mark_below: bool = True  # a cross after a VPR below the audit's vpr_threshold (000 Table 7; Table 8 marks none)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "models": "model", "protocols": "protocol",
+                                      "variants": "variant"}
+
+
 class EceGap(_Compare):
     DOC: ClassVar[str] = "Study 000: ECE_gap = ECE(verbal) - ECE(token) and signed over-confidence, VPR-filtered."
     verbal: str
@@ -725,9 +741,14 @@ class EceGap(_Compare):
     # VPR inclusion thresholds of a sensitivity table of the per-model mean over-confidence (000 App. D.1,
     # Table 6: 0.70, 0.80, 0.90); empty = none
     thresholds: list[float] = []
+    # further verbal protocols (other elicitation phrasings) whose per-model means of verbal - acc,
+    # verbal - tok and ECE_gap sit beside verbal's in one table, each over its own VPR-passing cells
+    # (000 App. D.3 Table 9: decimal_01 and percent_0_100, "applied independently to each run"); empty = none
+    phrasings: list[str] = []
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("phrasings",)
     FIGURES: ClassVar[bool] = True  # report/figures_studies.py draws from its outcome
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "datasets": "dataset",
-                                      "variants": "variant"}
+                                      "variants": "variant", "phrasings": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap"}
     CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
 
@@ -955,6 +976,7 @@ for _name, _schema, _impl in (
     ("spread", Spread, "spread:spread"),
     ("size_spread", SizeSpread, "spread:size_spread"),
     ("ece_gap", EceGap, "verbal:ece_gap"),
+    ("vpr_matrix", VprMatrix, "vprmatrix:vpr_matrix"),
     ("norm_shift", NormShift, "normshift:norm_shift"),
     ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),

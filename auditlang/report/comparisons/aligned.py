@@ -29,7 +29,16 @@ from auditlang.metrics.aligned import (
 )
 from auditlang.metrics.registry import validate_params
 from auditlang.score.cellmetrics import audit_metrics
-from auditlang.report.comparisons.common import CellGroup, Comparison, bootstrap_settings, by_item, cell_groups, ece_bins, known
+from auditlang.report.comparisons.common import (
+    CellGroup,
+    Comparison,
+    bootstrap_settings,
+    by_item,
+    cell_groups,
+    ece_bins,
+    known,
+    model_family,
+)
 from auditlang.report.comparisons.reversals import Case, pooled_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
@@ -131,14 +140,6 @@ def pair_type(rd: RunData, m1: str, m2: str) -> str:
         return "configuration"
     fa, fb = model_family(rd, m1), model_family(rd, m2)
     return "size" if fa and fa == fb else "model"
-
-
-def model_family(rd: RunData, mid: str) -> str | None:
-    o = rd.spec.get(mid)
-    if o.value.family:
-        return str(o.value.family)
-    cat = o.value.catalogue()  # the embedded catalogue entry, if the model is one
-    return cat.get("family") if cat else None
 
 
 def _retained(rd: RunData, aid: str, m1: str, m2: str, d: str, v: str, p: str, e: str) -> tuple[int, int]:

@@ -148,6 +148,15 @@ def cell_groups(rd: RunData, aid: str, by: Sequence[str], over: Mapping[str, Seq
         yield CellGroup(tuple(key), rows)
 
 
+def model_family(rd: RunData, mid: str) -> str | None:
+    """A model's declared ``family``, else its embedded catalogue's, else None."""
+    v = rd.spec.get(mid).value
+    if getattr(v, "family", None):
+        return str(v.family)
+    cat = v.catalogue()  # the embedded catalogue entry, if the model is one
+    return cat.get("family") if cat else None
+
+
 def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:
     """(size in billions, where it came from): the model object's ``size``, else the embedded catalogue."""
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from auditlang.metrics.consistency import abstain_metrics, consistency_report, decision_consistency, iou_cons
-from auditlang.report.comparisons.common import CellGroup, Comparison, cell_groups, model_size
+from auditlang.report.comparisons.common import CellGroup, Comparison, cell_groups, model_family, model_size
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table
 
@@ -337,7 +337,7 @@ def _size_means(rd: RunData, name: str, summ: Table) -> Table:
     for r in summ.records():
         groups.setdefault((r["dataset"], r["evaluator"], r["probe"], r["model"]), []).append(float(r["IoU_cons mean"]))
     for (d, e, p, m), vals in groups.items():
-        t.add(d, e, p, m, model_size(rd, m)[0], _family(rd, m), len(vals), float(np.mean(vals)))
+        t.add(d, e, p, m, model_size(rd, m)[0], model_family(rd, m), len(vals), float(np.mean(vals)))
     t.notes.append("Each value is the mean over the variant types of the by-type means (each type weighted once); the "
                    "size is the model's declared size (else the embedded catalogue's).")
     return t
@@ -350,10 +350,3 @@ def _size_data(t: Table, probes: list[str]) -> dict[str, Any]:
     return {"probes": probes, "sizes": {r["model"]: r["size (B)"] for r in recs},
             "families": {r["model"]: r["family"] for r in recs},
             "values": {(r["dataset"], r["evaluator"], r["probe"], r["model"]): r["IoU_cons mean"] for r in recs}}
-
-
-def _family(rd: RunData, mid: str) -> str | None:
-    """A model's declared family, else its embedded catalogue's."""
-    v = rd.spec.get(mid).value
-    fam = getattr(v, "family", None)
-    return fam if fam or (cat := v.catalogue()) is None else cat.get("family")

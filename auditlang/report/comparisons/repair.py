@@ -43,7 +43,7 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     B, seed, level = bootstrap_settings(rd, c.audit)
     drop = Table(f"{name}_drop", f"Accuracy drop of {c.base} on {c.variant} against {ref_label} ({name}, study 000 "
                  "Figure 1)", ["model", "dataset", "n_paired", f"acc {c.base} @ {ref_label}", f"acc {c.base} @ {c.variant}",
-                               "drop", "drop lo", "drop hi", "relative drop %"])
+                               "drop", "drop lo", "drop hi", "relative drop %", "random baseline"])
     for g in cell_groups(rd, c.audit, by=("model", "dataset"), over={"evaluator": (c.base, *c.repairs)},
                          fixed={"variant": c.variant, "protocol": protocol}):
         model, ds = g.key
@@ -54,7 +54,7 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
             t.notes.append(not_computable(f"{model} / {ds}: no records of evaluator '{c.base}' on {what}"))
             continue
         b = by_item(base)
-        _drop_row(drop, rd, ref_audit, refs, protocol, c.base, model, ds, b, (B, seed, level))
+        _drop_row(drop, rd, (ref_audit, refs, protocol, c.base), (c.audit, model, ds, c.variant), b, (B, seed, level))
         _repair_rows(t, c, g, b, float(np.mean(ref_accs)), per_repair)
     if ref_audit != c.audit:
         t.notes.append(f"The reference accuracy is read from audit '{ref_audit}' (the same generations: the base "
@@ -75,7 +75,9 @@ def evaluator_repair(rd: RunData, name: str, c) -> Comparison:
     drop.notes.append(f"drop = mean accuracy of {c.base} over {', '.join(refs)} - its accuracy on {c.variant}, on the "
                       f"items scored under all of them; interval: paired example-level bootstrap of those tuples "
                       f"(000 App. E.2 'ARC-Challenge paired drop'; B={B}, seed={seed}, level {level * 100:g} %). "
-                      "relative drop % = 100 drop / reference accuracy (000 §4.1: 72-88 %).")
+                      "relative drop % = 100 drop / reference accuracy (000 §4.1: 72-88 %). random baseline = the "
+                      "accuracy of a uniform guess among each item's options, mean 1 / (number of options) over those "
+                      "items (000 Figure 1: 0.25 for 4-choice MCQ).")
     out.tables.append(drop)
     out.data = {"drop": drop.records(), "variant": c.variant, "base": c.base, "reference": ref_label}
     out.summary += [f"{rep}: mean recovery {np.mean(v):.1f}%" for rep, v in per_repair.items() if v]
@@ -120,10 +122,12 @@ def _repair_rows(t: Table, c, g: CellGroup, b, acc_ref: float, per_repair: dict[
         t.add(model, ds, rep, len(items), acc_ref, acc_b, acc_r, rec, broken)
 
 
-def _drop_row(t: Table, rd: RunData, ref_audit: str, refs: list[str], protocol: str, base_ev: str, model: str, ds: str,
-              base, boot: tuple[int, int, float]) -> None:
+def _drop_row(t: Table, rd: RunData, ref: tuple[str, list[str], str, str], cell: tuple[str, str, str, str], base,
+              boot: tuple[int, int, float]) -> None:
     """000 Figure 1's paired drop for one (model, dataset): items scored under every reference variant and
-    the base cell, resampled together."""
+    the base cell, resampled together, with the random baseline of those items."""
+    ref_audit, refs, protocol, base_ev = ref
+    audit, model, ds, variant = cell
     frames = [by_item(known(rd.rows(ref_audit, model=model, dataset=ds, variant=rv, protocol=protocol,
                                     evaluator=base_ev), False)) for rv in refs]
     items = [i for i in base.index if all(i in f.index for f in frames)]
@@ -141,8 +145,24 @@ def _drop_row(t: Table, rd: RunData, ref_audit: str, refs: list[str], protocol: 
     if len(items) > 1:
         ci = bootstrap_ci(stat, *arrays, B=boot[0], seed=boot[1], level=boot[2])
         lo, hi = float(ci.low), float(ci.high)
-    ref = float(np.mean([x.mean() for x in arrays[:-1]]))
-    t.add(model, ds, len(items), ref, float(arrays[-1].mean()), point, lo, hi, 100.0 * point / ref if ref else math.nan)
+    mean_ref = float(np.mean([x.mean() for x in arrays[:-1]]))
+    chance = random_baseline(rd, (audit, model, ds, variant), base.loc[items, "item_index"].tolist())
+    t.add(model, ds, len(items), mean_ref, float(arrays[-1].mean()), point, lo, hi,
+          100.0 * point / mean_ref if mean_ref else math.nan, chance)
+
+
+def random_baseline(rd: RunData, cell: tuple[str, str, str, str], item_indices: list[int]) -> float:
+    """Mean over the items of 1 / (number of options): the expected accuracy of a uniform guess (000
+    Figure 1's 0.25 line for 4-choice MCQ). NaN when the plan has no options for the items (free-form)."""
+    audit, model, ds, variant = cell
+    unit = rd.plan.units.get((audit, model, ds, variant, "test")) if rd.plan.units else None
+    if unit is None:
+        return math.nan
+    n_opts = {int(ctx.index): len(ctx.valid_labels() or ()) for ctx in unit.contexts}
+    ks = [n_opts.get(int(i), 0) for i in item_indices]
+    if not ks or not all(ks):
+        return math.nan
+    return float(np.mean([1.0 / k for k in ks]))
 
 
 def gap_recovery(acc_reference: float, acc_base: float, acc_repair: float) -> float:

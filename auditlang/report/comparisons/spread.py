@@ -24,6 +24,7 @@ from auditlang.report.comparisons.common import (
     cell_groups,
     known,
     metric_choice,
+    model_family,
     model_size,
 )
 from auditlang.report.rundata import RunData
@@ -125,11 +126,49 @@ def spread(rd: RunData, name: str, c) -> Comparison:
         t.notes.append(f"Accuracy is read from protocol '{rd.audit(c.audit).protocols[0]}' (every protocol of a cell "
                        "shares the answer generation).")
     t.notes += notes
-    out.tables.append(t)
-    out.data = {"variants": variants, "rows": rows, "metric": metric.label}
+    extremes = c.extremes
+    out.tables += [t, by_model_table(rd, name, rows, extremes)]
+    out.data = {"variants": variants, "rows": rows, "metric": metric.label, "extremes": extremes}
     out.summary.append(f"{len(rows)} spreads; largest {max((r['spread'] for r in rows), default=float('nan')):.3f}"
                        if rows else "no spread computable")
     return out
+
+
+def by_model_table(rd: RunData, name: str, rows: list[dict[str, Any]], extremes: int) -> Table:
+    """000 Table 3: a row per model (ascending declared size, ties in the audit's order) with its size and
+    family, a column per dataset holding the spread; with ``extremes`` = k the k lowest and k highest
+    values of each column (at the three decimals shown, ties at the cut all marked) in bold."""
+    extra = [k for k in ("evaluator", "protocol") if len({r[k] for r in rows}) > 1]
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    t = Table(f"{name}_by_model", f"Prompt-perturbation spread per model and dataset ({name}; 000 Table 3)",
+              ["model", "size (B)", "family", *extra, *datasets])
+    keys = list(dict.fromkeys((r["model"], *(r[k] for k in extra)) for r in rows))
+    order = {m: i for i, m in enumerate(dict.fromkeys(r["model"] for r in rows))}
+    size = {m: model_size(rd, m)[0] for m in order}
+    keys.sort(key=lambda k: (size[k[0]] is None, size[k[0]] or 0.0, order[k[0]]))
+    val = {(r["model"], *(r[k] for k in extra), r["dataset"]): r["spread"] for r in rows}
+    for k in keys:
+        t.add(k[0], size[k[0]], model_family(rd, k[0]), *k[1:], *(val.get((*k, d), float("nan")) for d in datasets))
+    if extremes:
+        for d in datasets:
+            _mark_extremes(t, d, extremes)
+        t.notes.append(f"Bold: the {extremes} lowest and the {extremes} highest spreads of each column, compared at "
+                       "the three decimals shown; ties at the cut are all marked (000 Table 3).")
+    t.notes.append("Rows by ascending declared size (the model's size=, else the embedded catalogue's); the paired "
+                   f"bootstrap interval of each spread is in the table '{name}'.")
+    return t
+
+
+def _mark_extremes(t: Table, col: str, k: int) -> None:
+    """Mark (bold) the rows of ``col`` whose shown value is among its ``k`` lowest or ``k`` highest;
+    none when the column holds fewer than two distinct values."""
+    j = t.columns.index(col)
+    shown = {i: round(float(r[j]), t.digits) for i, r in enumerate(t.rows) if not np.isnan(float(r[j]))}
+    ordered = sorted(shown.values())
+    if len(set(ordered)) < 2:
+        return
+    lo, hi = ordered[min(k, len(ordered)) - 1], ordered[-min(k, len(ordered))]
+    t.marks.update({(i, col): "extreme" for i, v in shown.items() if v <= lo or v >= hi})
 
 
 def size_spread(rd: RunData, name: str, c) -> Comparison:

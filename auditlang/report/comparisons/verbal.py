@@ -107,19 +107,10 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     out = Comparison(name, "ece_gap", c.audit, shape="ece_gap")
     t = Table(name, f"ECE_gap = ECE({c.verbal}) - ECE({c.token}) and signed over-confidence ({name}, {label})",
               list(GAP_COLUMNS))
-    cells: list[_GapCell] = []
-    vprs: dict[Any, float] = {}
     datasets = [d for d in a.datasets if not c.datasets or d in c.datasets]
     variants = [v for v in a.variants if not c.variants or v in c.variants]
-    for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"),
-                         over={"protocol": (c.verbal, c.token)}, levels={"dataset": datasets, "variant": variants}):
-        vr, tr = g.rows[c.verbal], g.rows[c.token]
-        if vr.empty or tr.empty:
-            t.nc(f"no records of protocol '{c.verbal if vr.empty else c.token}'", g.where)
-            continue
-        vprs[g.key] = float(vr["confidence_parsed"].astype(bool).mean())
-        if (cell := _gap_cell(t, g.key, vr, tr, vprs[g.key], vprs[g.key] >= thr, bins, boot)) is not None:
-            cells.append(cell)
+    scope_levels = {"dataset": datasets, "variant": variants}
+    cells, vprs = _gap_cells(rd, c, t, c.verbal, scope_levels, thr, bins, boot)
     sel = vpr_filter(vprs, thr)
     t.notes.append(f"Token rows with a missing token confidence are dropped (n_token_missing); unparsed verbal rows are "
                    f"dropped from ECE_verbal only. Bootstrap: items within the cell, B={B}, seed={seed}; over-confidence "
@@ -135,11 +126,58 @@ def ece_gap(rd: RunData, name: str, c) -> Comparison:
     if c.thresholds:
         sens = [(x.key[0], x.key[3], x.vpr, x.values[4]) for x in cells]  # (model, evaluator, VPR, overconf_vs_acc)
         out.tables.append(_threshold_table(name, a.models, rd.evaluators(c.audit), sens, list(c.thresholds), scope))
+    if c.phrasings:
+        per = {c.verbal: cells}
+        for q in c.phrasings:
+            per[q] = _gap_cells(rd, c, Table(f"{name}_{q}", "", list(GAP_COLUMNS)), q, scope_levels, thr, bins, boot)[0]
+        out.tables.append(_phrasings_table(name, a.models, rd.evaluators(c.audit), per, thr, scope))
     out.data = {"excluded": sel.excluded, "threshold": thr, "means": [x.means for x in cells], "verbal": c.verbal,
                 "token": c.token}
     out.summary.append(f"{len(sel.included)} cells included, {len(sel.excluded)} excluded at VPR >= {thr:.2f}"
                        if rd.vpr_declared(c.audit) else f"{len(sel.included)} cells included (no VPR threshold declared)")
     return out
+
+
+def _gap_cells(rd: RunData, c, t: Table, verbal: str, levels: dict[str, list[str]], thr: float, bins: int,
+               boot: tuple[int, int, float]) -> tuple[list[_GapCell], dict[Any, float]]:
+    """The cells of protocol ``verbal`` (paired with ``c.token``) in the comparison's scope, their rows
+    added to ``t``, and each cell's VPR."""
+    cells: list[_GapCell] = []
+    vprs: dict[Any, float] = {}
+    for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"),
+                         over={"protocol": (verbal, c.token)}, levels=levels):
+        vr, tr = g.rows[verbal], g.rows[c.token]
+        if vr.empty or tr.empty:
+            t.nc(f"no records of protocol '{verbal if vr.empty else c.token}'", g.where)
+            continue
+        vprs[g.key] = float(vr["confidence_parsed"].astype(bool).mean())
+        if (cell := _gap_cell(t, g.key, vr, tr, vprs[g.key], vprs[g.key] >= thr, bins, boot)) is not None:
+            cells.append(cell)
+    return cells, vprs
+
+
+PHRASING_QUANTITIES = (("verbal - acc", 4), ("verbal - tok", 5), ("ECE_gap", 3))  # name, index in _GapCell.values
+
+
+def _phrasings_table(name: str, models: list[str], evaluators: list[str], per: dict[str, list[_GapCell]], thr: float,
+                     scope: str) -> Table:
+    """000 Table 9: per model, the means of verbal - acc, verbal - tok and ECE_gap over each phrasing's own
+    VPR-passing cells, the phrasings side by side under each quantity, and n per phrasing."""
+    ps = list(per)
+    t = Table(f"{name}_phrasings", f"Signed over-confidence under {len(ps)} elicitation phrasings{scope} ({name}, study "
+              "000 Table 9)", ["model", "evaluator"] + [f"{q} ({p})" for q, _ in PHRASING_QUANTITIES for p in ps]
+              + [f"n ({p})" for p in ps])
+    for m in models:
+        for e in evaluators:
+            inc = {p: [x for x in per[p] if x.included and x.key[0] == m and x.key[3] == e] for p in ps}
+            means = [float(np.mean([x.values[i] for x in inc[p]])) if inc[p] else math.nan
+                     for _, i in PHRASING_QUANTITIES for p in ps]
+            t.add(m, e, *means, *(len(inc[p]) for p in ps))
+    t.notes.append(f"Each phrasing's means are over its own cells with VPR >= {thr:.2f} (000 App. D.3: the rule "
+                   "applied independently to each run); n counts them. verbal - acc = mean verbal confidence - accuracy "
+                   "and verbal - tok = mean verbal - mean token confidence on the parsed rows; ECE_gap = ECE_verbal - "
+                   "ECE_token.")
+    return t
 
 
 def _gap_cell(t: Table, key: tuple[str, str, str, str], vr, tr, vpr: float, included: bool, bins: int,
