@@ -157,3 +157,10 @@ def model_size(rd: RunData, mid: str) -> tuple[float | None, str]:
     if (cat := v.catalogue()) is not None:
         return float(cat["size"]), "embedded catalogue"
     return None, "none"
+
+
+def model_family(rd: RunData, mid: str) -> str | None:
+    """A model's declared family, else its embedded catalogue's."""
+    v = rd.spec.get(mid).value
+    fam = getattr(v, "family", None)
+    return fam if fam or (cat := v.catalogue()) is None else cat.get("family")
