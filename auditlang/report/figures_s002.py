@@ -109,7 +109,7 @@ def _avg_bars(e: str, pts, methods, models, shares, names: str, save: Save, safe
     ax.set_xticks(range(len(labels)), [f"{lb} {'↓' if lb == 'Brier' else '↑'}" for lb in labels])
     ax.set_ylim(0, 1.15)
     ax.set_ylabel(f"mean over {len(models)} models")
-    ax.legend(fontsize=6, ncol=min(len(methods), 3), loc="upper left")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     title = (f"Averaged performance among all models per method, evaluator {e} ({names}); % on A-STB / A-SST: "
              "share of items qualifying for the metric")
     ax.set_title(title, fontsize=7)
@@ -166,7 +166,7 @@ def _per_model(e: str, pts, methods, models, names: str, save: Save, safe) -> An
         ax.set_xticks(range(len(models)), models, rotation=40, ha="right", fontsize=6)
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{lb} {'↓' if lb == 'Brier' else '↑'}", fontsize=7)
-    axes[0][0].legend(fontsize=5.5)
+    axes[0][-1].legend(fontsize=5.5, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     title = f"Performance of the methods per model (mean over the datasets), evaluator {e} ({names})"
     fig.suptitle(title, fontsize=7)
     return save(fig, safe(f"robustness_by_model_{e}"), title + " (study 002 Figure 5)")
@@ -196,7 +196,7 @@ def _accuracy(comps: list[Comparison], names: str, save: Save, safe) -> list[Any
         ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=6)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel(f"accuracy ({e})")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         title = f"Accuracy of the models on the datasets, evaluator {e} ({names})"
         ax.set_title(title, fontsize=7)
         figs.append(save(fig, safe(f"robustness_accuracy_{e}"), title + " (study 002 Figure 6)"))

@@ -1,0 +1,161 @@
+"""Study 002's results figures and tables in the paper's shape (issue 41), through ``auditc run`` of
+examples/s002_twin.audit on a scripted engine with ``--limit 2`` (two TriviaQA and two PopQA items):
+Figure 3 (each method's AVG over the models per metric, A-STB / A-SST with their qualifying shares),
+Figure 4 (metric x metric Pearson heatmap over the (method, model) points), Figure 5 (per model),
+Figure 6 (accuracy per model and dataset) and Figures 7-9 (VC's confidence-prompt x prompt Pearson
+heatmaps with the datasets' items pooled, one figure per family and one of the families' largest models).
+
+The script answers every question with its question's own length class ("A" or "B": the lenient
+match marks none correct) and each verbal confidence prompt with a value that depends on the question
+(v = 0.1 .. 0.9 from the question's characters), in the prompt's scale: so each of the four pooled
+items has its own confidence, identical (up to the scale's rounding) under P(1) and P(%), which are
+then correlated with r = 1 over the 4 pooled items, while each dataset alone (2 items) has no r.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from auditlang.cli import main
+from auditlang.report.figures_s002 import model_groups
+from auditlang.core.requests import Result
+from scripted_engine import generation, prompt_text, use_scripted_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPRESSIONS = ["Almost No Chance", "Highly Unlikely", "Chances are Slight", "Little Chance", "Unlikely",
+               "Probably Not", "About Even", "Better than Even", "Likely", "Probably", "Very Good Chance",
+               "Highly Likely", "Almost Certain"]
+
+
+def _question_value(req) -> float:
+    """0.1 .. 0.9 from the item's question (its first line ending in a question mark)."""
+    lines = prompt_text(req).splitlines()
+    q = next((ln for ln in lines if ln.rstrip().endswith("?")), lines[-1] if lines else "")
+    return (sum(map(ord, q)) % 9 + 1) / 10
+
+
+def script(req):
+    if req.kind == "choice_logprobs":
+        v = _question_value(req)
+        cs = req.p["choices"]
+        return Result(request_id=req.id, kind=req.kind,
+                      choice_logprobs={c: math.log(v if k == 0 else 1 - v) for k, c in enumerate(cs)})
+    if req.kind != "generate":
+        return None
+    text = prompt_text(req)
+    v = _question_value(req)
+    if "one of the following expressions" in text:
+        return generation(req, EXPRESSIONS[int(v * 12)])
+    if "0% and 100%" in text:
+        return generation(req, f"{100 * v:.0f}%")
+    if "robab" in text or "onfiden" in text or "ertaint" in text:
+        return generation(req, f"{v:.1f}")
+    if req.p.get("n", 1) > 1:  # the K samples (A-STB / A-SST): 7 x "A", 3 x "B"
+        got = [generation(req, a).samples[0] for a in "AAAAAAABBB"[: req.p["n"]]]
+        return Result(request_id=req.id, kind=req.kind, samples=got)
+    return generation(req, "A" if len(text) % 2 else "B")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, shared_data: Path) -> Path:
+    mp = pytest.MonkeyPatch()
+    use_scripted_engine(mp, script)
+    out = tmp_path_factory.mktemp("s002") / "run"
+    try:
+        rc = main(["run", str(ROOT / "examples" / "s002_twin.audit"), "--data-root", str(shared_data), "--out",
+                   str(out), "--limit", "2", "--no-progress"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    return out / "report"
+
+
+def rows(report: Path, name: str) -> list[dict[str, str]]:
+    with open(report / "comparisons" / f"{name}.csv", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _png(report: Path, name: str) -> tuple[int, int]:
+    data = (report / "figures" / f"{name}.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (report / "figures" / f"{name}.pdf").exists()
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _avg_points(report: Path, name: str) -> dict[tuple[str, str], dict[str, float]]:
+    """(method, model) -> {metric row of <name>_avg: value} (lenient evaluator)."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows(report, f"{name}_avg"):
+        for m in ("smollm2", "gemma3"):
+            out.setdefault((r["protocol"], m), {})[r["metric"]] = float(r[m]) if r[m] else math.nan
+    return out
+
+
+def test_figure3_method_averages_pooled_over_the_robustness_comparisons(report: Path) -> None:
+    pts = {**_avg_points(report, "robustness_answer"), **_avg_points(report, "robustness_vc")}
+    methods = {p for p, _ in pts}
+    assert methods == {"s002.prob", "s002.ps", "s002.p_true", "verbalized(3 prompts)"}  # answer-prompt methods + VC
+    for p in methods:  # the AVG column of each comparison's _avg table is the bar height (equal-weight over models)
+        for metric in ("P-RB", "Brier (mean over prompts)"):
+            name = "robustness_vc" if p.startswith("verbalized") else "robustness_answer"
+            avg = next(r for r in rows(report, f"{name}_avg") if r["protocol"] == p and r["metric"] == metric)
+            want = np.nanmean([pts[(p, m)][metric] for m in ("smollm2", "gemma3")])
+            assert math.isclose(float(avg["AVG"]), want)
+    # every item has 7 x "A" and 3 x "B" among its samples: Y^max holds 7 answers (A-STB qualifies) and there
+    # are two groups (A-SST qualifies), so the bars' annotation is 100% for each answer-prompt method
+    for r in rows(report, "robustness_answer"):
+        assert float(r["A-STB share of items qualifying"]) == 1.0 and float(r["A-SST share of items qualifying"]) == 1.0
+    w, h = _png(report, "robustness_avg_s002_lenient")
+    assert w > 2 * h
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert ("Averaged performance among all models per method, evaluator s002.lenient (robustness_answer, "
+            "robustness_vc)") in html
+
+
+def test_figure4_metric_correlations_over_method_model_points(report: Path) -> None:
+    from auditlang.report.figures_s002 import metric_matrix
+
+    pts = {**_avg_points(report, "robustness_answer"), **_avg_points(report, "robustness_vc")}
+    named = {k: {"P-RB": v.get("P-RB", math.nan), "Brier": v.get("Brier (mean over prompts)", math.nan)}
+             for k, v in pts.items()}
+    labels, mat, n = metric_matrix(named)
+    assert labels == ["P-RB", "A-STB", "A-SST", "Brier", "AUROC"] and n == 8  # 4 methods x 2 models
+    xy = np.array([(v["P-RB"], v["Brier"]) for v in named.values() if not math.isnan(v["P-RB"])])
+    assert math.isclose(mat[0, 3], float(np.corrcoef(xy[:, 0], xy[:, 1])[0, 1])) and mat[0, 3] == mat[3, 0]
+    assert math.isnan(mat[1, 4])  # no A-STB / AUROC values given: undefined, drawn as n/a
+    _png(report, "robustness_metric_corr_s002_lenient")
+
+
+def test_figure5_per_model_and_figure6_accuracy(report: Path) -> None:
+    w, h = _png(report, "robustness_by_model_s002_lenient")
+    assert w > 3 * h  # five metric panels side by side
+    acc = rows(report, "robustness_answer_accuracy")
+    assert [(r["model"], r["dataset"]) for r in acc] == [(m, d) for m in ("smollm2", "gemma3") for d in ("triviaqa", "popqa")]
+    with open(report.parent / "metrics" / "cells.csv", encoding="utf-8") as f:
+        cells = [r for r in csv.DictReader(f) if r["audit"] == "answer_prompts" and r["variant"] == "s002.a1"]
+    for r in acc:  # the accuracy of the a1 answer (every protocol scores the same answer)
+        vals = [float(c["accuracy"]) for c in cells if (c["model"], c["dataset"]) == (r["model"], r["dataset"])]
+        assert r["prompt"] == "s002.a1" and math.isclose(float(r["accuracy"]), float(np.mean(vals)))
+    _png(report, "robustness_accuracy_s002_lenient")
+
+
+def test_figures_7_to_9_prompt_correlations_pooled_over_datasets(report: Path) -> None:
+    pooled = {(r["model"], r["prompt_1"], r["prompt_2"]): r for r in rows(report, "robustness_vc_prompt_corr_pooled")}
+    per_ds = rows(report, "robustness_vc_prompt_corr")
+    r = pooled[("smollm2", "s002.vc_P_1", "s002.vc_P_pct")]
+    assert int(r["n_items"]) == 4 and math.isclose(float(r["pearson r"]), 1.0)  # 0.1..0.9 and 10%..90%: r = 1
+    # each dataset alone has two items: no correlation; pooled, its items are the points (not a mean of r)
+    assert all(x["pearson r"] == "" and x["n_items"] == "2" for x in per_ds if x["model"] == "smollm2")
+    groups = model_groups({"smollm2": (0.135, "smollm2"), "gemma3": (0.27, "gemma3")})
+    assert [g[0] for g in groups] == ["largest", "smollm2", "gemma3"]
+    assert model_groups({"q72": (72.0, "qwen"), "q14": (14.0, "qwen"), "q32": (32.0, "qwen")}) == [
+        ("qwen", "family qwen", ["q72", "q32", "q14"])]  # 002 Fig 8: one family, sizes descending
+    for key in ("largest", "smollm2", "gemma3"):
+        _png(report, f"prompt_corr_robustness_vc_s002_lenient_{key}")
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert "datasets pooled: the largest model of each family, evaluator s002.lenient (robustness_vc)" in html
