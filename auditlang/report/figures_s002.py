@@ -1,7 +1,8 @@
 """The results figures of study 002 drawn from its ``robustness`` comparisons' tables (the same
 numbers as ``<compare>_avg``, ``<compare>_accuracy`` and ``<compare>_prompt_corr_pooled``), every
 robustness comparison of the report pooled as 002 pools them (its answer-prompt methods, GPT-4o and
-VC side by side; a (method, model) value comes from the first comparison that has it):
+VC side by side; a row's method is its comparison's declared ``methods=`` name, else its protocol;
+a (method, model) value comes from the first comparison that has it):
 
 * Figure 3: per evaluator, each method's AVG over the models for P-RB, A-STB, A-SST, Brier and
   AUROC as grouped bars, A-STB / A-SST annotated with the share of items that qualify;
@@ -48,11 +49,12 @@ def pooled_values(comps: list[Comparison]) -> dict[str, dict[tuple[str, str], di
         if avg is None:
             continue
         models = [m for m in avg.columns if m not in ("protocol", "evaluator", "metric", "AVG", "n_models")]
+        names = c.data.get("methods") or {}
         for r in avg.records():
             if r["metric"] not in cols:
                 continue
             for m in models:
-                pt = out.setdefault(r["evaluator"], {}).setdefault((r["protocol"], m), {})
+                pt = out.setdefault(r["evaluator"], {}).setdefault((names.get(r["protocol"], r["protocol"]), m), {})
                 pt.setdefault(cols[r["metric"]], float(r[m]))
     return out
 
@@ -61,12 +63,12 @@ def pooled_shares(comps: list[Comparison]) -> dict[tuple[str, str], dict[str, fl
     """(evaluator, method) -> {A-STB / A-SST: mean share of qualifying items over its cells}."""
     acc: dict[tuple[str, str], dict[str, list[float]]] = {}
     for c in comps:
-        main = _table(c, "")
+        main, names = _table(c, ""), c.data.get("methods") or {}
         for r in main.records() if main is not None else []:
             for label, col in SHARES.items():
                 v = r.get(col)
                 if v is not None and not math.isnan(float(v)):
-                    acc.setdefault((r["evaluator"], r["protocol"]), {}).setdefault(label, []).append(float(v))
+                    acc.setdefault((r["evaluator"], names.get(r["protocol"], r["protocol"])), {}).setdefault(label, []).append(float(v))
     return {k: {m: float(np.mean(v)) for m, v in d.items()} for k, d in acc.items()}
 
 

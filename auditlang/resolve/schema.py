@@ -833,6 +833,11 @@ class Robustness(_Compare):
     # answer prompt fixed): the listed protocols of one variant are the prompts; each unit's own
     # answer is the same under every protocol, so no cross stage is needed. Excludes >1 variant.
     protocols: list[str] = []
+    # the paper's method name of each row, in order: one per protocol of the audit, or one for the
+    # protocols= row (002 Table 6 and Figs 3-5 print "Prob." for GPT-4o's generation-logprob Prob. as
+    # for the other models): the report's figures pool the robustness comparisons by these names
+    methods: list[str] = []
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("methods",)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
                                       "samples": "protocol", "protocols": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "robustness"}

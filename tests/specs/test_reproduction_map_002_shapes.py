@@ -87,25 +87,42 @@ def _png(report: Path, name: str) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+# the twin's methods= names of each comparison's row protocols (002 Table 6 / Figs 3-5 names)
+METHODS = {"robustness_answer": {"s002.prob": "Prob.", "s002.ps": "PS", "s002.p_true": "P(True)"},
+           "robustness_vc": {"verbalized(3 prompts)": "VC"}}
+
+
 def _avg_points(report: Path, name: str) -> dict[tuple[str, str], dict[str, float]]:
     """(method, model) -> {metric row of <name>_avg: value} (lenient evaluator)."""
     out: dict[tuple[str, str], dict[str, float]] = {}
     for r in rows(report, f"{name}_avg"):
         for m in ("smollm2", "gemma3"):
-            out.setdefault((r["protocol"], m), {})[r["metric"]] = float(r[m]) if r[m] else math.nan
+            out.setdefault((METHODS[name][r["protocol"]], m), {})[r["metric"]] = float(r[m]) if r[m] else math.nan
     return out
 
 
 def test_figure3_method_averages_pooled_over_the_robustness_comparisons(report: Path) -> None:
     pts = {**_avg_points(report, "robustness_answer"), **_avg_points(report, "robustness_vc")}
     methods = {p for p, _ in pts}
-    assert methods == {"s002.prob", "s002.ps", "s002.p_true", "verbalized(3 prompts)"}  # answer-prompt methods + VC
-    for p in methods:  # the AVG column of each comparison's _avg table is the bar height (equal-weight over models)
-        for metric in ("P-RB", "Brier (mean over prompts)"):
-            name = "robustness_vc" if p.startswith("verbalized") else "robustness_answer"
-            avg = next(r for r in rows(report, f"{name}_avg") if r["protocol"] == p and r["metric"] == metric)
-            want = np.nanmean([pts[(p, m)][metric] for m in ("smollm2", "gemma3")])
-            assert math.isclose(float(avg["AVG"]), want)
+    assert methods == {"Prob.", "PS", "P(True)", "VC"}  # the answer-prompt methods and VC, by their methods= names
+    for name, names in METHODS.items():  # each _avg table's AVG is the bar height (equal-weight over the models)
+        for proto, p in names.items():
+            for metric in ("P-RB", "Brier (mean over prompts)"):
+                avg = next(r for r in rows(report, f"{name}_avg") if r["protocol"] == proto and r["metric"] == metric)
+                want = np.nanmean([pts[(p, m)][metric] for m in ("smollm2", "gemma3")])
+                assert math.isclose(float(avg["AVG"]), want)
+    from auditlang.report.figures_s002 import pooled_shares, pooled_values
+    from auditlang.report.comparisons.common import Comparison
+    from auditlang.report.tables import Table
+
+    # the figure's pooling itself: a comparison's methods= names key its rows, the first comparison wins
+    a, b = Table("x_avg", "", ["protocol", "evaluator", "metric", "m1", "AVG", "n_models"]), Table("y_avg", "", [
+        "protocol", "evaluator", "metric", "m1", "AVG", "n_models"])
+    a.add("p.prob", "e", "P-RB", 0.9, 0.9, 1)
+    b.add("p.prob_gen", "e", "P-RB", 0.5, 0.5, 1)
+    cx = Comparison("x", "robustness", "u", tables=[a], data={"methods": {"p.prob": "Prob."}}, shape="robustness")
+    cy = Comparison("y", "robustness", "v", tables=[b], data={"methods": {"p.prob_gen": "Prob."}}, shape="robustness")
+    assert pooled_values([cx, cy]) == {"e": {("Prob.", "m1"): {"P-RB": 0.9}}} and pooled_shares([cx, cy]) == {}
     # every item has 7 x "A" and 3 x "B" among its samples: Y^max holds 7 answers (A-STB qualifies) and there
     # are two groups (A-SST qualifies), so the bars' annotation is 100% for each answer-prompt method
     for r in rows(report, "robustness_answer"):

@@ -161,7 +161,8 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
     corr.notes.append("Undefined (NaN) where fewer than three items have both confidences or one is constant.")
     pooled = pooled_prompt_correlations(name, mats, protocols)
     out.tables += [avg, metric_correlations(name, avg), corr, pooled, accuracy_table(rd, name, c, t, v)]
-    out.data = {"models": _model_facts(rd, t), "prompts": protocols}
+    out.data = {"models": _model_facts(rd, t), "prompts": protocols,
+                "methods": {label: c.methods[0]} if getattr(c, "methods", None) else {}}
     out.summary += share_summary(t)
     if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
         out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
@@ -211,7 +212,8 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
     out.tables.append(t)
     avg = averages(rd, name, c, t, variants)
     out.tables += [avg, metric_correlations(name, avg), accuracy_table(rd, name, c, t, variants[0])]
-    out.data = {"models": _model_facts(rd, t)}
+    out.data = {"models": _model_facts(rd, t),
+                "methods": dict(zip(a.protocols, c.methods)) if getattr(c, "methods", None) else {}}
     out.summary += share_summary(t)
     if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
         out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
