@@ -224,7 +224,7 @@ def model_groups(facts: dict[str, tuple[float | None, str | None]]) -> list[tupl
         fams.setdefault(f or m, []).append(m)
     for ms in fams.values():
         ms.sort(key=lambda m: -(facts[m][0] or 0.0))
-    out = [(f, f"family {f}", ms) for f, ms in fams.items()]
+    out = [(f, f"family {f}" if facts[ms[0]][1] else f"model {f} (no family declared)", ms) for f, ms in fams.items()]
     if len(fams) >= 2:
         out.insert(0, ("largest", "the largest model of each family", [ms[0] for ms in fams.values()]))
     return out
