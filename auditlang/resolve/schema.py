@@ -837,7 +837,10 @@ class Robustness(_Compare):
     # protocols= row (002 Table 6 and Figs 3-5 print "Prob." for GPT-4o's generation-logprob Prob. as
     # for the other models): the report's figures pool the robustness comparisons by these names
     methods: list[str] = []
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("methods",)
+    # further robustness comparisons pooled with this one into 002 Tables 6-8's one-table layouts
+    # (NAME_pooled, NAME_pooled_prb, NAME_pooled_sst; report/comparisons/robustness_pool.py)
+    pool: list[str] = []
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("methods", "pool")
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
                                       "samples": "protocol", "protocols": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "robustness"}

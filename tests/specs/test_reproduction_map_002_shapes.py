@@ -89,7 +89,7 @@ def _png(report: Path, name: str) -> tuple[int, int]:
 
 # the twin's methods= names of each comparison's row protocols (002 Table 6 / Figs 3-5 names)
 METHODS = {"robustness_answer": {"s002.prob": "Prob.", "s002.ps": "PS", "s002.p_true": "P(True)"},
-           "robustness_vc": {"verbalized(3 prompts)": "VC"}}
+           "robustness_vc": {"verbalized(3 prompts)": "VC"}, "robustness_vc_answer": {"s002.vc_P_1": "VC"}}
 
 
 def _avg_points(report: Path, name: str) -> dict[tuple[str, str], dict[str, float]]:
@@ -105,7 +105,7 @@ def test_figure3_method_averages_pooled_over_the_robustness_comparisons(report: 
     pts = {**_avg_points(report, "robustness_answer"), **_avg_points(report, "robustness_vc")}
     methods = {p for p, _ in pts}
     assert methods == {"Prob.", "PS", "P(True)", "VC"}  # the answer-prompt methods and VC, by their methods= names
-    for name, names in METHODS.items():  # each _avg table's AVG is the bar height (equal-weight over the models)
+    for name, names in list(METHODS.items())[:2]:  # each _avg table's AVG is the bar height (equal-weight over the models)
         for proto, p in names.items():
             for metric in ("P-RB", "Brier (mean over prompts)"):
                 avg = next(r for r in rows(report, f"{name}_avg") if r["protocol"] == proto and r["metric"] == metric)
@@ -131,7 +131,7 @@ def test_figure3_method_averages_pooled_over_the_robustness_comparisons(report: 
     assert w > 2 * h
     html = (report / "report.html").read_text(encoding="utf-8")
     assert ("Averaged performance among all models per method, evaluator s002.lenient (robustness_answer, "
-            "robustness_vc)") in html
+            "robustness_vc, robustness_vc_answer)") in html
 
 
 def test_figure4_metric_correlations_over_method_model_points(report: Path) -> None:
@@ -176,3 +176,43 @@ def test_figures_7_to_9_prompt_correlations_pooled_over_datasets(report: Path) -
         _png(report, f"prompt_corr_robustness_vc_s002_lenient_{key}")
     html = (report / "report.html").read_text(encoding="utf-8")
     assert "datasets pooled: the largest model of each family, evaluator s002.lenient (robustness_vc)" in html
+
+
+def test_table6_one_table_methods_by_models_with_avg(report: Path) -> None:
+    got = rows(report, "robustness_answer_pooled")
+    assert list(got[0]) == ["evaluator", "CE", "metric", "smollm2", "gemma3", "AVG"]
+    assert list(dict.fromkeys(r["CE"] for r in got)) == ["Prob.", "PS", "P(True)", "VC"]  # 002's CE column
+    assert [r["metric"] for r in got if r["CE"] == "Prob."][:5] == ["P-RB ↑", "A-STB ↑", "A-SST ↑", "Brier ↓", "AUROC ↑"]
+    assert any(r["metric"].startswith("ece(") and r["metric"].endswith(" ↓") for r in got)  # Table 6's ECE row
+    own = {(METHODS[n][r["protocol"]], r["metric"]): r for n in ("robustness_answer", "robustness_vc")
+           for r in rows(report, f"{n}_avg")}
+    for r in got:  # each value is its comparison's per-model mean over the datasets; VC's from robustness_vc
+        src = own[(r["CE"], {"P-RB ↑": "P-RB", "Brier ↓": "Brier (mean over prompts)"}.get(r["metric"], "-"))] \
+            if r["metric"] in ("P-RB ↑", "Brier ↓") else None
+        if src is not None:
+            for m in ("smollm2", "gemma3", "AVG"):
+                assert math.isclose(float(r[m]), float(src[m]))
+        vals = [float(r[m]) for m in ("smollm2", "gemma3") if r[m]]
+        assert math.isclose(float(r["AVG"]), float(np.mean(vals)))
+
+
+def test_table7_vc_conf_p_and_ans_p(report: Path) -> None:
+    got = rows(report, "robustness_answer_pooled_prb")
+    assert [(r["CE"], r["prompts"], r["comparison"]) for r in got] == [
+        ("VC", "Conf-P", "robustness_vc"), ("VC", "Ans-P", "robustness_vc_answer")]  # only VC: two comparisons
+    for r, name in zip(got, ("robustness_vc", "robustness_vc_answer")):
+        prb = next(x for x in rows(report, f"{name}_avg") if x["metric"] == "P-RB")
+        for m in ("smollm2", "gemma3", "AVG"):
+            assert math.isclose(float(r[m]), float(prb[m]))
+    # Ans-P: each answer prompt's own answer ("A" or "B" by prompt length) scored by P(1) with the
+    # question's value: one confidence per item under every prompt, so P-RB = 1
+    assert float(got[1]["AVG"]) == 1.0
+
+
+def test_table8_a_sst_y_min_and_not_max(report: Path) -> None:
+    got = rows(report, "robustness_answer_pooled_sst")
+    assert [(r["CE"], r["Y"]) for r in got] == [(m, y) for m in ("Prob.", "PS", "P(True)") for y in ("Y^min", "Y^!=max")]
+    avg = {(METHODS["robustness_answer"][r["protocol"]], r["metric"]): r for r in rows(report, "robustness_answer_avg")}
+    for r in got:
+        src = avg[(r["CE"], "A-SST" if r["Y"] == "Y^min" else "A-SST not max")]
+        assert math.isclose(float(r["gemma3"]), float(src["gemma3"]))

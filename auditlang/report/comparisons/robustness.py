@@ -178,6 +178,16 @@ AVG_METRICS = ("P-RB", "A-STB", "A-SST", "A-SST not max", "Brier (mean over prom
 
 
 def robustness(rd: RunData, name: str, c) -> Comparison:
+    out = _robustness(rd, name, c)
+    if getattr(c, "pool", None):  # 002 Tables 6-8 in one layout each (report/comparisons/robustness_pool.py)
+        from auditlang.report.comparisons import compute_one  # lazy: the package imports this module
+        from auditlang.report.comparisons.robustness_pool import pooled_tables
+
+        out.tables += pooled_tables(rd, name, [out, *(compute_one(rd, cid) for cid in c.pool)])
+    return out
+
+
+def _robustness(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     if getattr(c, "protocols", None):
         return _across_protocols(rd, name, c, a)
