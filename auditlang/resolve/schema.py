@@ -847,6 +847,15 @@ class Robustness(_Compare):
     CROSS_STAGE: ClassVar[str | None] = "prompts"
 
 
+class Simulation(_Compare):
+    DOC: ClassVar[str] = ("Study 002 §3.2 (Table 1): ECE, Brier, AUROC, STB and SST of the oracle, constant, random and "
+                          "prior estimators on N simulated inputs with M generations each (seeded).")
+    n: int = Field(default=100_000, ge=10, le=1_000_000)  # 002 §3.2: N = 100,000
+    m: int = Field(default=10, ge=2, le=50)  # 002 §3.2: M = 10
+    seed: int = 42  # 002 names none
+    bins: int = Field(default=10, ge=2, le=100)  # ECE's equal-mass bins (002 §3.1 "M buckets of equal size")
+
+
 class Aligned(_Compare):
     DOC: ClassVar[str] = "Study 003: raw vs Instance-, Distribution- and Candidate-Aligned views between model pairs."
     pairs: list[list[str]] = []
@@ -967,6 +976,7 @@ for _name, _schema, _impl in (
     ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
     ("robustness", Robustness, "robustness:robustness"),
+    ("simulation", Simulation, "simulation:simulation"),
     ("aligned", Aligned, "aligned:aligned"),
     ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),

@@ -216,3 +216,35 @@ def test_table8_a_sst_y_min_and_not_max(report: Path) -> None:
     for r in got:
         src = avg[(r["CE"], "A-SST" if r["Y"] == "Y^min" else "A-SST not max")]
         assert math.isclose(float(r["gemma3"]), float(src["gemma3"]))
+
+
+def test_table1_simulation_of_section_3_2(report: Path) -> None:
+    got = rows(report, "simulation")
+    assert list(got[0])[:6] == ["estimator", "ECE ↓", "Brier ↓", "AUROC ↑", "STB ↑", "SST ↑"]
+    assert [r["estimator"] for r in got] == ["f_oracle", "f_constant", "f_random", "f_prior"]  # 002 Table 1's rows
+    v = {r["estimator"]: {k: float(x) for k, x in r.items() if k != "estimator"} for r in got}
+    assert [v["f_oracle"][k] for k in ("ECE ↓", "Brier ↓", "AUROC ↑", "STB ↑", "SST ↑")] == [0.0, 0.0, 1.0, 1.0, 1.0]
+    # by hand, with p = 1 - d ~ U[0, 1]: Brier(constant) = E[p(1 - p)] = 1/6, Brier(random) = E[2p(1 - p)] = 1/3,
+    # Brier(prior) = 1/4; AUROC(prior) = 1/2; constant and prior are constant within an input: STB 1, SST 0
+    assert abs(v["f_constant"]["Brier ↓"] - 1 / 6) < 0.01 and abs(v["f_random"]["Brier ↓"] - 1 / 3) < 0.01
+    assert v["f_prior"]["Brier ↓"] == 0.25 and v["f_prior"]["AUROC ↑"] == 0.5
+    assert v["f_constant"]["ECE ↓"] < 0.02 and v["f_prior"]["ECE ↓"] < 0.02 and v["f_random"]["ECE ↓"] > 0.25
+    for est in ("f_constant", "f_prior"):
+        assert v[est]["STB ↑"] == 1.0 and v[est]["SST ↑"] == 0.0
+    assert 0.75 < v["f_constant"]["AUROC ↑"] < 0.9 and 0.6 < v["f_random"]["AUROC ↑"] < 0.72
+    text = (report / "comparisons" / "simulation.md").read_text(encoding="utf-8")
+    assert "N = 2,000 inputs and M = 10 generations each, seed 42" in text and "study 002 Table 1" in text
+
+
+def test_simulation_stability_equals_the_metric_functions() -> None:
+    from auditlang.metrics.robustness import answer_sensitivity, answer_stability
+    from auditlang.report.comparisons.simulation import draw, max_group, stability_sensitivity
+
+    corr, preds = draw(200, 10, 7)
+    groups = [list(r) for r in corr.astype(int)]
+    for conf in preds.values():
+        stb, sst, _, _ = stability_sensitivity(conf, corr)
+        assert math.isclose(stb, answer_stability(conf.tolist(), groups).value, abs_tol=1e-12)
+        assert math.isclose(sst, answer_sensitivity(conf.tolist(), groups).value, abs_tol=1e-12)
+    tie = np.array([[0.0, 1.0, 1.0, 0.0]])  # a 2-2 tie: Y^max is the group of the first generation (wrong)
+    assert max_group(tie).tolist() == [[True, False, False, True]]
