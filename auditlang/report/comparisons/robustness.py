@@ -26,6 +26,8 @@ from auditlang.metrics.discrimination import auroc
 from auditlang.metrics.robustness import answer_sensitivity, answer_stability, prompt_robustness
 from auditlang.report.comparisons.common import (CellGroup, Comparison, by_item, cell_groups, known, model_family,
                                                  model_size)
+from auditlang.report.comparisons import compute_one
+from auditlang.report.comparisons.robustness_pool import pooled_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -180,9 +182,6 @@ AVG_METRICS = ("P-RB", "A-STB", "A-SST", "A-SST not max", "Brier (mean over prom
 def robustness(rd: RunData, name: str, c) -> Comparison:
     out = _robustness(rd, name, c)
     if getattr(c, "pool", None):  # 002 Tables 6-8 in one layout each (report/comparisons/robustness_pool.py)
-        from auditlang.report.comparisons import compute_one  # lazy: the package imports this module
-        from auditlang.report.comparisons.robustness_pool import pooled_tables
-
         out.tables += pooled_tables(rd, name, [out, *(compute_one(rd, cid) for cid in c.pool)])
     return out
 
