@@ -280,6 +280,17 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
         if len(c.protocols) < 2:
             bag.error("E157", f"compare '{comp.id}': protocols= names {len(c.protocols)} protocol; P-RB needs at "
                       "least two prompts", comp.param_span("protocols"), hint="list two or more confidence protocols")
+    for cid in c.pool:
+        other = spec.objects.get(cid)
+        if other is None or other.kind != "compare" or other.ctor != comp.ctor or cid == comp.id:
+            bag.error("E157", f"compare '{comp.id}': pool= names '{cid}', which is not another robustness comparison",
+                      comp.param_span("pool"), hint="list the ids of other robustness(...) comparisons, e.g. pool=[\"robustness_vc\"]")
+    rows = 1 if c.protocols else len(audit.protocols)
+    if c.methods and len(c.methods) != rows:
+        bag.error("E157", f"compare '{comp.id}': methods= names {len(c.methods)} method(s) for {rows} row protocol(s)",
+                  comp.param_span("methods"),
+                  hint="one name per protocol of the audit, in order" if not c.protocols else
+                  "one name for the protocols= row (e.g. methods=[\"VC\"])")
 
 
 

@@ -854,10 +854,27 @@ class Robustness(_Compare):
     # answer prompt fixed): the listed protocols of one variant are the prompts; each unit's own
     # answer is the same under every protocol, so no cross stage is needed. Excludes >1 variant.
     protocols: list[str] = []
+    # the paper's method name of each row, in order: one per protocol of the audit, or one for the
+    # protocols= row (002 Table 6 and Figs 3-5 print "Prob." for GPT-4o's generation-logprob Prob. as
+    # for the other models): the report's figures pool the robustness comparisons by these names
+    methods: list[str] = []
+    # further robustness comparisons pooled with this one into 002 Tables 6-8's one-table layouts
+    # (NAME_pooled, NAME_pooled_prb, NAME_pooled_sst; report/comparisons/robustness_pool.py)
+    pool: list[str] = []
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("methods", "pool")
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "variants": "variant", "grouping": "evaluator",
                                       "samples": "protocol", "protocols": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"variant": "robustness"}
     CROSS_STAGE: ClassVar[str | None] = "prompts"
+
+
+class Simulation(_Compare):
+    DOC: ClassVar[str] = ("Study 002 §3.2 (Table 1): ECE, Brier, AUROC, STB and SST of the oracle, constant, random and "
+                          "prior estimators on N simulated inputs with M generations each (seeded).")
+    n: int = Field(default=100_000, ge=10, le=1_000_000)  # 002 §3.2: N = 100,000
+    m: int = Field(default=10, ge=2, le=50)  # 002 §3.2: M = 10
+    seed: int = 42  # 002 names none
+    bins: int = Field(default=10, ge=2, le=100)  # ECE's equal-mass bins (002 §3.1 "M buckets of equal size")
 
 
 class Aligned(_Compare):
@@ -981,6 +998,7 @@ for _name, _schema, _impl in (
     ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
     ("robustness", Robustness, "robustness:robustness"),
+    ("simulation", Simulation, "simulation:simulation"),
     ("aligned", Aligned, "aligned:aligned"),
     ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),

@@ -24,7 +24,10 @@ from auditlang.plan.cross import samples_key
 from auditlang.metrics.calibration import brier
 from auditlang.metrics.discrimination import auroc
 from auditlang.metrics.robustness import answer_sensitivity, answer_stability, prompt_robustness
-from auditlang.report.comparisons.common import CellGroup, Comparison, by_item, cell_groups, known
+from auditlang.report.comparisons.common import (CellGroup, Comparison, by_item, cell_groups, known, model_family,
+                                                 model_size)
+from auditlang.report.comparisons import compute_one
+from auditlang.report.comparisons.robustness_pool import pooled_tables
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 
@@ -128,6 +131,7 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
         raise ValueError(f"protocols= needs one answer prompt, but the comparison spans variants {variants}")
     v = variants[0]
     label = _prompt_label(rd, protocols)
+    mats: dict[tuple[str, str], list[np.ndarray]] = {}  # (model, evaluator) -> per dataset (items x prompts)
     out = Comparison(name, "robustness", c.audit, shape="robustness")
     t = Table(name, f"Robustness (P-RB) across confidence prompts, stability (A-STB) and sensitivity (A-SST) "
               f"with Brier and AUROC ({name})", list(COLUMNS))
@@ -140,7 +144,7 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
         frames = {p: by_item(g.rows[p]) for p in protocols}
         frames = {p: f for p, f in frames.items() if not f.empty}
         items = list(dict.fromkeys(i for f in frames.values() for i in f.index))
-        prb, prb_ex = _prb_over_protocols(g, frames, items, protocols, t, corr)
+        prb, prb_ex = _prb_over_protocols(g, frames, items, protocols, t, corr, mats)
         stb, sst, stb_sh, sst_sh, nm = _stability_over_protocols(rd, c, g, frames, t)
         br, au = _brier_auroc(frames, t, g.where)
         t.add(m, d, label, e, len(items), prb, prb_ex, stb, sst, stb_sh, sst_sh, br, au, nm)
@@ -157,7 +161,10 @@ def _across_protocols(rd: RunData, name: str, c, a) -> Comparison:
     out.tables.append(t)
     avg = averages(rd, name, c, t, protocols, by_protocol=True)
     corr.notes.append("Undefined (NaN) where fewer than three items have both confidences or one is constant.")
-    out.tables += [avg, metric_correlations(name, avg), corr]
+    pooled = pooled_prompt_correlations(name, mats, protocols)
+    out.tables += [avg, metric_correlations(name, avg), corr, pooled, accuracy_table(rd, name, c, t, v)]
+    out.data = {"models": _model_facts(rd, t), "prompts": protocols,
+                "methods": {label: c.methods[0]} if getattr(c, "methods", None) else {}}
     out.summary += share_summary(t)
     if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
         out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
@@ -173,6 +180,13 @@ AVG_METRICS = ("P-RB", "A-STB", "A-SST", "A-SST not max", "Brier (mean over prom
 
 
 def robustness(rd: RunData, name: str, c) -> Comparison:
+    out = _robustness(rd, name, c)
+    if getattr(c, "pool", None):  # 002 Tables 6-8 in one layout each (report/comparisons/robustness_pool.py)
+        out.tables += pooled_tables(rd, name, [out, *(compute_one(rd, cid) for cid in c.pool)])
+    return out
+
+
+def _robustness(rd: RunData, name: str, c) -> Comparison:
     a = rd.audit(c.audit)
     if getattr(c, "protocols", None):
         return _across_protocols(rd, name, c, a)
@@ -206,7 +220,9 @@ def robustness(rd: RunData, name: str, c) -> Comparison:
     t.notes.append(f"Prompts: {', '.join(variants)}. Std is the population standard deviation (002 eqs. 3-4).")
     out.tables.append(t)
     avg = averages(rd, name, c, t, variants)
-    out.tables += [avg, metric_correlations(name, avg)]
+    out.tables += [avg, metric_correlations(name, avg), accuracy_table(rd, name, c, t, variants[0])]
+    out.data = {"models": _model_facts(rd, t),
+                "methods": dict(zip(a.protocols, c.methods)) if getattr(c, "methods", None) else {}}
     out.summary += share_summary(t)
     if c.samples:  # the shares of items qualifying for A-STB / A-SST: the checklist's cross-scored answers
         out.cross = [s for s in out.summary if s.startswith(("A-STB", "A-SST"))]
@@ -224,14 +240,16 @@ def _prb(mat: np.ndarray, t: Table, where: str) -> tuple[float, object]:
 
 
 def _prb_over_protocols(g: CellGroup, frames: dict, items: list, protocols: list[str], t: Table,
-                        corr: Table) -> tuple[float, object]:
-    """P-RB of one cell's answers across its confidence protocols, and each protocol pair's correlation."""
+                        corr: Table, mats: dict) -> tuple[float, object]:
+    """P-RB of one cell's answers across its confidence protocols, and each protocol pair's correlation;
+    the (items x protocols) matrix is kept in ``mats`` under (model, evaluator) for the pooled correlations."""
     m, d, _, e = g.key
     missing = [p for p in protocols if p not in frames]
     if missing:
         t.nc(f"P-RB: no records for protocol(s) {missing}", g.where)
         return math.nan, ""
     mat = np.array([[float(frames[p]["confidence"].get(i, math.nan)) for p in protocols] for i in items])
+    mats.setdefault((m, e), []).append(mat)
     for j, k in itertools.combinations(range(len(protocols)), 2):
         ok = ~np.isnan(mat[:, j]) & ~np.isnan(mat[:, k])
         corr.add(m, d, e, protocols[j], protocols[k], int(ok.sum()), _pearson(mat[ok, j], mat[ok, k]))
@@ -364,3 +382,43 @@ def metric_correlations(name: str, avg: Table) -> Table:
     t.notes.append("Points: one per method (protocol) and model, its mean over the datasets; NaN with fewer than "
                    "three points or a constant metric.")
     return t
+
+
+def pooled_prompt_correlations(name: str, mats: dict[tuple[str, str], list[np.ndarray]], protocols: list[str]) -> Table:
+    """002 Figs 7-9: per model and evaluator, the Pearson correlation of every two confidence prompts
+    over the items of all its datasets pooled (each item one point, its dataset's rows stacked)."""
+    t = Table(f"{name}_prompt_corr_pooled", f"Pearson correlation of the confidences under two confidence prompts, "
+              f"the items of every dataset pooled ({name}; study 002 Figs 7-9)",
+              ["model", "evaluator", "prompt_1", "prompt_2", "n_items", "pearson r"])
+    for (m, e), blocks in mats.items():
+        mat = np.vstack(blocks)
+        for j, k in itertools.combinations(range(len(protocols)), 2):
+            ok = ~np.isnan(mat[:, j]) & ~np.isnan(mat[:, k])
+            t.add(m, e, protocols[j], protocols[k], int(ok.sum()), _pearson(mat[ok, j], mat[ok, k]))
+    t.notes.append("Each item of each dataset is one point (the datasets' items pooled, not the mean of per-dataset "
+                   "r); NaN where fewer than three items have both confidences or one is constant.")
+    return t
+
+
+def accuracy_table(rd: RunData, name: str, c, t: Table, prompt: str) -> Table:
+    """002 Fig 6: accuracy per model, dataset and evaluator under the prompt whose answer the
+    comparison scores (its first listed variant), from metrics/cells.csv; with ``protocols=`` the
+    mean over the protocols, which all score the same answer."""
+    a = Table(f"{name}_accuracy", f"Accuracy per model and dataset under prompt {prompt} ({name}; study 002 Fig 6)",
+              ["model", "dataset", "evaluator", "prompt", "accuracy"])
+    cells = rd.cells
+    if cells is None or cells.empty or "accuracy" not in cells.columns:
+        a.notes.append(not_computable("metrics/cells.csv has no accuracy column"))
+        return a
+    cells = cells[(cells["audit"] == c.audit) & (cells.variant == prompt)]
+    for m, d, e in dict.fromkeys((r["model"], r["dataset"], r["evaluator"]) for r in t.records()):
+        sel = cells[(cells.model == m) & (cells.dataset == d) & (cells.evaluator == e)]
+        a.add(m, d, e, prompt, float(pd.to_numeric(sel["accuracy"], errors="coerce").mean()))
+    a.notes.append("The accuracy of the answers the comparison scores (greedy, under its first prompt); with several "
+                   "protocols per cell, their mean (they score the same answer).")
+    return a
+
+
+def _model_facts(rd: RunData, t: Table) -> dict[str, tuple[float | None, str | None]]:
+    """model -> (declared or catalogue size, family): how 002 Figs 7-9 group the models."""
+    return {m: (model_size(rd, m)[0], model_family(rd, m)) for m in dict.fromkeys(r["model"] for r in t.records())}
