@@ -1,0 +1,139 @@
+"""Study 001's supplied-answer tables in the paper's shape (issue 41): Table 6 (pooled quantities),
+Table 13 (per cell, self split into Y_cor / Y_wr) and Table 15 (per dataset, Macro and Pooled rows of
+one group), through ``auditc run`` of examples/s001_twin.audit on a scripted engine with
+``--limit 2`` (two items per dataset).
+
+The script answers by dataset: TriviaQA "it is <gold>" (correct under the lenient match, a string
+that differs from the gold), SciQ the gold text exactly (correct, the same string; SciQ items have
+choices, so the record's gold is a letter while the supplied gold prompt shows the answer text),
+TruthfulQA and MMLU a wrong string, "zzz" for smollm2 (the Instruct group) and "yyy" for gemma3 (base).
+Its verbal confidence depends only on the string in the Guess: slot: "it is ..." 0.9, the item's gold
+0.8, "zzz" 0.3, "yyy" 0.4, anything else (the off-type gold of another item) 0.1. The plausible-wrong
+answer is the other model's wrong answer (TruthfulQA, MMLU) or the off-type fallback (TriviaQA, SciQ).
+
+By hand, smollm2 (8 items): self correct {0.9, 0.9, 0.8, 0.8} -> 0.85, self wrong 0.3, gold 0.8,
+plausible (4 x 0.1 + 4 x 0.4) / 8 = 0.25, off-type 0.1, marginal 0.8 - 0.25 = 0.55, paired gold -
+plaus. (4 x 0.7 + 4 x 0.4) / 8 = 0.55, self - gold diff. strings 0.9 - 0.8 = 0.1 (TriviaQA), exact
+match 0.0 (SciQ), gold - self initially wrong 0.8 - 0.3 = 0.5, diff.-string share 2 / 4. gemma3: self
+wrong 0.4, plausible (4 x 0.1 + 4 x 0.3) / 8 = 0.2, marginal 0.6, paired 0.6, initially wrong 0.4.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+from scripted_engine import generation, prompt_text, use_scripted_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = {"triviaqa": "triviaqa", "sciq": "sciq", "truthfulqa": "truthfulqa", "mmlu4": "mmlu"}
+CONF = {"zzz": "0.3", "yyy": "0.4"}
+
+
+def _questions(data: Path) -> dict[str, tuple[str, str]]:
+    out = {}
+    for ds, f in FILES.items():
+        for line in (data / f"{f}.jsonl").read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            out[item["question"]] = (ds, item["answer"])
+    return out
+
+
+def make_script(data: Path):
+    questions = _questions(data)
+    by_len = sorted(questions, key=len, reverse=True)
+
+    def find(text: str) -> tuple[str, str]:
+        return next(questions[q] for q in by_len if q in text)
+
+    def script(req):
+        if req.kind != "generate":
+            return None
+        text = prompt_text(req)
+        ds, gold = find(text)
+        if "Probability:" not in text:  # the bare-query answer
+            wrong = "zzz" if "smollm2" in str(req.model) else "yyy"
+            return generation(req, {"triviaqa": f"it is {gold}", "sciq": gold}.get(ds, wrong))
+        if not text.rstrip().endswith("Probability:"):  # the joint self call, not compared here
+            return generation(req, "0.7")
+        guess = text[text.rindex("Guess:") + 6:].split("\n", 1)[0].strip()
+        conf = "0.9" if guess.startswith("it is ") else "0.8" if guess == gold else CONF.get(guess, "0.1")
+        return generation(req, conf)
+
+    return script
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, shared_data: Path) -> Path:
+    mp = pytest.MonkeyPatch()
+    use_scripted_engine(mp, make_script(shared_data))
+    tmp = tmp_path_factory.mktemp("s001rows")
+    twin = tmp / "s001_twin.audit"
+    twin.write_text((ROOT / "examples" / "s001_twin.audit").read_text(encoding="utf-8")
+                    .replace("resamples=200", "resamples=10"), encoding="utf-8")
+    try:
+        rc = main(["run", str(twin), "--data-root", str(shared_data), "--out", str(tmp / "run"), "--limit", "2",
+                   "--no-progress"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    return tmp / "run" / "report"
+
+
+def rows(report: Path, name: str) -> list[dict[str, str]]:
+    with open(report / "comparisons" / f"{name}.csv", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def num(s: str) -> float:
+    return float(s) if s not in ("", "n/a") else float("nan")
+
+
+def test_table6_pooled_quantities_per_group(report: Path) -> None:
+    got = rows(report, "supplied_contrasts_summary")
+    assert list(got[0]) == ["quantity", "Instruct", "base"]
+    assert [r["quantity"] for r in got] == [
+        "self correct mean", "self wrong mean", "supplied gold mean", "supplied plaus. wrong mean",
+        "supplied off-type mean", "marginal gold - plaus. wrong", "paired gold - plaus. wrong",
+        "self - gold, diff. strings", "self - gold, exact match", "gold - self, initially wrong",
+        "correct diff.-string share"]
+    want = {"Instruct": [0.85, 0.3, 0.8, 0.25, 0.1, 0.55, 0.55, 0.1, 0.0, 0.5, 0.5],
+            "base": [0.85, 0.4, 0.8, 0.2, 0.1, 0.6, 0.6, 0.1, 0.0, 0.4, 0.5]}
+    for g, vals in want.items():
+        assert [num(r[g]) for r in got] == pytest.approx(vals), g
+    md = (report / "comparisons" / "supplied_contrasts_summary.md").read_text(encoding="utf-8")
+    assert "001 Table 6" in md and "n = 8 supplied-gold items" in md
+
+
+def test_table13_self_split_by_correctness_and_two_discriminations(report: Path) -> None:
+    got = rows(report, "supplied_contrasts_by_cell")
+    assert list(got[0]) == ["group", "model", "dataset", "Y_cor", "Y_wr", "gold", "plaus.", "off-type", "self",
+                            "suppl."]
+    assert [(r["group"], r["model"], r["dataset"]) for r in got] == [
+        (g, m, d) for g, m in (("Instruct", "smollm2"), ("base", "gemma3"))
+        for d in ("triviaqa", "sciq", "truthfulqa", "mmlu4")]
+    cell = {(r["model"], r["dataset"]): [num(r[k]) for k in list(r)[3:]] for r in got}
+    nan = float("nan")
+    assert cell["smollm2", "triviaqa"] == pytest.approx([0.9, nan, 0.8, 0.1, 0.1, nan, 0.7], nan_ok=True)
+    assert cell["smollm2", "sciq"] == pytest.approx([0.8, nan, 0.8, 0.1, 0.1, nan, 0.7], nan_ok=True)
+    assert cell["smollm2", "truthfulqa"] == pytest.approx([nan, 0.3, 0.8, 0.4, 0.1, nan, 0.4], nan_ok=True)
+    assert cell["gemma3", "mmlu4"] == pytest.approx([nan, 0.4, 0.8, 0.3, 0.1, nan, 0.5], nan_ok=True)
+
+
+def test_table15_dataset_macro_and_pooled_rows(report: Path) -> None:
+    got = [r for r in rows(report, "supplied_contrasts_by_dataset") if r["group"] == "Instruct"]
+    assert list(got[0]) == ["group", "dataset", "gold", "plaus.", "off-type", "diff. pref."]
+    assert [r["dataset"] for r in got] == ["triviaqa", "sciq", "truthfulqa", "mmlu4", "Macro", "Pooled"]
+    assert [num(got[0][k]) for k in ("gold", "plaus.", "off-type", "diff. pref.")] == pytest.approx([0.8, 0.1, 0.1, 0.1])
+    assert got[1]["diff. pref."] == ""  # SciQ's correct answers all equal the supplied gold string
+    assert [num(got[2][k]) for k in ("gold", "plaus.", "off-type")] == pytest.approx([0.8, 0.4, 0.1])
+    macro, pooled = got[4], got[5]
+    assert [num(macro[k]) for k in ("gold", "plaus.", "off-type")] == pytest.approx([0.8, 0.25, 0.1])
+    assert macro["diff. pref."] == "n/a"
+    assert [pooled[k] for k in ("gold", "plaus.", "off-type")] == ["n/a"] * 3
+    assert re.fullmatch(r"\+0\.100 \[\+0\.100, \+0\.100\]", pooled["diff. pref."]), pooled
