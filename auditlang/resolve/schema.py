@@ -920,6 +920,19 @@ class ProvenanceContrast(_Compare):
     CONTRASTED: ClassVar[tuple[str, ...]] = ("own", "gold", "plausible", "off_type")
 
 
+class ParseMatched(_Compare):
+    DOC: ClassVar[str] = ("Study 001 App. F (Table 12): a token protocol's calibration error on its full sample and on "
+                          "the items whose verbal confidence parsed, and the two verbal-vs-token gaps.")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("models", "evaluators")
+    verbal: str
+    token: str
+    models: list[str] = []  # the models whose cells it lists (default: the audit's); 001 lists the base models
+    evaluators: list[str] = []  # default: the audit's
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "models": "model",
+                                      "evaluators": "evaluator"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
+
+
 _STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
 _STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
 _STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
@@ -963,6 +976,7 @@ for _name, _schema, _impl in (
     ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),
     ("provenance", ProvenanceContrast, "provenance:provenance"),
+    ("parse_matched", ParseMatched, "subset:parse_matched"),
 ):
     register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
 

@@ -16,23 +16,32 @@ plausible (4 x 0.1 + 4 x 0.4) / 8 = 0.25, off-type 0.1, marginal 0.8 - 0.25 = 0.
 plaus. (4 x 0.7 + 4 x 0.4) / 8 = 0.55, self - gold diff. strings 0.9 - 0.8 = 0.1 (TriviaQA), exact
 match 0.0 (SciQ), gold - self initially wrong 0.8 - 0.3 = 0.5, diff.-string share 2 / 4. gemma3: self
 wrong 0.4, plausible (4 x 0.1 + 4 x 0.3) / 8 = 0.2, marginal 0.6, paired 0.6, initially wrong 0.4.
+
+Table 12 (gemma3, the twin's base model): its own answer to the MMLU physics item gets "sure" (no
+confidence parsed) and a token probability e^-0.1 = 0.905; every other answer token e^-1 = 0.368.
+MMLU: parse 1/2, tok_full = 10-bin ECE of {0.368, 0.905} both wrong = (0.368 + 0.905) / 2 = 0.636,
+tok_sub = 0.368 (the parsed item only), verbal ECE 0.4 (its 0.4 on a wrong answer), so g_full = -0.236
+and g_sub = +0.032: the sign flips. TriviaQA (correct, verbal 0.9): g = 0.1 - 0.632 on both sides.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
 
 from auditlang.cli import main
+from auditlang.core.requests import Result, TokenLogprob
 from scripted_engine import generation, prompt_text, use_scripted_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = {"triviaqa": "triviaqa", "sciq": "sciq", "truthfulqa": "truthfulqa", "mmlu4": "mmlu"}
 CONF = {"zzz": "0.3", "yyy": "0.4"}
+PHYSICS = "high_school_physics_test_6"  # one of the two MMLU items of --limit 2 (sample=20, seed=42)
 
 
 def _questions(data: Path) -> dict[str, tuple[str, str]]:
@@ -40,7 +49,7 @@ def _questions(data: Path) -> dict[str, tuple[str, str]]:
     for ds, f in FILES.items():
         for line in (data / f"{f}.jsonl").read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
-            out[item["question"]] = (ds, item["answer"])
+            out[item["question"]] = (ds, item["answer"], item["id"])
     return out
 
 
@@ -48,20 +57,26 @@ def make_script(data: Path):
     questions = _questions(data)
     by_len = sorted(questions, key=len, reverse=True)
 
-    def find(text: str) -> tuple[str, str]:
-        return next(questions[q] for q in by_len if q in text)
+    def find(text: str) -> tuple[str, str, str]:
+        return next((questions[q] for q in by_len if q in text), ("", "", ""))
 
     def script(req):
+        gemma_physics = req.model == "gemma3" and PHYSICS == find(prompt_text(req))[2]
+        if req.kind == "continuation_logprobs" and gemma_physics:
+            return Result(request_id=req.id, kind=req.kind,
+                          continuation=[TokenLogprob(token=req.p["continuation"], token_id=1, logprob=-0.1)])
         if req.kind != "generate":
             return None
         text = prompt_text(req)
-        ds, gold = find(text)
+        ds, gold, _ = find(text)
         if "Probability:" not in text:  # the bare-query answer
             wrong = "zzz" if "smollm2" in str(req.model) else "yyy"
             return generation(req, {"triviaqa": f"it is {gold}", "sciq": gold}.get(ds, wrong))
         if not text.rstrip().endswith("Probability:"):  # the joint self call, not compared here
             return generation(req, "0.7")
         guess = text[text.rindex("Guess:") + 6:].split("\n", 1)[0].strip()
+        if gemma_physics and guess == "yyy":
+            return generation(req, "sure")  # gemma3's own answer to the physics item: no confidence parsed
         conf = "0.9" if guess.startswith("it is ") else "0.8" if guess == gold else CONF.get(guess, "0.1")
         return generation(req, conf)
 
@@ -137,3 +152,21 @@ def test_table15_dataset_macro_and_pooled_rows(report: Path) -> None:
     assert macro["diff. pref."] == "n/a"
     assert [pooled[k] for k in ("gold", "plaus.", "off-type")] == ["n/a"] * 3
     assert re.fullmatch(r"\+0\.100 \[\+0\.100, \+0\.100\]", pooled["diff. pref."]), pooled
+
+
+def test_table12_token_side_on_the_parseable_subset(report: Path) -> None:
+    got = rows(report, "parse_matched")
+    assert list(got[0]) == ["model", "dataset", "parse", "tok_full", "tok_sub", "g_full", "g_sub"]
+    assert [(r["model"], r["dataset"]) for r in got] == [("gemma3", d) for d in ("triviaqa", "sciq", "truthfulqa",
+                                                                                 "mmlu4")]
+    e1, e01 = math.exp(-1), math.exp(-0.1)
+    want = {"triviaqa": [1.0, 1 - e1, 1 - e1, 0.1 - (1 - e1), 0.1 - (1 - e1)],
+            "sciq": [1.0, 1 - e1, 1 - e1, 0.2 - (1 - e1), 0.2 - (1 - e1)],
+            "truthfulqa": [1.0, e1, e1, 0.4 - e1, 0.4 - e1],
+            "mmlu4": [0.5, (e1 + e01) / 2, e1, 0.4 - (e1 + e01) / 2, 0.4 - e1]}
+    for r in got:
+        assert [num(r[k]) for k in list(r)[2:]] == pytest.approx(want[r["dataset"]], abs=1e-9), r
+    md = (report / "comparisons" / "parse_matched.md").read_text(encoding="utf-8")
+    moved = ((e1 + e01) / 2 - e1) / 4
+    assert f"Mean |tok_sub - tok_full| = {moved:.3f}; the gap sign is unchanged on 3 of 4 cells." in md
+    assert "001 Table 12" in md
