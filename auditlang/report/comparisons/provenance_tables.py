@@ -53,9 +53,11 @@ class ItemValues:
         return d / (d + e) if d + e else math.nan
 
 
-def _summary_values(v: ItemValues) -> list[float]:
+def _summary_values(v: ItemValues) -> list[float | str]:
     means = [v.mean(k) for k in MEANS]
-    return [*means, means[2] - means[3], *(v.mean(k) for k in CONTRASTS), v.diff_share()]
+    share = v.diff_share()  # in percent, as 001 prints it
+    return [*means, means[2] - means[3], *(v.mean(k) for k in CONTRASTS), share if math.isnan(share)
+            else f"{100 * share:.1f}%"]
 
 
 def summary_table(name: str, groups: dict[str, ItemValues], evaluators: list[str]) -> Table:
