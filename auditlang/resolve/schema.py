@@ -801,6 +801,8 @@ class ProtocolGrid(_Compare):
                                       "reference": "metric"}
     DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap", "estimator": "g_A vs g_C"}
     CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "configs")
+    # two configurations that differ only in the scored answer: report/figures_s001.py draws 001 Figure 1
+    FIGURES: ClassVar[bool] = True
     # the one axis two configurations differ on -> how the grid measures it (else "gap shift")
     AXIS_CONTRASTS: ClassVar[dict[str, str]] = {"context": "g_A vs g_B", "readout": "readout shift",
                                                 "scored": "generated vs gold"}

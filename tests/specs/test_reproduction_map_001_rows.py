@@ -22,6 +22,10 @@ confidence parsed) and a token probability e^-0.1 = 0.905; every other answer to
 MMLU: parse 1/2, tok_full = 10-bin ECE of {0.368, 0.905} both wrong = (0.368 + 0.905) / 2 = 0.636,
 tok_sub = 0.368 (the parsed item only), verbal ECE 0.4 (its 0.4 on a wrong answer), so g_full = -0.236
 and g_sub = +0.032: the sign flips. TriviaQA (correct, verbal 0.9): g = 0.1 - 0.632 on both sides.
+
+Figure 1 (``scored``: generated vs gold-teacher-forced token probability): smollm2's gold TriviaQA
+strings get e^-0.01 = 0.99, so on smollm2/TriviaQA g_gen = 0.1 - 0.632 < 0 and g_gold = 0.1 - 0.01 > 0,
+the one flip; gemma3/TruthfulQA is red in both rows (0.4 - 0.368), every other setting blue in both.
 """
 
 from __future__ import annotations
@@ -60,11 +64,16 @@ def make_script(data: Path):
     def find(text: str) -> tuple[str, str, str]:
         return next((questions[q] for q in by_len if q in text), ("", "", ""))
 
+    def smollm2_trivia_gold(req) -> bool:
+        ds, gold, _ = find(prompt_text(req))
+        return req.model == "smollm2" and ds == "triviaqa" and req.p["continuation"].strip() == gold
+
     def script(req):
         gemma_physics = req.model == "gemma3" and PHYSICS == find(prompt_text(req))[2]
-        if req.kind == "continuation_logprobs" and gemma_physics:
+        if req.kind == "continuation_logprobs" and (gemma_physics or smollm2_trivia_gold(req)):
+            lp = -0.1 if gemma_physics else -0.01
             return Result(request_id=req.id, kind=req.kind,
-                          continuation=[TokenLogprob(token=req.p["continuation"], token_id=1, logprob=-0.1)])
+                          continuation=[TokenLogprob(token=req.p["continuation"], token_id=1, logprob=lp)])
         if req.kind != "generate":
             return None
         text = prompt_text(req)
@@ -171,3 +180,28 @@ def test_table12_token_side_on_the_parseable_subset(report: Path) -> None:
     moved = ((e1 + e01) / 2 - e1) / 4
     assert f"Mean |tok_sub - tok_full| = {moved:.3f}; the gap sign is unchanged on 3 of 4 cells." in md
     assert "001 Table 12" in md
+
+
+def test_figure1_sign_pattern_generated_vs_gold(report: Path) -> None:
+    stem = "sign_pattern_scored_s001.bare_s001.lenient"
+    png = report / "figures" / f"{stem}.png"
+    assert png.is_file() and (report / "figures" / f"{stem}.pdf").is_file()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    listing = (report / "index.md").read_text(encoding="utf-8")
+    line = next(x for x in listing.splitlines() if stem in x)
+    assert "(1/8 settings; Instruct 1/4; base 0/4)" in line and "study 001 Figure 1" in line
+    assert not list((report / "figures").glob("sign_pattern_grid_*")), "grid's configs differ in context, not scoring"
+
+
+def test_sign_columns_and_flip_counts_by_hand() -> None:
+    from auditlang.report.comparisons.common import Comparison
+    from auditlang.report.figures_s001 import flip_counts, sign_columns
+
+    c = Comparison("scored", "protocol_grid", "main", shape="protocol_grid")
+    gaps = {("Instruct", "v", "e"): {("m1", "d1"): {"a|ece": -0.2, "b|ece": 0.1}, ("m1", "d2"): {"a|ece": 0.3,
+                                                                                                   "b|ece": 0.2}},
+            ("base", "v", "e"): {("m2", "d1"): {"a|ece": -0.1, "b|ece": float("nan")}}}
+    c.data = {"groups": gaps, "sign_pattern": {"configs": ["a", "b"], "estimator": "ece"}}
+    cols = sign_columns(c)[("v", "e")]
+    assert cols == [("Instruct", "m1", "d1", -1, 1), ("Instruct", "m1", "d2", 1, 1), ("base", "m2", "d1", -1, 0)]
+    assert flip_counts(cols) == {"": (1, 2), "Instruct": (1, 2), "base": (0, 0)}
