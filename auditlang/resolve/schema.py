@@ -935,6 +935,17 @@ class ParseMatched(_Compare):
     CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
 
 
+class ContextShift(_Compare):
+    DOC: ClassVar[str] = ("Study 001 App. B (Table 8): the answer-change rate between the bare query and the "
+                          "verbalized-prefixed context (L3), per model family and variant; L1/L2 not computed.")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("items", "evaluators")
+    verbal: str  # a mode=joint verbalized protocol: its Guess: is the answer under the verbalized context
+    items: int | None = Field(default=None, ge=1)  # the first N items per cell (001: 200)
+    evaluators: list[str] = []  # the first (default: the audit's first) extracts the bare-query answer
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "evaluators": "evaluator"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal",)
+
+
 _STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
 _STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
 _STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
@@ -979,6 +990,7 @@ for _name, _schema, _impl in (
     ("consistency", Consistency, "consistency:consistency"),
     ("provenance", ProvenanceContrast, "provenance:provenance"),
     ("parse_matched", ParseMatched, "subset:parse_matched"),
+    ("context_shift", ContextShift, "context:context_shift"),
 ):
     register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
 

@@ -23,6 +23,10 @@ MMLU: parse 1/2, tok_full = 10-bin ECE of {0.368, 0.905} both wrong = (0.368 + 0
 tok_sub = 0.368 (the parsed item only), verbal ECE 0.4 (its 0.4 on a wrong answer), so g_full = -0.236
 and g_sub = +0.032: the sign flips. TriviaQA (correct, verbal 0.9): g = 0.1 - 0.632 on both sides.
 
+Table 8 (L3): smollm2's joint verbalized call repeats its bare answer on TriviaQA and SciQ and writes
+"other" on TruthfulQA and MMLU (change rates 0, 0, 1, 1: mean 0.50, sample std sqrt(1/3) = 0.58);
+gemma3's has no Guess: line (no rate).
+
 Figure 1 (``scored``: generated vs gold-teacher-forced token probability): smollm2's gold TriviaQA
 strings get e^-0.01 = 0.99, so on smollm2/TriviaQA g_gen = 0.1 - 0.632 < 0 and g_gold = 0.1 - 0.01 > 0,
 the one flip; gemma3/TruthfulQA is red in both rows (0.4 - 0.368), every other setting blue in both.
@@ -81,8 +85,11 @@ def make_script(data: Path):
         if "Probability:" not in text:  # the bare-query answer
             wrong = "zzz" if "smollm2" in str(req.model) else "yyy"
             return generation(req, {"triviaqa": f"it is {gold}", "sciq": gold}.get(ds, wrong))
-        if not text.rstrip().endswith("Probability:"):  # the joint self call, not compared here
-            return generation(req, "0.7")
+        if not text.rstrip().endswith("Probability:"):  # the joint self call (Table 8's L3)
+            if req.model != "smollm2":
+                return generation(req, "0.7")  # no Guess: line
+            guess = {"triviaqa": f"it is {gold}", "sciq": gold}.get(ds, "other")
+            return generation(req, f"Guess: {guess}\nProbability: 0.7")
         guess = text[text.rindex("Guess:") + 6:].split("\n", 1)[0].strip()
         if gemma_physics and guess == "yyy":
             return generation(req, "sure")  # gemma3's own answer to the physics item: no confidence parsed
@@ -206,3 +213,15 @@ def test_sign_columns_and_flip_counts_by_hand() -> None:
     cols = sign_columns(c)[("v", "e")]
     assert cols == [("Instruct", "m1", "d1", -1, 1), ("Instruct", "m1", "d2", 1, 1), ("base", "m2", "d1", -1, 0)]
     assert flip_counts(cols) == {"": (1, 2), "Instruct": (1, 2), "base": (0, 0)}
+
+
+def test_table8_answer_change_rate_per_family_and_variant(report: Path) -> None:
+    got = rows(report, "context_shift")
+    assert list(got[0]) == ["model pair", "variant", "L1 KL", "L2 (1-CKA)", "L3 behav."]
+    fam = {r["model pair"]: r for r in got}
+    assert [r["variant"] for r in got] == ["Instruct", "base", "Instruct", "base"]
+    assert fam["smollm2"]["L3 behav."] == "0.50 ± 0.58" and fam["smollm2"]["L1 KL"] == "n/a"
+    assert fam["Aggregate Instruct (n=4)"]["L3 behav."] == "0.50 ± 0.58"
+    assert fam["Aggregate base (n=4)"]["L3 behav."] == ""  # no Guess: line in any gemma3 call
+    cells = {r["dataset"]: r for r in rows(report, "context_shift_by_cell") if r["model"] == "smollm2"}
+    assert [num(cells[d]["L3 behav."]) for d in ("triviaqa", "sciq", "truthfulqa", "mmlu4")] == [0, 0, 1, 1]
