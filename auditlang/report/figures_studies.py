@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from auditlang.report.comparisons.common import Comparison
+from auditlang.report.figures_s001 import s001_figures
 from auditlang.report.figures_s002 import s002_figures
 from auditlang.report.figures_s004 import s004_figures
 
@@ -32,7 +33,7 @@ def study_figures(comps: list[Comparison], save: Save, safe: Callable[[str], str
             figs.append(_overconf_figure(c, save, safe))
         elif c.shape == "aligned" and c.data.get("pooled"):
             figs += _aligned_figures(c, save, safe)
-    return figs + s002_figures(comps, save, safe) + s004_figures(comps, save, safe)
+    return figs + s001_figures(comps, save, safe) + s002_figures(comps, save, safe) + s004_figures(comps, save, safe)
 
 
 def _drop_figure(c: Comparison, save: Save, safe) -> Any:

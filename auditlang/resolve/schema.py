@@ -822,6 +822,8 @@ class ProtocolGrid(_Compare):
                                       "reference": "metric"}
     DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap", "estimator": "g_A vs g_C"}
     CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "configs")
+    # two configurations that differ only in the scored answer: report/figures_s001.py draws 001 Figure 1
+    FIGURES: ClassVar[bool] = True
     # the one axis two configurations differ on -> how the grid measures it (else "gap shift")
     AXIS_CONTRASTS: ClassVar[dict[str, str]] = {"context": "g_A vs g_B", "readout": "readout shift",
                                                 "scored": "generated vs gold"}
@@ -958,6 +960,30 @@ class ProvenanceContrast(_Compare):
     CONTRASTED: ClassVar[tuple[str, ...]] = ("own", "gold", "plausible", "off_type")
 
 
+class ParseMatched(_Compare):
+    DOC: ClassVar[str] = ("Study 001 App. F (Table 12): a token protocol's calibration error on its full sample and on "
+                          "the items whose verbal confidence parsed, and the two verbal-vs-token gaps.")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("models", "evaluators")
+    verbal: str
+    token: str
+    models: list[str] = []  # the models whose cells it lists (default: the audit's); 001 lists the base models
+    evaluators: list[str] = []  # default: the audit's
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "token": "protocol", "models": "model",
+                                      "evaluators": "evaluator"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "token")
+
+
+class ContextShift(_Compare):
+    DOC: ClassVar[str] = ("Study 001 App. B (Table 8): the answer-change rate between the bare query and the "
+                          "verbalized-prefixed context (L3), per model family and variant; L1/L2 not computed.")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("items", "evaluators")
+    verbal: str  # a mode=joint verbalized protocol: its Guess: is the answer under the verbalized context
+    items: int | None = Field(default=None, ge=1)  # the first N items per cell (001: 200)
+    evaluators: list[str] = []  # the first (default: the audit's first) extracts the bare-query answer
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "evaluators": "evaluator"}
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal",)
+
+
 _STATIC_CONSTRUCTORS["bootstrap"] = {"bootstrap": Bootstrap}
 _STATIC_CONSTRUCTORS["settings"] = {"settings": Settings}
 _STATIC_CONSTRUCTORS["audit"] = {"audit": Audit}
@@ -1003,6 +1029,8 @@ for _name, _schema, _impl in (
     ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),
     ("provenance", ProvenanceContrast, "provenance:provenance"),
+    ("parse_matched", ParseMatched, "subset:parse_matched"),
+    ("context_shift", ContextShift, "context:context_shift"),
 ):
     register("comparison", _name, schema=_schema, impl=_C + _impl, doc=_schema.DOC)
 

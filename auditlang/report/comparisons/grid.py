@@ -96,8 +96,21 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     contrasts = contrast_pairs(configs, ests, ref, is_grid)
     out.tables.append(_summary(name, c, groups, configs, ests, is_grid, contrasts))
     out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid, contrasts))
-    out.data = {"groups": groups, "group_by": gb, "reference": ref.label if ref else None}
+    out.data = {"groups": groups, "group_by": gb, "reference": ref.label if ref else None,
+                "sign_pattern": _sign_pattern(rd, configs, ests)}
     return out
+
+
+def _sign_pattern(rd: RunData, configs: list[str], ests: list[MetricChoice]) -> dict[str, Any] | None:
+    """The two configurations and the first estimator when the configurations differ only in the
+    scored answer (001 Figure 1: generated vs gold), else None."""
+    if len(configs) != 2:
+        return None
+    a, b = (rd.spec.get(cf).value for cf in configs)
+    if type(a) is not type(b) or not hasattr(a, "scored"):
+        return None
+    differ = [k for k in type(a).model_fields if getattr(a, k) != getattr(b, k)]
+    return {"configs": configs, "estimator": ests[0].label} if differ == ["scored"] else None
 
 
 def _grid_row(t: Table, c, g: CellGroup, grp: tuple[str, ...], configs: list[str], ests: list[MetricChoice],
