@@ -681,8 +681,12 @@ def _gaps_math(text: str) -> Tex:
     return Tex(out, text.replace("_", ""))
 
 
-def _quantity_label(q: str, definition: str) -> Tex:
-    """The row label of a grid quantity as in 001 Table 2: $g_{A}$; "Context ($g_{A}-g_{B}$)"; "Interaction"."""
+def _quantity_label(q: str, definition: str, readouts: tuple[str, str] = ("", "'")) -> Tex:
+    """The row label of a grid quantity as in 001 Table 2: $g_{A}$; "Context ($g_{A}-g_{B}$)"; "Token
+    readout ($g_{A}^{T1}-g_{A}^{T2}$)" (``readouts``: the two configurations' readouts); "Interaction"."""
+    if q == "readout":
+        a, b = (f"^{{{x}}}" if x and x != "'" else x for x in readouts)
+        return Tex(f"Token readout ($g_{{A}}{a}-g_{{A}}{b}$)", f"Token readout (gA{readouts[0]}-gA{readouts[1]})")
     if m := re.fullmatch(r"g_([A-Z])", q):
         return Tex(f"$g_{{{m.group(1)}}}$", f"g{m.group(1)}")
     if m := re.fullmatch(r"([A-Z])-([A-Z])", q):
@@ -786,7 +790,8 @@ def grid_table(c: Comparison) -> list[TexTable]:
             gaps = [k for k in by if "|" in k]
             for q, k in zip([q for q in quantities if q.startswith("g_")], gaps):
                 by[q] = by[k]
-            for q, k in (("A-B", "g_A - g_B"), ("A-C", "g_A - g_C")):
+            for q, k in (("A-B", "g_A - g_B"), ("A-C", "g_A - g_C"),
+                         ("readout", " - ".join(c.data.get("readout") or ("", "")))):
                 if k in by:
                     by[q] = by[k]
     groups: dict[tuple, dict] = {}
@@ -801,22 +806,25 @@ def grid_table(c: Comparison) -> list[TexTable]:
         names = [str(x)[len(prefixes[k]):] for (k, _), x in zip(axes, key) if k in vary]
         header.append(tuple(names) + (Tex(f"($n = {_count(by['n'])}$)", f"(n = {_count(by['n'])})"),))
     head = (f"Macro signed gaps and protocol shifts ({c.name}, study 001 Table 2)"
-            + (f", {' and '.join(fixed)}" if fixed else "") + ": macro mean over the ")
+            + (f", {' and '.join(fixed)}" if fixed else "") + ": bootstrap mean of the macro mean over the ")
     mid = (" model-dataset settings of each " + ("group (" + _group_note(c) + ")" if "group" in s.columns else "group")
            + " with its macro-bootstrap interval")
-    mid += "; ns = the interval covers 0. A gap "
+    mid += " (the plain macro mean where no interval is computed); ns = the interval covers 0. A gap "
     tail = " means verbalized confidence has the lower ECE."
     tt = TexTable(c.name, Tex(prose(head) + "$n$" + prose(mid) + "$g$ is verbalized minus token-probability ECE: negative $g$"
                               + prose(tail), f"{head}n{mid}g is verbalized minus token-probability ECE: negative g{tail}"),
                   header, [False] + [True] * len(groups))
     definitions = {r["quantity"]: str(r.get("definition") or "") for r in recs}
+    readouts = c.data.get("readouts") or ("", "'")
     for q in quantities:
-        cells: list[Any] = [_quantity_label(q, definitions.get(q, ""))]
+        cells: list[Any] = [_quantity_label(q, definitions.get(q, ""), readouts)]
         for key, by in groups.items():
             r = by.get(q, {})
             m = (ci.get(key) or {}).get(q)
             if m is not None and _num(m.get("macro lo")):
-                v = value_cell(r.get("macro mean"), m.get("macro lo"), m.get("macro hi"))
+                # 001 Table 2 prints the bootstrap mean with its interval
+                v = value_cell(m.get("bootstrap mean") if _num(m.get("bootstrap mean")) else r.get("macro mean"),
+                               m.get("macro lo"), m.get("macro hi"))
                 if isinstance(v, tuple) and str(m.get("interval", "")).startswith("ns"):
                     v = (Tex(prose(v[0]) + "$^{\\mathrm{ns}}$", v[0] + "ns"), v[1])
                 cells.append(v)
@@ -826,8 +834,8 @@ def grid_table(c: Comparison) -> list[TexTable]:
             tt.rules.add(len(tt.rows))
         tt.add(cells, q)
     legend = [_gaps_math(f"{q}: {d}") if q.startswith("g_") else Tex(
-        f"{_quantity_label(q, d)}: {_gaps_math(d)}", f"{q}: {d}") for q, d in definitions.items()
-        if d and (q.startswith("g_") or "$g" not in _quantity_label(q, d))]
+        f"{_quantity_label(q, d, readouts)}: {_gaps_math(d)}", f"{q}: {d}") for q, d in definitions.items()
+        if d and (q.startswith("g_") or q == "readout" or "$g" not in _quantity_label(q, d))]
     if legend:
         tt.notes.append(Tex("; ".join(legend) + ".", "; ".join(x.plain for x in legend)))
     cut = sorted({p for k, p in prefixes.items() if p and k in vary})
