@@ -846,7 +846,10 @@ def grid_table(c: Comparison) -> list[TexTable]:
 
 def readout_table(rd: RunData, grids: list[Comparison]) -> list[TexTable]:
     """Study 001 Table 9: the prefix shift g_A - g_B under each token readout (T1, T2), one column
-    per protocol_grid of the audit whose configurations read a different readout."""
+    per protocol_grid of the audit whose configurations read a different readout: per group (group_by=,
+    variant, evaluator) a heading row with the sign agreement between the first two readouts over the
+    settings, one row per setting (model/dataset) and the macro row (bootstrap mean of the macro mean
+    with its macro-bootstrap interval, as 001 prints it)."""
     by_audit: dict[str, list[tuple[str, Comparison]]] = {}
     for c in grids:
         cfg = rd.spec.get(c.name).value.configs if c.name in rd.spec.objects else []
@@ -859,23 +862,32 @@ def readout_table(rd: RunData, grids: list[Comparison]) -> list[TexTable]:
         if len(readouts) < 2:
             continue
         first = {r: c for r, c in reversed(lst)}  # the first grid of each readout
-        grouped = any(_table(first[r], "_macro_ci") is not None and "group" in _table(first[r], "_macro_ci").columns
-                      for r in readouts)
-        header = (["Group"] if grouped else []) + ["Variant", "Evaluator"] + [f"A-B ({r}, {first[r].name})"
-                                                                            for r in readouts]
         tt = TexTable(f"readouts_{aid}", f"Prefix-axis shift g_A - g_B under each token readout (audit {aid}, study 001 "
-                      "Table 9): macro mean with its macro-bootstrap interval.", header,
-                      [False] * (3 if grouped else 2) + [True] * len(readouts))
-        vals: dict[tuple, dict[str, Any]] = {}
+                      "Table 9): per setting, and the macro row (bootstrap mean of the macro mean with its "
+                      "macro-bootstrap interval); sign agreement = settings where both readouts give the shift the "
+                      "same sign.", ["Cell"] + [f"g_A - g_B ({r}, {first[r].name})" for r in readouts],
+                      [False] + [True] * len(readouts))
+        cells: dict[tuple, dict[tuple[str, str], dict[str, Any]]] = {}
+        macro: dict[tuple, dict[str, Any]] = {}
         for r in readouts:
-            mci = _table(first[r], "_macro_ci")
-            for rec in (mci.records() if mci is not None else []):
+            for rec in (t.records() if (t := _table(first[r], "_setting_ci")) is not None else []):
                 if rec["quantity"] == "g_A - g_B":
-                    vals.setdefault(_gkey(rec), {})[r] = value_cell(
-                        rec.get("macro mean"), rec.get("macro lo"), rec.get("macro hi"))
-        for (grp, var, ev), by in vals.items():
-            tt.add(([grp] if grouped else []) + [var, ev] + [by.get(r, "–") for r in readouts],
-                   "/".join(x for x in (grp, var, ev) if x))
+                    cells.setdefault(_gkey(rec), {}).setdefault((rec["model"], rec["dataset"]), {})[r] = rec["value"]
+            for rec in (t.records() if (t := _table(first[r], "_macro_ci")) is not None else []):
+                if rec["quantity"] == "g_A - g_B":
+                    v = rec.get("bootstrap mean") if _num(rec.get("bootstrap mean")) else rec.get("macro mean")
+                    macro.setdefault(_gkey(rec), {})[r] = value_cell(v, rec.get("macro lo"), rec.get("macro hi"))
+        r1, r2 = readouts[:2]
+        for key, by in cells.items():
+            both = [(v[r1], v[r2]) for v in by.values() if _num(v.get(r1)) and _num(v.get(r2))]
+            agree = sum(1 for a, b in both if math.copysign(1, float(a)) == math.copysign(1, float(b)) and float(a) * float(b) != 0)
+            name, kid = " / ".join(x for x in key if x) or aid, "/".join(x for x in key if x) or aid
+            if tt.rows:
+                tt.rules.add(len(tt.rows))
+            tt.add([f"{name} (sign agreement {agree}/{len(both)})"] + [""] * len(readouts), f"{kid}/agreement")
+            for (m, d), v in by.items():
+                tt.add([f"{m}/{d}"] + [value_cell(v.get(r)) for r in readouts], f"{kid}/{m}/{d}")
+            tt.add(["macro"] + [macro.get(key, {}).get(r, "–") for r in readouts], f"{kid}/macro")
         if tt.rows:
             out.append(tt)
     return out
