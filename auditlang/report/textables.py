@@ -757,8 +757,12 @@ def _gaps_math(text: str) -> Tex:
     return Tex(out, text.replace("_", ""))
 
 
-def _quantity_label(q: str, definition: str) -> Tex:
-    """The row label of a grid quantity as in 001 Table 2: $g_{A}$; "Context ($g_{A}-g_{B}$)"; "Interaction"."""
+def _quantity_label(q: str, definition: str, readouts: tuple[str, str] = ("", "'")) -> Tex:
+    """The row label of a grid quantity as in 001 Table 2: $g_{A}$; "Context ($g_{A}-g_{B}$)"; "Token
+    readout ($g_{A}^{T1}-g_{A}^{T2}$)" (``readouts``: the two configurations' readouts); "Interaction"."""
+    if q == "readout":
+        a, b = (f"^{{{x}}}" if x and x != "'" else x for x in readouts)
+        return Tex(f"Token readout ($g_{{A}}{a}-g_{{A}}{b}$)", f"Token readout (gA{readouts[0]}-gA{readouts[1]})")
     if m := re.fullmatch(r"g_([A-Z])", q):
         return Tex(f"$g_{{{m.group(1)}}}$", f"g{m.group(1)}")
     if m := re.fullmatch(r"([A-Z])-([A-Z])", q):
@@ -862,7 +866,8 @@ def grid_table(c: Comparison) -> list[TexTable]:
             gaps = [k for k in by if "|" in k]
             for q, k in zip([q for q in quantities if q.startswith("g_")], gaps):
                 by[q] = by[k]
-            for q, k in (("A-B", "g_A - g_B"), ("A-C", "g_A - g_C")):
+            for q, k in (("A-B", "g_A - g_B"), ("A-C", "g_A - g_C"),
+                         ("readout", " - ".join(c.data.get("readout") or ("", "")))):
                 if k in by:
                     by[q] = by[k]
     groups: dict[tuple, dict] = {}
@@ -877,22 +882,25 @@ def grid_table(c: Comparison) -> list[TexTable]:
         names = [str(x)[len(prefixes[k]):] for (k, _), x in zip(axes, key) if k in vary]
         header.append(tuple(names) + (Tex(f"($n = {_count(by['n'])}$)", f"(n = {_count(by['n'])})"),))
     head = (f"Macro signed gaps and protocol shifts ({c.name}, study 001 Table 2)"
-            + (f", {' and '.join(fixed)}" if fixed else "") + ": macro mean over the ")
+            + (f", {' and '.join(fixed)}" if fixed else "") + ": bootstrap mean of the macro mean over the ")
     mid = (" model-dataset settings of each " + ("group (" + _group_note(c) + ")" if "group" in s.columns else "group")
            + " with its macro-bootstrap interval")
-    mid += "; ns = the interval covers 0. A gap "
+    mid += " (the plain macro mean where no interval is computed); ns = the interval covers 0. A gap "
     tail = " means verbalized confidence has the lower ECE."
     tt = TexTable(c.name, Tex(prose(head) + "$n$" + prose(mid) + "$g$ is verbalized minus token-probability ECE: negative $g$"
                               + prose(tail), f"{head}n{mid}g is verbalized minus token-probability ECE: negative g{tail}"),
                   header, [False] + [True] * len(groups))
     definitions = {r["quantity"]: str(r.get("definition") or "") for r in recs}
+    readouts = c.data.get("readouts") or ("", "'")
     for q in quantities:
-        cells: list[Any] = [_quantity_label(q, definitions.get(q, ""))]
+        cells: list[Any] = [_quantity_label(q, definitions.get(q, ""), readouts)]
         for key, by in groups.items():
             r = by.get(q, {})
             m = (ci.get(key) or {}).get(q)
             if m is not None and _num(m.get("macro lo")):
-                v = value_cell(r.get("macro mean"), m.get("macro lo"), m.get("macro hi"))
+                # 001 Table 2 prints the bootstrap mean with its interval
+                v = value_cell(m.get("bootstrap mean") if _num(m.get("bootstrap mean")) else r.get("macro mean"),
+                               m.get("macro lo"), m.get("macro hi"))
                 if isinstance(v, tuple) and str(m.get("interval", "")).startswith("ns"):
                     v = (Tex(prose(v[0]) + "$^{\\mathrm{ns}}$", v[0] + "ns"), v[1])
                 cells.append(v)
@@ -902,8 +910,8 @@ def grid_table(c: Comparison) -> list[TexTable]:
             tt.rules.add(len(tt.rows))
         tt.add(cells, q)
     legend = [_gaps_math(f"{q}: {d}") if q.startswith("g_") else Tex(
-        f"{_quantity_label(q, d)}: {_gaps_math(d)}", f"{q}: {d}") for q, d in definitions.items()
-        if d and (q.startswith("g_") or "$g" not in _quantity_label(q, d))]
+        f"{_quantity_label(q, d, readouts)}: {_gaps_math(d)}", f"{q}: {d}") for q, d in definitions.items()
+        if d and (q.startswith("g_") or q == "readout" or "$g" not in _quantity_label(q, d))]
     if legend:
         tt.notes.append(Tex("; ".join(legend) + ".", "; ".join(x.plain for x in legend)))
     cut = sorted({p for k, p in prefixes.items() if p and k in vary})
@@ -914,7 +922,10 @@ def grid_table(c: Comparison) -> list[TexTable]:
 
 def readout_table(rd: RunData, grids: list[Comparison]) -> list[TexTable]:
     """Study 001 Table 9: the prefix shift g_A - g_B under each token readout (T1, T2), one column
-    per protocol_grid of the audit whose configurations read a different readout."""
+    per protocol_grid of the audit whose configurations read a different readout: per group (group_by=,
+    variant, evaluator) a heading row with the sign agreement between the first two readouts over the
+    settings, one row per setting (model/dataset) and the macro row (bootstrap mean of the macro mean
+    with its macro-bootstrap interval, as 001 prints it)."""
     by_audit: dict[str, list[tuple[str, Comparison]]] = {}
     for c in grids:
         cfg = rd.spec.get(c.name).value.configs if c.name in rd.spec.objects else []
@@ -927,23 +938,32 @@ def readout_table(rd: RunData, grids: list[Comparison]) -> list[TexTable]:
         if len(readouts) < 2:
             continue
         first = {r: c for r, c in reversed(lst)}  # the first grid of each readout
-        grouped = any(_table(first[r], "_macro_ci") is not None and "group" in _table(first[r], "_macro_ci").columns
-                      for r in readouts)
-        header = (["Group"] if grouped else []) + ["Variant", "Evaluator"] + [f"A-B ({r}, {first[r].name})"
-                                                                            for r in readouts]
         tt = TexTable(f"readouts_{aid}", f"Prefix-axis shift g_A - g_B under each token readout (audit {aid}, study 001 "
-                      "Table 9): macro mean with its macro-bootstrap interval.", header,
-                      [False] * (3 if grouped else 2) + [True] * len(readouts))
-        vals: dict[tuple, dict[str, Any]] = {}
+                      "Table 9): per setting, and the macro row (bootstrap mean of the macro mean with its "
+                      "macro-bootstrap interval); sign agreement = settings where both readouts give the shift the "
+                      "same sign.", ["Cell"] + [f"g_A - g_B ({r}, {first[r].name})" for r in readouts],
+                      [False] + [True] * len(readouts))
+        cells: dict[tuple, dict[tuple[str, str], dict[str, Any]]] = {}
+        macro: dict[tuple, dict[str, Any]] = {}
         for r in readouts:
-            mci = _table(first[r], "_macro_ci")
-            for rec in (mci.records() if mci is not None else []):
+            for rec in (t.records() if (t := _table(first[r], "_setting_ci")) is not None else []):
                 if rec["quantity"] == "g_A - g_B":
-                    vals.setdefault(_gkey(rec), {})[r] = value_cell(
-                        rec.get("macro mean"), rec.get("macro lo"), rec.get("macro hi"))
-        for (grp, var, ev), by in vals.items():
-            tt.add(([grp] if grouped else []) + [var, ev] + [by.get(r, "–") for r in readouts],
-                   "/".join(x for x in (grp, var, ev) if x))
+                    cells.setdefault(_gkey(rec), {}).setdefault((rec["model"], rec["dataset"]), {})[r] = rec["value"]
+            for rec in (t.records() if (t := _table(first[r], "_macro_ci")) is not None else []):
+                if rec["quantity"] == "g_A - g_B":
+                    v = rec.get("bootstrap mean") if _num(rec.get("bootstrap mean")) else rec.get("macro mean")
+                    macro.setdefault(_gkey(rec), {})[r] = value_cell(v, rec.get("macro lo"), rec.get("macro hi"))
+        r1, r2 = readouts[:2]
+        for key, by in cells.items():
+            both = [(v[r1], v[r2]) for v in by.values() if _num(v.get(r1)) and _num(v.get(r2))]
+            agree = sum(1 for a, b in both if math.copysign(1, float(a)) == math.copysign(1, float(b)) and float(a) * float(b) != 0)
+            name, kid = " / ".join(x for x in key if x) or aid, "/".join(x for x in key if x) or aid
+            if tt.rows:
+                tt.rules.add(len(tt.rows))
+            tt.add([f"{name} (sign agreement {agree}/{len(both)})"] + [""] * len(readouts), f"{kid}/agreement")
+            for (m, d), v in by.items():
+                tt.add([f"{m}/{d}"] + [value_cell(v.get(r)) for r in readouts], f"{kid}/{m}/{d}")
+            tt.add(["macro"] + [macro.get(key, {}).get(r, "–") for r in readouts], f"{kid}/macro")
         if tt.rows:
             out.append(tt)
     return out

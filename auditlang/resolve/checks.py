@@ -117,7 +117,7 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
                               comp.param_span(fld), hint=f"audit '{where}' has: {', '.join(pool)}")
         if comp.ctor == "evaluator_repair":
             _check_repair_reference(comp, a, audit_id, bag, ref, ref_id if ref is not a else audit_id)
-        for fld in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type"):
+        for fld in ("verbal", "token", "raw", "norm", "own", "gold", "plausible", "off_type", "readout"):
             x = getattr(comp.value, fld, None)
             if x and x not in a.protocols:
                 bag.error("E156", f"compare '{comp.id}': protocol '{x}' is not in audit '{audit_id}'", comp.param_span(fld),

@@ -805,9 +805,18 @@ GroupKey = Literal["instruct", "family", "size", "size_class", "model"]
 
 class ProtocolGrid(_Compare):
     DOC: ClassVar[str] = "Study 001: g_X = ECE(verbal) - ECE(token_X) per configuration, shifts and sign flips."
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("group_by", "reference")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("group_by", "reference", "readout", "tables")
     verbal: str
     configs: list[str]
+    # a token configuration that differs from the first one in its readout only (001 Table 2's
+    # "Token readout" row g_A^T1 - g_A^T2, Table 4's token-readout axis): its gap under the first
+    # estimator, contrasted with g_A, per setting and as a macro mean with its interval
+    readout: str | None = None
+    # the appendix tables this grid writes besides its own (001 Table 11: parse_rate, the verbal
+    # parse rate as a model pair x dataset matrix; Table 22: scorers, the grid under each evaluator
+    # with the mean |change of g_A| against the first; Table 4: axes, the mean |change of g| per
+    # identity and protocol axis)
+    tables: list[Literal["parse_rate", "scorers", "axes"]] = []
     estimators: list[str] = []
     # macro means, intervals and sign flips per group of models (model attributes, in this order)
     group_by: list[GroupKey] = []
@@ -819,9 +828,9 @@ class ProtocolGrid(_Compare):
     # when this is set, since each replicate is a separate call.
     resamples: int | None = Field(default=None, ge=10, le=MAX_RESAMPLES)
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "verbal": "protocol", "configs": "protocol", "estimators": "metric",
-                                      "reference": "metric"}
+                                      "reference": "metric", "readout": "protocol"}
     DISCLOSES: ClassVar[dict[str, str]] = {"signal": "ECE_gap", "estimator": "g_A vs g_C"}
-    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "configs")
+    CONTRASTED: ClassVar[tuple[str, ...]] = ("verbal", "configs", "readout")
     # two configurations that differ only in the scored answer: report/figures_s001.py draws 001 Figure 1
     FIGURES: ClassVar[bool] = True
     # the one axis two configurations differ on -> how the grid measures it (else "gap shift")
@@ -829,8 +838,9 @@ class ProtocolGrid(_Compare):
                                                 "scored": "generated vs gold"}
 
     def contrast(self, p: str, q: str, axes: list[str], order: list[str]) -> tuple[str, str, str | None] | None:
-        if p in self.configs and q in self.configs:
-            main, alt = sorted((p, q), key=self.configs.index)
+        tok = [*self.configs, *([self.readout] if self.readout else [])]
+        if p in tok and q in tok:
+            main, alt = sorted((p, q), key=tok.index)
             return main, alt, (self.AXIS_CONTRASTS.get(axes[0]) if len(axes) == 1 else None) or "gap shift"
         return super().contrast(p, q, axes, order)
 

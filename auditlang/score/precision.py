@@ -180,7 +180,7 @@ def compare_pairs(spec: Spec, cells: list[Cell]) -> list[tuple[str, str, list[tu
             pairs = _pairs_between(mine, "evaluator", c.base, list(c.repairs), variant=[c.variant])
             metrics = [_ref(spec, c.metric, ACCURACY)]
         elif ctor == "protocol_grid":
-            pairs = _pairs_between(mine, "protocol", c.verbal, list(c.configs))
+            pairs = _pairs_between(mine, "protocol", c.verbal, [*c.configs, *([c.readout] if c.readout else [])])
             metrics = [_ref(spec, m, ECE10) for m in c.estimators] or [_ref(spec, c.metric, ECE10)]
         elif ctor == "provenance":
             others = [x for x in (c.gold, c.plausible, c.off_type) if x]

@@ -152,7 +152,8 @@ def check_grid_numbers(tex_file, comparisons) -> None:
                                                                 "interaction": "interaction"}
         for q, mean in zip(g["quantity"], g["macro mean"]):
             m = by_q[names[q]]
-            want = [mean] + ([m["macro lo"], m["macro hi"]] if pd.notna(m["macro lo"]) else [])
+            # 001 Table 2 prints the bootstrap mean where there is an interval, else the plain macro mean
+            want = ([m["bootstrap mean"], m["macro lo"], m["macro hi"]] if pd.notna(m["macro lo"]) else [mean])
             assert [float(x) for x in NUM.findall(cells[q])] == [round(x, 3) for x in want], (stem, q, var, ev)
             assert ("mathrm{ns}" in cells[q]) == str(m["interval"]).startswith("ns"), (q, cells[q])
 
@@ -235,14 +236,16 @@ def test_two_grids_with_different_readouts_give_study_001_table_9(run, tmp_path)
                          "tok_prefix2], estimators=[ece10, binfree])\ncompare grid = ")])
     tables = comparison_tables(rd, compute_all(rd))
     t = tables["readouts_main"][0]
-    assert t.header[:2] == ["Variant", "Evaluator"] and set(t.header[2:]) == {"A-B (T1, grid)", "A-B (T2, grid2)"}
-    j = t.header.index("A-B (T1, grid)")
+    assert t.header[0] == "Cell" and set(t.header[1:]) == {"g_A - g_B (T1, grid)", "g_A - g_B (T2, grid2)"}
+    j = t.header.index("g_A - g_B (T1, grid)")
     macro = pd.read_csv(run.report / "comparisons" / "grid_macro_ci.csv")
     ab = macro[macro["quantity"] == "g_A - g_B"].set_index(["variant", "evaluator"])
-    for row, key in zip(t.rows, t.keys):
-        var, ev = key.split("/")
+    macro_rows = [(row, key) for row, key in zip(t.rows, t.keys) if key.endswith("/macro")]
+    assert macro_rows and any(k.endswith("/agreement") for k in t.keys)
+    for row, key in macro_rows:  # 001 Table 9 prints bootstrap means (B = 200)
+        var, ev = key.split("/")[:2]
         v = row[j][0] if isinstance(row[j], tuple) else row[j]
-        assert v == f"{ab.loc[(var, ev), 'macro mean']:.3f}"
+        assert v == f"{ab.loc[(var, ev), 'bootstrap mean']:.3f}"
 
 
 def test_report_statement_in_the_spec_language(run, tmp_path):

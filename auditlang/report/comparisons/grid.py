@@ -32,6 +32,7 @@ from auditlang.report.comparisons.common import (
     metric_choice,
 )
 from auditlang.report.comparisons.grid_intervals import Setting, grid_intervals
+from auditlang.report.comparisons.grid_tables import axes_table, parse_rate_table, scorer_table
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import Table, not_computable
 from auditlang.resolve.models import group_label
@@ -73,20 +74,27 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
     is_grid = (len(configs) == 2 and len(ests) == 2 and ref is None
                and all(is_calibration(es.name) for es in ests))
     combos = [(cf, es) for es in ests for cf in configs]
+    rdo = getattr(c, "readout", None) if is_grid else None
+    if rdo:  # the readout configuration: its gap under the first estimator only (g_A^T2)
+        combos.append((rdo, ests[0]))
     gcols = [f"g[{cf} | {es.label}]" for cf, es in combos]
-    extra = ["g_A", "g_B", "g_C", "g_D", "A-B", "A-C", "interaction"] if is_grid else []
+    extra = ["g_A", "g_B", "g_C", "g_D", "A-B", "A-C", "interaction", *(["readout"] if rdo else [])] if is_grid else []
     gb = list(getattr(c, "group_by", []) or [])
     out = Comparison(name, "protocol_grid", c.audit, shape="protocol_grid")
     t = Table(name, f"Signed calibration gaps g = est({c.verbal}) - est(token config) ({name})",
               [*_group_cols(c), "model", "dataset", "variant", "evaluator", "n_verbal_parsed", *gcols, *extra, "rho"])
     groups: dict[tuple[str, ...], dict[tuple[str, str], dict[str, float]]] = {}
     settings_by_group: dict[tuple[str, ...], list[Setting]] = {}
+    parse: dict[tuple[str, str, str], float] = {}
     for g in cell_groups(rd, c.audit, by=("model", "dataset", "variant", "evaluator"),
-                         over={"protocol": (c.verbal, *configs)}):
+                         over={"protocol": (c.verbal, *configs, *([rdo] if rdo else []))}):
         grp = (group_label(rd.spec, g.key[0], gb),) if gb else ()
-        got = _grid_row(t, c, g, grp, configs, ests, combos, is_grid)
+        got = _grid_row(t, c, g, grp, [*configs, *([rdo] if rdo else [])], ests, combos, is_grid)
+        m, d, v, e = g.key
+        vdf = g.rows[c.verbal]
+        if not vdf.empty and (m, d, v) not in parse:
+            parse[(m, d, v)] = float(vdf.drop_duplicates("item_id")["confidence_parsed"].astype(bool).mean())
         if got is not None:
-            m, d, v, e = g.key
             groups.setdefault((*grp, v, e), {})[(m, d)] = got[0]
             if got[1] is not None:
                 settings_by_group.setdefault((*grp, v, e), []).append(got[1])
@@ -94,10 +102,34 @@ def protocol_grid(rd: RunData, name: str, c) -> Comparison:
         t.notes.append(f"Groups: the models' {', '.join(gb)} (group_by=); macro means and sign flips are per group.")
     out.tables.append(t)
     contrasts = contrast_pairs(configs, ests, ref, is_grid)
-    out.tables.append(_summary(name, c, groups, configs, ests, is_grid, contrasts))
-    out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid, contrasts))
+    rpair = (f"{configs[0]}|{ests[0].label}", f"{rdo}|{ests[0].label}") if rdo else None
+    out.tables.append(_summary(name, c, groups, configs, ests, is_grid, contrasts, rpair))
+    out.tables.extend(_intervals(rd, name, c, settings_by_group, combos, is_grid,
+                                 contrasts + ([("readout", *rpair)] if rpair else [])))
+    out.tables.extend(_appendix_tables(rd, name, c, parse, groups, combos, is_grid, rpair))
     out.data = {"groups": groups, "group_by": gb, "reference": ref.label if ref else None,
-                "sign_pattern": _sign_pattern(rd, configs, ests)}
+                "readout": list(rpair) if rpair else None, "sign_pattern": _sign_pattern(rd, configs, ests),
+                "readouts": (rd.spec.get(configs[0]).value.readout, rd.spec.get(rdo).value.readout) if rdo else None}
+    return out
+
+
+def _appendix_tables(rd: RunData, name: str, c, parse: dict, groups: dict, combos: list, is_grid: bool,
+                     rpair: tuple[str, str] | None) -> list[Table]:
+    """The ``tables=`` this grid declares (001 Tables 11, 22, 4); scorers and axes need the A-D shape."""
+    want = list(getattr(c, "tables", []) or [])
+    out = [parse_rate_table(rd, name, c, parse)] if "parse_rate" in want else []
+    labels = [f"{cf}|{es.label}" for cf, es in combos[:4]]
+    for kind, build in (("scorers", lambda: scorer_table(rd, name, c, groups, labels)),
+                        ("axes", lambda: [axes_table(rd, name, c, groups, labels, rpair)])):
+        if kind not in want:
+            continue
+        if is_grid:
+            out.extend(build())
+        else:
+            t = Table(f"{name}_{kind}", f"{kind} ({name})", [])
+            t.notes.append(not_computable(f"tables=[{kind}] needs the 2 x 2 A-D grid (two configurations, two "
+                                          "calibration estimators, no reference=)"))
+            out.append(t)
     return out
 
 
@@ -141,7 +173,7 @@ def _grid_row(t: Table, c, g: CellGroup, grp: tuple[str, ...], configs: list[str
     grid_vals: list[Any] = []
     if is_grid:
         gA, gB, gC, gD = row_gaps[0], row_gaps[1], row_gaps[2], row_gaps[3]
-        grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD]
+        grid_vals = [gA, gB, gC, gD, gA - gB, gA - gC, gA - gB - gC + gD, *(gA - x for x in row_gaps[4:])]
     t.add(*grp, m, d, v, e, int(verbal[0].size), *row_gaps, *grid_vals, rho)
     tdfs = {cf: g.rows[cf] for cf in configs}
     allrows = pd.concat([vdf, *tdfs.values()])
@@ -208,7 +240,7 @@ def _defined(settings: dict, *labels: str) -> dict:
 
 
 def _summary(name: str, c, groups: dict, configs: list[str], ests: list[MetricChoice], is_grid: bool,
-             contrasts: list[tuple[str, str, str]]) -> Table:
+             contrasts: list[tuple[str, str, str]], rpair: tuple[str, str] | None = None) -> Table:
     gcol = _group_cols(c)
     if is_grid:
         s = Table(f"{name}_summary", f"A-D grid macro summary ({name}; study 001 Tables 2-3)",
@@ -224,6 +256,8 @@ def _summary(name: str, c, groups: dict, configs: list[str], ests: list[MetricCh
             labels = [f"{cf}|{es.label}" for es in ests for cf in configs]
             lab = dict(zip("ABCD", labels))
             defs = dict(zip("ABCD", (f"{cf} with {es.label}" for es in ests for cf in configs)))
+            if rpair:
+                lab["R"] = rpair[1]
             for x in "ABCD":
                 ok = _defined(settings, lab[x])
                 if ok:
@@ -232,13 +266,16 @@ def _summary(name: str, c, groups: dict, configs: list[str], ests: list[MetricCh
             names = {"A-B": "context shift g_A - g_B", "A-C": "estimator shift g_A - g_C",
                      "interaction": "second-order g_A - g_B - g_C + g_D"}
             parts = {"A-B": ("AB", (1, -1)), "A-C": ("AC", (1, -1)), "interaction": ("ABCD", (1, -1, -1, 1))}
+            if rpair:  # 001 Table 2 puts the token-readout row after g_D, before the context shift
+                names = {"readout": f"token readout g_A - g_A' [g_A' = {rpair[1].replace('|', ' with ')}]", **names}
+                parts = {"readout": ("AR", (1, -1)), **parts}
             for k, (xs, ws) in parts.items():
                 ok = _defined(settings, *(lab[x] for x in xs))
                 if not ok:
                     continue
                 vals = np.array([sum(w * g[lab[x]] for x, w in zip(xs, ws)) for g in ok.values()])
                 flips: Any = ""
-                if k != "interaction":
+                if k != "interaction" and len(xs) == 2:
                     flips = sign_flips([g[lab[xs[0]]] for g in ok.values()], [g[lab[xs[1]]] for g in ok.values()])
                 s.add(*key, len(ok), k, names[k], float(vals.mean()), float(np.abs(vals).mean()), flips)
         else:

@@ -39,7 +39,7 @@ def quantities(labels: list[str], is_grid: bool, pairs: list[tuple[str, str]] = 
     for a, b in pairs:
         out[f"{a} - {b}"] = {a: 1.0, b: -1.0}
     if is_grid:
-        a, b, c, d = labels
+        a, b, c, d = labels[:4]
         out.update({"g_A - g_B": {a: 1.0, b: -1.0}, "g_A - g_C": {a: 1.0, c: -1.0},
                     "interaction": {a: 1.0, b: -1.0, c: -1.0, d: 1.0}})
     return out
