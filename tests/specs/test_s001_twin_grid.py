@@ -103,6 +103,13 @@ def twin_run(tmp_path_factory, shared_data: Path) -> Path:
 SHIFTS = {"g_A - g_B", "g_A - g_C", "interaction"}
 
 
+def _gaps_only(t: pd.DataFrame) -> pd.DataFrame:
+    """The four A-D gaps: not the shifts, nor the twin's readout= row (001 Table 2's token readout:
+    the T2 configuration's gap and the T1 - T2 difference, named "<a> - <b>")."""
+    q = t.quantity
+    return t[~q.isin(SHIFTS) & ~q.str.contains(" - ", regex=False) & ~q.str.startswith("s001.tok_bare_t2|")]
+
+
 def _grid_is_full(comparisons: Path) -> pd.DataFrame:
     """Every listed setting has the four gaps g_A..g_D, each with a paired interval; the macro
     means of the four gaps have macro-bootstrap intervals. Returns the grid table."""
@@ -112,12 +119,12 @@ def _grid_is_full(comparisons: Path) -> pd.DataFrame:
     assert grid[GAPS].notna().all().all()
     assert (grid["n_verbal_parsed"] > 0).all()
     per = pd.read_csv(comparisons / "grid_setting_ci.csv")
-    per = per[~per.quantity.isin(SHIFTS)]  # the four gaps, named "<token config>|<estimator>"
+    per = _gaps_only(per)  # the four gaps, named "<token config>|<estimator>"
     assert len(per) == 4 * n_settings
     assert per[["value", "value lo", "value hi"]].notna().all().all()
     assert (per["value lo"] <= per["value"] + 1e-12).all() and (per["value"] <= per["value hi"] + 1e-12).all()
     macro = pd.read_csv(comparisons / "grid_macro_ci.csv")
-    macro = macro[~macro.quantity.isin(SHIFTS)]
+    macro = _gaps_only(macro)
     groups = grid.group.nunique() if "group" in grid else 1  # group_by=[instruct]: Instruct and base
     assert len(macro) == 4 * grid.evaluator.nunique() * groups
     assert "group" not in grid or set(macro.group) == set(grid.group)
