@@ -147,9 +147,14 @@ def check_grid_numbers(tex_file, comparisons) -> None:
         assert f"($n = {int(g['n_settings'].iloc[0])}$)" in head, head
         assert list(cells) == list(g["quantity"]), list(cells)
         by_q = dict(zip(ci["quantity"], ci.to_dict("records")))
-        gaps = [q for q in ci["quantity"] if "|" in q]
+        # readout= (001 Table 2's token-readout row): "<T1 config>|<est> - <T2 config>|<est>", whose
+        # right side is the T2 configuration's own gap; neither is one of the four A-D gaps
+        readout = [q for q in ci["quantity"] if "|" in q and " - " in q]
+        t2 = {readout[0].split(" - ", 1)[1]} if readout else set()
+        gaps = [q for q in ci["quantity"] if "|" in q and " - " not in q and q not in t2]
         names = dict(zip(["g_A", "g_B", "g_C", "g_D"], gaps)) | {"A-B": "g_A - g_B", "A-C": "g_A - g_C",
                                                                 "interaction": "interaction"}
+        names |= {"readout": readout[0]} if readout else {}
         for q, mean in zip(g["quantity"], g["macro mean"]):
             m = by_q[names[q]]
             # 001 Table 2 prints the bootstrap mean where there is an interval, else the plain macro mean

@@ -8,6 +8,7 @@ per variant (Table 8's delta: percent_0_100 - decimal_01).
 from __future__ import annotations
 
 import math
+from itertools import product
 from typing import Any
 
 from auditlang.report.comparisons.common import Comparison
@@ -33,22 +34,12 @@ def vpr_matrix(rd: RunData, name: str, c) -> Comparison:
     out = Comparison(name, "vpr_matrix", c.audit, shape="vpr_matrix")
     t = Table(name, f"Verbal parse rate per dataset ({name}; study 000 App. D.2-D.3)", header)
     ci = _intervals(rd, c.audit) if c.intervals else {}
-    for m in models:
-        for e in rd.evaluators(c.audit):
-            for d in a.datasets:
-                row: list[Any] = [m, d, e]
-                for v in variants:
-                    vals = [s.cells.get((m, d, v, p, e), math.nan) for p in protocols]
-                    for p, x in zip(protocols, vals):
-                        row += [x] + (list(ci.get((m, d, v, p, e), (math.nan, math.nan))) if c.intervals else [])
-                        if c.mark_below and x == x and rd.vpr_declared(c.audit) and x < s.threshold:
-                            t.marks[(len(t.rows), cols[(v, p)])] = "below"
-                    if delta:
-                        row.append(vals[1] - vals[0])
-                if all(x != x for x in row[3:]):
-                    t.nc("no verbal records", f"{m} / {d} / {e}")
-                    continue
-                t.add(*row)
+    for m, e, d in product(models, rd.evaluators(c.audit), a.datasets):
+        row = _row(rd, c, t, (m, d, e), variants, protocols, s, ci, cols)
+        if all(x != x for x in row[3:]):
+            t.nc("no verbal records", f"{m} / {d} / {e}")
+            continue
+        t.add(*row)
     if rd.vpr_declared(c.audit) and c.mark_below:
         t.notes.append(f"{BELOW} = below the inclusion threshold VPR >= {s.threshold:.2f} ({rd.vpr_source(c.audit)}).")
     elif c.mark_below:
@@ -62,6 +53,24 @@ def vpr_matrix(rd: RunData, name: str, c) -> Comparison:
     out.data = {"protocols": protocols, "variants": variants, "intervals": bool(c.intervals), "columns": cols,
                 "threshold": s.threshold if rd.vpr_declared(c.audit) and c.mark_below else None}
     return out
+
+
+def _row(rd: RunData, c, t: Table, key: tuple[str, str, str], variants: list[str], protocols: list[str], s,
+         ci: dict, cols: dict[tuple[str, str], str]) -> list[Any]:
+    """One (model, dataset, evaluator) row: each (variant, protocol)'s VPR (with its interval), the
+    below-threshold marks on ``t`` for the row about to be added, and the per-variant delta."""
+    m, d, e = key
+    row: list[Any] = [m, d, e]
+    below = c.mark_below and rd.vpr_declared(c.audit)
+    for v in variants:
+        vals = [s.cells.get((m, d, v, p, e), math.nan) for p in protocols]
+        for p, x in zip(protocols, vals):
+            row += [x] + (list(ci.get((m, d, v, p, e), (math.nan, math.nan))) if c.intervals else [])
+            if below and x == x and x < s.threshold:
+                t.marks[(len(t.rows), cols[(v, p)])] = "below"
+        if len(protocols) == 2:
+            row.append(vals[1] - vals[0])
+    return row
 
 
 def _columns(protocols: list[str], variants: list[str]) -> dict[tuple[str, str], str]:
