@@ -44,6 +44,9 @@ class RunData:
     # not in ``records`` (every comparison and figure reads answered items only) and are stated per cell
     failed: pd.DataFrame = field(default_factory=pd.DataFrame)
     _extras: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # compare id -> its computed outcome (report/comparisons compute_one): a comparison that reads
+    # others (grid_rows) reads these, never a second computation
+    computed: dict[str, Any] = field(default_factory=dict, repr=False)
     _extras_raw: dict[int, Any] | None = field(default=None, repr=False)  # index -> extras JSON (one column read)
     _index: dict[tuple, pd.DataFrame] | None = field(default=None, repr=False)
 

@@ -13,6 +13,7 @@ from auditlang.resolve import schema as S
 from auditlang.resolve.models import model_attribute
 from auditlang.resolve.protocol_checks import check_protocols
 from auditlang.resolve.bootstrap_units import check_units
+from auditlang.resolve.grid_rows import check_grid_rows
 from auditlang.resolve.spec import Spec
 from auditlang.resolve.templates import compile_obj
 
@@ -100,6 +101,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
                               "does not run", audit.param_span("protocols"),
                               hint=f"add {w} to the audit's models (its answers to the same items are needed)")
     for comp in spec.of_kind("compare").values():
+        if comp.ctor == "grid_rows":
+            check_grid_rows(spec, comp, bag)
         audit_id = comp.value.audit
         if audit_id not in spec.objects:
             continue

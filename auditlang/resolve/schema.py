@@ -647,7 +647,8 @@ class _Compare(Obj):
     * ``FIGURES``: the report draws figures from its outcome (report/figures.py, by its ``shape``);
     * ``CROSS_STAGE``: which answers of other units it scores (``candidate``: each model of a pair
       scores the other's answer; ``prompts``: answers re-scored across prompts or sampled), else None;
-    * :meth:`spread_variants` (the variant set of a prompt spread) and :meth:`estimators_compared`.
+    * :meth:`spread_variants` (the variant set of a prompt spread), :meth:`estimators_compared` and
+      :meth:`reads` (the comparisons whose outcome it reads).
     """
 
     POSITIONAL: ClassVar[tuple[str, ...]] = ("audit",)
@@ -692,6 +693,10 @@ class _Compare(Obj):
     def all_audits(self) -> list[str]:
         """The audits whose cells it compares (``aligned`` pools several)."""
         return [self.audit]
+
+    def reads(self) -> list[str]:
+        """The compare ids whose outcome it reads (``grid_rows``): the report computes them first."""
+        return []
 
 
 Compare = _Compare  # the public name: a plugin comparison's constructor model subclasses it
@@ -849,6 +854,43 @@ class ProtocolGrid(_Compare):
 
     def estimators_compared(self) -> list[str]:
         return list(self.estimators)
+
+
+GridColumn = Literal["g_A", "g_second", "context_shift", "abs_context", "context_flips", "estimator_shift",
+                     "abs_estimator", "rho_cells"]
+
+
+class GridRows(_Compare):
+    DOC: ClassVar[str] = ("Study 001: one table from named protocol_grid comparisons' summaries (Tables 3, 5, 16, 20): "
+                          "a row (or column) per grid group, the quantities read from each grid's own summary.")
+    POSITIONAL: ClassVar[tuple[str, ...]] = ("grids",)
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("audit", "groups", "labels", "evaluator", "layout", "rho_max")
+    audit: str = ""  # none of its own: it reads the audits of its grids
+    # the protocol_grid comparisons whose summaries it shows, in row order (each grid's groups in its order)
+    grids: list[str]
+    # the group labels (group_by= of a grid: "Instruct", "14B", ...) whose rows it keeps; [] = every group.
+    # A grid without group_by= gives one row.
+    groups: list[str] = []
+    # the row names, one per row in order (001 Table 3's "7-8B Instr.", "Qwen2.5-14B", ...); [] = the group
+    # label, or the one model of an ungrouped grid
+    labels: list[str] = []
+    # the quantities, in order: g_A (macro mean of the first gap), g_second (of the second configuration's
+    # gap: g_B, or g_gold of Table 5), context_shift / abs_context / context_flips (macro g_A - g_second, its
+    # mean absolute value, sign flips k/n), estimator_shift / abs_estimator (g_A - g_C of an A-D grid),
+    # rho_cells (settings with rho <= rho_max, k/n: 001 Table 16's "Tian rho <= 0.55 cells")
+    columns: list[GridColumn]
+    evaluator: str | None = None  # whose rows (default: each grid's first evaluator)
+    # rows: a row per group, a column per quantity (Tables 3, 5, 20); columns: transposed (Table 16)
+    layout: Literal["rows", "columns"] = "rows"
+    rho_max: float = Field(default=0.55, gt=0)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "grids": "compare", "evaluator": "evaluator"}
+
+    def all_audits(self) -> list[str]:
+        return []
+
+    def reads(self) -> list[str]:
+        """The compare ids whose outcome it reads."""
+        return list(self.grids)
 
 
 class Robustness(_Compare):
@@ -1033,6 +1075,7 @@ for _name, _schema, _impl in (
     ("norm_shift", NormShift, "normshift:norm_shift"),
     ("evaluator_repair", EvaluatorRepair, "repair:evaluator_repair"),
     ("protocol_grid", ProtocolGrid, "grid:protocol_grid"),
+    ("grid_rows", GridRows, "grid_rows:grid_rows"),
     ("robustness", Robustness, "robustness:robustness"),
     ("simulation", Simulation, "simulation:simulation"),
     ("aligned", Aligned, "aligned:aligned"),

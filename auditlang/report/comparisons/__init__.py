@@ -23,7 +23,12 @@ COMPARISONS: Mapping[str, Callable[[RunData, str, object], Comparison]] = REGIST
 
 
 def compute_one(rd: RunData, cid: str) -> Comparison:
+    """The outcome of compare ``cid``, kept in ``rd.computed``; the comparisons it reads (``reads()``:
+    grid_rows' grids) are computed first unless this run data holds them already."""
     obj = rd.spec.get(cid)
+    for src in obj.value.reads():
+        if src not in rd.computed:
+            compute_one(rd, src)
     name = cid.replace(".", "_")
     try:  # the function the compare's registry entry declares (a plugin's as a built-in's)
         out = REGISTRY.get("comparison", obj.ctor).load()(rd, name, obj.value)
@@ -32,6 +37,7 @@ def compute_one(rd: RunData, cid: str) -> Comparison:
         t.notes.append(not_computable(str(err)))
         out = Comparison(name, obj.ctor, obj.value.audit, tables=[t])
     out.cid = cid
+    rd.computed[cid] = out
     return out
 
 
