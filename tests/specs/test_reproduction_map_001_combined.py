@@ -1,0 +1,89 @@
+"""001 Tables 3, 5 and 16 as ONE table each (grid_rows, issue 41): the twin on the scripted engine of
+test_reproduction_map_001_grid.py (same script, --limit 2) with three grid_rows comparisons appended.
+
+By hand (see that module's docstring): Instruct, lenient: g_A = -0.2 and g_B = -0.6 on all 4 settings,
+so macro g_A = -0.2, g_A - g_B = +0.4, mean |g_A - g_B| = 0.4, no flip (0/4). Base, lenient (SciQ has
+no parsed confidence): g_A = +0.2, +0.2, -0.1 -> macro 0.1; g_B = +0.6, +0.6, +0.3; g_A - g_B = -0.4 on
+each, mean |.| 0.4; MMLU flips (-0.1 vs +0.3): 1/3. rho = 0.2 / 0.4 = 0.5 on the Instruct settings: 4/4
+at rho <= 0.55.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from auditlang.cli import main
+from scripted_engine import use_scripted_engine
+from test_reproduction_map_001_grid import _questions, make_script
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTRA = """
+compare table3 = grid_rows([grid], labels=["7-8B Instr.", "base"],
+  columns=[g_A, abs_context, abs_estimator, context_flips])
+compare table5 = grid_rows([scored], columns=[g_A, g_second, context_flips])
+compare table16 = grid_rows([grid], groups=["Instruct"], labels=["decimal"], layout=columns,
+  columns=[g_A, context_shift, estimator_shift, rho_cells, abs_context, context_flips])
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, shared_data: Path) -> Path:
+    text = (ROOT / "examples" / "s001_twin.audit").read_text(encoding="utf-8")
+    text = text.replace("resamples=200", "resamples=10").replace(", figures, html", "")
+    text = text.replace("\nreport ", EXTRA + "\nreport ")
+    tmp = tmp_path_factory.mktemp("s001c")
+    (tmp / "twin.audit").write_text(text, encoding="utf-8")
+    mp = pytest.MonkeyPatch()
+    use_scripted_engine(mp, make_script(_questions(shared_data)))
+    try:
+        rc = main(["run", str(tmp / "twin.audit"), "--data-root", str(shared_data), "--out", str(tmp / "run"),
+                   "--limit", "2", "--no-progress"])
+    finally:
+        mp.undo()
+    assert rc == 0
+    return tmp / "run" / "report"
+
+
+def rows(report: Path, name: str) -> list[dict[str, str]]:
+    with open(report / "comparisons" / f"{name}.csv", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _summary(report: Path, name: str, group: str) -> dict[str, dict[str, str]]:
+    return {r.get("quantity") or r["axis"]: r for r in rows(report, f"{name}_summary")
+            if r["group"] == group and r["evaluator"] == "s001.lenient"}
+
+
+def test_table3_one_row_per_group_read_from_the_grid_summary(report: Path) -> None:
+    got = rows(report, "table3")
+    assert list(got[0]) == ["setting", "macro g_A", "mean |g_A - g_B|", "mean |g_A - g_C|", "sign flips g_A vs g_B"]
+    assert [r["setting"] for r in got] == ["7-8B Instr.", "base"]
+    inst, base = got
+    assert float(inst["macro g_A"]) == pytest.approx(-0.2) and float(inst["mean |g_A - g_B|"]) == pytest.approx(0.4)
+    assert inst["sign flips g_A vs g_B"] == "0/4"
+    assert float(base["macro g_A"]) == pytest.approx(0.1) and base["sign flips g_A vs g_B"] == "1/3"
+    for row, grp in ((inst, "Instruct"), (base, "base")):
+        s = _summary(report, "grid", grp)
+        assert float(row["macro g_A"]) == float(s["g_A"]["macro mean"])
+        assert float(row["mean |g_A - g_C|"]) == float(s["A-C"]["mean |.|"])
+
+
+def test_table5_generated_vs_gold_per_group(report: Path) -> None:
+    got = rows(report, "table5")
+    assert list(got[0]) == ["setting", "macro g_first", "macro g_second", "sign flips g_first vs g_second"]
+    for r in got:
+        s = _summary(report, "scored", r["setting"])["context"]
+        assert float(r["macro g_first"]) == float(s["macro first"])
+        assert float(r["macro g_second"]) == float(s["macro second"])
+        assert r["sign flips g_first vs g_second"] == f"{s['sign flips']}/{s['n_settings']}"
+
+
+def test_table16_transposed_with_rho_count(report: Path) -> None:
+    got = {r["quantity"]: r["decimal"] for r in rows(report, "table16")}
+    assert list(got) == ["macro g_A", "macro g_A - g_B", "macro g_A - g_C", "rho <= 0.55 cells", "mean |g_A - g_B|",
+                         "sign flips g_A vs g_B"]
+    assert float(got["macro g_A - g_B"]) == pytest.approx(0.4)
+    assert got["rho <= 0.55 cells"] == "4/4"
