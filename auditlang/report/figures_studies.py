@@ -49,8 +49,7 @@ def _drop_figure(c: Comparison, save: Save, safe) -> Any:
     ax.bar(x + 0.2, [r[var_col] for r in rows], 0.4, label=c.data["variant"], color="tab:red")
     for k, r in enumerate(rows):
         ci = "" if r["drop lo"] != r["drop lo"] else f"\n[{r['drop lo']:.2f}, {r['drop hi']:.2f}]"
-        rel = r["relative drop %"]
-        rel_text = "-" if rel != rel else f"-{rel:.0f}%"  # no reference accuracy: no relative drop
+        rel_text = change_label(r["relative drop %"])
         ax.text(k, max(r[ref_col], r[var_col]) + 0.03, f"{rel_text}{ci}", ha="center", fontsize=6)
     chance = [r.get("random baseline", np.nan) for r in rows]
     note = _chance_line(ax, x, chance)
@@ -61,6 +60,12 @@ def _drop_figure(c: Comparison, save: Save, safe) -> Any:
     title = f"Accuracy under {c.data['variant']} vs {c.data['reference']} ({c.name}); drop with its paired interval"
     ax.set_title(title, fontsize=7)
     return save(fig, safe(f"drop_{c.name}"), title + f" (study 000 Figure 1{note})")
+
+
+def change_label(rel_drop: float) -> str:
+    """The bar label of a relative drop in percent: the signed change ("-100%" for a drop of 100%,
+    "+300%" for a rise, never "--300%"); "-" without a reference accuracy (NaN)."""
+    return "-" if rel_drop != rel_drop else f"{-rel_drop:+.0f}%"
 
 
 def _chance_line(ax, x: np.ndarray, chance: list[float]) -> str:

@@ -381,7 +381,8 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         evs = [_evaluator_text(rd, e, aid) for e in rd.evaluators(aid)]
         out.append(Sentence(f"Answers are scored with {_join(evs)}.", ["evaluator"], aid, [f"spec:{aid}.evaluators"]))
         refs, _ = _metric_refs(rd, aid)
-        out.append(Sentence(f"The metrics are {_join([metric_prose(r) for r in refs])}.", ["ece"], aid,
+        verb = "metric is" if len(refs) == 1 else "metrics are"
+        out.append(Sentence(f"The {verb} {_join([metric_prose(r) for r in refs])}.", ["ece"], aid,
                             [f"spec:{aid}.metrics"]))
         decs = {d.prose() for v in a.variants if (d := decoding_of(rd.spec.get(v))) is not None}
         budget = _budget_by_variant(rd, aid) or R.budget_text(R.answer_budgets(rd, aid))

@@ -129,6 +129,8 @@ def check_spec(spec: Spec, bag: DiagnosticBag, confine_models: bool = True) -> N
             _check_robustness(spec, comp, a, bag)
         if comp.ctor == "aligned":
             _check_aligned(spec, comp, bag)
+        if comp.ctor == "case_study":
+            _check_case_study(spec, comp, bag)
         if comp.ctor == "contrast":
             _check_contrast(comp, a, audit_id, bag)
         if getattr(comp.value, "group_by", None):
@@ -295,6 +297,39 @@ def _check_robustness(spec: Spec, comp, audit, bag: DiagnosticBag) -> None:
                   hint="one name per protocol of the audit, in order" if not c.protocols else
                   "one name for the protocols= row (e.g. methods=[\"VC\"])")
 
+
+
+def _check_case_study(spec: Spec, comp, bag: DiagnosticBag) -> None:
+    """E157: sources are robustness comparisons (with samples= for by=samples); E156: each case is
+    [model, dataset, item] of a model and dataset some source's audit runs; methods= names their rows."""
+    c = comp.value
+    srcs = []
+    for cid in c.sources:
+        other = spec.objects.get(cid)
+        if other is None or other.kind != "compare" or other.ctor != "robustness":
+            bag.error("E157", f"compare '{comp.id}': sources= names '{cid}', which is not a robustness comparison",
+                      comp.param_span("sources"), hint="list the ids of robustness(...) comparisons, e.g. "
+                      "sources=[robustness_answer, robustness_vc]")
+        elif c.by == "samples" and not other.value.samples:
+            bag.error("E157", f"compare '{comp.id}': by=samples reads sampled answers, but source '{cid}' has no "
+                      "samples=", comp.param_span("sources"), hint="name robustness comparisons with samples=<protocol>")
+        else:
+            srcs.append(other.value)
+    audits = [spec.get(s.audit).value for s in srcs if s.audit in spec.objects]
+    for case in c.cases:
+        if len(case) != 3:
+            bag.error("E156", f"compare '{comp.id}': a case is [model, dataset, item], got [{', '.join(case)}]",
+                      comp.param_span("cases"), hint='write cases=[["model", "dataset", "first"], ...]')
+            continue
+        if audits and not any(case[0] in a.models and case[1] in a.datasets for a in audits):
+            models = ", ".join(dict.fromkeys(m for a in audits for m in a.models))
+            bag.error("E156", f"compare '{comp.id}': no source's audit runs model '{case[0]}' on dataset '{case[1]}'",
+                      comp.param_span("cases"), hint=f"the sources' models: {models}")
+    named = {m for s in srcs for m in s.methods}
+    for m in c.methods:
+        if named and m not in named:
+            bag.error("E157", f"compare '{comp.id}': method '{m}' is named by no source's methods=",
+                      comp.param_span("methods"), hint=f"the sources name: {', '.join(sorted(named))}")
 
 
 def check_model_paths(spec: Spec, bag: DiagnosticBag) -> None:

@@ -931,6 +931,21 @@ class Simulation(_Compare):
     bins: int = Field(default=10, ge=2, le=100)  # ECE's equal-mass bins (002 §3.1 "M buckets of equal size")
 
 
+class CaseStudy(_Compare):
+    DOC: ClassVar[str] = ("Study 002 Tables 2, 3, 9, 10: one item's confidence per CE method under each perturbed prompt "
+                          "(by=prompts) or in each sampled answer (by=samples), from robustness comparisons' records.")
+    # the robustness comparisons whose records give the rows (a method's row from the first that has it)
+    sources: list[str]
+    by: Literal["prompts", "samples"] = "prompts"
+    # one [model, dataset, item] per case (002 prints two side by side); item: an id of the dataset, or
+    # "first" (the first item of the dataset's sample in the records)
+    cases: list[list[str]]
+    methods: list[str] = []  # the rows in order, by the sources' methods= names (default: all, sources' order)
+    evaluator: str | None = None  # correctness and samples' groups (default: the first source audit's first)
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("methods",)
+    REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "evaluator": "evaluator"}
+
+
 class Aligned(_Compare):
     DOC: ClassVar[str] = "Study 003: raw vs Instance-, Distribution- and Candidate-Aligned views between model pairs."
     pairs: list[list[str]] = []
@@ -1078,6 +1093,7 @@ for _name, _schema, _impl in (
     ("grid_rows", GridRows, "grid_rows:grid_rows"),
     ("robustness", Robustness, "robustness:robustness"),
     ("simulation", Simulation, "simulation:simulation"),
+    ("case_study", CaseStudy, "case_study:case_study"),
     ("aligned", Aligned, "aligned:aligned"),
     ("contrast", Contrast, "contrast:contrast"),
     ("consistency", Consistency, "consistency:consistency"),

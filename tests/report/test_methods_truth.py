@@ -159,3 +159,12 @@ def test_evaluators_differing_only_in_label_form_are_told_apart(run, tmp_path):
     disc = "\n".join(t.to_markdown() for t in disclosure_tables(rd))
     assert "ll_space (label_form=space); ll_bare (label_form=bare)" in disc
 
+
+
+def test_a_single_metric_is_named_in_the_singular(run, tmp_path):
+    """s000's repair audit declares metrics = [accuracy]: the paragraph said "The metrics are
+    accuracy." (session 20, examples/reports/s000/methods.tex)."""
+    rd = run_with(run, tmp_path, "metrics = [accuracy, ece10, brier, auroc]", "metrics = [accuracy]")
+    text = paragraph(rd)
+    assert "The metric is accuracy." in text and "The metrics are accuracy." not in text
+    assert "The metrics are accuracy, " in paragraph(load_run(run.spec, run.plan, run.run_dir))

@@ -248,3 +248,55 @@ def test_simulation_stability_equals_the_metric_functions() -> None:
         assert math.isclose(sst, answer_sensitivity(conf.tolist(), groups).value, abs_tol=1e-12)
     tie = np.array([[0.0, 1.0, 1.0, 0.0]])  # a 2-2 tie: Y^max is the group of the first generation (wrong)
     assert max_group(tie).tolist() == [[True, False, False, True]]
+
+
+
+CASES = [("smollm2", "triviaqa"), ("gemma3", "popqa")]
+
+
+def test_case_study_tables_9_and_2_prompt_robustness(report: Path) -> None:
+    got = rows(report, "case_prompts")
+    assert list(got[0]) == ["model", "dataset", "item", "question", "y", "Corr.", "CE", "t_1", "t_2", "t_3", "P-RB"]
+    assert [(r["model"], r["dataset"], r["CE"]) for r in got] == [
+        (m, d, ce) for m, d in CASES for ce in ("Prob.", "PS", "VC", "P(True)")]  # methods= order, per case
+    summary = {r["CE"]: r for r in rows(report, "case_prompts_summary")}
+    assert list(rows(report, "case_prompts_summary")[0]) == ["CE"] + [
+        f"{m} / {d} {x}" for m, d in CASES for x in ("max", "min", "mean", "P-RB")]
+    for r in got:
+        assert r["Corr."] in ("0", "1") and r["question"].endswith("?") and r["y"] in ("A", "B")
+        vals = np.array([float(r[f"t_{k}"]) for k in (1, 2, 3) if r[f"t_{k}"]])
+        if vals.size >= 2:  # by hand: 1 - population Std over the item's prompts (002 eq. 3)
+            assert math.isclose(float(r["P-RB"]), 1 - float(np.std(vals)))
+        s = summary[r["CE"]]
+        lab = f"{r['model']} / {r['dataset']}"
+        assert math.isclose(float(s[f"{lab} max"]), vals.max()) and math.isclose(float(s[f"{lab} min"]), vals.min())
+        assert math.isclose(float(s[f"{lab} mean"]), vals.mean())
+    # VC's prompts are the three confidence prompts: P(1) and P(%) read the question's value v, the
+    # linguistic one the expression int(12 v) maps to, so t_1 = t_2 (0.1 .. 0.9 and 10% .. 90%)
+    for r in got:
+        if r["CE"] == "VC":
+            assert r["t_1"] == r["t_2"] and 0.1 <= float(r["t_1"]) <= 0.9
+    md = (report / "comparisons" / "case_prompts.md").read_text(encoding="utf-8")
+    assert "study 002 Table 9" in md and "item=first: the first item of the dataset's sample in the records" in md
+    assert "study 002 Table 2" in (report / "comparisons" / "case_prompts_summary.md").read_text(encoding="utf-8")
+
+
+def test_case_study_tables_10_and_3_sampled_answers(report: Path) -> None:
+    got = rows(report, "case_samples")
+    assert list(got[0]) == ["model", "dataset", "item", "question", "y*", "CE", *[f"y_{k}" for k in range(1, 11)],
+                            "A-STB", "A-SST"]
+    assert [(r["model"], r["CE"]) for r in got] == [(m, ce) for m, _ in CASES for ce in ("answer", "Prob.", "PS", "P(True)")]
+    for r in got:
+        if r["CE"] == "answer":  # the script's K = 10 samples: 7 x "A", 3 x "B" (002 Table 10's answer row)
+            assert [r[f"y_{k}"] for k in range(1, 11)] == list("AAAAAAABBB") and r["y*"]
+        else:  # each method scores every sample of the item alike here: A-STB = 1, A-SST = 0 by hand
+            vals = {r[f"y_{k}"] for k in range(1, 11)}
+            assert len(vals) == 1 and math.isclose(float(r["A-STB"]), 1.0) and abs(float(r["A-SST"])) < 1e-12
+    s = rows(report, "case_samples_summary")
+    assert list(s[0]) == ["CE"] + [c for m, d in CASES for c in (f"{m} / {d}: A [Y^max]", f"{m} / {d}: B [Y^min]",
+                                                                  f"{m} / {d} A-STB", f"{m} / {d} A-SST")]
+    ten = {(r["model"], r["CE"]): float(r["y_1"]) for r in got if r["CE"] != "answer"}
+    for r in s:
+        for m, d in CASES:
+            assert math.isclose(float(r[f"{m} / {d}: A [Y^max]"]), ten[(m, r["CE"])])
+    assert "study 002 Table 3" in (report / "comparisons" / "case_samples_summary.md").read_text(encoding="utf-8")
