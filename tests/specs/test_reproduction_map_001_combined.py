@@ -1,5 +1,6 @@
 """001 Tables 3, 5 and 16 as ONE table each (grid_rows, issue 41): the twin on the scripted engine of
-test_reproduction_map_001_grid.py (same script, --limit 2) with three grid_rows comparisons appended.
+test_reproduction_map_001_grid.py (same script, --limit 2): its own table3 / table5 / table16 and one
+grid_rows comparison appended (``both``: Table 3's columns for both variant groups).
 
 By hand (see that module's docstring): Instruct, lenient: g_A = -0.2 and g_B = -0.6 on all 4 settings,
 so macro g_A = -0.2, g_A - g_B = +0.4, mean |g_A - g_B| = 0.4, no flip (0/4). Base, lenient (SciQ has
@@ -21,11 +22,8 @@ from test_reproduction_map_001_grid import _questions, make_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA = """
-compare table3 = grid_rows([grid], labels=["7-8B Instr.", "base"],
+compare both = grid_rows([grid], labels=["7-8B Instr.", "base"],
   columns=[g_A, abs_context, abs_estimator, context_flips])
-compare table5 = grid_rows([scored], columns=[g_A, g_second, context_flips])
-compare table16 = grid_rows([grid], groups=["Instruct"], labels=["decimal"], layout=columns,
-  columns=[g_A, context_shift, estimator_shift, rho_cells, abs_context, context_flips])
 """
 
 
@@ -58,7 +56,10 @@ def _summary(report: Path, name: str, group: str) -> dict[str, dict[str, str]]:
 
 
 def test_table3_one_row_per_group_read_from_the_grid_summary(report: Path) -> None:
-    got = rows(report, "table3")
+    twin = rows(report, "table3")  # the twin's own: the Instruct group only (groups=["Instruct"])
+    assert [r["setting"] for r in twin] == ["Instruct (smollm2)"]
+    got = rows(report, "both")
+    assert {k: v for k, v in got[0].items() if k != "setting"} == {k: v for k, v in twin[0].items() if k != "setting"}
     assert list(got[0]) == ["setting", "macro g_A", "mean |g_A - g_B|", "mean |g_A - g_C|", "sign flips g_A vs g_B"]
     assert [r["setting"] for r in got] == ["7-8B Instr.", "base"]
     inst, base = got
@@ -74,8 +75,9 @@ def test_table3_one_row_per_group_read_from_the_grid_summary(report: Path) -> No
 def test_table5_generated_vs_gold_per_group(report: Path) -> None:
     got = rows(report, "table5")
     assert list(got[0]) == ["setting", "macro g_first", "macro g_second", "sign flips g_first vs g_second"]
-    for r in got:
-        s = _summary(report, "scored", r["setting"])["context"]
+    assert [r["setting"] for r in got] == ["Instruct (smollm2)", "Base (gemma3)"]
+    for r, group in zip(got, ("Instruct", "base")):
+        s = _summary(report, "scored", group)["context"]
         assert float(r["macro g_first"]) == float(s["macro first"])
         assert float(r["macro g_second"]) == float(s["macro second"])
         assert r["sign flips g_first vs g_second"] == f"{s['sign flips']}/{s['n_settings']}"
