@@ -46,14 +46,19 @@ def grid_rows(spec: Spec, c) -> list[GridRow]:
 
 
 def check_grid_rows(spec: Spec, comp, bag: DiagnosticBag) -> None:
-    """E157: grids= names protocol_grid comparisons, evaluator= is in each grid's audit, every groups=
-    label is a group of some grid, and labels= names every row once."""
+    """E157: grids= names one or more protocol_grid comparisons, evaluator= is in each grid's audit,
+    every groups= label is a group of some grid (so each kept label gives a row), and labels= names
+    every row once."""
     c = comp.value
+    if not c.grids:
+        bag.error("E157", f"compare '{comp.id}': grids= names no comparison", comp.param_span("grids"),
+                  hint="name the protocol_grid comparisons whose summaries it shows, e.g. grid_rows([grid], ...)")
+        return
     bad = [g for g in c.grids if g in spec.objects and spec.get(g).ctor != "protocol_grid"]
     for g in bad:
         bag.error("E157", f"compare '{comp.id}': '{g}' is a {spec.get(g).ctor} comparison; grid_rows reads "
                   "protocol_grid summaries", comp.param_span("grids"), hint="name protocol_grid comparisons in grids=")
-    if bad or not c.grids or any(g not in spec.objects for g in c.grids):
+    if bad or any(g not in spec.objects for g in c.grids):
         return
     for g in c.grids:
         a = spec.get(spec.get(g).value.audit).value
@@ -70,9 +75,6 @@ def check_grid_rows(spec: Spec, comp, bag: DiagnosticBag) -> None:
     if c.labels and len(c.labels) != n:
         bag.error("E157", f"compare '{comp.id}': labels= names {len(c.labels)} row(s), the table has {n}",
                   comp.param_span("labels"), hint="one label per row: each grid's kept groups (and variants), in order")
-    if n == 0:
-        bag.error("E157", f"compare '{comp.id}': groups= keeps no row of its grids", comp.param_span("groups"),
-                  hint=f"the grids' groups: {', '.join(sorted(every))}")
 
 
 def _all_groups(spec: Spec, gid: str) -> list[str]:
