@@ -1207,13 +1207,54 @@ def contrast_table(c: Comparison) -> list[TexTable]:
     return [tt]
 
 
+def _sub(x: str) -> str:
+    """A gap's subscript in math: ``A``, or ``\\mathrm{gen}`` for a word."""
+    return x if len(x) == 1 else f"\\mathrm{{{prose(x)}}}"
+
+
+def grid_rows_label(q: str, gaps: tuple[str, str], rho_max: float) -> Tex:
+    """The header (or, transposed, the row label) of a grid_rows quantity in 001's notation: $\\bar{g}_{A}$,
+    $\\overline{|g_{A}-g_{B}|}$, sign flips $g_{A}$ vs $g_{B}$, $\\rho \\le 0.55$ cells."""
+    a, b = (_sub(x) for x in gaps)
+    pa, pb = (f"g{x}" for x in gaps)
+    forms = {"g_A": (f"$\\bar{{g}}_{{{a}}}$", pa), "g_second": (f"$\\bar{{g}}_{{{b}}}$", pb),
+             "context_shift": (f"$\\overline{{g_{{{a}}}-g_{{{b}}}}}$", f"{pa}-{pb}"),
+             "abs_context": (f"$\\overline{{|g_{{{a}}}-g_{{{b}}}|}}$", f"|{pa}-{pb}|"),
+             "estimator_shift": (f"$\\overline{{g_{{{a}}}-g_{{C}}}}$", f"{pa}-gC"),
+             "abs_estimator": (f"$\\overline{{|g_{{{a}}}-g_{{C}}|}}$", f"|{pa}-gC|"),
+             "context_flips": (f"sign flips $g_{{{a}}}$ vs $g_{{{b}}}$", f"sign flips {pa} vs {pb}"),
+             "rho_cells": (f"$\\rho \\le {rho_max:g}$ cells", f"rho <= {rho_max:g} cells")}
+    return Tex(*forms[q])
+
+
+def grid_rows_table(c: Comparison) -> list[TexTable]:
+    """001 Tables 3, 5, 20 (a row per group of a grid, a column per quantity) or Table 16 (transposed,
+    ``layout=columns``): the values of ``NAME`` as they are, the quantities in 001's notation."""
+    t = _table(c)
+    if t is None or not t.rows:
+        return []
+    d = c.data
+    labels = [grid_rows_label(q, tuple(d["gaps"]), d["rho_max"]) for q in d["columns"]]
+    recs = t.records()
+    lead = t.columns[0]
+    caption = f"Protocol-grid summaries of {', '.join(d['grids'])} in one table (study 001 Tables 3, 5, 16, 20)"
+    head = ["Quantity", *t.columns[1:]] if d["layout"] == "columns" else ["Setting", *labels]
+    tt = TexTable(t.name, caption, head, [False] + [True] * (len(t.columns) - 1))
+    for i, r in enumerate(recs):
+        first = labels[i] if d["layout"] == "columns" else r[lead]
+        tt.add([first, *(value_cell(r[k]) if isinstance(r[k], float) else fmt(r[k]) for k in t.columns[1:])],
+               f"{c.name}[{i}]")
+    tt.notes += t.all_notes()
+    return [tt]
+
+
 # a comparison outcome's declared shape (``Comparison.shape``) -> its LaTeX tables; "" or an
 # undeclared shape (a plugin's) -> its first table as a generic one
 SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "vpr_matrix": vpr_matrix_table,
           "spread": spread_table, "size_spread": spread_table,
           "norm_shift": norm_shift_tables, "protocol_grid": grid_table, "robustness": robustness_table,
           "aligned": aligned_table, "consistency": consistency_tables, "provenance": provenance_table,
-          "contrast": contrast_table}
+          "contrast": contrast_table, "grid_rows": grid_rows_table}
 
 
 def comparison_tables(rd: RunData, comps: list[Comparison]) -> dict[str, list[TexTable]]:

@@ -46,7 +46,8 @@ def grid_rows(spec: Spec, c) -> list[GridRow]:
 
 
 def check_grid_rows(spec: Spec, comp, bag: DiagnosticBag) -> None:
-    """E157: grids= names one or more protocol_grid comparisons, evaluator= is in each grid's audit,
+    """E157: grids= names one or more protocol_grid comparisons, gaps= two distinct subscripts,
+    evaluator= is in each grid's audit,
     every groups= label is a group of some grid (so each kept label gives a row), and labels= names
     every row once."""
     c = comp.value
@@ -54,6 +55,9 @@ def check_grid_rows(spec: Spec, comp, bag: DiagnosticBag) -> None:
         bag.error("E157", f"compare '{comp.id}': grids= names no comparison", comp.param_span("grids"),
                   hint="name the protocol_grid comparisons whose summaries it shows, e.g. grid_rows([grid], ...)")
         return
+    if c.gaps and (len(c.gaps) != 2 or len(set(c.gaps)) != 2):
+        bag.error("E157", f"compare '{comp.id}': gaps= names {len(set(c.gaps))} distinct gap(s); it names the first "
+                  "and the second", comp.param_span("gaps"), hint='two subscripts, e.g. gaps=["gen", "gold"]')
     bad = [g for g in c.grids if g in spec.objects and spec.get(g).ctor != "protocol_grid"]
     for g in bad:
         bag.error("E157", f"compare '{comp.id}': '{g}' is a {spec.get(g).ctor} comparison; grid_rows reads "

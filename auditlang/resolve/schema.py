@@ -864,7 +864,8 @@ class GridRows(_Compare):
     DOC: ClassVar[str] = ("Study 001: one table from named protocol_grid comparisons' summaries (Tables 3, 5, 16, 20): "
                           "a row (or column) per grid group, the quantities read from each grid's own summary.")
     POSITIONAL: ClassVar[tuple[str, ...]] = ("grids",)
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("audit", "groups", "labels", "evaluator", "layout", "rho_max")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("audit", "groups", "labels", "evaluator", "layout", "rho_max",
+                                                  "gaps")
     audit: str = ""  # none of its own: it reads the audits of its grids
     # the protocol_grid comparisons whose summaries it shows, in row order (each grid's groups in its order)
     grids: list[str]
@@ -883,6 +884,9 @@ class GridRows(_Compare):
     # rows: a row per group, a column per quantity (Tables 3, 5, 20); columns: transposed (Table 16)
     layout: Literal["rows", "columns"] = "rows"
     rho_max: float = Field(default=0.55, gt=0)
+    # the subscripts of the first and the second gap in the headers, e.g. ["gen", "gold"] (001 Tables 5,
+    # 20: g_gen, g_gold); [] = A, B for an A-D grid, first, second for a contrast grid
+    gaps: list[str] = []
     REFS: ClassVar[dict[str, str]] = {**_Compare.REFS, "grids": "compare", "evaluator": "evaluator"}
 
     def all_audits(self) -> list[str]:

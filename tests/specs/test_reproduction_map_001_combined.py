@@ -12,6 +12,8 @@ at rho <= 0.55.
 from __future__ import annotations
 
 import csv
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,13 +76,13 @@ def test_table3_one_row_per_group_read_from_the_grid_summary(report: Path) -> No
 
 def test_table5_generated_vs_gold_per_group(report: Path) -> None:
     got = rows(report, "table5")
-    assert list(got[0]) == ["setting", "macro g_first", "macro g_second", "sign flips g_first vs g_second"]
+    assert list(got[0]) == ["setting", "macro g_gen", "macro g_gold", "sign flips g_gen vs g_gold"]  # gaps=[gen, gold]
     assert [r["setting"] for r in got] == ["Instruct (smollm2)", "Base (gemma3)"]
     for r, group in zip(got, ("Instruct", "base")):
         s = _summary(report, "scored", group)["context"]
-        assert float(r["macro g_first"]) == float(s["macro first"])
-        assert float(r["macro g_second"]) == float(s["macro second"])
-        assert r["sign flips g_first vs g_second"] == f"{s['sign flips']}/{s['n_settings']}"
+        assert float(r["macro g_gen"]) == float(s["macro first"])
+        assert float(r["macro g_gold"]) == float(s["macro second"])
+        assert r["sign flips g_gen vs g_gold"] == f"{s['sign flips']}/{s['n_settings']}"
 
 
 def test_table16_transposed_with_rho_count(report: Path) -> None:
@@ -89,3 +91,31 @@ def test_table16_transposed_with_rho_count(report: Path) -> None:
                          "sign flips g_A vs g_B"]
     assert float(got["macro g_A - g_B"]) == pytest.approx(0.4)
     assert got["rho <= 0.55 cells"] == "4/4"
+
+
+def test_latex_tables_in_001_notation_fit_a_column(report: Path, tmp_path: Path) -> None:
+    """tables/<name>.tex: the quantities as 001 writes them, the values of the CSV row by row, and each
+    table set in one column of a two-column article (pdflatex, no overfull box)."""
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    try:
+        from latex_fit import PDFLATEX, compile_fit
+    finally:
+        sys.path.pop(0)
+    t3 = (report / "tables" / "both.tex").read_text(encoding="utf-8")
+    assert ("Setting & $\\bar{g}_{A}$ & $\\overline{|g_{A}-g_{B}|}$ & $\\overline{|g_{A}-g_{C}|}$ & sign flips "
+            "$g_{A}$ vs $g_{B}$ \\\\") in t3
+    body = {m.group(1): m.group(0) for m in re.finditer(r"^.* % row: (\S+)$", t3, re.M)}
+    assert body["both[0]"].startswith("7-8B Instr. & -0.200 & 0.400 & 0.000 & 0/4 ")
+    assert body["both[1]"].startswith("base & 0.100 & 0.400 & 0.000 & 1/3 ")
+    t5 = (report / "tables" / "table5.tex").read_text(encoding="utf-8")
+    assert "$\\bar{g}_{\\mathrm{gen}}$ & $\\bar{g}_{\\mathrm{gold}}$" in t5 and "study 001 Tables 3, 5, 16, 20" in t5
+    t16 = (report / "tables" / "table16.tex").read_text(encoding="utf-8")
+    assert "Quantity & decimal \\\\" in t16 and "$\\rho \\le 0.55$ cells & 4/4 " in t16
+    if PDFLATEX is None:
+        pytest.skip("pdflatex not installed")
+    for name in ("both", "table3", "table5", "table16"):
+        tex = report / "tables" / f"{name}.tex"
+        assert "\\begin{\\auditwide}" in tex.read_text(encoding="utf-8")
+        fit = compile_fit(tex, tmp_path / name, twocolumn=True)
+        assert fit.returncode == 0, fit.log[-2000:]
+        assert fit.overfull == [] and fit.too_large == [], (name, fit.overfull, fit.too_large)

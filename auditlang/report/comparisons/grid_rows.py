@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from auditlang.report.comparisons.common import Comparison
+from auditlang.report.comparisons.common import ECE10, Comparison, metric_choice
 from auditlang.report.rundata import RunData
 from auditlang.report.tables import NA, Table, not_computable
 from auditlang.resolve.grid_rows import GridRow, grid_rows as plan_rows
@@ -28,9 +28,15 @@ _READ = {
 }
 
 
+def gap_names(first: Comparison | None, c) -> tuple[str, str]:
+    """The subscripts of the first and the second gap: ``gaps=``, else A, B (an A-D grid) or first, second."""
+    if len(c.gaps) == 2:
+        return c.gaps[0], c.gaps[1]
+    return ("A", "B") if first is not None and _is_grid(first) else ("first", "second")
+
+
 def _headers(first: Comparison | None, c) -> dict[str, str]:
-    grid = first is not None and _is_grid(first)
-    a, b = ("g_A", "g_B") if grid else ("g_first", "g_second")
+    a, b = (f"g_{x}" for x in gap_names(first, c))
     return {"g_A": f"macro {a}", "g_second": f"macro {b}", "context_shift": f"macro {a} - {b}",
             "abs_context": f"mean |{a} - {b}|", "context_flips": f"sign flips {a} vs {b}",
             "estimator_shift": "macro g_A - g_C", "abs_estimator": "mean |g_A - g_C|",
@@ -76,7 +82,7 @@ def grid_rows(rd: RunData, name: str, c) -> Comparison:
     srcs = {g: rd.computed.get(g) for g in c.grids}
     first = srcs.get(c.grids[0]) if c.grids else None
     heads = _headers(first, c)
-    out = Comparison(name, "grid_rows", "", shape="")
+    out = Comparison(name, "grid_rows", "", shape="grid_rows")
     lead = "quantity" if c.layout == "columns" else "setting"
     cols = [lead, *([r.label for r in rows] if c.layout == "columns" else [heads[q] for q in c.columns])]
     t = Table(name, f"Protocol-grid summaries in one table ({name}: {', '.join(c.grids)}; study 001 Tables 3, 5, 16, 20)",
@@ -101,7 +107,9 @@ def grid_rows(rd: RunData, name: str, c) -> Comparison:
             t.add(row.label, *(cells[(i, q)] for q in c.columns))
     t.notes.extend(_notes(rd, c, rows, srcs))
     out.tables.append(t)
-    out.data = {"rows": [r._asdict() for r in rows], "columns": list(c.columns), "layout": c.layout}
+    out.data = {"rows": [r._asdict() for r in rows], "columns": list(c.columns), "layout": c.layout,
+                "headers": {q: heads[q] for q in c.columns}, "gaps": gap_names(first, c), "rho_max": c.rho_max,
+                "grids": list(c.grids)}
     return out
 
 
@@ -116,15 +124,18 @@ def _notes(rd: RunData, c, rows: list[GridRow], srcs: dict[str, Comparison | Non
         s = _summary(src) if src is not None else None
         if s is None:
             continue
+        a, b = gap_names(src, c)
         if _is_grid(src):
-            defs = {r["quantity"]: r["definition"] for r in s.records() if r["quantity"] in ("g_A", "g_B", "g_C")}
+            names = {"g_A": f"g_{a}", "g_B": f"g_{b}", "g_C": "g_C"}
+            defs = {names[r["quantity"]]: r["definition"] for r in s.records() if r["quantity"] in names}
             txt = "; ".join(f"{k} = {v}" for k, v in defs.items())
         else:
-            txt = f"g_first = est({gv.verbal}) - est({gv.configs[0]}), g_second = est({gv.verbal}) - est(" \
-                  f"{gv.configs[1] if len(gv.configs) > 1 else gv.configs[0]})"
+            second = gv.configs[1] if len(gv.configs) > 1 else gv.configs[0]
+            txt = f"g_{a} = est({gv.verbal}) - est({gv.configs[0]}), g_{b} = est({gv.verbal}) - est({second}), " \
+                  f"est = {metric_choice(rd, gv.estimators[0] if gv.estimators else None, ECE10).label}"
+        rho = f" or, for the rho count, from {src.name}'s rho column" if "rho_cells" in c.columns else ""
         out.append(f"{g} (audit {gv.audit}): {txt}. Every value is read from {s.name} (macro means over the group's "
-                   "(model, dataset) settings, mean absolute per-setting shifts, sign flips k/n) or, for the rho count,"
-                   f" from {src.name}'s rho column.")
+                   f"(model, dataset) settings, mean absolute per-setting shifts, sign flips k/n){rho}.")
     if "rho_cells" in c.columns:
         out.append(f"rho = ECE(verbal) / ECE(token, first configuration) per setting; counted: rho <= {c.rho_max:g} "
                    "(001 Table 16).")
