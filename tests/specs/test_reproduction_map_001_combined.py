@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -119,3 +120,32 @@ def test_latex_tables_in_001_notation_fit_a_column(report: Path, tmp_path: Path)
         fit = compile_fit(tex, tmp_path / name, twocolumn=True)
         assert fit.returncode == 0, fit.log[-2000:]
         assert fit.overfull == [] and fit.too_large == [], (name, fit.overfull, fit.too_large)
+
+
+def test_a_grid_read_before_its_declaration_is_computed_once(report: Path, tmp_path: Path, monkeypatch,
+                                                             capsys) -> None:
+    """A grid_rows declared above its grid: the report computes the grid for it and reuses that outcome
+    when the grid's own declaration comes (one protocol_grid call per grid, the same numbers)."""
+    import auditlang.report.comparisons.grid as grid_mod
+
+    run = tmp_path / "run"  # a copy: the edited spec becomes the run's spec
+    shutil.copytree(report.parent, run)
+    spec = tmp_path / "early.audit"
+    src = (ROOT / "examples" / "s001_twin.audit").read_text(encoding="utf-8")
+    src = src.replace("resamples=200", "resamples=10").replace(", figures, html", "").replace("\nreport ", EXTRA + "\nreport ")
+    early = 'compare early = grid_rows([scored], gaps=["gen", "gold"], columns=[g_A, g_second, context_flips])\n\n'
+    spec.write_text(src.replace("compare grid = protocol_grid(", early + "compare grid = protocol_grid(", 1),
+                    encoding="utf-8")
+    calls: list[str] = []
+    real = grid_mod.protocol_grid
+
+    def counted(rd, name, c):
+        calls.append(name)
+        return real(rd, name, c)
+
+    monkeypatch.setattr(grid_mod, "protocol_grid", counted)
+    assert main(["report", str(run), "--spec", str(spec)]) == 0, capsys.readouterr().err
+    assert calls.count("scored") == 1 and len(calls) == len(set(calls)), calls
+    values = [{k: v for k, v in r.items() if k != "setting"} for r in rows(run / "report", "early")]
+    assert values == [{k: v for k, v in r.items() if k != "setting"} for r in rows(report, "table5")]
+    assert [r["setting"] for r in rows(run / "report", "early")] == ["Instruct", "base"]  # the group labels

@@ -43,6 +43,7 @@ def compute_one(rd: RunData, cid: str) -> Comparison:
 
 def compute_all(rd: RunData, done: Mapping[str, Comparison] | None = None) -> list[Comparison]:
     """Every declared comparison, in declaration order; those in ``done`` (compare id ->
-    comparison, computed earlier from the same run data) are not computed again."""
-    done = done or {}
+    comparison, computed earlier from the same run data) or in ``rd.computed`` (a grid a grid_rows
+    declared before it has read) are not computed again."""
+    done = {**rd.computed, **(done or {})}
     return [done[cid] if cid in done else compute_one(rd, cid) for cid in rd.spec.of_kind("compare")]
