@@ -108,3 +108,12 @@ def test_map_rows_are_written_by_the_twin(paper: str, tmp_path: Path, shared_dat
                 tex = " ".join(p.read_text(encoding="utf-8") for p in found)
                 assert num in _tables_named(tex, paper), f"{paper} {r['item']}: {rel} names {_tables_named(tex, paper)}"
     assert checked >= 5
+
+
+def test_map_totals_are_the_sum_of_the_sections() -> None:
+    """The map's totals sentence: every paper's rows counted per grade, summed over the five papers."""
+    rows = [r for paper in ("000", "001", "002", "003", "004") for r in map_rows(paper)]
+    counts = {g: sum(r["grade"] == g for r in rows) for g in GRADES}
+    intro = " ".join(README.read_text(encoding="utf-8").split("## Reproduction map", 1)[1].split("\n### ", 1)[0].split())
+    assert (f"Over the five papers: {counts['SAME']} SAME, {counts['PARTIAL']} PARTIAL, {counts['MISSING']} MISSING "
+            f"over {len(rows)} items") in intro
