@@ -55,3 +55,37 @@ def test_the_twin_itself_checks_clean(tmp_path):
     spec = tmp_path / "t.audit"
     spec.write_text(TWIN, encoding="utf-8")
     assert main(["check", str(spec)]) == 0
+
+
+PLAN_CASE = 'cases=[["smollm2", "triviaqa", "first"], ["gemma3", "popqa", "first"]],\n  methods=["Prob.", "PS", "P(True)"],'
+
+
+def _plan(tmp_path, capsys, shared_data, item: str, *extra: str) -> tuple[int, str, str]:
+    text = TWIN.replace(PLAN_CASE, PLAN_CASE.replace('"triviaqa", "first"', f'"triviaqa", "{item}"'))
+    spec = tmp_path / "t.audit"
+    spec.write_text(text, encoding="utf-8")
+    rc = main(["plan", str(spec), "--data-root", str(shared_data), *extra])
+    return rc, capsys.readouterr().err, text
+
+
+def test_a_case_item_outside_the_sample_is_a_plan_time_error(tmp_path, capsys, shared_data):
+    """The item id is checked against the loaded sample before any model runs (auditc check has no
+    data): a misspelt id is E156 with the close ids as the hint, also under --limit (not in the data)."""
+    rc, err, text = _plan(tmp_path, capsys, shared_data, "triviaqa_sm_sub_7")
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "triviaqa_sm_sub_7" in s)
+    assert rc == 1
+    assert (f"t.audit:{line}:3: error[E156]: compare 'case_samples': case [smollm2, triviaqa, triviaqa_sm_sub_7]: "
+            "item 'triviaqa_sm_sub_7' is not in the data of dataset 'triviaqa' (20 sampled item(s))") in err, err
+    assert "hint: did you mean 'triviaqa_sm_sub_79'" in err
+    rc, err, _ = _plan(tmp_path, capsys, shared_data, "triviaqa_sm_sub_7", "--limit", "3")
+    assert rc == 1 and "error[E156]" in err and "cut by --limit" in err
+
+
+def test_a_sampled_case_item_plans_and_one_cut_by_limit_is_a_warning(tmp_path, capsys, shared_data):
+    rc, err, _ = _plan(tmp_path, capsys, shared_data, "triviaqa_sm_sub_746")  # in the 20-item sample
+    assert rc == 0 and "E156" not in err and "W156" not in err, err
+    rc, err, _ = _plan(tmp_path, capsys, shared_data, "triviaqa_sm_sub_746", "--limit", "3")
+    assert rc == 0, err
+    assert ("warning[W156]: compare 'case_samples': case [smollm2, triviaqa, triviaqa_sm_sub_746]: item "
+            "'triviaqa_sm_sub_746' is in the data but not in the sample of dataset 'triviaqa' (3 sampled item(s), "
+            "cut by --limit)") in err, err
