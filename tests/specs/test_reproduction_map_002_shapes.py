@@ -318,3 +318,15 @@ def test_case_study_latex_in_the_paper_s_block_shape(report: Path) -> None:
     prompts = (report / "tables" / "case_prompts.tex").read_text(encoding="utf-8")
     assert "study 002 Table 9" in prompts and "study 002 Table 2" in prompts
     assert "\\auditid{t\\_1}" in prompts or "t\\_1" in prompts
+
+
+def test_methods_say_the_case_studies_and_the_simulation_have_no_intervals(report: Path) -> None:
+    """They compute none (their tables have no lo/hi columns): methods.tex says so, not that they
+    'declare no resampling unit' (the sentence for a plugin comparison that declares nothing)."""
+    tex = " ".join((report / "methods.tex").read_text(encoding="utf-8").split())
+    assert "declare no resampling unit" not in tex and "declares no resampling unit" not in tex
+    assert ("The \\auditid{robustness\\_answer}, \\auditid{case\\_prompts}, \\auditid{case\\_samples} and simulation "
+            "comparisons have no intervals.") in tex
+    for name in ("case_prompts", "case_samples", "simulation"):
+        header = (report / "comparisons" / f"{name}.csv").read_text(encoding="utf-8").splitlines()[0]
+        assert " lo" not in header and " hi" not in header
