@@ -19,6 +19,7 @@ from typing import Any
 from auditlang.data.loader import ConfinementError, DataError, DatasetItems, data_root_for, estimated_size, load_dataset
 from auditlang.core.diagnostics import DiagnosticBag, Span
 from auditlang.core.errors import UsageError
+from auditlang.plan.case_items import check_case_items
 from auditlang.plan.limit import Limit
 from auditlang.plan.model import PLAN_VERSION, Cell, Plan, content_hash
 from auditlang.core.registry import REGISTRY
@@ -390,6 +391,7 @@ class Planner:
         self.step("planning the cross stage")
         self._naive += self._plan_cross(self._units, self._programs, self._unique, self._deferred)
         check_capabilities(self.spec, self._programs, self.bag)
+        check_case_items(self.spec, self.data, self.bag, self.limit is not None)
         self.bag.raise_if_errors()
         plan = self._assemble()
         self._estimate_missing(plan)

@@ -124,13 +124,14 @@ def _safe(s: str) -> str:
 STYLES = ("-", "--", ":", "-.")  # one line style per evaluator
 
 
-def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], title: str) -> None:
+def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], title: str,
+                       names: list[str] | None = None) -> None:
     """Reliability points (hollow for bins with < SPARSE items; lines only between adjacent dense
     bins) over a step histogram of the bin counts; colour = protocol, line style = evaluator. A
-    legend inside the panel gives each curve's n in this panel."""
+    legend beside the panel gives each curve's name (``names``, one per curve) and n in this panel."""
     ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--")
     handles = []
-    for k, j, drawn, rb in curves:
+    for c, (k, j, drawn, rb) in enumerate(curves):
         col, ls = plt.cm.tab10(k % 10), STYLES[j % len(STYLES)]
         mk = "o" if drawn == "token" else "s"
         dense = rb.counts >= SPARSE
@@ -142,7 +143,7 @@ def _reliability_panel(ax, hax, curves: list[tuple[int, int, str, object]], titl
         sparse = (rb.counts > 0) & ~dense
         ax.plot(x[sparse], y[sparse], mk, ms=4, mfc="none", color=col)
         hax.step(rb.edges, np.append(rb.counts, rb.counts[-1]), where="post", color=col, lw=1, ls=ls)
-        handles.append(Line2D([], [], color=col, marker=mk, ms=3, ls=ls, lw=1, label=f"n={rb.n}"))
+        handles.append(Line2D([], [], color=col, marker=mk, ms=3, ls=ls, lw=1, label=(f"{names[c]}: " if names else "") + f"n={rb.n}"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=5.5,
               title="n in this panel", title_fontsize=5.5, handlelength=2.2)  # beside the panel: hides no point
     ax.set_xlim(-0.02, 1.02)
@@ -171,28 +172,29 @@ def reliability_figures(rd: RunData) -> list[Figure]:
         for m in a.models:
             panels = []
             for d in a.datasets:
-                curves = []
+                curves, names = [], []
                 for p in protos:
                     for ev in evs:
                         df = known(rd.rows(aid, model=m, dataset=d, protocol=p, evaluator=ev), True)
                         if not df.empty:
                             rb = reliability_bins(df["confidence"].to_numpy(float), df["correct"].to_numpy(float), bins=10)
                             curves.append((protos.index(p), evs.index(ev), program_declares(rd, p, "reliability_diagram"), rb))
+                            names.append(p + (f", {ev}" if len(evs) > 1 else ""))
                 if curves:
-                    panels.append((d, curves))
+                    panels.append((d, curves, names))
             if not panels:
                 continue
             ncol = 2 if len(panels) == 4 else min(len(panels), 3)
             nrow = math.ceil(len(panels) / ncol)
             fig = plt.figure(figsize=(max(4.0 * ncol, 5.5), 3.4 * nrow + 0.6), layout="constrained")
             gs = fig.add_gridspec(2 * nrow, ncol, height_ratios=[3, 1] * nrow)
-            for k, (d, curves) in enumerate(panels):
+            for k, (d, curves, names) in enumerate(panels):
                 r, c = divmod(k, ncol)
                 ax = fig.add_subplot(gs[2 * r, c])
                 hax = fig.add_subplot(gs[2 * r + 1, c], sharex=ax)
-                _reliability_panel(ax, hax, curves, f"dataset {d}")
+                _reliability_panel(ax, hax, curves, f"dataset {d}", names)
             handles = [Line2D([], [], color="0.6", ls="--", lw=0.8, label="perfect calibration")]
-            drawn = {(k, j) for _, cs in panels for k, j, _, _ in cs}
+            drawn = {(k, j) for _, cs, _ in panels for k, j, _, _ in cs}
             for k, p in enumerate(protos):
                 for j, ev in enumerate(evs):
                     if (k, j) in drawn:

@@ -38,7 +38,8 @@ def study_figures(comps: list[Comparison], save: Save, safe: Callable[[str], str
 
 def _drop_figure(c: Comparison, save: Save, safe) -> Any:
     """000 Figure 1: per model, the base evaluator's accuracy on the reference variants (mean) and on
-    the repaired variant, with the relative drop and its paired interval on the drop."""
+    the repaired variant; over each pair the relative change and the paired interval of the accuracy
+    change (variant - reference, the sign of the label: a drop is negative in both)."""
     rows = c.data["drop"]
     labels = [r["model"] + (f"\n{r['dataset']}" if len({x["dataset"] for x in rows}) > 1 else "") for r in rows]
     ref_col = next(k for k in rows[0] if k.startswith("acc ") and "@" in k and not k.endswith(c.data["variant"]))
@@ -48,18 +49,27 @@ def _drop_figure(c: Comparison, save: Save, safe) -> Any:
     ax.bar(x - 0.2, [r[ref_col] for r in rows], 0.4, label=c.data["reference"], color="0.55")
     ax.bar(x + 0.2, [r[var_col] for r in rows], 0.4, label=c.data["variant"], color="tab:red")
     for k, r in enumerate(rows):
-        ci = "" if r["drop lo"] != r["drop lo"] else f"\n[{r['drop lo']:.2f}, {r['drop hi']:.2f}]"
-        rel_text = change_label(r["relative drop %"])
-        ax.text(k, max(r[ref_col], r[var_col]) + 0.03, f"{rel_text}{ci}", ha="center", fontsize=6)
+        text = change_label(r["relative drop %"]) + change_interval(r["drop lo"], r["drop hi"])
+        ax.text(k, max(r[ref_col], r[var_col]) + 0.03, text, ha="center", fontsize=6)
     chance = [r.get("random baseline", np.nan) for r in rows]
     note = _chance_line(ax, x, chance)
     ax.set_xticks(x, labels)
     ax.set_ylim(0, 1.15)
     ax.set_ylabel(f"accuracy ({c.data['base']})")
     ax.legend(fontsize=6, loc="upper right")
-    title = f"Accuracy under {c.data['variant']} vs {c.data['reference']} ({c.name}); drop with its paired interval"
+    title = f"Accuracy under {c.data['variant']} vs {c.data['reference']} ({c.name}); relative change, paired interval of the accuracy change"
     ax.set_title(title, fontsize=7)
     return save(fig, safe(f"drop_{c.name}"), title + f" (study 000 Figure 1{note})")
+
+
+def change_interval(drop_lo: float, drop_hi: float) -> str:
+    """The second line of a bar label: the paired interval of the drop (reference - variant) turned
+    into the accuracy change (variant - reference), so its sign agrees with the relative change above
+    it ("+300%" over "[+0.00, +0.75]", not over the drop's "[-0.75, 0.00]"); "" without an interval."""
+    if drop_lo != drop_lo or drop_hi != drop_hi:
+        return ""
+    lo, hi = -drop_hi + 0.0, -drop_lo + 0.0  # + 0.0: no "-0.00"
+    return f"\n[{lo:+.2f}, {hi:+.2f}]"
 
 
 def change_label(rel_drop: float) -> str:

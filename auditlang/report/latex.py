@@ -30,7 +30,7 @@ _UNICODE = {
     "ı": r"\i{}", "å": r"\aa{}", "Å": r"\AA{}", "¡": "!`", "¿": "?`", "«": "<<", "»": ">>", "‹": "<", "›": ">",
     "„": ",,", "‚": ",", "•": r"$\bullet$", "·": r"$\cdot$", "°": r"$^{\circ}$", "µ": r"$\mu$", "÷": r"$\div$",
     "≠": r"$\neq$", "≈": r"$\approx$", "∞": r"$\infty$", "∈": r"$\in$", "∑": r"$\sum$", "√": r"$\surd$",
-    "←": r"$\leftarrow$", "↔": r"$\leftrightarrow$", "⇒": r"$\Rightarrow$", "∪": r"$\cup$", "‰": " per mille",
+    "←": r"$\leftarrow$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "↕": r"$\updownarrow$", "↔": r"$\leftrightarrow$", "⇒": r"$\Rightarrow$", "∪": r"$\cup$", "‰": " per mille",
     "€": "EUR", "¢": "c", "¥": "JPY", "™": r"$^{\mathrm{TM}}$", "®": r"(R)", "¹": r"$^1$", "²": r"$^2$", "³": r"$^3$",
     "½": r"$\frac12$", "¼": r"$\frac14$", "¾": r"$\frac34$", "‐": "-", "‑": "-", "‒": "--", "\u2009": r"\,",
     "\u200b": "", "\ufeff": "", "\u2002": " ", "\u2003": " ",

@@ -1259,9 +1259,12 @@ SHAPES = {"evaluator_repair": repair_table, "ece_gap": ece_gap_table, "vpr_matri
 
 def comparison_tables(rd: RunData, comps: list[Comparison]) -> dict[str, list[TexTable]]:
     """file stem -> the LaTeX tables of one comparison (plus ``readouts_<audit>`` for T1/T2 grids)."""
+    from auditlang.report.textables_case import case_study_tables  # it builds on this module's TexTable
+
+    shapes = SHAPES | {"case_study": case_study_tables}
     out: dict[str, list[TexTable]] = {}
     for c in comps:
-        shape = SHAPES.get(c.shape)
+        shape = shapes.get(c.shape)
         tables = shape(c) if shape else [_generic(t, t.title) for t in c.tables[:1]]
         if tables:
             out[c.name] = tables

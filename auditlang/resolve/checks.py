@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from auditlang.core.confine import inside, local_model_path, model_outside_hint, model_roots, outside_hint
-from auditlang.core.diagnostics import DiagnosticBag, Span
+from auditlang.core.diagnostics import DiagnosticBag, Span, did_you_mean
 from auditlang.core.registry import REGISTRY
 from auditlang.prompts.render import TemplateError
 from auditlang.resolve import schema as S
@@ -323,13 +323,14 @@ def _check_case_study(spec: Spec, comp, bag: DiagnosticBag) -> None:
             continue
         if audits and not any(case[0] in a.models and case[1] in a.datasets for a in audits):
             models = ", ".join(dict.fromkeys(m for a in audits for m in a.models))
+            datasets = ", ".join(dict.fromkeys(d for a in audits for d in a.datasets))
             bag.error("E156", f"compare '{comp.id}': no source's audit runs model '{case[0]}' on dataset '{case[1]}'",
-                      comp.param_span("cases"), hint=f"the sources' models: {models}")
+                      comp.param_span("cases"), hint=f"the sources' audits run models {models} on datasets {datasets}")
     named = {m for s in srcs for m in s.methods}
-    for m in c.methods:
+    for m in c.methods if len(srcs) == len(c.sources) else []:  # a wrong source's methods are unknown: no cascade
         if named and m not in named:
             bag.error("E157", f"compare '{comp.id}': method '{m}' is named by no source's methods=",
-                      comp.param_span("methods"), hint=f"the sources name: {', '.join(sorted(named))}")
+                      comp.param_span("methods"), hint=did_you_mean(m, named, "methods"))
 
 
 def check_model_paths(spec: Spec, bag: DiagnosticBag) -> None:

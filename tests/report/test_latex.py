@@ -68,7 +68,7 @@ def test_hostile_text_compiles(tmp_path):
 def test_non_ascii_text_prints_its_characters(tmp_path):
     """issue 34 item 5: `§`, `–`, `é`, `≤` (and other Latin letters, Greek, symbols) come out as
     themselves in the PDF, never as [U+XXXX]; CJK falls back to its code point with a note."""
-    text = "See § 4.2 – café, naïve, Škoda, Øre, straße; p ≤ 0.05, ≠ 1, α = 0.1, 20 °; 中文"
+    text = "See § 4.2 – café, naïve, Škoda, Øre, straße; p ≤ 0.05, ≠ 1, α = 0.1, 20 °, ECE ↓ AUROC ↑; 中文"
     t = Table("t", "Non-ASCII " + text, ["column"], notes=[text])
     t.add(text)
     (tmp_path / "u.tex").write_text(document(t.to_latex() + escape(text), "Unicode"), encoding="utf-8")
@@ -80,9 +80,9 @@ def test_non_ascii_text_prints_its_characters(tmp_path):
     # combining slash and ° as \circ: composed back before comparing
     flat = unicodedata.normalize("NFC", " ".join(pdf.split()))
     flat = flat.replace("ı\u0308", "ï").replace("\u0338=", "≠").replace("◦", "°")
-    for want in ("§", "–", "café", "naïve", "Škoda", "Øre", "straße", "≤", "≠", "α", "°"):
+    for want in ("§", "–", "café", "naïve", "Škoda", "Øre", "straße", "≤", "≠", "α", "°", "↓", "↑"):
         assert want in flat, (want, flat[:600])
-    assert "[U+00A7]" not in flat and "[U+00E9]" not in flat
+    assert "[U+00A7]" not in flat and "[U+00E9]" not in flat and "[U+2193]" not in flat  # 002 Table 1's arrows
     assert "[U+4E2D][U+6587]" in flat and "have no glyph in the fonts pdflatex uses" in flat
 
 

@@ -111,6 +111,10 @@ def test_reliability_figures_per_dataset_with_counts():
     assert any(n == "step" for n, a, k in calls)
     legend = next(k for n, a, k in calls if n == "legend")  # the panel's own legend: n of each curve here
     assert [h.get_label() for h in legend["handles"]] == ["n=8"]
+    calls.clear()
+    F._reliability_panel(Ax(), Ax(), [(0, 0, "token_prob", rb), (1, 0, "verbal", rb)], "dataset arc", ["tok", "verb"])
+    legend = next(k for n, a, k in calls if n == "legend")  # each entry names its curve, not only its colour
+    assert [h.get_label() for h in legend["handles"]] == ["tok: n=8", "verb: n=8"]
 
 
 def test_reliability_figures_plot_every_evaluator_and_spread_markers_do_not_hide(run, monkeypatch):
@@ -125,11 +129,13 @@ def test_reliability_figures_plot_every_evaluator_and_spread_markers_do_not_hide
     rd = load_run(run.spec, run.plan, run.run_dir)
     drawn = []
     real = F._reliability_panel
-    monkeypatch.setattr(F, "_reliability_panel", lambda ax, hax, curves, title: (drawn.append((title, curves)),
-                                                                               real(ax, hax, curves, title)))
+    monkeypatch.setattr(F, "_reliability_panel", lambda ax, hax, curves, title, names=None: (
+        drawn.append((title, curves, names)), real(ax, hax, curves, title, names)))
     with plt.rc_context(F.RC):
         F.reliability_figures(rd)
-    panels = [(t, c) for t, c in drawn]
+    panels = [(t, c) for t, c, _ in drawn]
+    assert all(len(names) == len(c) for _, c, names in drawn)
+    assert {n for _, _, names in drawn for n in names} >= {"tok_norm, rx"}  # protocol and evaluator by name
     # audit main: 3 token/verbal protocols of interest x 2 evaluators per dataset panel
     main_small = panels[0][1]
     assert {(k, j) for k, j, _, _ in main_small} >= {(0, 0), (0, 1)}

@@ -300,3 +300,33 @@ def test_case_study_tables_10_and_3_sampled_answers(report: Path) -> None:
         for m, d in CASES:
             assert math.isclose(float(r[f"{m} / {d}: A [Y^max]"]), ten[(m, r["CE"])])
     assert "study 002 Table 3" in (report / "comparisons" / "case_samples_summary.md").read_text(encoding="utf-8")
+
+
+def test_case_study_latex_in_the_paper_s_block_shape(report: Path) -> None:
+    """tables/case_*.tex: Tables 10 and 9 as 002 sets them (model and dataset on a case's first row, a
+    rule between cases, the question in the notes, short sampled answers as the first row), Table 3
+    transposed (a row per distinct answer, a column per method) with its note saying so."""
+    tex = (report / "tables" / "case_samples.tex").read_text(encoding="utf-8")
+    assert tex.count("\\begin{tabular") == 2 and "study 002 Table 10" in tex and "study 002 Table 3" in tex
+    ten, three = tex.split("\\end{\\auditwide}", 1)  # each float: its tabular's box, then the float
+    assert "question" not in ten.split("\\midrule", 1)[0]  # no question column: it is in the notes
+    assert " & ".join(["answer", *"AAAAAAABBB"]) in ten
+    assert ten.count("\\midrule") == 2  # the header's rule, and one between the two cases
+    assert "One row per distinct sampled answer text" in three and "One column per distinct" not in three
+    for m, d in CASES:
+        assert f"{m} / {d} & A [Y\\^{{}}max]" in three and "& B [Y\\^{}min]" in three
+    prompts = (report / "tables" / "case_prompts.tex").read_text(encoding="utf-8")
+    assert "study 002 Table 9" in prompts and "study 002 Table 2" in prompts
+    assert "\\auditid{t\\_1}" in prompts or "t\\_1" in prompts
+
+
+def test_methods_say_the_case_studies_and_the_simulation_have_no_intervals(report: Path) -> None:
+    """They compute none (their tables have no lo/hi columns): methods.tex says so, not that they
+    'declare no resampling unit' (the sentence for a plugin comparison that declares nothing)."""
+    tex = " ".join((report / "methods.tex").read_text(encoding="utf-8").split())
+    assert "declare no resampling unit" not in tex and "declares no resampling unit" not in tex
+    assert ("The \\auditid{robustness\\_answer}, \\auditid{case\\_prompts}, \\auditid{case\\_samples} and simulation "
+            "comparisons have no intervals.") in tex
+    for name in ("case_prompts", "case_samples", "simulation"):
+        header = (report / "comparisons" / f"{name}.csv").read_text(encoding="utf-8").splitlines()[0]
+        assert " lo" not in header and " hi" not in header

@@ -190,12 +190,20 @@ def _corr(case: Case) -> int | None:
     return None if math.isnan(case.correct) else int(case.correct)
 
 
+EMPTY = "(empty answer)"
+
+
+def _shown(text: str) -> str:
+    """An answer as a table cell or column name prints it: an empty one says so, not a blank."""
+    return text if text.strip() else EMPTY
+
+
 def _header(k: int, case: Case, by: str) -> str:
     corr = "-" if math.isnan(case.correct) else f"{case.correct:.0f}"
     item = f"item '{case.item}'" + (" (item=first: the first item of the dataset's sample in the records)"
                                     if case.rule == "first" else "")
     head = f"Case {k}: model {case.model}, dataset {case.dataset}, {item}: {case.question or '(question text not in the plan)'}"
-    return head + (f" y: {case.answer}. Corr.: {corr}" if by == "prompts" else f" y*: {case.gold}")
+    return head + (f" y: {_shown(case.answer)}. Corr.: {corr}" if by == "prompts" else f" y*: {case.gold}")
 
 
 def _prompts_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
@@ -213,20 +221,18 @@ def _prompts_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
     for k, cs in enumerate(cases):
         for r in cs.rows:
             vals = r.values + [math.nan] * (width - len(r.values))
-            t.add(cs.model, cs.dataset, cs.item, cs.question, cs.answer, _corr(cs), r.method, *vals, _prb(r.values))
+            t.add(cs.model, cs.dataset, cs.item, cs.question, _shown(cs.answer), _corr(cs), r.method, *vals,
+                  _prb(r.values))
             ok = _fin(r.values)
             stats = [float(ok.max()), float(ok.min()), float(ok.mean())] if ok.size else [math.nan] * 3
             per.setdefault(r.method, [math.nan] * (4 * len(cases)))[4 * k: 4 * k + 4] = [*stats, _prb(r.values)]
     for method, vals in per.items():
         s.add(method, *vals)
-    for tab in (t, s):
-        tab.digits = 2
-    t.notes.append("t_k: the k-th prompt of the row's source comparison (its variants, the answer-elicitation prompts; "
+    return _finish(t, s, "t_k: the k-th prompt of the row's source comparison (its variants, the answer-elicitation prompts; "
                    "for a protocols= comparison such as VC its confidence-elicitation prompts); a dash where a method "
                    "has fewer prompts or no confidence. P-RB: 1 - the population Std of the item's confidences over "
-                   "its prompts (002 eq. 3, one item).")
-    s.notes.append("max, min, mean over the prompts whose confidence is known; P-RB as in Table 9.")
-    return t, s
+                   "its prompts (002 eq. 3, one item).",
+                   "max, min, mean over the prompts whose confidence is known; P-RB as in Table 9.")
 
 
 def _samples_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
@@ -242,12 +248,13 @@ def _samples_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
         lab = f"{cs.model} / {cs.dataset}"
         first = cs.rows[0] if cs.rows else Row("", "", [])
         pad = [None] * (width - len(first.answers))
-        t.add(cs.model, cs.dataset, cs.item, cs.question, cs.gold, "answer", *first.answers, *pad, None, None)
+        t.add(cs.model, cs.dataset, cs.item, cs.question, cs.gold, "answer", *map(_shown, first.answers), *pad, None,
+              None)
         texts = list(dict.fromkeys(first.answers))
         ymax, ymin = extreme_groups(first.groups) if first.groups else ([], None)
         mark = {first.answers[i]: " [Y^max]" for i in ymax}
         mark.update({first.answers[i]: " [Y^min]" for i in ymin or [] if first.answers[i] not in mark})
-        names = [f"{lab}: {x}{mark.get(x, '')}" for x in texts]
+        names = [f"{lab}: {_shown(x)}{mark.get(x, '')}" for x in texts]
         cols += [*names, f"{lab} A-STB", f"{lab} A-SST"]
         for r in cs.rows:
             stb, sst = _stb_sst(r)
@@ -261,15 +268,21 @@ def _samples_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
               f"sampled answer ({name}; study 002 Table 3)", cols)
     for method, vals in rows.items():
         s.add(method, *[vals.get(col, math.nan) for col in cols[1:]])
-    for tab in (t, s):
-        tab.digits = 2
-    t.notes.append("Row 'answer': the sampled answers as the evaluator reads them; y_k: each method's confidence in the "
+    return _finish(t, s, "Row 'answer': the sampled answers as the evaluator reads them; y_k: each method's confidence in the "
                    "k-th; A-STB = 1 - Std over the answers of Y^max (002 eq. 4), A-SST = |Delta(Y^max, Y^min) - "
                    "Delta(Y^max, Y^max)| (eqs. 5-7), over the item's semantic groups; a dash where the item does not "
-                   "qualify (Y^max holds one answer; one group only) or a sample has no confidence.")
-    s.notes.append("One column per distinct sampled answer text, in order of first appearance, holding the mean "
+                   "qualify (Y^max holds one answer; one group only) or a sample has no confidence; "
+                   f"{EMPTY}: a sample whose evaluated text is empty.",
+                   "One column per distinct sampled answer text, in order of first appearance, holding the mean "
                    "confidence of its samples; [Y^max] marks the answers of the largest semantic group (002's italic), "
                    "[Y^min] those of the smallest other group (002's underline); A-STB and A-SST as in Table 10.")
+
+
+def _finish(t: Table, s: Table, t_note: str, s_note: str) -> tuple[Table, Table]:
+    """The per-case table and its summary as both kinds print them: two digits, one note each."""
+    for tab, note in ((t, t_note), (s, s_note)):
+        tab.digits = 2
+        tab.notes.append(note)
     return t, s
 
 
