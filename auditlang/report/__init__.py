@@ -140,7 +140,8 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
         cdir = out / "comparisons"
         parts = [f"# Comparisons: {spec.entry.name}", ""]
         for c in comps:
-            parts.append(f"## {c.name} ({c.ctor}, audit {c.audit})\n")
+            # a comparison of other comparisons (grid_rows) has no audit of its own: its notes name the grids'
+            parts.append(f"## {c.name} ({c.ctor}" + (f", audit {c.audit}" if c.audit else "") + ")\n")
             parts += [f"- {s}" for s in c.summary]
             for t in c.tables:
                 written += t.write(cdir)

@@ -61,6 +61,8 @@ def _summary(report: Path, name: str, group: str) -> dict[str, dict[str, str]]:
 def test_table3_one_row_per_group_read_from_the_grid_summary(report: Path) -> None:
     twin = rows(report, "table3")  # the twin's own: the Instruct group only (groups=["Instruct"])
     assert [r["setting"] for r in twin] == ["Instruct (smollm2)"]
+    md = (report / "comparisons.md").read_text(encoding="utf-8")
+    assert "## table3 (grid_rows)\n" in md  # no audit of its own: no empty "audit " in the heading
     got = rows(report, "both")
     assert {k: v for k, v in got[0].items() if k != "setting"} == {k: v for k, v in twin[0].items() if k != "setting"}
     assert list(got[0]) == ["setting", "macro g_A", "mean |g_A - g_B|", "mean |g_A - g_C|", "sign flips g_A vs g_B"]
