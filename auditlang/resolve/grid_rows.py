@@ -28,18 +28,19 @@ def _grid_rows_of(spec: Spec, c, gid: str) -> list[tuple[str, str, str, str, str
     ev = c.evaluator or (a.evaluators[0] if a.evaluators else "")
     gb = list(g.group_by or [])
     groups = list(dict.fromkeys(group_label(spec, m, gb) for m in a.models)) if gb else [""]
+    if gb and c.groups:  # the kept groups in the order groups= names them (labels= follow that order)
+        groups = [grp for grp in dict.fromkeys(c.groups) if grp in groups]
     out = []
     for grp in groups:
-        if gb and c.groups and grp not in c.groups:
-            continue
         default = grp or (a.models[0] if len(a.models) == 1 else gid)
         out += [(gid, grp, v, ev, default + (f" ({v})" if len(a.variants) > 1 else "")) for v in a.variants]
     return out
 
 
 def grid_rows(spec: Spec, c) -> list[GridRow]:
-    """Every row of ``grid_rows`` comparison value ``c``: each grid's groups (kept by ``groups=``) and
-    variants, in the order of ``grids=``; named by ``labels=`` when given in full."""
+    """Every row of ``grid_rows`` comparison value ``c``: each grid's groups (those ``groups=`` keeps, in
+    its order; else the grid's own order) and variants, grids in the order of ``grids=``; named by
+    ``labels=`` when given in full."""
     raw = [r for gid in c.grids for r in _grid_rows_of(spec, c, gid)]
     labels = list(c.labels) if len(c.labels) == len(raw) else [r[4] for r in raw]
     return [GridRow(*r[:4], lab) for r, lab in zip(raw, labels)]

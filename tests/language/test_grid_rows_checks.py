@@ -86,3 +86,18 @@ def test_each_grid_rows_mistake_is_an_e157_at_its_argument(case: str, tmp_path: 
     assert mark.strip() == caret and start == col - 1, (src, mark)
     assert lines[at + 2] == f"  hint: {hint}"
     assert err.count("error[") == 1 and "compare 'ok'" not in err  # the correct one raises nothing
+
+
+def test_rows_follow_the_order_groups_names() -> None:
+    """labels= name the rows in groups= order, whatever order the grid's models give its groups: 001's
+    main audit lists a base model first, Table 5 puts Instruct first."""
+    from auditlang.resolve import compile_spec
+    from auditlang.resolve.grid_rows import grid_rows
+
+    spec = compile_spec(Path(__file__).resolve().parents[2] / "specs" / "s001_protocol_sensitivity.audit")
+    got = [(r.grid, r.group, r.label) for r in grid_rows(spec, spec.get("table5").value)]
+    assert got == [("scored", "Instruct", "Instruct (n=12)"), ("scored", "base", "Base (n=12)"),
+                   ("scored_larger", "14B", "Qwen2.5-14B (n=4)")]
+    got = [(r.grid, r.group, r.label) for r in grid_rows(spec, spec.get("table3").value)]
+    assert got == [("grid", "Instruct", "7-8B Instr."), ("grid_larger", "14B", "Qwen2.5-14B"),
+                   ("grid_larger", "32B", "Qwen2.5-32B"), ("grid_72b", "", "Qwen2.5-72B")]
