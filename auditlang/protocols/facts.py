@@ -42,6 +42,9 @@ class Fact:
     value: Any = None
     # (what every prompt form shares, what this form adds): lets a paragraph state the shared part once
     prose: tuple[str, str] | None = None
+    # a prompt fact of default (stdlib) templates the spec did not name: ((name, hash, source text), ...),
+    # so the checklist lists the text that was sent, as it lists the spec's own templates
+    source: tuple[tuple[str, str, str], ...] | None = None
 
 
 NOT_APPLICABLE = "not applicable"
@@ -56,18 +59,34 @@ def template_fact(tpl, tid: str | None) -> Fact:
     if tpl is None:
         return Fact(f"no template: the prompt is built from the {'variant prompt' if tid is None else tid}")
     where = f"template {tid}" if tid else f"the stdlib template {tpl.name} (the protocol's default)"
-    return Fact(f"{where}, sha256 {tpl.hash}", value=tpl.hash)
+    return Fact(f"{where}, sha256 {tpl.hash}", value=tpl.hash, source=None if tid else ((tpl.name, tpl.hash, tpl.source),))
 
 
 _ANSWER_VAR = re.compile(r"\{\{[^}]*\b(?:proposed_answer|generation)\b[^}]*\}\}")
 
 
+_COMMENT = re.compile(r"\{#.*?#\}", re.S)  # a Jinja comment (a template's source note), never rendered
+SLOT_CONTEXT = 48  # characters kept on each side of <answer> in a long line
+
+
 def answer_slot(tpl) -> str:
-    """The line of ``tpl`` that shows the answer (``{{ proposed_answer }}`` / ``{{ generation }}``), quoted."""
-    for line in tpl.inlined_source.splitlines():
-        if "proposed_answer" in line or "generation" in line:
-            return " ".join(_ANSWER_VAR.sub("<answer>", line).split())
+    """The line of ``tpl`` that shows the answer (``{{ proposed_answer }}`` / ``{{ generation }}``), as
+    rendered text around ``<answer>``: comments are not text (s004's templates name ``generation`` in
+    their source note), and a long line keeps the words around the answer, cut at "…"."""
+    for line in _COMMENT.sub("", tpl.inlined_source).splitlines():
+        if _ANSWER_VAR.search(line):
+            return _around(" ".join(_ANSWER_VAR.sub("<answer>", line, count=1).split()))
     return "<answer>"
+
+
+def _around(text: str, keep: int = SLOT_CONTEXT) -> str:
+    at = text.index("<answer>")
+    before, after = text[:at], text[at + len("<answer>"):]
+    if len(before) > keep:
+        before = "… " + before[-keep:].split(" ", 1)[-1]
+    if len(after) > keep:
+        after = after[:keep].rsplit(" ", 1)[0] + " …"
+    return before + "<answer>" + after
 
 
 def layout_context(layout: str, chat: bool, what: str, tpl=None, tid: str | None = None,

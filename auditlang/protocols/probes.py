@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -128,8 +129,9 @@ class _PromptedProbe(Program):
         tpl = self._prompt_template()
         prompt = template_fact(tpl, self.p.template)
         if self.tpl is None:
-            prompt = Fact(prompt.text + " (items with a one-shot example use its _oneshot form)", params=("template",),
-                          value=prompt.value)
+            one = stdlib_template(self.DEFAULT + "_oneshot")
+            prompt = replace(prompt, text=prompt.text + f" (items with a one-shot example use its _oneshot form, sha256 "
+                             f"{one.hash})", params=("template",), source=prompt.source + ((one.name, one.hash, one.source),))
         layout = self._layout()
         if layout == "new_prompt":
             ctx = Fact(f"one new prompt, the probe template {self.p.template or tpl.name} rendered with the item, "

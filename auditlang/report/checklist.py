@@ -783,9 +783,14 @@ def _phrasings(rd: RunData, aid: str) -> Entry:
         o = rd.spec.get(pid)
         field_name = type(o.value).PHRASING
         tid = getattr(o.value, field_name, None)
-        if tid is None:
+        default = F.protocol_facts(rd, aid, pid).any("prompt")
+        shown = f"{field_name} {tid}"
+        if tid is None and default is not None and default.source is not None:
+            tid = shown = default.text  # the program's declared default template, named with its hash
+        elif tid is None:
             e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {field_name}; the protocol's built-in default text was used")
             tid = f"<built-in default of {o.ctor}>"
+            shown = f"{field_name} {tid}"
         phr.setdefault(tid, []).append(pid)
         parser = F.protocol_facts(rd, aid, pid).any("parser")
         if parser is not None:
@@ -793,10 +798,10 @@ def _phrasings(rd: RunData, aid: str) -> Entry:
             # the parser's own rule as the program declares it, its scale-mismatch rule included
             # (issue 34 item 4; rate: cells column scale_mismatch_rate); a scale left at its default
             # is flagged in the protocol's own group (C3)
-            e.lines.append(f"protocol {pid}: {field_name} {tid}")
+            e.lines.append(f"protocol {pid}: {shown}")
             e.lines.append(f"protocol {pid} reads: {parser.text}")
         else:
-            e.lines.append(f"protocol {pid} ({o.ctor}): {field_name} {tid}")
+            e.lines.append(f"protocol {pid} ({o.ctor}): {shown}")
     e.lines.append(f"{len(phr)} distinct elicitation phrasing(s): {', '.join(phr)}")
     if stated and len({k for k, ps in phr.items() if any(p in stated for p in ps)}) == 1:
         e.flag(f"{D.WARNING}: audit '{aid}' elicits verbal confidence with one phrasing only; study 000 shows "
@@ -907,12 +912,22 @@ def _templates(rd: RunData, aid: str) -> Entry:
         src = rd.spec.get(tid).value.file or "inline"
         e.lines.append(f"template {tid} ({where}); source {src}; hash {ct.hash}")
         e.blocks.append((f"template {tid} (hash {ct.hash})", ct.source))
+    listed: set[str] = set()
     for pid in rd.audit(aid).protocols:
         o = rd.spec.get(pid)
         for f, kind in type(o.value).REFS.items():
             if kind == "template" and getattr(o.value, f, None) is None and f in ("phrasing", "template"):
-                e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {f} template; its text is the program's built-in "
-                       "default and is not listed here")
+                default = F.protocol_facts(rd, aid, pid).any("prompt")
+                if default is None or default.source is None:
+                    what = f if f == "template" else f"{f} template"
+                    e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {what}; its text is the program's built-in "
+                           "default and is not listed here")
+                    continue
+                e.lines.append(f"protocol {pid} sets no {f}: {default.text}")
+                for name, digest, text in default.source:  # the program's declared defaults, listed as the spec's are
+                    if name not in listed:
+                        listed.add(name)
+                        e.blocks.append((f"stdlib template {name} (hash {digest})", text))
     return e
 
 

@@ -85,15 +85,21 @@ def _sized(sm: dict[str, Any]) -> bool:
     return all(s is not None for s in sizes) and len(set(sizes)) >= 2
 
 
-def size_lines(sm: dict[str, Any]) -> dict[tuple[str, str], dict[str, list[tuple[float, float]]]]:
-    """(dataset, evaluator) -> probe -> [(size, mean IoU_cons)] sorted by size: Figure 2's lines."""
-    out: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = {}
+def size_lines(sm: dict[str, Any]) -> dict[tuple[str, str], dict[tuple[str, str], list[tuple[float, float]]]]:
+    """(dataset, evaluator) -> (probe, family) -> [(size, mean IoU_cons)] sorted by size: Figure 2's
+    lines, one per probe within one model family (a model without a declared family is its own), so
+    no line joins the sizes of two families."""
+    out: dict[tuple[str, str], dict[tuple[str, str], list[tuple[float, float]]]] = {}
     for (d, e, p, m), v in sm["values"].items():
-        out.setdefault((d, e), {}).setdefault(p, []).append((float(sm["sizes"][m]), v))
+        fam = sm["families"].get(m) or f"model {m}"
+        out.setdefault((d, e), {}).setdefault((p, fam), []).append((float(sm["sizes"][m]), v))
     for lines in out.values():
-        for p in lines:
-            lines[p].sort()
+        for key in lines:
+            lines[key].sort()
     return out
+
+
+STYLES = ("-", "--", ":", "-.")  # one line style per model family
 
 
 def _size_figure(c: Comparison, sm: dict[str, Any], save: Save, safe) -> Any:
@@ -101,11 +107,15 @@ def _size_figure(c: Comparison, sm: dict[str, Any], save: Save, safe) -> Any:
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), layout="constrained", squeeze=False)
     sizes = sorted(set(sm["sizes"].values()))
     names = {s: ", ".join(m for m, x in sm["sizes"].items() if x == s) for s in sizes}
+    fams = list(dict.fromkeys(f for lines in panels.values() for _, f in lines))
     for ax, ((d, e), lines) in zip(axes[0], panels.items()):
-        for p in sm["probes"]:
-            if p in lines:
-                xs, ys = zip(*lines[p])
-                ax.plot(xs, ys, marker="o", label=p.split(".")[-1])
+        for k, p in enumerate(sm["probes"]):
+            for fam in fams:
+                if (p, fam) in lines:
+                    xs, ys = zip(*lines[(p, fam)])
+                    label = p.split(".")[-1] + (f" ({fam})" if len(fams) > 1 else "")
+                    ax.plot(xs, ys, marker="o", color=plt.cm.tab10(k % 10), ls=STYLES[fams.index(fam) % len(STYLES)],
+                            label=label)
         ax.set_xscale("log")
         ax.set_xticks(sizes, [f"{names[s]}\n{s:g}B" for s in sizes], fontsize=6)
         ax.minorticks_off()
@@ -115,6 +125,7 @@ def _size_figure(c: Comparison, sm: dict[str, Any], save: Save, safe) -> Any:
         ax.legend(fontsize=6)
     families = sorted({f for f in sm["families"].values() if f})
     title = (f"Mean intra-method IoU_cons per probe against model size ({c.name}; model families: "
-             f"{', '.join(families) or 'not declared'}; study 004 Figure 2)")
-    fig.suptitle(title, fontsize=8)
+             f"{', '.join(families) or 'not declared'}; study 004 Figure 2)"
+             + ("; one line per probe and family (line style), none joins two families" if len(fams) > 1 else ""))
+    fig.suptitle(title.replace("; one line per", ";\none line per"), fontsize=8)  # two lines: the plot keeps its width
     return save(fig, safe(f"consistency_size_{c.name}"), title)

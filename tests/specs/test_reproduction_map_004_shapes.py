@@ -179,9 +179,53 @@ def test_figure2_mean_iou_cons_against_size(report: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (report / "report.html").read_text(encoding="utf-8")
     assert "Mean intra-method IoU_cons per probe against model size (consistency_scaling" in html
+    # smollm2 and gemma3 are two families: no line joins their sizes (session 21: one line did)
+    assert "one line per probe and family (line style), none joins two families" in html
     assert not (report / "figures" / "consistency_size_consistency_mmlu.png").exists()  # one model: no size line
 
 
 def _png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_figure2_lines_stay_within_a_family() -> None:
+    from auditlang.report.figures_s004 import size_lines
+
+    sm = {"sizes": {"a1": 1.0, "a8": 8.0, "b3": 3.0, "c": 2.0}, "families": {"a1": "A", "a8": "A", "b3": "B", "c": None},
+          "values": {("d", "e", "p", m): v for m, v in (("a1", 0.1), ("a8", 0.8), ("b3", 0.3), ("c", 0.2))}}
+    got = size_lines(sm)[("d", "e")]
+    assert got == {("p", "A"): [(1.0, 0.1), (8.0, 0.8)], ("p", "B"): [(3.0, 0.3)], ("p", "model c"): [(2.0, 0.2)]}
+
+
+def test_methods_quote_the_rendered_answer_slot_not_the_template_comment(report: Path) -> None:
+    """s004's probe templates name `generation` in their {# source #} note: methods.tex quoted that
+    note as where the answer is shown (session 21). It quotes the rendered line around the answer."""
+    tex = " ".join((report / "methods.tex").read_text(encoding="utf-8").split())
+    assert "source: paper 004" not in tex and "\\# source" not in tex
+    assert "(shown as ``\\ldots{} one answer from the above choices. Guess: $<$answer$>$ Provide the probability" in tex
+
+
+def test_answer_slot_skips_comments_and_cuts_long_lines() -> None:
+    from types import SimpleNamespace
+
+    from auditlang.protocols.facts import answer_slot
+
+    tpl = SimpleNamespace(inlined_source="{# the generation fills {response1} #}\nQ: {{ question }}\nProposed Answer: "
+                                         "{{ generation | trim }}\n")
+    assert answer_slot(tpl) == "Proposed Answer: <answer>"
+    long = SimpleNamespace(inlined_source="x " * 60 + "Guess: {{ proposed_answer }} " + "y " * 60)
+    got = answer_slot(long)
+    assert got.startswith("\u2026 ") and got.endswith(" \u2026") and "Guess: <answer> y" in got and len(got) < 110
+
+
+def test_checklist_lists_the_probes_default_templates(report: Path) -> None:
+    """A probe whose spec sets no template uses its program's declared stdlib default (and the
+    _oneshot form for one-shot items): the checklist names both with their hashes and lists their
+    text, as for the spec's own templates; it never says the text was 'not listed' (session 21)."""
+    md = (report / "checklist.md").read_text(encoding="utf-8")
+    assert "<built-in default of ask_cal>" not in md and "&lt;built-in default of ask_cal>" not in md
+    assert "template template" not in md and "is not listed here" not in md
+    for probe in ("askcal", "nota", "moreinfo", "selfref"):
+        assert f"stdlib template s004/mc/{probe} (hash " in md and f"stdlib template s004/mc/{probe}_oneshot (hash " in md
+    assert "protocol s004.askcal (ask_cal): the stdlib template s004/mc/askcal (the protocol's default), sha256 " in md
