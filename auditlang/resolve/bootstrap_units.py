@@ -56,7 +56,7 @@ AUTO_RESAMPLES: dict[str, str] = {
                "bootstrap of contrast() and auditc diff), for the raw ECE and Brier differences only; the "
                "accuracy-controlled views (IA, DA, CA) have no intervals",
 }
-NO_INTERVALS = ("evaluator_repair", "robustness", "consistency", "case_study", "simulation")
+NO_INTERVALS = ("evaluator_repair", "robustness", "consistency", "case_study", "simulation", "grid_rows")
 
 
 def comparison_resamples(ctor: str, unit: str) -> str | None:
