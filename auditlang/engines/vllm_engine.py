@@ -230,17 +230,21 @@ class VLLMEngine:
         self._set_platform_env()
         d = self._resolved.local_dir
         # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
-        beside = self._core_out_of_process()
-        if beside:  # the thread's imports done here: the forked engine core inherits no half-done import
+        mode = self._tokenizer_mode()
+        if mode != "sync":  # the thread's imports done here (vLLM's own tokenizer needs them before its fork anyway)
             from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
-        tok = TokenizerLoad(lambda: self._load_tokenizer(d), beside=beside)
+        tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
         hf_config = self._load_config(d)
         self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
         vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
         self._pool: Any = None
-        self.llm = self._make_llm(runner="generate")
+        try:
+            self.llm = self._make_llm(runner="generate")
+        except BaseException:
+            tok.cancel()
+            raise
         try:
             self.tokenizer = tok.get()
         except EngineError:
@@ -259,6 +263,15 @@ class VLLMEngine:
     def _core_out_of_process(self) -> bool:
         """Whether vLLM runs its engine core in a child process (GPU default; CPU runs it here)."""
         return not self.on_cpu and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
+
+    def _tokenizer_mode(self) -> str:
+        """How the tokenizer loads beside ``LLM()`` (engines/vllm_tokload.py): on a thread started
+        once vLLM has forked the engine core (``at_fork``: before the fork ``LLM()`` is CPU-bound and
+        a thread would slow it), at once when the core is spawned (``now``: a spawned child inherits
+        nothing), or here first when the core runs in this process (``sync``)."""
+        if not self._core_out_of_process():
+            return "sync"
+        return "now" if os.environ.get("VLLM_WORKER_MULTIPROC_METHOD", "fork") == "spawn" else "at_fork"
 
     def _load_tokenizer(self, d: Path) -> Any:
         """The checkpoint's transformers tokenizer (on a thread beside ``LLM()`` on a GPU)."""
