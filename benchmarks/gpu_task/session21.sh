@@ -5,7 +5,9 @@
 # S/data the five s000 datasets and SmolLM2's tokenizer files (tok/).
 # After the lean payload's piece calls (lean_payload.sh; vllm_gpu.sh piece) and `bash /tmp/gpuinst/install.sh`:
 #   S=.stage21 bash S/new/benchmarks/gpu_task/session21.sh STEP...
-# STEP: profile            `-X importtime` of `import vllm` (twice) and of the engine's start path
+# STEP: pyc                pyc_check.py: start-path modules without cached bytecode, per sys.path entry
+#       compile            python -m compileall the payload (/tmp/site), as a default pip install does
+#       profile            `-X importtime` of `import vllm` (twice) and of the engine's start path
 #                          (start_profile.py --no-llm), summarised by importtime_top.py
 #       llmprof:SHAPE      start_profile.py with LLM() under cProfile on the SHAPE checkpoint (built by a run
 #                          step before), and vLLM's tokenizer against ours
@@ -32,6 +34,11 @@ for step in "$@"; do
         2> "$R/imp_path.log" | tee -a "$R/all.log"
       python3 "$B/importtime_top.py" "$R/imp_path.log" --json "$R/imp_path.json" --top 40 > "$R/imp_path.txt"
       head -30 "$R/imp_path.txt"; sed -n '/modules by cumulative/,$p' "$R/imp_path.txt" | head -25 ;;
+    pyc)  # modules of the start path without cached bytecode (the lean payload installs with --no-compile)
+      python3 "$B/gpu_task/pyc_check.py" 2>&1 | tee "$R/pyc_check.txt" | grep -E "^(pyc|dont)" ;;
+    compile)  # byte-compile the payload as pip does by default (install.sh passes --no-compile)
+      t=$(date +%s.%N); python3 -m compileall -q -j 16 /tmp/site > "$R/compileall.log" 2>&1
+      echo "compileall /tmp/site: exit $? in $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$R/all.log" ;;
     llmprof:*)
       shape=${step#llmprof:}
       python3 "$B/gpu_task/start_profile.py" --model "/tmp/random-init/$shape-bfloat16" --compare-tokenizer \
