@@ -74,6 +74,8 @@ from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.hf import weights_sha256
+from auditlang.engines.gcpause import gc_paused
+from auditlang.engines.hfstack import generation_without_sklearn
 from auditlang.engines.hf import label_token_ids
 
 VLLM_INSTALL_HINT = (
@@ -103,7 +105,8 @@ def import_vllm() -> Any:
     if not _TORCH_BEFORE_VLLM:
         _TORCH_BEFORE_VLLM.append("torch" in sys.modules)
     try:
-        import vllm  # lazy: vLLM only when a model runs
+        with gc_paused():  # engines/gcpause.py: ~17 % of the imports' CPU
+            import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'vllm' engine needs vLLM, which is not installed ({e})", hint=VLLM_INSTALL_HINT) from e
     version = _release(getattr(vllm, "__version__", ""))
@@ -231,8 +234,7 @@ class VLLMEngine:
         d = self._resolved.local_dir
         # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
         mode = self._tokenizer_mode()
-        if mode != "sync":  # the thread's imports done here (vLLM's own tokenizer needs them before its fork anyway)
-            from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
+        self._llm_class = self._import_llm_stack(tokenizer_modules=mode != "sync")
         tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
         hf_config = self._load_config(d)
         self._hf_config = hf_config
@@ -263,6 +265,23 @@ class VLLMEngine:
     def _core_out_of_process(self) -> bool:
         """Whether vLLM runs its engine core in a child process (GPU default; CPU runs it here)."""
         return not self.on_cpu and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
+
+    def _import_llm_stack(self, tokenizer_modules: bool) -> Any:
+        """``vllm.LLM`` (vLLM imports its entrypoint lazily: seconds of CPU) with the collector
+        paused (engines/gcpause.py) and transformers' assisted-generation helper imported without
+        scikit-learn first (hfstack.py: vLLM's ``AutoTokenizer`` import pulls it in). With
+        ``tokenizer_modules``, transformers' tokenizer classes too, here in the main thread, before
+        the tokenizer thread can start (vLLM's own tokenizer needs them before its fork anyway)."""
+        with gc_paused():
+            try:
+                import transformers  # lazy: transformers only when a model runs
+            except ImportError:
+                transformers = None  # vLLM's own import below says what is missing
+            if transformers is not None:
+                generation_without_sklearn(transformers)
+                if tokenizer_modules:
+                    from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
+            return self._vllm.LLM
 
     def _tokenizer_mode(self) -> str:
         """How the tokenizer loads beside ``LLM()`` (engines/vllm_tokload.py): on a thread started
@@ -394,7 +413,7 @@ class VLLMEngine:
             kw.update(runner="pooling", convert="embed",
                       pooler_config=PoolerConfig(seq_pooling_type="LAST", use_activation=False))
         try:
-            return self._vllm.LLM(**kw)
+            return self._llm_class(**kw)
         except Exception as e:  # noqa: BLE001 - vLLM raises many types at start-up
             raise EngineError(
                 f"model {self.config.name!r}: vLLM could not start ({runner} runner) on {self._resolved.local_dir} "
