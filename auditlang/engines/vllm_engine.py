@@ -74,7 +74,6 @@ from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.hf import weights_sha256
-from auditlang.engines.gcpause import gc_paused
 from auditlang.engines.hfstack import generation_without_sklearn
 from auditlang.engines.hf import label_token_ids
 
@@ -105,8 +104,7 @@ def import_vllm() -> Any:
     if not _TORCH_BEFORE_VLLM:
         _TORCH_BEFORE_VLLM.append("torch" in sys.modules)
     try:
-        with gc_paused():  # engines/gcpause.py: ~17 % of the imports' CPU
-            import vllm  # lazy: vLLM only when a model runs
+        import vllm  # lazy: vLLM only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'vllm' engine needs vLLM, which is not installed ({e})", hint=VLLM_INSTALL_HINT) from e
     version = _release(getattr(vllm, "__version__", ""))
@@ -267,21 +265,20 @@ class VLLMEngine:
         return not self.on_cpu and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
 
     def _import_llm_stack(self, tokenizer_modules: bool) -> Any:
-        """``vllm.LLM`` (vLLM imports its entrypoint lazily: seconds of CPU) with the collector
-        paused (engines/gcpause.py) and transformers' assisted-generation helper imported without
-        scikit-learn first (hfstack.py: vLLM's ``AutoTokenizer`` import pulls it in). With
+        """``vllm.LLM`` (vLLM imports its entrypoint lazily: seconds of CPU), with transformers'
+        assisted-generation helper imported without scikit-learn first (hfstack.py: vLLM's
+        ``AutoTokenizer`` import pulls it in, 1-2 s with sklearn, scipy and pandas). With
         ``tokenizer_modules``, transformers' tokenizer classes too, here in the main thread, before
         the tokenizer thread can start (vLLM's own tokenizer needs them before its fork anyway)."""
-        with gc_paused():
-            try:
-                import transformers  # lazy: transformers only when a model runs
-            except ImportError:
-                transformers = None  # vLLM's own import below says what is missing
-            if transformers is not None:
-                generation_without_sklearn(transformers)
-                if tokenizer_modules:
-                    from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
-            return self._vllm.LLM
+        try:
+            import transformers  # lazy: transformers only when a model runs
+        except ImportError:
+            transformers = None  # vLLM's own import below says what is missing
+        if transformers is not None:
+            generation_without_sklearn(transformers)
+            if tokenizer_modules:
+                from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
+        return self._vllm.LLM
 
     def _tokenizer_mode(self) -> str:
         """How the tokenizer loads beside ``LLM()`` (engines/vllm_tokload.py): on a thread started
