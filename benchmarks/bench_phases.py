@@ -42,6 +42,7 @@ PHASES: list[tuple[str, str]] = [
     ("model weights", "auditlang.engines.hf:_load_model"),
     ("engine fingerprint", "auditlang.engines.hf:HFEngine.fingerprint"),
     ("import vllm", "auditlang.engines.vllm_engine:import_vllm"),
+    ("vllm: import LLM stack", "auditlang.engines.vllm_engine:VLLMEngine._import_llm_stack"),
     ("vllm: config", "auditlang.engines.vllm_engine:VLLMEngine._load_config"),
     ("vllm: tokenizer (thread beside LLM())", "auditlang.engines.vllm_engine:VLLMEngine._load_tokenizer"),
     ("vllm: tokenizer wait after LLM()", "auditlang.engines.vllm_tokload:TokenizerLoad.get"),

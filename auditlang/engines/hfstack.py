@@ -18,15 +18,16 @@ def import_hf_stack() -> tuple[ModuleType, ModuleType]:
         import transformers  # lazy: transformers only when a model runs
     except ImportError as e:
         raise EngineError(f"the 'hf' engine needs torch and transformers, which are not installed ({e})", hint=HF_EXTRA_HINT) from e
-    _generation_without_sklearn(transformers)
+    generation_without_sklearn(transformers)
     return torch, transformers
 
 
-def _generation_without_sklearn(transformers: ModuleType) -> None:
+def generation_without_sklearn(transformers: ModuleType) -> None:
     """Import transformers' ``generation.candidate_generator`` without scikit-learn. It imports
     ``sklearn.metrics`` (seconds of start-up) only for assisted generation's confidence threshold,
     which auditlang never uses (it decodes with its own loop); every model class pulls the module
-    in through ``GenerationMixin``. Told that sklearn is absent while it is imported, it skips it."""
+    in through ``GenerationMixin`` (and so does ``AutoTokenizer``, for the vllm engine: vLLM's own
+    tokenizer imports it). Told that sklearn is absent while it is imported, it skips it."""
     name = "transformers.generation.candidate_generator"
     if name in sys.modules or "sklearn" in sys.modules:
         return

@@ -74,6 +74,7 @@ from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.hf import weights_sha256
+from auditlang.engines.hfstack import generation_without_sklearn
 from auditlang.engines.hf import label_token_ids
 
 VLLM_INSTALL_HINT = (
@@ -230,17 +231,20 @@ class VLLMEngine:
         self._set_platform_env()
         d = self._resolved.local_dir
         # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
-        beside = self._core_out_of_process()
-        if beside:  # the thread's imports done here: the forked engine core inherits no half-done import
-            from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
-        tok = TokenizerLoad(lambda: self._load_tokenizer(d), beside=beside)
+        mode = self._tokenizer_mode()
+        self._llm_class = self._import_llm_stack(tokenizer_modules=mode != "sync")
+        tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
         hf_config = self._load_config(d)
         self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
         self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
         vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
         self._pool: Any = None
-        self.llm = self._make_llm(runner="generate")
+        try:
+            self.llm = self._make_llm(runner="generate")
+        except BaseException:
+            tok.cancel()
+            raise
         try:
             self.tokenizer = tok.get()
         except EngineError:
@@ -259,6 +263,31 @@ class VLLMEngine:
     def _core_out_of_process(self) -> bool:
         """Whether vLLM runs its engine core in a child process (GPU default; CPU runs it here)."""
         return not self.on_cpu and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") != "0"
+
+    def _import_llm_stack(self, tokenizer_modules: bool) -> Any:
+        """``vllm.LLM`` (vLLM imports its entrypoint lazily: seconds of CPU), with transformers'
+        assisted-generation helper imported without scikit-learn first (hfstack.py: vLLM's
+        ``AutoTokenizer`` import pulls it in, 1-2 s with sklearn, scipy and pandas). With
+        ``tokenizer_modules``, transformers' tokenizer classes too, here in the main thread, before
+        the tokenizer thread can start (vLLM's own tokenizer needs them before its fork anyway)."""
+        try:
+            import transformers  # lazy: transformers only when a model runs
+        except ImportError:
+            transformers = None  # vLLM's own import below says what is missing
+        if transformers is not None:
+            generation_without_sklearn(transformers)
+            if tokenizer_modules:
+                from transformers import AutoTokenizer, PreTrainedTokenizerFast  # noqa: F401  # lazy: transformers only when a model runs
+        return self._vllm.LLM
+
+    def _tokenizer_mode(self) -> str:
+        """How the tokenizer loads beside ``LLM()`` (engines/vllm_tokload.py): on a thread started
+        once vLLM has forked the engine core (``at_fork``: before the fork ``LLM()`` is CPU-bound and
+        a thread would slow it), at once when the core is spawned (``now``: a spawned child inherits
+        nothing), or here first when the core runs in this process (``sync``)."""
+        if not self._core_out_of_process():
+            return "sync"
+        return "now" if os.environ.get("VLLM_WORKER_MULTIPROC_METHOD", "fork") == "spawn" else "at_fork"
 
     def _load_tokenizer(self, d: Path) -> Any:
         """The checkpoint's transformers tokenizer (on a thread beside ``LLM()`` on a GPU)."""
@@ -381,7 +410,7 @@ class VLLMEngine:
             kw.update(runner="pooling", convert="embed",
                       pooler_config=PoolerConfig(seq_pooling_type="LAST", use_activation=False))
         try:
-            return self._vllm.LLM(**kw)
+            return self._llm_class(**kw)
         except Exception as e:  # noqa: BLE001 - vLLM raises many types at start-up
             raise EngineError(
                 f"model {self.config.name!r}: vLLM could not start ({runner} runner) on {self._resolved.local_dir} "

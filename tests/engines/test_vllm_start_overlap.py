@@ -1,14 +1,17 @@
 """The vLLM engine start's overlap (issue 36, warm start): the tokenizer loads on a thread while
-``LLM()`` waits for an out-of-process engine core, and the config is read from config.json
-without transformers.
+``LLM()`` waits for an out-of-process engine core, started only once vLLM has forked that core
+(session 21), and the config is read from config.json without transformers.
 
 A scripted ``vllm`` module stands in (no vLLM needed); the overlap is shown with events, not
-timings: the scripted ``LLM()`` returns only once the tokenizer load has begun on another thread.
+timings: the scripted ``LLM()`` forks a child (the engine core's stand-in, which reports whether
+the load had started when it was forked) and returns only once the tokenizer load has begun on
+another thread.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import types
@@ -18,6 +21,7 @@ import pytest
 
 from auditlang.core.engine import EngineError, ModelConfig
 from auditlang.engines import vllm_engine as ve
+from auditlang.engines import vllm_tokload
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -36,6 +40,15 @@ class _Tok:
     eos_token_id = 2
 
 
+def _fork_child(probe) -> bool:
+    """Fork; the child exits at once with probe()'s answer as its status. Returns the child's answer."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os._exit(1 if probe() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 1
+
+
 @pytest.fixture()
 def scripted(monkeypatch, tmp_path):
     """A GPU-platform ``vllm`` whose ``LLM()`` records the thread of the tokenizer load it saw."""
@@ -44,8 +57,14 @@ def scripted(monkeypatch, tmp_path):
     class LLM:
         def __init__(self, **kw) -> None:
             log["llm_kw"] = kw
+            if log.get("llm_fails"):
+                raise RuntimeError("no GPU memory")
             log["llm_started"].set()
-            log["tok_seen_during_llm"] = log["tok_started"].wait(30)  # the core "starts" until the tokenizer began
+            if log.get("fork", True):  # vLLM forks its engine core here
+                log["tok_started_before_fork"] = log["tok_started"].is_set()
+                log["child_saw_load"] = _fork_child(lambda: log["tok_started"].is_set())
+            if log.get("wait_for_tok", True):  # the core "starts" until the tokenizer began
+                log["tok_seen_during_llm"] = log["tok_started"].wait(30)
             self.llm_engine = types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=512))
 
     vllm = types.ModuleType("vllm")
@@ -72,15 +91,42 @@ def scripted(monkeypatch, tmp_path):
     return log
 
 
-def test_tokenizer_loads_beside_llm_when_the_core_runs_in_its_own_process(scripted, tmp_path) -> None:
+def test_tokenizer_loads_beside_llm_once_the_core_has_forked(scripted, tmp_path) -> None:
     d = _ckpt(tmp_path)
     eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
+    assert scripted["tok_started_before_fork"] is False  # LLM()'s CPU-bound part ran without the thread
+    assert scripted["child_saw_load"] is False  # the forked core inherits no started load
     assert scripted["tok_seen_during_llm"] and scripted["llm_running_at_tok"]  # both ran at once
     assert scripted["tok_thread"] == "auditlang-vllm-tokenizer"
     assert isinstance(eng.tokenizer, _Tok)
     assert eng.eos_ids == frozenset({2, 7})  # generation_config + the tokenizer's, after the join
     assert eng.dtype == "bfloat16" and eng._num_layers == 4  # from config.json, read before LLM()
     assert scripted["llm_kw"]["dtype"] == "bfloat16"
+
+
+def test_a_spawned_core_starts_the_tokenizer_thread_at_once(scripted, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "spawn")  # a spawned child inherits nothing
+    scripted["fork"] = False
+    eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(_ckpt(tmp_path))))
+    assert scripted["tok_seen_during_llm"] and scripted["tok_thread"] == "auditlang-vllm-tokenizer"
+    assert isinstance(eng.tokenizer, _Tok)
+
+
+def test_no_fork_in_llm_loads_the_tokenizer_after_it_in_this_thread(scripted, tmp_path) -> None:
+    scripted.update(fork=False, wait_for_tok=False)  # vLLM spawned after all: no fork hook fires
+    eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(_ckpt(tmp_path))))
+    assert scripted["tok_thread"] == threading.current_thread().name
+    assert isinstance(eng.tokenizer, _Tok) and eng.eos_ids == frozenset({2, 7})
+    assert not vllm_tokload._PENDING
+
+
+def test_a_failed_llm_leaves_no_load_waiting_for_a_fork(scripted, tmp_path) -> None:
+    scripted["llm_fails"] = True
+    with pytest.raises(EngineError, match="no GPU memory"):
+        ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(_ckpt(tmp_path))))
+    assert not vllm_tokload._PENDING and not scripted["tok_started"].is_set()
+    _fork_child(lambda: False)  # a later fork starts nothing
+    assert not scripted["tok_started"].is_set()
 
 
 def test_in_process_core_loads_the_tokenizer_first_in_this_thread(scripted, tmp_path, monkeypatch) -> None:
@@ -128,3 +174,28 @@ def test_tokenizer_load_reraises_in_the_callers_thread() -> None:
         with pytest.raises(ValueError, match="bad"):
             load.get()
     assert TokenizerLoad(lambda: threading.current_thread().name, beside=True).get() == "auditlang-vllm-tokenizer"
+
+
+def test_at_fork_load_starts_in_the_parent_after_a_fork_and_never_in_the_child() -> None:
+    started = threading.Event()
+
+    def load():
+        started.set()
+        return threading.current_thread().name
+
+    load_ = TokenizerLoad(load, mode="at_fork")
+    assert not started.is_set() and not load_.beside  # nothing runs before a fork
+    assert _fork_child(lambda: bool(vllm_tokload._PENDING) or started.is_set()) is False
+    assert load_.get() == "auditlang-vllm-tokenizer" and load_.beside
+    with pytest.raises(ValueError, match="mode 'later'"):
+        TokenizerLoad(load, mode="later")
+
+
+def test_at_fork_load_without_a_fork_runs_in_get_and_reraises() -> None:
+    def boom():
+        raise ValueError("bad")
+
+    assert TokenizerLoad(lambda: threading.current_thread().name, mode="at_fork").get() == threading.current_thread().name
+    with pytest.raises(ValueError, match="bad"):
+        TokenizerLoad(boom, mode="at_fork").get()
+    assert not vllm_tokload._PENDING
