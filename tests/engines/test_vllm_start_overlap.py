@@ -75,6 +75,10 @@ def scripted(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    # the fork path: neither a spawn chosen by the environment nor the engine's own spawn rule (torch
+    # imported before vLLM, as in the vLLM venv's test run, where a real vLLM ran earlier in the process)
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
+    monkeypatch.setattr(ve, "_TORCH_BEFORE_VLLM", [False])
     monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vc"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "tc"))
 
