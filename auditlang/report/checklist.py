@@ -783,13 +783,13 @@ def _phrasings(rd: RunData, aid: str) -> Entry:
         o = rd.spec.get(pid)
         field_name = type(o.value).PHRASING
         tid = getattr(o.value, field_name, None)
-        default = F.protocol_facts(rd, aid, pid).any("prompt")
-        shown = f"{field_name} {tid}"
-        if tid is None and default is not None and default.source is not None:
+        default = _default_template(rd, aid, pid) if tid is None else None
+        if default is not None:
             tid = shown = default.text  # the program's declared default template, named with its hash
-        elif tid is None:
-            e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {field_name}; the protocol's built-in default text was used")
-            tid = f"<built-in default of {o.ctor}>"
+        else:
+            if tid is None:
+                e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {field_name}; the protocol's built-in default text was used")
+                tid = f"<built-in default of {o.ctor}>"
             shown = f"{field_name} {tid}"
         phr.setdefault(tid, []).append(pid)
         parser = F.protocol_facts(rd, aid, pid).any("parser")
@@ -900,6 +900,13 @@ def _accgap(rd: RunData, aid: str, comparisons: list[Comparison]) -> Entry:
     return e
 
 
+def _default_template(rd: RunData, aid: str, pid: str):
+    """The protocol's declared prompt fact when it names the stdlib default templates its program
+    uses (``Fact.source``: name, hash, text), else None (a program that declares no default)."""
+    got = F.protocol_facts(rd, aid, pid).any("prompt")
+    return got if got is not None and got.source is not None else None
+
+
 def _templates(rd: RunData, aid: str) -> Entry:
 
     e = Entry("templates")
@@ -917,8 +924,8 @@ def _templates(rd: RunData, aid: str) -> Entry:
         o = rd.spec.get(pid)
         for f, kind in type(o.value).REFS.items():
             if kind == "template" and getattr(o.value, f, None) is None and f in ("phrasing", "template"):
-                default = F.protocol_facts(rd, aid, pid).any("prompt")
-                if default is None or default.source is None:
+                default = _default_template(rd, aid, pid)
+                if default is None:
                     what = f if f == "template" else f"{f} template"
                     e.flag(f"{D.UNSPECIFIED}: protocol '{pid}' sets no {what}; its text is the program's built-in "
                            "default and is not listed here")

@@ -124,8 +124,8 @@ def _size_figure(c: Comparison, sm: dict[str, Any], save: Save, safe) -> Any:
         ax.set_title(f"dataset {d}, evaluator {e}", fontsize=8)
         ax.legend(fontsize=6)
     families = sorted({f for f in sm["families"].values() if f})
-    title = (f"Mean intra-method IoU_cons per probe against model size ({c.name}; model families: "
-             f"{', '.join(families) or 'not declared'}; study 004 Figure 2)"
-             + ("; one line per probe and family (line style), none joins two families" if len(fams) > 1 else ""))
-    fig.suptitle(title.replace("; one line per", ";\none line per"), fontsize=8)  # two lines: the plot keeps its width
-    return save(fig, safe(f"consistency_size_{c.name}"), title)
+    head = (f"Mean intra-method IoU_cons per probe against model size ({c.name}; model families: "
+            f"{', '.join(families) or 'not declared'}; study 004 Figure 2)")
+    tail = ["one line per probe and family (line style), none joins two families"] if len(fams) > 1 else []
+    fig.suptitle(";\n".join([head, *tail]), fontsize=8)  # two lines: the plot keeps its width
+    return save(fig, safe(f"consistency_size_{c.name}"), "; ".join([head, *tail]))

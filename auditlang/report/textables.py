@@ -34,6 +34,7 @@ import pandas as pd
 
 from auditlang.report.checklist import _metric_refs
 from auditlang.report.comparisons import Comparison
+from auditlang.report.comparisons.case_study import answers_note
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.latex import IDENT_DEF, prose
 from auditlang.report import runfacts as R
@@ -369,6 +370,11 @@ def _cell(c: Any, numeric: bool, valign: str = "t") -> str:
 
 def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+
+
+def _fixed_or_dash(v: Any, digits: int) -> str:
+    """A number at ``digits`` decimals, else the undefined mark (None, NaN, text)."""
+    return fixed(float(v), digits) if _num(v) else UNDEFINED_MARK
 
 
 def value_cell(value: Any, lo: Any = None, hi: Any = None, mark: str = "") -> Any:
@@ -1133,7 +1139,7 @@ def consistency_blocks_table(c: Comparison, t: Table) -> TexTable:
     for i, r in enumerate(t.records()):
         cells: list[Any] = [r["probe"] if r["probe"] != last else "", r["variant type"]]
         for col in cols:
-            v = fixed(float(r[col]), t.digits) if _num(r[col]) else UNDEFINED_MARK
+            v = _fixed_or_dash(r[col], t.digits)
             mark = t.marks.get((i, col))
             cells.append(Tex(MARK_TEX[mark].format(prose(v)), v) if mark else v)
         if last is not None and r["probe"] != last:
@@ -1257,14 +1263,12 @@ def grid_rows_table(c: Comparison) -> list[TexTable]:
 CASE_LABELS = ("model", "dataset", "item", "question", "y", "y*", "Corr.", "CE")
 
 
-def _case_value(v: Any, digits: int) -> str:
-    return fixed(float(v), digits) if _num(v) and not math.isnan(float(v)) else UNDEFINED_MARK
 
 
 SHORT_ANSWER = 12  # characters: longer sampled answers go to the notes, not into a number column
 
 
-def _per_case(c: Comparison, t: Table) -> TexTable:
+def _per_case(t: Table) -> TexTable:
     """Table 9 / 10: a row per case and method. by=samples: the sampled answers' row first, as 002
     prints it, when every answer is short; otherwise they are listed in the notes (y_k = ...)."""
     values = [col for col in t.columns if col not in CASE_LABELS]
@@ -1281,7 +1285,7 @@ def _per_case(c: Comparison, t: Table) -> TexTable:
             listed.append(f"Sampled answers of {r['model']} / {r['dataset']} (item {r['item']}): {shown}.")
             continue
         cells = [r["model"] if case != last else "", r["dataset"] if case != last else "", r["CE"]]
-        cells += [("" if r[v] is None else str(r[v])) if text else _case_value(r[v], t.digits) for v in values]
+        cells += [("" if r[v] is None else str(r[v])) if text else _fixed_or_dash(r[v], t.digits) for v in values]
         if last is not None and case != last:
             tt.rules.add(len(tt.rows))
         tt.add(cells, f"{t.name}[{i}]")
@@ -1298,7 +1302,7 @@ def _prompts_summary(t: Table) -> TexTable:
     header: list[Any] = ["CE"] + [tuple(col.rsplit(" ", 1)) for col in cols]
     tt = TexTable(t.name, t.title, header, [False] + [True] * len(cols))
     for i, r in enumerate(t.records()):
-        tt.add([r["CE"]] + [_case_value(r[col], t.digits) for col in cols], f"{t.name}[{i}]")
+        tt.add([r["CE"]] + [_fixed_or_dash(r[col], t.digits) for col in cols], f"{t.name}[{i}]")
     tt.notes += t.all_notes()
     return tt
 
@@ -1317,16 +1321,15 @@ def _samples_summary(t: Table, labels: list[str]) -> TexTable:
             tt.rules.add(len(tt.rows))
         for k, col in enumerate(mine + [s for s in stats if s in by_col]):
             shown = col[len(lab) + 2:] if col in mine else col.rsplit(" ", 1)[1]
-            tt.add([lab if k == 0 else "", shown] + [_case_value(v, t.digits) for v in by_col[col]], f"{t.name}[{col}]")
-    tt.notes += [n.replace("One column per distinct sampled answer text", "One row per distinct sampled answer text")
-                 for n in t.all_notes()]  # the note of the Markdown form, whose answers are columns
+            tt.add([lab if k == 0 else "", shown] + [_fixed_or_dash(v, t.digits) for v in by_col[col]], f"{t.name}[{col}]")
+    tt.notes += [answers_note("row") if n == answers_note("column") else n for n in t.all_notes()]
     return tt
 
 
 def case_study_tables(c: Comparison) -> list[TexTable]:
-    """The per-case table and its summary, each in a shape a page holds (see the module's doc)."""
+    """The per-case table and its summary, each in a shape a page holds (see the section's comment)."""
     t, s = _table(c), _table(c, "_summary")
-    out = [] if t is None else [_per_case(c, t)]
+    out = [] if t is None else [_per_case(t)]
     if s is not None and s.rows:
         labels = [f"{r['model']} / {r['dataset']}" for r in t.records()] if t is not None else []
         out.append(_prompts_summary(s) if s.columns[1:] and s.columns[1].endswith(" max") else _samples_summary(s, labels))

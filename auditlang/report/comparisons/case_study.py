@@ -273,9 +273,15 @@ def _samples_tables(name: str, cases: list[Case]) -> tuple[Table, Table]:
                    "Delta(Y^max, Y^max)| (eqs. 5-7), over the item's semantic groups; a dash where the item does not "
                    "qualify (Y^max holds one answer; one group only) or a sample has no confidence; "
                    f"{EMPTY}: a sample whose evaluated text is empty.",
-                   "One column per distinct sampled answer text, in order of first appearance, holding the mean "
-                   "confidence of its samples; [Y^max] marks the answers of the largest semantic group (002's italic), "
-                   "[Y^min] those of the smallest other group (002's underline); A-STB and A-SST as in Table 10.")
+                   answers_note("column"))
+
+
+def answers_note(unit: str) -> str:
+    """Table 3's note; ``unit`` is how its form sets the distinct answers: "column" (Markdown, CSV,
+    HTML, as 002 prints it) or "row" (the transposed LaTeX form)."""
+    return (f"One {unit} per distinct sampled answer text, in order of first appearance, holding the mean "
+            "confidence of its samples; [Y^max] marks the answers of the largest semantic group (002's italic), "
+            "[Y^min] those of the smallest other group (002's underline); A-STB and A-SST as in Table 10.")
 
 
 def _finish(t: Table, s: Table, t_note: str, s_note: str) -> tuple[Table, Table]:
