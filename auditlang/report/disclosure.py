@@ -142,11 +142,23 @@ def disclosure_table(rd: RunData, aid: str) -> Table:
     sources = [x for d in rd.audit(aid).datasets if (x := data_source(d, rd.plan.datasets.get(d, {})))]
     if sources:
         t.notes.append("Data: " + "; ".join(sources) + ".")
-    t.notes.append(f"Main setting: {', '.join(mains)}.")
+    t.notes.append(_main_note(mains, signals))
     t.notes.append(_errors_note(rd, aid))
     if not t.rows:
         t.notes.append(f"No protocol axis varies in audit {aid}: every cell uses the main setting.")
     return t
+
+
+def _main_note(mains: list[str], signals: list[tuple[str, list[str]]]) -> str:
+    """The note naming the main settings: one protocol family has one; several have one each, and the
+    Confidence signal row's main is the signal of the audit's first protocol (``_signals``' order)."""
+    if len(mains) < 2:
+        return f"Main setting: {', '.join(mains)}."
+    note = f"Main setting of each protocol family: {', '.join(mains)}"
+    if len(signals) > 1:
+        sig, ps = signals[0]
+        note += f"; the main confidence signal is {sig} ({', '.join(ps)}), the signal of the audit's first protocol"
+    return note + "."
 
 
 def _models_held(rd: RunData, aid: str) -> str:

@@ -158,7 +158,11 @@ def test_disclosure_names_every_signal_and_the_model_axis(run: Path) -> None:
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "token probability (tok)"  # the first protocol, as the note's main setting
     assert "verbalized confidence (single, turn)" in cells[2] and "P(True) (s003.p_true)" in cells[2]
-    assert next(ln for ln in md.splitlines() if ln.startswith("- Main setting:")).startswith("- Main setting: tok ")
+    # one main per protocol family, and which of them is the main signal (the first protocol's)
+    note = next(ln for ln in md.splitlines() if ln.startswith("- Main setting"))
+    assert note.startswith("- Main setting of each protocol family: tok (")
+    assert note.endswith("; the main confidence signal is token probability (tok), the signal of the audit's first "
+                         "protocol.")
     model_row = next(ln for ln in md.splitlines() if ln.startswith("| Model | chatm | basem |"))
     # the prompts are not held fixed across the models: the requests sent were messages to chatm, text to basem
     answers = _sent(run, "tok", "answer")
