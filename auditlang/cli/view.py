@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import signal
 import sys
+import threading
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -86,7 +88,8 @@ def _untemplated(model: str, prompt: Prompt) -> tuple[None, str]:
 
 
 def serve(folder: Path, port: int, open_browser: bool) -> int:
-    """Serve ``folder`` on 127.0.0.1 until Ctrl-C (only this machine can reach it)."""
+    """Serve ``folder`` on 127.0.0.1 until Ctrl-C or SIGTERM (only this machine can reach it)."""
+    _stop_on_signals()
     handler = functools.partial(_Quiet, directory=str(folder))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/{PAGE_FILE}"
@@ -98,6 +101,20 @@ def serve(folder: Path, port: int, open_browser: bool) -> int:
         except KeyboardInterrupt:
             print("stopped", file=sys.stderr)
     return EXIT_OK
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the server, also where SIGINT came ignored from the parent
+    (a process started in the background by a non-interactive shell): Python then installs no
+    KeyboardInterrupt handler of its own, and the server would run until killed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, stop)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
