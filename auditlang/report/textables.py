@@ -1262,9 +1262,6 @@ def grid_rows_table(c: Comparison) -> list[TexTable]:
 
 CASE_LABELS = ("model", "dataset", "item", "question", "y", "y*", "Corr.", "CE")
 
-
-
-
 SHORT_ANSWER = 12  # characters: longer sampled answers go to the notes, not into a number column
 
 
