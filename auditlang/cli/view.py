@@ -91,7 +91,12 @@ def serve(folder: Path, port: int, open_browser: bool) -> int:
     """Serve ``folder`` on 127.0.0.1 until Ctrl-C or SIGTERM (only this machine can reach it)."""
     _stop_on_signals()
     handler = functools.partial(_Quiet, directory=str(folder))
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:  # the port is taken, or one this user may not bind
+        raise UsageError(f"--port {port}: cannot serve on 127.0.0.1:{port} ({e.strerror or e})",
+                         hint="--port 0 picks a free port; or stop what is listening there") from None
+    with server as httpd:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/{PAGE_FILE}"
         print(f"serving {folder} at {url} (Ctrl-C stops)", flush=True)
         if open_browser:

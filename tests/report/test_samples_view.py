@@ -355,3 +355,19 @@ def test_view_serve_on_loopback(viewed: Path, stop: str) -> None:
     finally:
         proc.send_signal(getattr(signal, stop))
         assert proc.wait(timeout=60) == 0
+
+
+def test_view_serve_on_a_taken_port_is_a_usage_error(viewed: Path) -> None:
+    """A port something else listens on is the user's choice gone wrong: exit 2 with the port and a hint,
+    not an internal-error traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = _cli("view", str(viewed), "--serve", "--port", str(port), "--no-chat-template")
+    assert res.returncode == 2, res.stderr
+    assert f"--port {port}: cannot serve on 127.0.0.1:{port}" in res.stderr
+    assert "--port 0 picks a free port" in res.stderr
+    assert "internal error" not in res.stderr.lower() and "Traceback" not in res.stderr
