@@ -50,6 +50,9 @@ EXTRA_PHASES = [
     ("journal reads", "auditlang.store.journal:Journal.get_many"),
 ]
 
+PACE_S = float(os.environ.get("AUDITLANG_BENCH_PACE", "0") or 0)  # --pace: engine seconds per request
+PACE_STATS = {"busy_s": 0.0, "stream_s": 0.0, "calls": 0}
+
 LETTERS = [chr(ord("A") + i) for i in range(10)]
 VOCAB = [f" w{i}" for i in range(3000)] + [" the", " answer", " is", ".", ",", "\n", " because", " of"]
 
@@ -105,8 +108,53 @@ class SyntheticEngine:
         pass
 
     def run(self, requests: Iterable[Request]) -> Iterator[Result]:
+        if PACE_S > 0:
+            yield from self._paced(requests)
+            return
         for req in requests:
             yield self.answer(req)
+
+    def _paced(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """As vLLM's engine core, a process of its own: a "core" thread serves the requests added
+        so far, ``PACE_S`` seconds per request (GIL released, as a GPU step is), and keeps working
+        while the caller commits; it idles only when nothing is queued (follow-ups not yet built).
+        The caller's thread builds each Result, as the vLLM engine converts its outputs."""
+        import queue
+        import threading
+        import time
+
+        from auditlang.core.engine import Feed
+
+        feed = requests if isinstance(requests, Feed) else Feed(requests)
+        todo: queue.Queue = queue.Queue()
+        done: queue.Queue = queue.Queue()
+
+        def core() -> None:
+            while (req := todo.get()) is not None:
+                t = time.perf_counter()
+                time.sleep(PACE_S)
+                PACE_STATS["busy_s"] += time.perf_counter() - t
+                done.put(req)
+
+        worker = threading.Thread(target=core, daemon=True)
+        worker.start()
+        t0, in_flight = time.perf_counter(), 0
+        try:
+            while True:
+                for r in feed.take():
+                    todo.put(r)
+                    in_flight += 1
+                if not in_flight:
+                    if feed.refill():
+                        continue
+                    break
+                req = done.get()
+                in_flight -= 1
+                yield self.answer(req)
+        finally:
+            todo.put(None)
+            PACE_STATS["stream_s"] += time.perf_counter() - t0
+            PACE_STATS["calls"] += 1
 
     # -- per kind
     def answer(self, req):

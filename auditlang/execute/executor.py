@@ -5,8 +5,10 @@ Output: results committed to the journal, and an :class:`ExecStats` summary.
 
 The executor deduplicates requests by id, skips every request already committed for the
 engine's fingerprint, and runs the rest through ``engine.run`` in *commit batches*: each batch's
-results are committed in one transaction, so a ``kill -9`` loses at most the batch in flight
-(see docs/outputs.md). The engine may batch further internally. Calling it again with the same
+results are committed in one transaction, in order, on the call's writer thread
+(:mod:`auditlang.execute.writer`: the caller goes back to the engine while a commit's fsync runs), so
+a ``kill -9`` loses at most the batch in flight and the few commits still queued (see
+docs/outputs.md); the call returns once every write is on disk. The engine may batch further internally. Calling it again with the same
 requests executes nothing, so the runner calls it once per stage without bookkeeping.
 
 Order of execution: requests left to run are sorted (stably, so plan order breaks ties) by the
@@ -47,6 +49,7 @@ from rich.console import Console
 
 from auditlang.core.engine import Engine, EngineError, Feed, streams
 from auditlang.execute.progress import ExecProgress
+from auditlang.execute.writer import Writer
 from auditlang.core.requests import Request, Result
 from auditlang.store.journal import Journal
 from auditlang.store.shards import Shard
@@ -177,6 +180,14 @@ class _Call:
         self.kept_error = self.first_new = ""  # the first stored failure kept; this call's first failure
         self.seen: set[str] = set()
         self.bar: ExecProgress | None = None
+        self.writer: Writer | None = None  # the call's journal writes, on their own thread (run)
+
+    def _put(self, which: str, method: str, *args: Any, **kw: Any) -> None:
+        """One journal (``which="journal"``) or cache write, through the writer when it runs."""
+        if self.writer is not None:
+            self.writer.put(which, method, *args, **kw)
+        else:
+            getattr(self.journal if which == "journal" else self.cache, method)(*args, **kw)
 
     def admit(self, reqs: list[Request]) -> tuple[list[Request], list[Result]]:
         """(requests to run, stored results of the others) of ``reqs`` not seen before in this
@@ -198,9 +209,9 @@ class _Call:
         todo = [r for r in todo if r.id not in hits]
         n["cached"] += len(reqs) - len(todo)
         if todo:
-            journal.put_requests(todo, fp_hash)
+            self._put("journal", "put_requests", list(todo), fp_hash)
             if self.cache is not None:
-                self.cache.put_requests(todo, fp_hash)
+                self._put("cache", "put_requests", list(todo), fp_hash)
         stored = list(hits.values())
         if self.followups is not None and stored_ids:  # their follow-ups are built from what is stored
             stored += list(journal.get_many(stored_ids, fp_hash).values())
@@ -212,8 +223,8 @@ class _Call:
             return {}
         hits = {k: v for k, v in self.cache.get_many([r.id for r in todo], self.fp_hash).items() if v.error is None}
         if hits:
-            self.journal.put_requests([r for r in todo if r.id in hits], self.fp_hash)
-            self.journal.put_results(hits.values(), self.fp_hash, shard=self.label)
+            self._put("journal", "put_requests", [r for r in todo if r.id in hits], self.fp_hash)
+            self._put("journal", "put_results", list(hits.values()), self.fp_hash, shard=self.label)
             self.n["from_cache"] += len(hits)
         return hits
 
@@ -230,9 +241,9 @@ class _Call:
 
     def commit(self, results: list[Result]) -> list[Request]:
         """Commit ``results``; returns the follow-ups built from them, admitted to run."""
-        self.journal.put_results(results, self.fp_hash, shard=self.label)
+        self._put("journal", "put_results", list(results), self.fp_hash, shard=self.label)
         if self.cache is not None:
-            self.cache.put_results([r for r in results if r.error is None], self.fp_hash)
+            self._put("cache", "put_results", [r for r in results if r.error is None], self.fp_hash)
         self.n["executed"] += len(results)
         self.n["errors"] += sum(r.error is not None for r in results)
         if not self.first_new:
@@ -251,7 +262,13 @@ class _Call:
         engine = self.engine
         counters = getattr(engine, "work_counters", None)
         before = counters() if callable(counters) else None
-        self._batches(selected, batch_size, display)
+        self.writer = Writer(self.journal, self.cache)
+        try:
+            self._batches(selected, batch_size, display)
+        except BaseException:
+            self._close_writer(quiet=True)
+            raise
+        self._close_writer()
         if before is None:
             return None
         after = counters()  # type: ignore[misc]
@@ -282,9 +299,23 @@ class _Call:
                     calls += ([(base, len(todo))] if streaming else
                               [(base + a, base + b) for a, b in commit_batches(engine, more, batch_size)])
 
+    def _close_writer(self, quiet: bool = False) -> None:
+        """Wait for the call's writes (every result handed over is on disk when it returns) and
+        stop the writer; ``quiet``: on the way out of another failure, keep that one."""
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except BaseException:
+            if not quiet:
+                raise
+
     def fail(self, failed: "_BatchFailed") -> NoReturn:
         """Commit what a failed batch returned, then raise its cause, saying how far the call got."""
         self.commit(failed.results)
+        if self.writer is not None:
+            self.writer.drain()  # "committed" below means on disk
         done = f"{self.n['executed']}/{self.n['todo']} requests of this call committed"
         cause = failed.cause
         if isinstance(cause, KeyboardInterrupt):

@@ -187,6 +187,7 @@ class Journal:
             raise ValueError(f"run directory {self.run_dir} exists and is not a directory")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / JOURNAL_FILE
+        self._settings = {"busy_timeout": busy_timeout, "synchronous": synchronous}
         check_journal_file(self.path)  # never add tables to a database auditlang did not create
         try:
             self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
@@ -220,6 +221,11 @@ class Journal:
 
     def close(self) -> None:
         self._db.close()
+
+    def reopen(self) -> Journal:
+        """Another connection to this journal, with the same settings (for another thread: a
+        connection is used only by the thread that opened it)."""
+        return Journal(self.run_dir, **self._settings)
 
     def __enter__(self) -> Journal:
         return self

@@ -1,7 +1,8 @@
-"""``execute(followups=...)``: follow-ups built from committed results run in the same call; a
-streaming engine takes them from its feed while it still serves the others (issue 22: no stage
-barrier), any other engine runs them in further calls. Follow-ups are built only from results
-already committed, so a kill loses nothing a rerun cannot rebuild."""
+"""``execute(followups=...)``: follow-ups built from results handed to the journal run in the same
+call; a streaming engine takes them from its feed while it still serves the others (issue 22: no
+stage barrier), any other engine runs them in further calls. The call's writes go to disk in order
+(auditlang/execute/writer.py), so a follow-up's row is never on disk before the result it was built
+from, and a kill loses nothing a rerun cannot rebuild."""
 
 from __future__ import annotations
 
@@ -52,19 +53,23 @@ def _verbal(res: Result) -> Request:
 
 
 class Builder:
-    """Follow-ups of generate answers; checks each parent was committed before it was built."""
+    """Follow-ups of generate answers; :meth:`check`: every result it was given is on disk once
+    ``execute`` returned."""
 
     def __init__(self, journal: Journal) -> None:
-        self.journal, self.calls, self.built = journal, [], set()
+        self.journal, self.calls, self.built, self.parents = journal, [], set(), []
 
     def __call__(self, results: list[Result]) -> list[Request]:
-        ids = [r.request_id for r in results]
-        fps = list(self.journal.fingerprints())
-        assert any(len(self.journal.committed(ids, fp)) == len(ids) for fp in fps), "built from uncommitted results"
+        self.parents += [r.request_id for r in results]
         self.calls.append(len(results))
         out = [_verbal(r) for r in results if r.kind == "generate" and r.error is None and r.request_id not in self.built]
         self.built.update(r.id for r in out)  # a follow-up has none of its own
         return out
+
+    def check(self) -> None:
+        fps = list(self.journal.fingerprints())
+        ids = list(dict.fromkeys(self.parents))
+        assert ids and any(len(self.journal.committed(ids, fp)) == len(ids) for fp in fps), "a parent not committed"
 
 
 def _clean(tmp_path: Path, reqs: list[Request]) -> list[tuple]:
@@ -78,6 +83,7 @@ def test_streaming_engine_takes_followups_while_it_serves_the_rest(requests_100,
     with Journal(tmp_path / "run") as j:
         build = Builder(j)
         stats = execute(eng, requests_100, j, batch_size=8, progress=False, followups=build)
+        build.check()
     assert len(eng.batches) == 1 and eng.batches[0] == 150  # one run call: 100 + 50 follow-ups
     assert (stats.requested, stats.executed, stats.cached, stats.errors) == (150, 150, 0, 0)
     first_followup = next(i for i, rid in enumerate(eng.taken) if rid not in {r.id for r in requests_100})
@@ -91,7 +97,9 @@ def test_streaming_engine_takes_followups_while_it_serves_the_rest(requests_100,
 def test_other_engines_run_followups_in_further_calls(requests_100, tmp_path) -> None:
     eng = HashEngine()
     with Journal(tmp_path / "run") as j:
-        stats = execute(eng, requests_100, j, batch_size=40, progress=False, followups=Builder(j))
+        build = Builder(j)
+        stats = execute(eng, requests_100, j, batch_size=40, progress=False, followups=build)
+        build.check()
         assert stats.executed == 150
         again = HashEngine()
         assert execute(again, requests_100, j, batch_size=40, progress=False, followups=Builder(j)).executed == 0
