@@ -67,6 +67,7 @@ PHASES: list[tuple[str, str]] = [
     ("report: disclosure", "auditlang.report.disclosure:disclosure_tables"),
     ("report: LaTeX tables", "auditlang.report.textables:fragment"),
     ("report: samples", "auditlang.report.samples:write_samples"),
+    ("report: samples wait", "auditlang.report.samples:SamplesBuild.finish"),
     ("report: html", "auditlang.report.html:render_html"),
     ("figures", "auditlang.report.figures:all_figures"),
 ]

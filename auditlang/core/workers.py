@@ -8,22 +8,27 @@ with enough usable cores. An environment variable per stage overrides the choice
 ``fork_map_async`` forks the same workers but lets this process go on while they work (the
 report's figures render while its tables are built); until its results are collected the pool's
 threads are alive, so ``fork_workers`` answers 1 to any other stage meanwhile: nothing else forks.
+``fork_call`` runs one function in one forked child beside this process (the report's sample
+browser); the child starts no thread here, so a pool may still fork after it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FIGURE_WORKERS_ENV", "SCORE_WORKERS_ENV", "STAGES", "AsyncMap", "StageRule", "fork_map", "fork_map_async",
-           "fork_workers", "stage_workers", "usable_cpus"]
+__all__ = ["FIGURE_WORKERS_ENV", "SAMPLES_FORK_ENV", "SCORE_WORKERS_ENV", "STAGES", "AsyncMap", "ForkedCall", "StageRule",
+           "fork_call", "fork_map", "fork_map_async", "fork_side", "fork_workers", "stage_workers", "usable_cpus"]
 
 SCORE_WORKERS_ENV = "AUDITLANG_SCORE_WORKERS"  # scoring and cell metrics: N workers (0 or 1: never)
 FIGURE_WORKERS_ENV = "AUDITLANG_FIGURE_WORKERS"  # figures: N workers (0 or 1: never)
+SAMPLES_FORK_ENV = "AUDITLANG_SAMPLES_FORK"  # the sample browser beside the report: 1 always, 0 never
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ STAGES: dict[str, StageRule] = {
     "score": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_rows=20_000),  # score/stage.py: records
     "cell_metrics": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_jobs=16, min_rows=20_000),  # bootstrap per cell
     "figures": StageRule(FIGURE_WORKERS_ENV, min_cpus=4),  # report/figures.py
+    "samples": StageRule(SAMPLES_FORK_ENV, min_cpus=4, cap=1, min_jobs=1),  # report/samples.py, one side process
 }
 
 
@@ -130,6 +136,85 @@ def fork_map_async(fn: Callable[[Any], Any], jobs: list, workers: int) -> AsyncM
         pool.terminate()
         pool.join()
         raise
+
+
+def fork_side(stage: str) -> bool:
+    """Whether ``STAGES[stage]``'s one job runs in a forked child beside this process: ``$env``
+    is 1 (0: never), or unset and the host has the rule's usable cores; on Linux only, and only
+    with no other Python thread alive."""
+    r = STAGES[stage]
+    forced = os.environ.get(r.env, "").strip()
+    if forced:
+        ok = forced == "1"
+    else:
+        ok = usable_cpus() >= r.min_cpus
+    if not ok or sys.platform != "linux":
+        return False
+    _stop_tqdm_monitor()
+    return threading.active_count() == 1
+
+
+class ForkedCall:
+    """The pending end of :func:`fork_call`: ``wait()`` once, or ``close()`` (on every path)."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self._pid, self._fd = pid, fd
+
+    def wait(self) -> str | None:
+        """Wait for the child; None when ``fn`` returned, else what went wrong (its traceback, or
+        how the child ended). The child is reaped when it returns."""
+        chunks = []
+        try:
+            while chunk := os.read(self._fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(self._fd)
+            pid, self._pid = self._pid, 0
+            _, status = os.waitpid(pid, 0)
+        text = b"".join(chunks).decode("utf-8", "replace")
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not text:
+            return None
+        if os.WIFSIGNALED(status):
+            return text or f"the child process was ended by signal {os.WTERMSIG(status)}"
+        return text or f"the child process exited with status {os.waitstatus_to_exitcode(status)}"
+
+    def close(self) -> None:
+        """Stop the child without waiting for its work (nothing when already reaped)."""
+        pid, self._pid = self._pid, 0
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - it exited and was reaped elsewhere
+                pass
+            os.waitpid(pid, 0)
+            os.close(self._fd)
+
+
+def fork_call(fn: Callable[..., Any], *args: Any) -> ForkedCall:
+    """``fn(*args)`` in one forked child that works while this process goes on (its return value
+    is dropped: ``fn`` writes files). Call it where :func:`fork_side` said True. The child ends
+    with ``os._exit`` (no exit handlers, no buffered output of this process written twice); an
+    exception in it comes back as text through a pipe."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        code = 0
+        try:
+            os.close(r)
+            try:
+                fn(*args)
+                msg = b""
+            except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
+                msg, code = traceback.format_exc().encode("utf-8", "replace"), 1
+            view = memoryview(msg)
+            while view:
+                view = view[os.write(w, view):]
+        finally:
+            os._exit(code)
+    os.close(w)
+    return ForkedCall(pid, r)
 
 
 def _stop_tqdm_monitor() -> None:

@@ -10,6 +10,8 @@ on a host that renders them in forked workers (figures.render_workers), they are
 build starts and render while it computes the comparisons, tables, checklist and disclosure; the
 build collects them where it first needs them (the figure files, the HTML). Elsewhere they are
 drawn and rendered one by one after the comparisons. The files are the same either way.
+The sample browser (samples.SamplesBuild) is likewise written in a forked child beside the build
+on such a host, and collected before the HTML.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from auditlang.report.latex import IDENT_DEF, document
 from auditlang.report import methods as M
 from auditlang.report import runfacts as R
 from auditlang.report.rundata import load_run
-from auditlang.report.samples import PAGE_FILE as SAMPLES_PAGE, write_samples
+from auditlang.report.samples import PAGE_FILE as SAMPLES_PAGE, SamplesBuild
 from auditlang.report.safe_text import write_report_text
 from auditlang.report.rescores import rescore_tables
 from auditlang.core.hashing import sha256_file
@@ -100,12 +102,20 @@ def build_report(spec: Spec, plan: Plan, run_dir: Path) -> Path:
     want = requested_outputs(spec)
     rd = load_run(spec, plan, run_dir)
     with_comps = "comparisons" in want or "html" in want or "checklist" in want
-    with _Figures(rd, out, with_comps) if ("figures" in want or "html" in want) else _NoFigures() as fw:
-        return _build(spec, plan, run_dir, out, want, rd, with_comps, fw)
+    # the sample browser report.html links to (`auditc view` rewrites it with chat templates
+    # applied): started first, so that a child it forks is forked before the figures' pool threads
+    samples = SamplesBuild(run_dir, dict(rd.run_info.get("fingerprints") or {}), title=f"Samples: {spec.entry.name}") \
+        if "html" in want and (run_dir / RECORDS).exists() else None
+    try:
+        with _Figures(rd, out, with_comps) if ("figures" in want or "html" in want) else _NoFigures() as fw:
+            return _build(spec, plan, run_dir, out, want, rd, with_comps, fw, samples)
+    finally:
+        if samples is not None:
+            samples.close()
 
 
 def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dict[str, Any]], rd, with_comps: bool,
-           fw: _Figures | _NoFigures) -> Path:
+           fw: _Figures | _NoFigures, samples: SamplesBuild | None) -> Path:
     written: list[Path] = []
     excl = T.excluded_cells(rd)
     cell_notes = R.cell_notes(rd)
@@ -200,14 +210,12 @@ def _build(spec: Spec, plan: Plan, run_dir: Path, out: Path, want: dict[str, dic
                                                              "cell tables)" if len(rd.failed) else ", 0 request errors")), ("cells", str(len(plan.cells))),
                 ("missing run files", ", ".join(rd.missing) or "none")] + ([("figures", fig_note)] if fig_note else [])
         comp_tables = [(f"{c.name} ({c.ctor})", c.tables) for c in comps]
-        samples = (run_dir / RECORDS).exists()
-        if samples:  # the sample browser report.html links to (`auditc view` rewrites it with chat templates applied)
-            written += write_samples(run_dir, dict(rd.run_info.get("fingerprints") or {}),
-                                     title=f"Samples: {spec.entry.name}")
+        if samples is not None:
+            written += samples.finish()
         html = render_html(f"Audit report: {spec.entry.name}", meta, vprs, comp_tables, figs, checklist, disclosure,
                            cells_df=rd.cells.assign(excluded=[excl.get(str(c), "") for c in rd.cells["cell_id"]])
                            if not rd.cells.empty else rd.cells, cells_na=na, cite=M.to_html(cite),
-                           cells_notes=R.cell_notes(rd, warnings=True), samples=SAMPLES_PAGE if samples else "",
+                           cells_notes=R.cell_notes(rd, warnings=True), samples=SAMPLES_PAGE if samples is not None else "",
                            rescores=rescores)
         write_report_text(out / "report.html", html)
         written.append(out / "report.html")

@@ -9,6 +9,11 @@ Every stage-1 request and follow-up (P(True), verbalized confidence, constrained
 judge) a record read is listed under its role. Rows are shown a page at a time, so a run with
 10k items stays responsive. The page writes every string with ``textContent``: model output is
 never parsed as HTML.
+
+:class:`SamplesBuild` writes them for a report build: in one forked child that works while the
+report builds its tables, checklist and figures, on a host with cores to spare
+(``core.workers.fork_side("samples")``: 4 usable cores, ``AUDITLANG_SAMPLES_FORK`` 1 / 0 forces
+it on / off), else in the build's own process when it needs them. The bytes are the same.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from auditlang.core.requests import Prompt
+from auditlang.core.workers import ForkedCall, fork_call, fork_side
 from auditlang.store.codec import result_json_texts
 from auditlang.store.journal import Journal
 from auditlang.store.rundir import JOURNAL, RECORDS, REPORT_DIR
 
-__all__ = ["DATA_FILE", "PAGE_FILE", "build_samples", "write_samples"]
+__all__ = ["DATA_FILE", "PAGE_FILE", "SamplesBuild", "build_samples", "write_samples"]
 
 PAGE_FILE = "samples.html"
 DATA_FILE = "samples.data.js"
@@ -173,6 +179,36 @@ def write_samples(run_dir: str | Path, fps: dict[str, str], render: Render | Non
         _atomic(js, _js(build_samples(run_dir, fps, render, title)))
     _atomic(page, TEMPLATE.read_text(encoding="utf-8"))
     return [page, js]
+
+
+class SamplesBuild:
+    """``report/samples.html`` and its data being written for one report build (from
+    ``records.parquet`` and the journal, which the build does not change): started at once in a
+    forked child where :func:`~auditlang.core.workers.fork_side` allows, collected by ``finish()``;
+    elsewhere written by ``finish()``. A child that failed is not trusted: ``finish()`` then
+    writes them here (an error is raised here, as in a serial build; ``child_error`` keeps the
+    child's). ``close()`` on every path stops a child still working."""
+
+    def __init__(self, run_dir: str | Path, fps: dict[str, str], title: str = "") -> None:
+        self._args = (run_dir, fps, None, title)
+        self._child: ForkedCall | None = fork_call(write_samples, *self._args) if fork_side("samples") else None
+        self.forked = self._child is not None
+        self.child_error: str | None = None
+
+    def finish(self) -> list[Path]:
+        """Both paths, once the files are written."""
+        child, self._child = self._child, None
+        if child is not None:
+            self.child_error = child.wait()
+            if self.child_error is None:
+                out = Path(self._args[0]) / REPORT_DIR
+                return [out / PAGE_FILE, out / DATA_FILE]
+        return write_samples(*self._args)
+
+    def close(self) -> None:
+        child, self._child = self._child, None
+        if child is not None:
+            child.close()
 
 
 @contextmanager
