@@ -12,9 +12,11 @@ what is left is the run's fixed work (planning, stage-2 building, journal commit
 
 Usage (from the repository root):
 
-    python benchmarks/bench_fixed_costs.py [--limit N] [--json FILE] [--keep DIR] [--repeat K]
+    python benchmarks/bench_fixed_costs.py [--limit N] [--json FILE] [--keep DIR] [--repeat K] [--pace S]
 
-``--keep DIR`` keeps the run directory (to diff records, cells.csv and the report between two
+``--pace S`` paces the synthetic engine at S seconds per request on a thread of its own (the GIL
+released while it "computes"), as vLLM's separate engine core is, so the run's own work overlaps
+an engine that takes time (default 0, or ``$AUDITLANG_BENCH_PACE``). ``--keep DIR`` keeps the run directory (to diff records, cells.csv and the report between two
 checkouts); ``--repeat K`` runs K times in fresh subprocesses and reports each phase's median.
 """
 
@@ -50,7 +52,7 @@ EXTRA_PHASES = [
     ("journal reads", "auditlang.store.journal:Journal.get_many"),
 ]
 
-PACE_S = float(os.environ.get("AUDITLANG_BENCH_PACE", "0") or 0)  # --pace: engine seconds per request
+PACE_S = float(os.environ.get("AUDITLANG_BENCH_PACE", "0") or 0)  # --pace (or the variable): engine s per request
 PACE_STATS = {"busy_s": 0.0, "stream_s": 0.0, "calls": 0}
 
 LETTERS = [chr(ord("A") + i) for i in range(10)]
@@ -265,14 +267,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the phases (or, with --repeat, each run and the medians) as JSON")
     ap.add_argument("--keep", type=Path, help="keep the run directory here")
     ap.add_argument("--repeat", type=int, default=1, help="runs in fresh processes; the medians are reported")
+    ap.add_argument("--pace", type=float, default=None, metavar="S",
+                    help="engine seconds per request on the engine's own thread (default 0 or $AUDITLANG_BENCH_PACE)")
     args = ap.parse_args(argv)
+    global PACE_S
+    if args.pace is not None:
+        if args.pace < 0:
+            ap.error("--pace must be >= 0")
+        PACE_S = args.pace
     if args.repeat <= 1:
         return one_run(args.limit, args.json, args.keep)
     runs = []
     with tempfile.TemporaryDirectory() as td:
         for i in range(args.repeat):
             j = Path(td) / f"r{i}.json"
-            cmd = [sys.executable, __file__, "--json", str(j)] + (["--limit", str(args.limit)] if args.limit else [])
+            cmd = [sys.executable, __file__, "--json", str(j), "--pace", str(PACE_S)]
+            cmd += ["--limit", str(args.limit)] if args.limit else []
             if args.keep and i == args.repeat - 1:
                 cmd += ["--keep", str(args.keep)]
             subprocess.run(cmd, check=True)
