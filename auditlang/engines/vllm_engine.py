@@ -554,11 +554,13 @@ class VLLMEngine:
         return out
 
     def close(self) -> None:
-        # the engine-core processes exit while the run scores (best effort: they may be gone already)
-        vllm_release.release(*[llm for llm in (self._pool, getattr(self, "llm", None)) if llm is not None])
+        # the engine-core processes end without being waited for (best effort: they may be gone already)
+        llms = [llm for llm in (self._pool, getattr(self, "llm", None)) if llm is not None]
+        out_of_process = vllm_release.release(*llms)
         self._pool = None
         self.llm = None
-        gc.collect()
+        if out_of_process < len(llms):  # an engine core in this process: its GPU memory goes with the collection
+            gc.collect()
 
     # -- prompts (hf.py's rules)
 

@@ -3,11 +3,16 @@
 vLLM's own shutdown (``engine_core.shutdown()``) sends the engine-core process SIGTERM and then
 waits for it (up to ``VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS``, 5 s, then SIGKILL). The process
 takes that long to tear down (5.2 s on the CPU build; about 4 s on an H200), and nothing the run
-does next needs it gone: scoring and the report read the store. So :func:`release` shuts the
-client side down at once (its sockets and output thread; vLLM's liveness monitor sees its stop
-event within a second and is waited for, so a stage may fork workers), signals the process, and
-leaves it to exit while the run scores; :func:`reap` waits for it, with vLLM's
-own limit and SIGKILL after it, before the next engine loads (it needs the GPU memory back:
+does next needs it gone: scoring and the report read the store, and every answer was received.
+So :func:`release` shuts the client side down at once (its sockets and output thread), ends the
+process and does not wait for it; vLLM's liveness monitor thread sees the stop and is waited for,
+so a stage may fork workers. An engine core with no processes of its own (world size 1: the model
+runs in the core itself) is sent SIGKILL, after the client side is down: it is gone in
+milliseconds, which wakes vLLM's monitor at once (it waits on the process, else polls its stop
+event once a second) and gives the GPU memory back before
+the next engine loads; a core with worker processes (tensor or pipeline parallel) gets SIGTERM, so
+it stops its workers itself. :func:`reap` waits for the processes, with vLLM's own limit and
+SIGKILL after it, before the next engine loads (it needs the GPU memory back:
 ``registry.load_engine`` and ``VLLMEngine`` call it) and at interpreter exit.
 
 Only vLLM clients that expose ``resources.engine_manager.processes`` (read in 0.26 and 0.32)
@@ -57,16 +62,33 @@ def _release_one(llm: Any) -> bool:
     if not procs or finalizer is None or not hasattr(finalizer, "detach"):
         core.shutdown()  # in-process core, or a vLLM this module does not know: vLLM's own path
         return False
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
+    kill = _world_size(llm) == 1  # no worker process of the core's own to stop
+    if not kill:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
     finalizer.detach()  # the client's shutdown below must not wait for the processes
     stopped = getattr(manager, "manager_stopped", None)
     if stopped is not None:
         stopped.set()  # vLLM's liveness monitor: an exit now is expected, not a failure
     _remember(procs)
-    core.shutdown()  # client side: sockets, output thread
+    try:
+        core.shutdown()  # client side: sockets, output thread; its finalizer dead, the monitor stays silent
+    finally:
+        if kill:
+            for p in procs:
+                if p.is_alive():
+                    p.kill()
     return True
+
+
+def _world_size(llm: Any) -> int | None:
+    """The engine core's tensor x pipeline parallel size (None when this vLLM does not say)."""
+    try:
+        size = llm.llm_engine.vllm_config.parallel_config.world_size
+    except AttributeError:
+        return None
+    return size if isinstance(size, int) else None
 
 
 def reap(wait_s: float = DEFAULT_WAIT_S) -> int:

@@ -407,17 +407,19 @@ if __name__ == "__main__":  # vLLM spawns its engine core
     assert fork_workers("AUDITLANG_SCORE_WORKERS", 4, min_cpus=1, cap=2) == 2, threading.enumerate()
     load_engine(ModelConfig(name="d", engine="dryrun", path="x"))
     assert vllm_release._EXITING == [] and all(p.exitcode is not None for p in procs)
+    assert all(p.exitcode == -9 for p in procs), [p.exitcode for p in procs]  # world size 1: killed
     print("CLOSE-OK")
 """
 
 
 @needs_vllm
 def test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it(tmp_path: Path) -> None:
-    """A multiprocess engine core gets SIGTERM at close and exits while the run scores (vLLM's own
-    shutdown waits ~5 s for it); close stops the client's threads, so scoring may fork workers
-    (with vLLM's own shutdown the client threads stop too: only the first assertion is new),
-    and the next engine load waits for the process, so the GPU memory is back before it starts.
-    In a fresh interpreter: this module's in-process engine fixes vLLM's (cached) settings here."""
+    """A multiprocess engine core of world size 1 gets SIGKILL at close, after the client side is
+    down, and is not waited for (vLLM's own shutdown waits ~5 s for a SIGTERM'd core); close stops
+    the client's threads, vLLM's liveness monitor included (woken by the exit), so scoring may fork
+    workers, and the next engine load reaps the process, so the GPU memory is back before it
+    starts; vLLM logs no unexpected engine death. In a fresh interpreter: this module's in-process
+    engine fixes vLLM's (cached) settings here."""
     import os
     import subprocess
     import sys
@@ -428,6 +430,7 @@ def test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it(tmp_pat
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0 and "CLOSE-OK" in proc.stdout, proc.stderr[-4000:]
+    assert "unexpectedly" not in proc.stderr, proc.stderr[-4000:]
 
 
 def test_vllm_keeps_a_triton_cache_folder_set_before_it_compiles(monkeypatch, tmp_path) -> None:

@@ -44,8 +44,11 @@ class _Core:
         self.shutdowns += 1
 
 
-def _llm(core: _Core):
-    return SimpleNamespace(llm_engine=SimpleNamespace(engine_core=core))
+def _llm(core: _Core, world_size: int | None = None):
+    engine = SimpleNamespace(engine_core=core)
+    if world_size is not None:  # vLLM's vllm_config.parallel_config.world_size (tensor x pipeline parallel)
+        engine.vllm_config = SimpleNamespace(parallel_config=SimpleNamespace(world_size=world_size))
+    return SimpleNamespace(llm_engine=engine)
 
 
 @pytest.fixture()
@@ -139,3 +142,41 @@ def test_a_failing_client_does_not_stop_the_others(procs) -> None:
     ok = _Core(SimpleNamespace(processes=[p], _finalizer=_Finalizer()))
     assert vllm_release.release(_llm(Broken()), _llm(ok)) == 1
     assert ok.shutdowns == 1 and vllm_release._EXITING == [p]
+
+
+def test_a_core_without_workers_is_killed_after_the_client_side_is_down(procs) -> None:
+    """World size 1: the client shuts down first (so vLLM's monitor, woken by the exit, finds its
+    client closed and stays silent), then the core gets SIGKILL: it is gone at once, so the
+    monitor, which waits on the process, ends at once, and the next engine's GPU memory is free."""
+    import threading
+    from multiprocessing import connection
+
+    p = procs(ignore_term=True)  # SIGTERM would not end it: only a kill does
+    time.sleep(0.2)
+    seen = {}
+
+    class Core(_Core):
+        def shutdown(self) -> None:
+            seen["alive at client shutdown"] = p.is_alive()
+            super().shutdown()
+
+    def watch() -> None:  # vLLM's monitor, its stop event left out: only the process's exit ends it
+        while not connection.wait([p.sentinel], timeout=1):
+            pass
+        seen["woken by the exit"] = True
+
+    monitor = threading.Thread(target=watch, daemon=True, name="MPClientEngineMonitor")
+    monitor.start()
+    manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer(), manager_stopped=threading.Event())
+    core = Core(manager)
+    assert vllm_release.release(_llm(core, world_size=1)) == 1
+    assert not monitor.is_alive() and seen == {"alive at client shutdown": True, "woken by the exit": True}
+    assert core.shutdowns == 1 and vllm_release._EXITING == [p]
+    assert vllm_release.reap(wait_s=5) == 1 and p.exitcode == -signal.SIGKILL
+
+
+def test_a_core_with_worker_processes_gets_sigterm_to_stop_them_itself(procs) -> None:
+    p = procs()
+    manager = SimpleNamespace(processes=[p], _finalizer=_Finalizer(), manager_stopped=multiprocessing.Event())
+    assert vllm_release.release(_llm(_Core(manager), world_size=2)) == 1
+    assert vllm_release.reap() == 1 and p.exitcode == -signal.SIGTERM

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 36 session 25: A/B at 1.07 B / 200 items, S=.stage25: new = the engine core of world size 1 killed at close (no wait on vLLM's monitor, no gc.collect) vs old = ec7615d; steps compile, vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S)
+set -uo pipefail
+S=${S:-.stage25}; OUT=${OUT:-/tmp/out}; R=${R:-/tmp/s25}; mkdir -p "$OUT" "$R"
+export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
+  AUDITLANG_CACHE=/tmp/alcache AUDITLANG_DATA_ROOT=$PWD/$S/data
+sed "s|@CKPT@|/nonexistent|; s|@DTYPE@|bfloat16|" "$S/new/benchmarks/gpu_task/s000_smollm2_vllm.audit.in" > /tmp/s000_vllm_base.audit
+pack() { tar -czf "$OUT/raw.tgz" -C "$R" .; }
+for step in "$@"; do
+  echo "=== $(date -u +%H:%M:%S) $step" | tee -a "$R/all.log"
+  case "$step" in
+    compile)
+      t=$(date +%s.%N); SP=$(python3 -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+      python3 -m compileall -q -j 16 /tmp/site "$SP" "$S" > "$R/compileall.log" 2>&1
+      echo "compileall: exit $? in $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$R/all.log" ;;
+    vllm:*)
+      IFS=: read -r _ shape lim tag code <<<"$step"
+      python3 "$S/$code/benchmarks/bench_vllm_gpu.py" /tmp/s000_vllm_base.audit --random-init "$shape" --tokenizer "$S/data/tok" \
+        --data-root "$S/data" --limit "$lim" --out "/tmp/run_$tag" --json-out "$R/$tag.json" >"$R/$tag.log" 2>&1
+      echo "=== $(date -u +%H:%M:%S) $tag exit $?" | tee -a "$R/all.log"
+      grep -E "^auditc run wall|engine ready|^  phase (journal|execute|score |report )" "$R/$tag.log" | tail -8 | tee -a "$R/all.log" ;;
+    two:*)  # two models of one checkpoint (the 1.07 B the vllm steps built), in turn: the second load waits on the first core's exit
+      IFS=: read -r _ tag code <<<"$step"
+      cat > /tmp/two.audit <<'EOS'
+import "stdlib/s000"
+settings { seed = 42 }
+dataset sst2 = jsonl("sst2.jsonl", task=classification, sample=300, seed=42)
+model a = vllm("/tmp/random-init/1b-bfloat16", dtype=bfloat16, max_tokens=32, size=1.07)
+model b = vllm("/tmp/random-init/1b-bfloat16", dtype=bfloat16, max_tokens=24, size=1.07)
+audit main {
+  models = [a, b]
+  datasets = [sst2]
+  variants = [s000.surface_paraphrase]
+  protocols = [s000.token_norm, s000.verbal_decimal]
+  evaluators = [s000.first_char]
+  metrics = [accuracy]
+}
+report cells
+EOS
+      t=$(date +%s.%N)
+      AUDITLANG_CACHE=/tmp/alcache_$tag PYTHONPATH=$PWD/$S/$code:/tmp/site python3 -m auditlang.cli run /tmp/two.audit \
+        --data-root "$S/data" --limit 100 --out "/tmp/run_$tag" --display plain > "$R/$tag.log" 2>&1
+      echo "=== $(date -u +%H:%M:%S) $tag exit $? wall $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$R/all.log"
+      grep -E "engine ready|loading the|requests:" "$R/$tag.log" | tee -a "$R/all.log" ;;
+  esac
+  pack
+done
