@@ -35,6 +35,7 @@ import pandas as pd
 from auditlang.report.checklist import _metric_refs
 from auditlang.report.comparisons import Comparison
 from auditlang.report.comparisons.case_study import answers_note
+from auditlang.report.comparisons.grid_rows import layout_of_001
 from auditlang.report.comparisons.verbal import verbal_protocols
 from auditlang.report.latex import IDENT_DEF, prose
 from auditlang.report import runfacts as R
@@ -1243,7 +1244,7 @@ def grid_rows_table(c: Comparison) -> list[TexTable]:
     labels = [grid_rows_label(q, tuple(d["gaps"]), d["rho_max"]) for q in d["columns"]]
     recs = t.records()
     lead = t.columns[0]
-    caption = f"Protocol-grid summaries of {', '.join(d['grids'])} in one table (study 001 Tables 3, 5, 16, 20)"
+    caption = f"Protocol-grid summaries of {', '.join(d['grids'])} in one table ({layout_of_001(d['layout'])})"
     head = ["Quantity", *t.columns[1:]] if d["layout"] == "columns" else ["Setting", *labels]
     tt = TexTable(t.name, caption, head, [False] + [True] * (len(t.columns) - 1))
     for i, r in enumerate(recs):

@@ -111,7 +111,8 @@ def test_latex_tables_in_001_notation_fit_a_column(report: Path, tmp_path: Path)
     assert body["both[0]"].startswith("7-8B Instr. & -0.200 & 0.400 & 0.000 & 0/4 ")
     assert body["both[1]"].startswith("base & 0.100 & 0.400 & 0.000 & 1/3 ")
     t5 = (report / "tables" / "table5.tex").read_text(encoding="utf-8")
-    assert "$\\bar{g}_{\\mathrm{gen}}$ & $\\bar{g}_{\\mathrm{gold}}$" in t5 and "study 001 Tables 3, 5, 16, 20" in t5
+    assert "$\\bar{g}_{\\mathrm{gen}}$ & $\\bar{g}_{\\mathrm{gold}}$" in t5 and "(in the layout of study 001 Tables 3, 5 and 20)" in t5
+    assert "(in the layout of study 001 Table 16)" in (report / "tables" / "table16.tex").read_text(encoding="utf-8")
     t16 = (report / "tables" / "table16.tex").read_text(encoding="utf-8")
     assert "Quantity & decimal \\\\" in t16 and "$\\rho \\le 0.55$ cells & 4/4 " in t16
     if PDFLATEX is None:

@@ -77,6 +77,11 @@ def _value(src: Comparison, row: GridRow, col: str, c) -> tuple[Any, str]:
     return (f"{v}/{r['n_settings']}" if column == "sign flips" else v), ""
 
 
+def layout_of_001(layout: str) -> str:
+    """What a grid_rows table shares with study 001 (its layout, not its numbers: the grids are the spec's)."""
+    return "in the layout of study 001 Table 16" if layout == "columns" else "in the layout of study 001 Tables 3, 5 and 20"
+
+
 def grid_rows(rd: RunData, name: str, c) -> Comparison:
     rows = plan_rows(rd.spec, c)
     srcs = {g: rd.computed.get(g) for g in c.grids}
@@ -85,7 +90,7 @@ def grid_rows(rd: RunData, name: str, c) -> Comparison:
     out = Comparison(name, "grid_rows", "", shape="grid_rows")
     lead = "quantity" if c.layout == "columns" else "setting"
     cols = [lead, *([r.label for r in rows] if c.layout == "columns" else [heads[q] for q in c.columns])]
-    t = Table(name, f"Protocol-grid summaries in one table ({name}: {', '.join(c.grids)}; study 001 Tables 3, 5, 16, 20)",
+    t = Table(name, f"Protocol-grid summaries in one table ({name}: {', '.join(c.grids)}; {layout_of_001(c.layout)})",
               cols, legend=True)
     cells: dict[tuple[int, str], Any] = {}
     for i, row in enumerate(rows):
