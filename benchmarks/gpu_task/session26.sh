@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 36 session 25: A/B at 1.07 B / 200 items, S=.stage25: new = the engine core of world size 1 killed at close (no wait on vLLM's monitor, no gc.collect) vs old = ec7615d; steps compile, vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S)
+# Issue 36 session 26: A/B at 1.07 B / 200 items, S=.stage25 (the staged folder): new = the engine core of world size 1 killed at close (no wait on vLLM's monitor, no gc.collect) vs old = ec7615d; steps compile, vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S)
 set -uo pipefail
 S=${S:-.stage25}; OUT=${OUT:-/tmp/out}; R=${R:-/tmp/s25}; mkdir -p "$OUT" "$R"
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
