@@ -131,12 +131,13 @@ def test_model_contrast_in_every_report_format(tmp_path: Path, monkeypatch, caps
     # the LaTeX table compiles in a two-column article with no overfull box
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
     try:
-        from latex_fit import compile_fit
+        from latex_fit import PDFLATEX, compile_fit
     finally:
         sys.path.pop(0)
-    fit = compile_fit(out / "report" / "tables" / "smol_vs_gemma.tex", tmp_path / "tex", twocolumn=True)
-    assert fit.returncode == 0, fit.log[-2000:]
-    assert fit.overfull == [] and "Float too large" not in fit.log
+    if PDFLATEX is not None:  # CI installs pdflatex; without it the rest of the test still runs
+        fit = compile_fit(out / "report" / "tables" / "smol_vs_gemma.tex", tmp_path / "tex", twocolumn=True)
+        assert fit.returncode == 0, fit.log[-2000:]
+        assert fit.overfull == [] and "Float too large" not in fit.log
 
     # auditc diff --match pairs each smol cell with the gemma cell of the same run: B - A = gemma - smol
     capsys.readouterr()
