@@ -39,8 +39,8 @@ MONITOR_WAIT_S = 2.0  # it checks its stop event once a second
 def release(*llms: Any) -> int:
     """Shut down each ``llm``'s engine core; the number of engine cores left to exit (reaped
     later by :func:`reap`); the others took vLLM's own blocking shutdown. Returns once vLLM's
-    liveness-monitor threads have seen the stop (they poll it every second), so a stage that
-    follows may fork workers."""
+    liveness-monitor threads have ended (a killed core's exit wakes them at once; else they see
+    the stop at their next 1-second poll), so a stage that follows may fork workers."""
     deferred = 0
     for llm in llms:
         try:
