@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Issue 36 session 26: A/B at 1.07 B / 200 items, S=.stage25 (the staged folder): new = the engine core of world size 1 killed at close (no wait on vLLM's monitor, no gc.collect) vs old = ec7615d; steps compile, vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S)
+# Issue 36 sessions 23-26: A/B runs at 1.07 B / 200 items of two staged commits S/old and S/new (benchmarks/README.md).
+#   S=.stage23 R=/tmp/s24: writer thread af3e053 vs 182f8bc; S=.stage24 R=/tmp/s24: samples fork 40aaed2 vs af3e053;
+#   S=.stage25 (R=/tmp/s25, /tmp/s25b on the second machine): the world-size-1 engine core killed at close vs ec7615d.
+# Steps: compile; vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S); two:TAG:CODE (session 26).
 set -uo pipefail
 S=${S:-.stage25}; OUT=${OUT:-/tmp/out}; R=${R:-/tmp/s25}; mkdir -p "$OUT" "$R"
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
@@ -19,7 +22,7 @@ for step in "$@"; do
         --data-root "$S/data" --limit "$lim" --out "/tmp/run_$tag" --json-out "$R/$tag.json" >"$R/$tag.log" 2>&1
       echo "=== $(date -u +%H:%M:%S) $tag exit $?" | tee -a "$R/all.log"
       grep -E "^auditc run wall|engine ready|^  phase (journal|execute|score |report )" "$R/$tag.log" | tail -8 | tee -a "$R/all.log" ;;
-    two:*)  # two models of one checkpoint (the 1.07 B the vllm steps built), in turn: the second load waits on the first core's exit
+    two:*)  # two models of one checkpoint (the 1.07 B the vllm steps built), in turn: how long the second load waits for the first core
       IFS=: read -r _ tag code <<<"$step"
       cat > /tmp/two.audit <<'EOS'
 import "stdlib/s000"
