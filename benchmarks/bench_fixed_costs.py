@@ -16,8 +16,9 @@ Usage (from the repository root):
 
 ``--pace S`` paces the synthetic engine at S seconds per request on a thread of its own (the GIL
 released while it "computes"), as vLLM's separate engine core is, so the run's own work overlaps
-an engine that takes time (default 0, or ``$AUDITLANG_BENCH_PACE``). ``--keep DIR`` keeps the run directory (to diff records, cells.csv and the report between two
-checkouts); ``--repeat K`` runs K times in fresh subprocesses and reports each phase's median.
+an engine that takes time (default 0, or ``$AUDITLANG_BENCH_PACE``). ``--keep DIR`` keeps the
+run directory (to diff records, cells.csv and the report between two checkouts); ``--repeat K``
+runs K times in fresh subprocesses and reports each phase's median.
 """
 
 from __future__ import annotations

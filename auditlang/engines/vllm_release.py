@@ -9,9 +9,8 @@ process and does not wait for it; vLLM's liveness monitor thread sees the stop a
 so a stage may fork workers. An engine core with no processes of its own (world size 1: the model
 runs in the core itself) is sent SIGKILL, after the client side is down: it is gone in
 milliseconds, which wakes vLLM's monitor at once (it waits on the process, else polls its stop
-event once a second) and gives the GPU memory back before
-the next engine loads; a core with worker processes (tensor or pipeline parallel) gets SIGTERM, so
-it stops its workers itself. :func:`reap` waits for the processes, with vLLM's own limit and
+event once a second) and gives the GPU memory back before the next engine loads; a core with
+worker processes (tensor or pipeline parallel) gets SIGTERM, so it stops its workers itself. :func:`reap` waits for the processes, with vLLM's own limit and
 SIGKILL after it, before the next engine loads (it needs the GPU memory back:
 ``registry.load_engine`` and ``VLLMEngine`` call it) and at interpreter exit.
 
