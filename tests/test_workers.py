@@ -105,3 +105,29 @@ def test_every_forking_stage_reads_its_thresholds_from_the_one_table(monkeypatch
             assert workers.stage_workers(name, rule.min_jobs, rows=rule.min_rows - 1) == 1, name
     monkeypatch.setattr(workers, "usable_cpus", lambda: min(r.min_cpus for r in workers.STAGES.values()) - 1)
     assert all(workers.stage_workers(name, 100, rows=10**9) == 1 for name in workers.STAGES)
+
+
+def _job(x: int) -> tuple[int, int, int]:
+    """(x squared, this worker's pid, how many objects its collector tracks outside the frozen generation)."""
+    import gc
+
+    with open(os.environ[ENV + "_LOG"], "a", encoding="utf-8") as f:
+        f.write(f"{x}\n")
+    return x * x, os.getpid(), gc.get_freeze_count()
+
+
+@linux
+def test_fork_map_hands_out_the_heaviest_jobs_first_and_returns_them_in_order(tmp_path, monkeypatch) -> None:
+    import gc
+
+    log = tmp_path / "order.txt"
+    monkeypatch.setenv(ENV + "_LOG", str(log))
+    jobs = [1, 2, 3, 4, 5]
+    out = workers.fork_map(_job, jobs, 1, weights=[1, 5, 2, 9, 3])
+    assert [r[0] for r in out] == [1, 4, 9, 16, 25]  # the jobs' order
+    assert log.read_text().split() == ["4", "2", "5", "3", "1"]  # one worker takes them heaviest first
+    assert all(r[2] > 0 for r in out)  # the children inherited this process's objects frozen
+    assert gc.get_freeze_count() == 0  # and this process has them back
+    log.unlink()
+    assert [r[0] for r in workers.fork_map(_job, jobs, 2)] == [1, 4, 9, 16, 25]
+    assert sorted(log.read_text().split()) == list("12345")  # without weights: each job once

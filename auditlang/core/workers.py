@@ -14,6 +14,7 @@ browser); the child starts no thread here, so a pool may still fork after it.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -88,14 +89,35 @@ def fork_workers(env: str, jobs: int, *, min_cpus: int, cap: int, enough_work: b
     return min(n, jobs)
 
 
-def fork_map(fn: Callable[[Any], Any], jobs: list, workers: int) -> list:
+def fork_map(fn: Callable[[Any], Any], jobs: list, workers: int, weights: list[float] | None = None) -> list:
     """``[fn(job) for job in jobs]`` over ``workers`` forked processes, in the jobs' order. The
     workers inherit this process's memory (a stage leaves what ``fn`` reads in a module-level
-    variable), so only the jobs and the results are pickled."""
+    variable), so only the jobs and the results are pickled. ``weights`` (one per job, e.g. its
+    rows): the jobs are handed out heaviest first (a free worker takes the next), which shortens
+    the longest worker's run; the results still come back in the jobs' order."""
     import multiprocessing  # lazy: only when a stage runs in workers
 
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return pool.map(fn, jobs, chunksize=1)
+    order = sorted(range(len(jobs)), key=lambda i: -weights[i]) if weights is not None else list(range(len(jobs)))
+    with _frozen():
+        pool = multiprocessing.get_context("fork").Pool(workers)  # forks every worker now
+    with pool:
+        done = pool.map(fn, [jobs[i] for i in order], chunksize=1)
+    out: list = [None] * len(jobs)
+    for i, r in zip(order, done, strict=True):
+        out[i] = r
+    return out
+
+
+class _frozen:
+    """Around a fork: this process's objects moved to the garbage collector's permanent
+    generation (``gc.freeze``), so a child's collections never walk (and so never copy, page by
+    page) the parent's heap it inherited; moved back in this process afterwards."""
+
+    def __enter__(self) -> None:
+        gc.freeze()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.unfreeze()
 
 
 class AsyncMap:
@@ -129,7 +151,8 @@ def fork_map_async(fn: Callable[[Any], Any], jobs: list, workers: int) -> AsyncM
     stage forks: ``fork_workers`` says 1) and so are the workers."""
     import multiprocessing  # lazy: only when a stage runs in workers
 
-    pool = multiprocessing.get_context("fork").Pool(workers)
+    with _frozen():
+        pool = multiprocessing.get_context("fork").Pool(workers)
     try:
         return AsyncMap(pool, pool.map_async(fn, jobs, chunksize=1))
     except BaseException:
@@ -198,7 +221,10 @@ def fork_call(fn: Callable[..., Any], *args: Any) -> ForkedCall:
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
+    gc.freeze()  # as _frozen, but only this process unfreezes
     pid = os.fork()
+    if pid != 0:
+        gc.unfreeze()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
         code = 0
         try:

@@ -110,11 +110,12 @@ def cell_table(spec: Spec, plan: Plan, records: pd.DataFrame, bootstrap: bool = 
     workers = stage_workers("cell_metrics", len(groups), rows=len(records), enough_work=bootstrap)
     if workers <= 1:
         return pd.DataFrame(_cell_rows(spec, cell_meta, paired, groups, bootstrap))
-    step = max(1, math.ceil(len(groups) / (2 * workers)))
+    step = max(1, math.ceil(len(groups) / (6 * workers)))  # ~6 shares per worker, the heaviest handed out first
     shares = [(a, min(a + step, len(groups))) for a in range(0, len(groups), step)]
+    rows = [sum(len(g[1]) for g in groups[a:b]) for a, b in shares]
     _CT["args"] = (spec, cell_meta, paired, groups, bootstrap)
     try:
-        parts = fork_map(_cell_rows_share, shares, workers)
+        parts = fork_map(_cell_rows_share, shares, workers, weights=rows)
     finally:
         _CT.clear()
     return pd.DataFrame([row for part in parts for row in part])

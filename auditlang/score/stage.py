@@ -345,30 +345,39 @@ def _score_share(units: list[tuple]) -> list[ExampleRecord]:
         return score_cells(spec, plan, journal, fps, only_units=units)
 
 
-def _shares(plan: Plan, keys: list[tuple], n: int) -> list[list[tuple]]:
-    """``keys`` (plan order) cut into contiguous runs of about equal rows, ~2 per worker."""
-    weight = {}
+def _weights(plan: Plan, keys: list[tuple]) -> list[int]:
+    """Each unit key's rows (contexts x stage-1 requests; at least 1)."""
+    out = []
     for (aid, mid, dsid, vid) in keys:
         u = plan.units.get((aid, mid, dsid, vid, "test"))
-        weight[(aid, mid, dsid, vid)] = max(1, len(u.contexts) * len(u.stage1)) if u is not None else 1
-    target = sum(weight.values()) / (2 * n)
-    out: list[list[tuple]] = [[]]
-    acc = 0.0
-    for k in keys:
-        if acc >= target and out[-1]:
-            out.append([])
-            acc = 0.0
-        out[-1].append(k)
-        acc += weight[k]
+        out.append(max(1, len(u.contexts) * len(u.stage1)) if u is not None else 1)
     return out
 
 
+def _shares(plan: Plan, keys: list[tuple], n: int) -> tuple[list[list[tuple]], list[int]]:
+    """``keys`` (plan order) cut into contiguous runs of about equal rows, ~6 per worker (a run
+    never splits a unit: most study designs get one unit per share), and each share's rows."""
+    weight = _weights(plan, keys)
+    target = sum(weight) / (6 * n)
+    out: list[list[tuple]] = [[]]
+    rows: list[int] = [0]
+    for k, w in zip(keys, weight, strict=True):
+        if rows[-1] >= target and out[-1]:
+            out.append([])
+            rows.append(0)
+        out[-1].append(k)
+        rows[-1] += w
+    return out, rows
+
+
 def score_parallel(spec: Spec, plan: Plan, run_dir: Path, fps: dict[str, str], workers: int) -> list[ExampleRecord]:
-    """:func:`score_cells` over ``workers`` forked processes, records in plan order."""
+    """:func:`score_cells` over ``workers`` forked processes (the heaviest shares first), records
+    in plan order."""
     keys = list(_cells_by_unit(plan))
     _WORK["args"] = (spec, plan, run_dir, fps)
     try:
-        parts = fork_map(_score_share, _shares(plan, keys, workers), workers)
+        shares, rows = _shares(plan, keys, workers)
+        parts = fork_map(_score_share, shares, workers, weights=rows)
     finally:
         _WORK.clear()
     return [r for part in parts for r in part]
