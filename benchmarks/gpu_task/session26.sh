@@ -2,12 +2,15 @@
 # Issue 36 sessions 23-26: A/B runs at 1.07 B / 200 items of two staged commits S/old and S/new (benchmarks/README.md).
 #   S=.stage23 R=/tmp/s24: writer thread af3e053 vs 182f8bc; S=.stage24 R=/tmp/s24: samples fork 40aaed2 vs af3e053;
 #   S=.stage25 (R=/tmp/s25, /tmp/s25b on the second machine): the world-size-1 engine core killed at close vs ec7615d.
-# Steps: compile; vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S); two:TAG:CODE (session 26).
+#   S=.stage27 R=/tmp/s27: gc.freeze around forks + finer, heaviest-first score shares (96c688a) vs 1eca2a1.
+# Steps: compile; vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S); two:TAG:CODE (session 26);
+#   hf:SHAPE:LIMIT:TAG:CODE (session 27: the hf engine on the same design, bench_gpu_spec.py, no plain loop).
 set -uo pipefail
 S=${S:-.stage25}; OUT=${OUT:-/tmp/out}; R=${R:-/tmp/s25}; mkdir -p "$OUT" "$R"
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
   AUDITLANG_CACHE=/tmp/alcache AUDITLANG_DATA_ROOT=$PWD/$S/data
 sed "s|@CKPT@|/nonexistent|; s|@DTYPE@|bfloat16|" "$S/new/benchmarks/gpu_task/s000_smollm2_vllm.audit.in" > /tmp/s000_vllm_base.audit
+sed "s|dtype=float32|dtype=bfloat16|" "$S/new/benchmarks/gpu_task/s000_smollm2_auto.audit" > /tmp/s000_hf_bf16.audit
 pack() { tar -czf "$OUT/raw.tgz" -C "$R" .; }
 for step in "$@"; do
   echo "=== $(date -u +%H:%M:%S) $step" | tee -a "$R/all.log"
@@ -22,6 +25,14 @@ for step in "$@"; do
         --data-root "$S/data" --limit "$lim" --out "/tmp/run_$tag" --json-out "$R/$tag.json" >"$R/$tag.log" 2>&1
       echo "=== $(date -u +%H:%M:%S) $tag exit $?" | tee -a "$R/all.log"
       grep -E "^auditc run wall|engine ready|^  phase (journal|execute|score |report )" "$R/$tag.log" | tail -8 | tee -a "$R/all.log" ;;
+    hf:*)
+      IFS=: read -r _ shape lim tag code <<<"$step"
+      python3 "$S/$code/benchmarks/bench_gpu_spec.py" /tmp/s000_hf_bf16.audit --random-init "$shape" --tokenizer "$S/data/tok" \
+        --data-root "$S/data" --limit "$lim" --no-plain --out "/tmp/run_$tag" --json-out "$R/$tag.json" >"$R/$tag.log" 2>&1
+      echo "=== $(date -u +%H:%M:%S) $tag exit $?" | tee -a "$R/all.log"
+      grep -E "wall|requests:|error" "$R/$tag.log" | tail -6 | tee -a "$R/all.log"
+      python3 -c "import json; i=json.load(open('/tmp/run_$tag/run.json')); print('last_run', i.get('last_run')); print('batch_sizing', json.dumps(i.get('batch_sizing')))" \
+        2>&1 | tee -a "$R/all.log" ;;
     two:*)  # two models of one checkpoint (the 1.07 B the vllm steps built), in turn: how long the second load waits for the first core
       IFS=: read -r _ tag code <<<"$step"
       cat > /tmp/two.audit <<'EOS'
