@@ -73,7 +73,7 @@ from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
-from auditlang.engines.hf import weights_sha256
+from auditlang.engines.hf import weights_hashed_beside, weights_sha256
 from auditlang.engines.hfstack import generation_without_sklearn
 from auditlang.engines.hf import label_token_ids
 
@@ -234,6 +234,9 @@ class VLLMEngine:
         mode = self._tokenizer_mode()
         self._llm_class = self._import_llm_stack(tokenizer_modules=mode != "sync")
         tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
+        # the weights' sha256 (fingerprint) on its own thread beside LLM() too: 13.5 s of a cold 8 B run (issue 36)
+        self._weights_sha256 = TokenizerLoad(lambda: weights_sha256(self._resolved), name="auditlang-weights-sha256",
+                                             mode=mode if weights_hashed_beside(self._resolved) else "sync")
         hf_config = self._load_config(d)
         self._hf_config = hf_config
         self.dtype = self._pick_dtype(hf_config)
@@ -244,7 +247,9 @@ class VLLMEngine:
             self.llm = self._make_llm(runner="generate")
         except BaseException:
             tok.cancel()
+            self._weights_sha256.cancel()
             raise
+        self._weights_sha256.start_if_pending()  # no fork came (spawned core): hash beside the rest of the run
         try:
             self.tokenizer = tok.get()
         except EngineError:
@@ -488,7 +493,7 @@ class VLLMEngine:
                 "model": self.config.path,
                 "source": r.source,
                 "revision": r.revision or self.config.revision,
-                "weights_sha256": weights_sha256(r),
+                "weights_sha256": self._weights_sha256.get(),  # hashed on a thread since load
                 "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
                 "dtype": self.dtype,
                 "device": device,

@@ -32,19 +32,22 @@ NEEDED = ("num_hidden_layers", "num_attention_heads")
 
 
 class TokenizerLoad:
-    """``load()``'s value, computed on a daemon thread or at once; :meth:`get` returns it, or
+    """``load()``'s value (the tokenizer; the hf and vLLM engines' weight hash too), computed on a
+    daemon thread named ``name`` or at once; :meth:`get` returns it, or
     raises what ``load`` raised, in the caller's thread.
 
     ``mode``: ``"now"`` (or ``beside=True``) starts the thread at once; ``"at_fork"`` starts it
     when this process next forks (:func:`_after_fork_in_parent`), or loads in :meth:`get` if no
     fork came; ``"sync"`` (or ``beside=False``) loads here, at once."""
 
-    def __init__(self, load: Callable[[], Any], beside: bool | None = None, mode: str | None = None) -> None:
+    def __init__(self, load: Callable[[], Any], beside: bool | None = None, mode: str | None = None,
+                 name: str = "auditlang-vllm-tokenizer") -> None:
         if mode is None:
             mode = "now" if beside else "sync"
         if mode not in MODES:
             raise ValueError(f"TokenizerLoad mode {mode!r}: one of {', '.join(MODES)}")
         self._load = load
+        self._name = name
         self._value: Any = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -65,7 +68,7 @@ class TokenizerLoad:
         return self._thread is not None
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="auditlang-vllm-tokenizer", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -81,6 +84,16 @@ class TokenizerLoad:
         with _PENDING_LOCK:
             if self in _PENDING:
                 _PENDING.remove(self)
+
+    def start_if_pending(self) -> None:
+        """Start an ``at_fork`` load that no fork has started yet on its own thread now (the weight
+        hash once ``LLM()`` has returned without forking), so no later fork of this process starts it."""
+        with _PENDING_LOCK:
+            pending = self in _PENDING
+            if pending:
+                _PENDING.remove(self)
+        if pending:
+            self._start()
 
     def get(self) -> Any:
         with _PENDING_LOCK:

@@ -345,3 +345,91 @@ def test_gguf_file_paths_resolve_and_hash(cache_dir):
     r = resolve_model(ModelConfig(name="m", engine="hf", path=str(d / "SmolLM2-135M-Instruct.Q4_1.gguf")))
     assert r.source == "local" and r.gguf_file == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert weights_sha256(r) == weights_sha256(r) and len(weights_sha256(r)) == 64
+
+
+# ----------------------------------------------------------------------------- weight hash
+
+
+def _shards(tmp_path: Path, n: int = 3) -> tuple[Path, list[Path]]:
+    d = tmp_path / "ckpt"
+    d.mkdir()
+    (d / "config.json").write_text("{}", encoding="utf-8")
+    (d / "tokenizer.json").write_text("{}", encoding="utf-8")  # not a weight file: never hashed
+    files = []
+    for i in range(n):
+        f = d / f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+        f.write_bytes(bytes([i]) * (1000 + i) + b"weights")
+        files.append(f)
+    return d, files
+
+
+def test_weights_sha256_hashes_shards_concurrently_and_once(tmp_path, monkeypatch):
+    import hashlib
+    import threading
+
+    from auditlang.engines import hf
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
+    d, files = _shards(tmp_path)
+    expect = hashlib.sha256()
+    for f in files:  # independent: name, NUL, the file's own sha256, newline, in name order
+        expect.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).hexdigest().encode() + b"\n")
+    barrier, threads, real = threading.Barrier(3, timeout=10), set(), hf.sha256_file
+
+    def at_once(path):
+        threads.add(threading.current_thread().name)
+        barrier.wait()  # breaks (BrokenBarrierError) unless all three shards hash at the same time
+        return real(path)
+
+    monkeypatch.setattr(hf, "sha256_file", at_once)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    assert hf.weights_hashed_beside(r)
+    assert hf.weights_sha256(r) == expect.hexdigest()
+    assert len(threads) == 3 and all(t.startswith("auditlang-sha256") for t in threads)
+    cache = json.loads((tmp_path / "cache" / "file-sha256.json").read_text(encoding="utf-8"))
+    assert sorted(k.split("|")[0] for k in cache) == [str(f.resolve()) for f in files]
+
+    def never(path):
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(hf, "sha256_file", never)
+    assert hf.weights_sha256(r) == expect.hexdigest()  # all three from the cache
+    files[1].write_bytes(b"changed weights")  # new size and mtime: only this shard hashes again
+    seen = []
+    monkeypatch.setattr(hf, "sha256_file", lambda p: seen.append(p.name) or real(p))
+    changed = hf.weights_sha256(r)
+    assert seen == [files[1].name] and changed != expect.hexdigest()
+
+
+def test_weights_sha256_with_a_read_only_cache_still_answers(tmp_path, monkeypatch):
+    from auditlang.engines import hf
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory would be", encoding="utf-8")
+    monkeypatch.setenv("AUDITLANG_CACHE", str(blocker))
+    d, _ = _shards(tmp_path, 2)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    assert hf.weights_sha256(r) == hf.weights_sha256(r) and len(hf.weights_sha256(r)) == 64
+
+
+def test_local_checkpoint_hashes_beside_the_load(cache_dir, _torch_threads):
+    """A local checkpoint's weights hash on their own thread while the model loads; the
+    fingerprint holds the same hash as a serial weights_sha256; embedded models need no thread."""
+    from auditlang.engines import embedded
+    from auditlang.engines.hf import HFEngine, resolve_model, weights_sha256
+
+    d = embedded.resolve_embedded("smollm2-135m-instruct")
+    cfg = ModelConfig(name="m", engine="hf", path=str(d), dtype="float32", device="cpu", batch_size=2)
+    engine = HFEngine(cfg)
+    try:
+        assert engine._weights_sha256.beside and engine._weights_sha256._name == "auditlang-weights-sha256"
+        fp = engine.fingerprint()
+        assert fp["source"] == "local" and fp["weights_sha256"] == weights_sha256(resolve_model(cfg))
+        assert len(fp["weights_sha256"]) == 64
+    finally:
+        engine.close()
+    emb = HFEngine(ModelConfig(name="m", engine="hf", path="smollm2-135m-instruct", dtype="float32", device="cpu"))
+    try:
+        assert not emb._weights_sha256.beside and emb.fingerprint()["weights_sha256"] == emb.fingerprint()["embedded"]["gguf_sha256"]
+    finally:
+        emb.close()
