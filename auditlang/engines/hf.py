@@ -48,6 +48,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,8 +220,6 @@ def _cached_file_sha256s(paths: Sequence[Path]) -> list[str]:
         known = {}
     missing = [i for i, k in enumerate(keys) if k not in known]
     if missing:
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=min(HASH_THREADS, len(missing)), thread_name_prefix="auditlang-sha256") as pool:
             for i, digest in zip(missing, pool.map(sha256_file, [paths[i] for i in missing])):
                 known[keys[i]] = digest
