@@ -493,7 +493,7 @@ class VLLMEngine:
                 "model": self.config.path,
                 "source": r.source,
                 "revision": r.revision or self.config.revision,
-                "weights_sha256": self._weights_sha256.get(),  # hashed on a thread since load
+                "weights_sha256": self._weights_sha256.get(),  # a local checkpoint: hashed on a thread beside the load
                 "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
                 "dtype": self.dtype,
                 "device": device,
