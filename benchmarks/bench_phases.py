@@ -46,6 +46,7 @@ PHASES: list[tuple[str, str]] = [
     ("vllm: config", "auditlang.engines.vllm_engine:VLLMEngine._load_config"),
     ("vllm: tokenizer (thread beside LLM())", "auditlang.engines.vllm_engine:VLLMEngine._load_tokenizer"),
     ("vllm: tokenizer wait after LLM()", "auditlang.engines.vllm_tokload:TokenizerLoad.get"),
+    ("weights sha256 (wait for the child)", "auditlang.engines.weight_hash:WeightHash.get"),
     ("vllm: LLM()", "auditlang.engines.vllm_engine:VLLMEngine._make_llm"),
     ("vllm: fingerprint", "auditlang.engines.vllm_engine:VLLMEngine.fingerprint"),
     ("vllm: render+tokenize", "auditlang.engines.vllm_engine:VLLMEngine.encode_all"),

@@ -46,9 +46,7 @@ import json
 import os
 import logging
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,8 +61,7 @@ from auditlang.engines.hfstack import HF_EXTRA_HINT, import_hf_stack  # noqa: F4
 from auditlang.engines.params import error_result as _error, int_param as _int, str_list_param as _str_list, str_param as _str  # noqa: E501
 from auditlang.engines.params import chat_template_kwargs, chat_template_of, render_chat_prompt
 from auditlang.engines import embedded, hf_scoring
-from auditlang.engines.embedded import cache_root, sha256_file
-from auditlang.engines.vllm_tokload import TokenizerLoad
+from auditlang.engines.weight_hash import WeightHash, weights_hashed_beside, weights_sha256  # noqa: F401 (re-exported)
 
 log = logging.getLogger("auditlang.engines.hf")
 KNOWN_OPTIONS = HFOptions.known()  # option -> doc: declared once, in core/engine_options.py
@@ -76,7 +73,6 @@ def _option(name: str, config: ModelConfig) -> Any:
 
 
 _DTYPES = ("float32", "bfloat16", "float16")
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
 def check_config(config: ModelConfig) -> None:
@@ -180,59 +176,6 @@ def _hub_error(config: ModelConfig, e: Exception) -> EngineError:
     )
 
 
-def weights_sha256(resolved: ResolvedModel) -> str | None:
-    """Content hash of the weights: the GGUF sha256 for embedded models, None for Hub
-    snapshots (the commit identifies them), else sha256 over the weight files (cached by
-    path, size and mtime under the auditlang cache so large checkpoints hash once)."""
-    if resolved.source == "embedded":
-        return (resolved.provenance or {}).get("gguf_sha256")
-    if resolved.source == "hub":
-        return None
-    d = resolved.local_dir
-    files = [d / resolved.gguf_file] if resolved.gguf_file else sorted(f for f in d.iterdir() if f.suffix in _WEIGHT_SUFFIXES)
-    h = hashlib.sha256()
-    for f, digest in zip(files, _cached_file_sha256s(files)):
-        h.update(f.name.encode() + b"\0" + digest.encode() + b"\n")
-    return h.hexdigest()
-
-
-def weights_hashed_beside(resolved: ResolvedModel) -> bool:
-    """Whether :func:`weights_sha256` reads files (a local checkpoint), so an engine hashes them on a
-    thread while the model loads instead of after it (15 GB of an 8 B checkpoint: 13-15 s, issue 36)."""
-    return resolved.source not in ("embedded", "hub")
-
-
-HASH_THREADS = 4  # weight shards hashed at once (file reads and hashlib release the GIL)
-
-
-def _cached_file_sha256s(paths: Sequence[Path]) -> list[str]:
-    """sha256 of each file, cached by path, size and mtime in ``file-sha256.json`` under the
-    auditlang cache; files not cached yet are hashed on up to :data:`HASH_THREADS` threads and
-    the cache is written once."""
-    keys = []
-    for path in paths:
-        st = path.stat()
-        keys.append(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}")
-    store = cache_root() / "file-sha256.json"
-    try:
-        known = json.loads(store.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        known = {}
-    missing = [i for i, k in enumerate(keys) if k not in known]
-    if missing:
-        with ThreadPoolExecutor(max_workers=min(HASH_THREADS, len(missing)), thread_name_prefix="auditlang-sha256") as pool:
-            for i, digest in zip(missing, pool.map(sha256_file, [paths[i] for i in missing])):
-                known[keys[i]] = digest
-        try:
-            store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps(known, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, store)
-        except OSError:
-            pass  # a read-only cache only costs re-hashing next time
-    return [str(known[k]) for k in keys]
-
-
 # ----------------------------------------------------------------------------- loading
 
 # tokenizer_config.json keys that describe the file, not the tokenizer's arguments
@@ -323,8 +266,7 @@ class HFEngine:
         except ValueError as e:
             raise EngineError(str(e), hint=f"chat_template_kwargs: {KNOWN_OPTIONS['chat_template_kwargs']}") from None
         self._resolved = resolve_model(config)
-        self._weights_sha256 = TokenizerLoad(lambda: weights_sha256(self._resolved), name="auditlang-weights-sha256",
-                                             mode="now" if weights_hashed_beside(self._resolved) else "sync")
+        self._weights_sha256 = WeightHash(self._resolved)  # a local checkpoint: hashed by a child process beside the load
         self.device = self._pick_device(config.device)
         self.compile = _option("compile", config)
         if not isinstance(self.compile, bool):
@@ -505,7 +447,7 @@ class HFEngine:
                 "model": self.config.path,
                 "source": r.source,
                 "revision": r.revision or self.config.revision,
-                "weights_sha256": self._weights_sha256.get(),  # a local checkpoint: hashed on a thread beside the load
+                "weights_sha256": self._weights_sha256.get(),
                 "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
                 "dtype": str(self.dtype).replace("torch.", ""),
                 "device": device,

@@ -73,7 +73,7 @@ from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
 from auditlang.engines import vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
-from auditlang.engines.hf import weights_hashed_beside, weights_sha256
+from auditlang.engines.weight_hash import WeightHash
 from auditlang.engines.hfstack import generation_without_sklearn
 from auditlang.engines.hf import label_token_ids
 
@@ -229,27 +229,28 @@ class VLLMEngine:
                 hint=VLLM_INSTALL_HINT,
             )
         self._set_platform_env()
-        d = self._resolved.local_dir
-        # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
-        mode = self._tokenizer_mode()
-        self._llm_class = self._import_llm_stack(tokenizer_modules=mode != "sync")
-        tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
-        # the weights' sha256 (fingerprint) on its own thread beside LLM() too: 13.5 s of a cold 8 B run (issue 36)
-        self._weights_sha256 = TokenizerLoad(lambda: weights_sha256(self._resolved), name="auditlang-weights-sha256",
-                                             mode=mode if weights_hashed_beside(self._resolved) else "sync")
-        hf_config = self._load_config(d)
-        self._hf_config = hf_config
-        self.dtype = self._pick_dtype(hf_config)
-        self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
-        vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
-        self._pool: Any = None
+        # the weights' sha256 (fingerprint) in a child process from here on: 12-15 s for a one-shard
+        # 8 B checkpoint, as long as the imports and LLM() together (issue 36)
+        self._weights_sha256 = WeightHash(self._resolved)
+        tok: TokenizerLoad | None = None
         try:
+            d = self._resolved.local_dir
+            # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
+            mode = self._tokenizer_mode()
+            self._llm_class = self._import_llm_stack(tokenizer_modules=mode != "sync")
+            tok = TokenizerLoad(lambda: self._load_tokenizer(d), mode=mode)
+            hf_config = self._load_config(d)
+            self._hf_config = hf_config
+            self.dtype = self._pick_dtype(hf_config)
+            self._num_layers = getattr(hf_config, "num_hidden_layers", None) or getattr(getattr(hf_config, "text_config", None), "num_hidden_layers", None)
+            vllm_release.reap()  # an engine closed before this one gives its GPU memory back first
+            self._pool: Any = None
             self.llm = self._make_llm(runner="generate")
         except BaseException:
-            tok.cancel()
+            if tok is not None:
+                tok.cancel()
             self._weights_sha256.cancel()
             raise
-        self._weights_sha256.start_if_pending()  # no fork came (spawned core): hash beside the rest of the run
         try:
             self.tokenizer = tok.get()
         except EngineError:
@@ -493,7 +494,7 @@ class VLLMEngine:
                 "model": self.config.path,
                 "source": r.source,
                 "revision": r.revision or self.config.revision,
-                "weights_sha256": self._weights_sha256.get(),  # a local checkpoint: hashed on a thread beside the load
+                "weights_sha256": self._weights_sha256.get(),
                 "embedded": {k: prov.get(k) for k in ("distribution", "version", "gguf_sha256", "dtype", "recipe_version", "transformers")} if prov else None,
                 "dtype": self.dtype,
                 "device": device,

@@ -32,7 +32,7 @@ NEEDED = ("num_hidden_layers", "num_attention_heads")
 
 
 class TokenizerLoad:
-    """``load()``'s value (the tokenizer; the hf and vLLM engines' weight hash too), computed on a
+    """``load()``'s value (the vLLM engine's tokenizer), computed on a
     daemon thread named ``name`` or at once; :meth:`get` returns it, or
     raises what ``load`` raised, in the caller's thread.
 
@@ -84,16 +84,6 @@ class TokenizerLoad:
         with _PENDING_LOCK:
             if self in _PENDING:
                 _PENDING.remove(self)
-
-    def start_if_pending(self) -> None:
-        """Start an ``at_fork`` load that no fork has started yet on its own thread now (the weight
-        hash once ``LLM()`` has returned without forking), so no later fork of this process starts it."""
-        with _PENDING_LOCK:
-            pending = self in _PENDING
-            if pending:
-                _PENDING.remove(self)
-        if pending:
-            self._start()
 
     def get(self) -> Any:
         with _PENDING_LOCK:

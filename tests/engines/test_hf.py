@@ -367,21 +367,21 @@ def test_weights_sha256_hashes_shards_concurrently_and_once(tmp_path, monkeypatc
     import hashlib
     import threading
 
-    from auditlang.engines import hf
+    from auditlang.engines import hf, weight_hash
 
     monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
     d, files = _shards(tmp_path)
     expect = hashlib.sha256()
     for f in files:  # independent: name, NUL, the file's own sha256, newline, in name order
         expect.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).hexdigest().encode() + b"\n")
-    barrier, threads, real = threading.Barrier(3, timeout=10), set(), hf.sha256_file
+    barrier, threads, real = threading.Barrier(3, timeout=10), set(), weight_hash.sha256_file
 
     def at_once(path):
         threads.add(threading.current_thread().name)
         barrier.wait()  # breaks (BrokenBarrierError) unless all three shards hash at the same time
         return real(path)
 
-    monkeypatch.setattr(hf, "sha256_file", at_once)
+    monkeypatch.setattr(weight_hash, "sha256_file", at_once)
     r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
     assert hf.weights_hashed_beside(r)
     assert hf.weights_sha256(r) == expect.hexdigest()
@@ -392,11 +392,11 @@ def test_weights_sha256_hashes_shards_concurrently_and_once(tmp_path, monkeypatc
     def never(path):
         raise AssertionError(f"{path} hashed again")
 
-    monkeypatch.setattr(hf, "sha256_file", never)
+    monkeypatch.setattr(weight_hash, "sha256_file", never)
     assert hf.weights_sha256(r) == expect.hexdigest()  # all three from the cache
     files[1].write_bytes(b"changed weights")  # new size and mtime: only this shard hashes again
     seen = []
-    monkeypatch.setattr(hf, "sha256_file", lambda p: seen.append(p.name) or real(p))
+    monkeypatch.setattr(weight_hash, "sha256_file", lambda p: seen.append(p.name) or real(p))
     changed = hf.weights_sha256(r)
     assert seen == [files[1].name] and changed != expect.hexdigest()
 
@@ -412,24 +412,125 @@ def test_weights_sha256_with_a_read_only_cache_still_answers(tmp_path, monkeypat
     assert hf.weights_sha256(r) == hf.weights_sha256(r) and len(hf.weights_sha256(r)) == 64
 
 
+def _expected_weights_sha256(files: list[Path]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).hexdigest().encode() + b"\n")
+    return h.hexdigest()
+
+
+def _no_hashing_here(path):
+    raise AssertionError(f"{path} hashed in this process")
+
+
+def test_weight_hash_runs_in_a_child_process_and_caches(tmp_path, monkeypatch):
+    """An engine's WeightHash hashes uncached files in a child process (no thread of this
+    process runs when vLLM forks its engine core), caches them, and the next one needs no child."""
+    import os
+
+    from auditlang.engines import hf, weight_hash
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
+    d, files = _shards(tmp_path)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    monkeypatch.setattr(weight_hash, "sha256_file", _no_hashing_here)
+    wh = weight_hash.WeightHash(r)
+    child = wh.child
+    assert child is not None and child.pid != os.getpid()
+    assert wh.get() == _expected_weights_sha256(files) and child.returncode == 0 and wh.child is None
+    assert wh.get() == _expected_weights_sha256(files)  # memoised
+    cache = json.loads((tmp_path / "cache" / "file-sha256.json").read_text(encoding="utf-8"))
+    assert sorted(k.split("|")[0] for k in cache) == [str(f.resolve()) for f in files]
+    again = weight_hash.WeightHash(r)
+    assert again.child is None and again.get() == _expected_weights_sha256(files)
+    files[2].write_bytes(b"new weights")  # only the changed file goes to a child
+    third = weight_hash.WeightHash(r)
+    assert third.child is not None and third.child.args[-1:] == [str(files[2])]
+    assert third.get() == _expected_weights_sha256(files)
+
+
+def test_weight_hash_with_a_read_only_cache_uses_the_child_digests(tmp_path, monkeypatch):
+    from auditlang.engines import hf, weight_hash
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory would be", encoding="utf-8")
+    monkeypatch.setenv("AUDITLANG_CACHE", str(blocker))
+    d, files = _shards(tmp_path, 2)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    monkeypatch.setattr(weight_hash, "sha256_file", _no_hashing_here)  # the cache write fails: no rehash here
+    assert weight_hash.WeightHash(r).get() == _expected_weights_sha256(files)
+
+
+@pytest.mark.parametrize("child", ["import sys; sys.exit(3)", "print('not json')", "print('[]')",
+                                   "import os, sys; os.kill(os.getpid(), 9)"])
+def test_weight_hash_falls_back_to_this_process_when_the_child_fails(tmp_path, monkeypatch, child):
+    from auditlang.engines import hf, weight_hash
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(weight_hash, "_CHILD", child)
+    d, files = _shards(tmp_path)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    wh = weight_hash.WeightHash(r)
+    assert wh.child is not None and wh.get() == _expected_weights_sha256(files)
+
+
+def test_weight_hash_cancel_and_collection_stop_the_child(tmp_path, monkeypatch):
+    import gc
+
+    from auditlang.engines import hf, weight_hash
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(weight_hash, "_CHILD", "import time; time.sleep(120)")
+    d, files = _shards(tmp_path)
+    r = hf.resolve_model(ModelConfig(name="m", engine="hf", path=str(d)))
+    wh = weight_hash.WeightHash(r)
+    child = wh.child
+    wh.cancel()
+    assert wh.child is None and child.returncode is not None  # killed and reaped
+    assert wh.get() == _expected_weights_sha256(files)  # hashed here after all: never a missing hash
+    (tmp_path / "cache" / "file-sha256.json").unlink()
+    dropped = weight_hash.WeightHash(r)  # an engine that failed to build drops its WeightHash
+    child = dropped.child
+    del dropped
+    gc.collect()
+    assert child.returncode is not None
+
+
+def test_weight_hash_reads_no_files_for_embedded_and_hub_models(cache_dir, monkeypatch):
+    from auditlang.engines import embedded, weight_hash
+    from auditlang.engines.hf import ResolvedModel, resolve_model
+
+    monkeypatch.setattr(weight_hash, "sha256_file", _no_hashing_here)
+    emb = resolve_model(ModelConfig(name="m", engine="hf", path="smollm2-135m-instruct"))
+    wh = weight_hash.WeightHash(emb)
+    assert wh.child is None and wh.get() == emb.provenance["gguf_sha256"] and not weight_hash.weights_hashed_beside(emb)
+    hub = ResolvedModel(embedded.resolve_embedded("smollm2-135m-instruct"), None, "hub", revision="abc")
+    assert weight_hash.WeightHash(hub).get() is None and weight_hash.WeightHash(hub).child is None
+
+
 def test_local_checkpoint_hashes_beside_the_load(cache_dir, _torch_threads):
-    """A local checkpoint's weights hash on their own thread while the model loads; the
-    fingerprint holds the same hash as a serial weights_sha256; embedded models need no thread."""
+    """A local checkpoint's weights hash in a child process while the model loads; the
+    fingerprint holds the same hash as a serial weights_sha256; embedded models need no child."""
     from auditlang.engines import embedded
     from auditlang.engines.hf import HFEngine, resolve_model, weights_sha256
 
     d = embedded.resolve_embedded("smollm2-135m-instruct")
+    (cache_dir / "file-sha256.json").unlink(missing_ok=True)  # not hashed yet on this machine
     cfg = ModelConfig(name="m", engine="hf", path=str(d), dtype="float32", device="cpu", batch_size=2)
     engine = HFEngine(cfg)
     try:
-        assert engine._weights_sha256.beside and engine._weights_sha256._name == "auditlang-weights-sha256"
+        assert engine._weights_sha256.child is not None  # started by the constructor, not yet waited for
         fp = engine.fingerprint()
         assert fp["source"] == "local" and fp["weights_sha256"] == weights_sha256(resolve_model(cfg))
-        assert len(fp["weights_sha256"]) == 64
+        assert fp["weights_sha256"] == _expected_weights_sha256([d / "model.safetensors"])
     finally:
         engine.close()
     emb = HFEngine(ModelConfig(name="m", engine="hf", path="smollm2-135m-instruct", dtype="float32", device="cpu"))
     try:
-        assert not emb._weights_sha256.beside and emb.fingerprint()["weights_sha256"] == emb.fingerprint()["embedded"]["gguf_sha256"]
+        assert emb._weights_sha256.child is None and emb.fingerprint()["weights_sha256"] == emb.fingerprint()["embedded"]["gguf_sha256"]
     finally:
         emb.close()
+
+

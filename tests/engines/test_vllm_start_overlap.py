@@ -204,3 +204,51 @@ def test_at_fork_load_without_a_fork_runs_in_get_and_reraises() -> None:
     with pytest.raises(ValueError, match="bad"):
         TokenizerLoad(boom, mode="at_fork").get()
     assert not vllm_tokload._PENDING
+
+
+# ----------------------------------------------------------------------------- the weight hash
+
+
+@pytest.fixture()
+def weights(scripted, tmp_path, monkeypatch):
+    """A checkpoint with a weight file, a fresh hash cache, and the weight-hash child seen at the
+    LLM stack's import (before ``LLM()`` forks the core)."""
+    from auditlang.engines import weight_hash
+
+    monkeypatch.setenv("AUDITLANG_CACHE", str(tmp_path / "cache"))
+    d = _ckpt(tmp_path)
+    (d / "model.safetensors").write_bytes(b"weights" * 1000)
+    real = ve.VLLMEngine._import_llm_stack
+
+    def seen(self, **kw):
+        scripted["hash_child_at_import"] = self._weights_sha256.child
+        return real(self, **kw)
+
+    monkeypatch.setattr(ve.VLLMEngine, "_import_llm_stack", seen)
+    return d, weight_hash
+
+
+def test_the_weights_hash_in_a_child_from_before_the_llm_stack_import(scripted, weights, monkeypatch) -> None:
+    import hashlib
+
+    d, weight_hash = weights
+
+    def never(path):
+        raise AssertionError(f"{path} hashed in the engine's process")
+
+    monkeypatch.setattr(weight_hash, "sha256_file", never)
+    eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
+    child = scripted["hash_child_at_import"]
+    assert child is not None and child.pid != os.getpid()
+    digest = hashlib.sha256(b"weights" * 1000).hexdigest()
+    assert eng._weights_sha256.get() == hashlib.sha256(b"model.safetensors\0" + digest.encode() + b"\n").hexdigest()
+
+
+def test_a_failed_llm_stops_the_weight_hash_child(scripted, weights, monkeypatch) -> None:
+    d, weight_hash = weights
+    monkeypatch.setattr(weight_hash, "_CHILD", "import time; time.sleep(120)")
+    scripted["llm_fails"] = True
+    with pytest.raises(EngineError, match="no GPU memory"):
+        ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
+    child = scripted["hash_child_at_import"]
+    assert child is not None and child.returncode is not None  # killed and reaped, not left hashing
