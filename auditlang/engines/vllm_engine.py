@@ -71,7 +71,7 @@ from auditlang.engines.params import CHAT_TEMPLATE_KWARGS, chat_template_kwargs,
 from auditlang.core.requests import REQUEST_KINDS, Prompt, Request, Result, Sample, TokenLogprob
 from auditlang.engines.hf import resolve_model
 from auditlang.engines.embedded import cache_root
-from auditlang.engines import vllm_release, vllm_stream
+from auditlang.engines import embedded, vllm_release, vllm_stream
 from auditlang.engines.vllm_tokload import TokenizerLoad, read_config
 from auditlang.engines.weight_hash import WeightHash
 from auditlang.engines.hfstack import generation_without_sklearn
@@ -96,6 +96,11 @@ SUPPORTED_VLLM = ((0, 26), (0, 33))  # the `vllm` extra's range (pyproject.toml)
 
 
 _TORCH_BEFORE_VLLM: list[bool] = []  # [whether torch was imported before this process first imported vLLM]
+
+
+def _local_checkpoint_dir(path: str) -> bool:
+    """Whether ``path`` names a checkpoint directory on disk (resolving it converts nothing)."""
+    return not embedded.is_embedded(path) and Path(path).expanduser().is_dir()
 
 
 def import_vllm() -> Any:
@@ -212,28 +217,36 @@ class VLLMEngine:
         if config.device not in ("auto", "cpu", "cuda") and not config.device.startswith("cuda"):
             raise EngineError(f"model {config.name!r}: unknown device {config.device!r}", hint="use cpu, cuda or auto (vLLM picks the platform it was built for)")
         self._set_env_before_import()
-        self._vllm = import_vllm()  # first: a missing vLLM should not cost a model conversion
-        self._resolved = resolve_model(config)
-        if self._resolved.gguf_file:
-            raise EngineError(
-                f"model {config.name!r}: vLLM cannot read GGUF files ({self._resolved.gguf_file})",
-                hint="use the embedded short name (converted to safetensors once) or a safetensors checkpoint directory",
-            )
-        from vllm.platforms import current_platform  # lazy: vLLM only when a model runs
-
-        self.on_cpu = bool(current_platform.is_cpu())
-        if config.device == "cpu" and not self.on_cpu or config.device.startswith("cuda") and self.on_cpu:
-            raise EngineError(
-                f"model {config.name!r}: device {config.device!r} requested but this vLLM build runs on "
-                f"{'CPU' if self.on_cpu else current_platform.device_type}",
-                hint=VLLM_INSTALL_HINT,
-            )
-        self._set_platform_env()
-        # the weights' sha256 (fingerprint) in a child process from here on: 12-15 s for a one-shard
-        # 8 B checkpoint, as long as the imports and LLM() together (issue 36)
-        self._weights_sha256 = WeightHash(self._resolved)
+        # a local checkpoint directory resolves without converting anything, so its weights start
+        # hashing (the fingerprint's weights_sha256, in a child process: 12-15 s for a one-file 8 B
+        # checkpoint) before vLLM's import, its LLM stack and LLM(), as long as those together (issue 36)
+        early = _local_checkpoint_dir(config.path)
+        self._weights_sha256: WeightHash | None = None
+        if early:
+            self._resolved = resolve_model(config)
+            self._weights_sha256 = WeightHash(self._resolved)
         tok: TokenizerLoad | None = None
         try:
+            self._vllm = import_vllm()  # before other models resolve: a missing vLLM should not cost a model conversion
+            if not early:
+                self._resolved = resolve_model(config)
+            if self._resolved.gguf_file:
+                raise EngineError(
+                    f"model {config.name!r}: vLLM cannot read GGUF files ({self._resolved.gguf_file})",
+                    hint="use the embedded short name (converted to safetensors once) or a safetensors checkpoint directory",
+                )
+            from vllm.platforms import current_platform  # lazy: vLLM only when a model runs
+
+            self.on_cpu = bool(current_platform.is_cpu())
+            if config.device == "cpu" and not self.on_cpu or config.device.startswith("cuda") and self.on_cpu:
+                raise EngineError(
+                    f"model {config.name!r}: device {config.device!r} requested but this vLLM build runs on "
+                    f"{'CPU' if self.on_cpu else current_platform.device_type}",
+                    hint=VLLM_INSTALL_HINT,
+                )
+            self._set_platform_env()
+            if self._weights_sha256 is None:
+                self._weights_sha256 = WeightHash(self._resolved)
             d = self._resolved.local_dir
             # the engine core in its own process: LLM() mostly waits for it, so the tokenizer loads meanwhile
             mode = self._tokenizer_mode()
@@ -249,7 +262,8 @@ class VLLMEngine:
         except BaseException:
             if tok is not None:
                 tok.cancel()
-            self._weights_sha256.cancel()
+            if self._weights_sha256 is not None:
+                self._weights_sha256.cancel()
             raise
         try:
             self.tokenizer = tok.get()

@@ -228,10 +228,25 @@ def weights(scripted, tmp_path, monkeypatch):
     return d, weight_hash
 
 
-def test_the_weights_hash_in_a_child_from_before_the_llm_stack_import(scripted, weights, monkeypatch) -> None:
+def test_the_weights_hash_in_a_child_from_before_the_vllm_import(scripted, weights, monkeypatch) -> None:
     import hashlib
 
     d, weight_hash = weights
+    real_import = ve.import_vllm
+
+    def seen_at_import():
+        scripted["children_at_vllm_import"] = list(started)
+        return real_import()
+
+    started: list = []
+    real_init = weight_hash.WeightHash.__init__
+
+    def init(self, resolved):
+        real_init(self, resolved)
+        started.append(self.child)
+
+    monkeypatch.setattr(weight_hash.WeightHash, "__init__", init)
+    monkeypatch.setattr(ve, "import_vllm", seen_at_import)
 
     def never(path):
         raise AssertionError(f"{path} hashed in the engine's process")
@@ -240,8 +255,29 @@ def test_the_weights_hash_in_a_child_from_before_the_llm_stack_import(scripted, 
     eng = ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
     child = scripted["hash_child_at_import"]
     assert child is not None and child.pid != os.getpid()
+    assert scripted["children_at_vllm_import"] == [child]  # a checkpoint directory: hashing before `import vllm`
     digest = hashlib.sha256(b"weights" * 1000).hexdigest()
     assert eng._weights_sha256.get() == hashlib.sha256(b"model.safetensors\0" + digest.encode() + b"\n").hexdigest()
+
+
+def test_a_missing_vllm_stops_the_weight_hash_child(scripted, weights, monkeypatch) -> None:
+    d, weight_hash = weights
+    monkeypatch.setattr(weight_hash, "_CHILD", "import time; time.sleep(120)")
+    children: list = []
+    real_init = weight_hash.WeightHash.__init__
+
+    def init(self, resolved):
+        real_init(self, resolved)
+        children.append(self.child)
+
+    def no_vllm():
+        raise EngineError("the 'vllm' engine needs vLLM, which is not installed")
+
+    monkeypatch.setattr(weight_hash.WeightHash, "__init__", init)
+    monkeypatch.setattr(ve, "import_vllm", no_vllm)
+    with pytest.raises(EngineError, match="needs vLLM"):
+        ve.VLLMEngine(ModelConfig(name="m", engine="vllm", path=str(d)))
+    assert len(children) == 1 and children[0].returncode is not None  # started early, then stopped
 
 
 def test_a_failed_llm_stops_the_weight_hash_child(scripted, weights, monkeypatch) -> None:
