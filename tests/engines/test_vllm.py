@@ -433,6 +433,58 @@ def test_close_leaves_the_engine_core_exiting_and_the_next_load_reaps_it(tmp_pat
     assert "unexpectedly" not in proc.stderr, proc.stderr[-4000:]
 
 
+_LOCAL_HASH_SCRIPT = """
+import json, os, sys
+from auditlang.core.engine import ModelConfig
+from auditlang.core.requests import Prompt, Request
+from auditlang.engines import embedded, weight_hash
+from auditlang.engines.hf import resolve_model
+from auditlang.engines.registry import load_engine
+
+if __name__ == "__main__":  # vLLM may spawn its engine core
+    d = embedded.resolve_embedded("smollm2-135m-instruct")  # its converted checkpoint, as a local directory
+    started = []
+    real = weight_hash.WeightHash.__init__
+    def init(self, resolved):
+        real(self, resolved)
+        started.append(self.child)
+    weight_hash.WeightHash.__init__ = init
+    cfg = ModelConfig(name="m", engine="vllm", path=str(d), dtype="float32", options={"in_process": False})
+    engine = load_engine(cfg)
+    assert len(started) == 1 and started[0] is not None and started[0].pid != os.getpid(), started
+    [res] = engine.run([Request.make("m", "generate", Prompt(text="The capital of France is"), max_tokens=2)])
+    assert res.error is None and res.samples[0].text, res
+    fp = engine.fingerprint()
+    assert started[0].returncode == 0
+    engine.close()
+    os.remove(os.path.join(os.environ["AUDITLANG_CACHE"], "file-sha256.json"))
+    assert fp["source"] == "local" and fp["weights_sha256"] == weight_hash.weights_sha256(resolve_model(cfg))
+    print("HASH-OK", fp["weights_sha256"])
+"""
+
+
+@needs_vllm
+def test_a_local_checkpoint_hashes_in_a_child_beside_a_real_engine_start(tmp_path: Path, cache_dir: Path) -> None:
+    """A checkpoint directory on the real vLLM with its engine core in its own process (forked
+    while the weight-hash child runs): the child's hash is the fingerprint's, equal to hashing here,
+    and the engine answers. In a fresh interpreter, with the hash cache emptied."""
+    import os
+    import subprocess
+    import sys
+
+    from auditlang.engines import embedded
+
+    embedded.resolve_embedded("smollm2-135m-instruct")  # converted once into the test cache
+    (cache_dir / "file-sha256.json").unlink(missing_ok=True)  # not hashed yet on this machine
+    script = tmp_path / "local_hash_script.py"
+    script.write_text(_LOCAL_HASH_SCRIPT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    env["AUDITLANG_CACHE"] = str(cache_dir)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0 and "HASH-OK" in proc.stdout, proc.stderr[-4000:]
+
+
 def test_vllm_keeps_a_triton_cache_folder_set_before_it_compiles(monkeypatch, tmp_path) -> None:
     """What the engine's pinned ``TRITON_CACHE_DIR`` relies on: vLLM's compile path that sets the
     folder treats one already set as the caller's and keeps it (checked on the installed vLLM)."""
