@@ -47,7 +47,7 @@ class StageRule:
 # the thresholds of every stage that forks, said once (the callers name their stage)
 STAGES: dict[str, StageRule] = {
     # score/stage.py: records. 5,000 rows: serial scoring of the 8 B/100-item s000 run (~10k rows) took
-    # 2.6 s on the 16-core GPU host, the forked 1 B/200 run (~21k rows) 1.1 s (benchmarks/README.md, issue 36)
+    # 2.6 s on the 16-core H100 host, the forked 1 B/200 run (~21k rows) 1.1 s (results/issue36/session30 n8, n1 .json)
     "score": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_rows=5_000),
     "cell_metrics": StageRule(SCORE_WORKERS_ENV, min_cpus=6, min_jobs=16, min_rows=20_000),  # bootstrap per cell
     "figures": StageRule(FIGURE_WORKERS_ENV, min_cpus=4),  # report/figures.py
