@@ -70,6 +70,8 @@ PHASES: list[tuple[str, str]] = [
     ("report: samples", "auditlang.report.samples:write_samples"),
     ("report: samples wait", "auditlang.report.samples:SamplesBuild.finish"),
     ("report: html", "auditlang.report.html:render_html"),
+    ("report: figures start", "auditlang.report:_Figures.__init__"),
+    ("report: figures wait", "auditlang.report:_Figures.result"),
     ("figures", "auditlang.report.figures:all_figures"),
 ]
 
