@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -42,7 +43,20 @@ FORMATS = ("png", "pdf")
 _DEFERRED: list[tuple[Figure, object]] | None = None
 
 
+def _freeze_layout(fig) -> None:
+    """Lay a constrained-layout figure out once and keep that layout: its PNG and PDF then no
+    longer depend on which was rendered first (a layout engine re-runs on every draw, starting
+    from the positions the last draw left), so the two render separately, in either order or in
+    two workers, with the same bytes."""
+    engine = fig.get_layout_engine()
+    if engine is None or isinstance(engine, PlaceHolderLayoutEngine):
+        return
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
 def _render(fig, fmt: str) -> bytes:
+    _freeze_layout(fig)
     b = io.BytesIO()
     fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
     return b.getvalue()
@@ -58,9 +72,16 @@ def _save(fig, name: str, title: str) -> Figure:
     return Figure(name, title, bufs[0], bufs[1])
 
 
-def _render_job(i: int) -> list[bytes]:
-    fig = _DEFERRED[i][1]  # type: ignore[index]
-    return [_render(fig, fmt) for fmt in FORMATS]  # in this order: a PDF drawn after the PNG's layout
+def _render_job(job: tuple[int, str]) -> bytes:
+    i, fmt = job
+    return _render(_DEFERRED[i][1], fmt)  # type: ignore[index]
+
+
+def _render_jobs(pending: list[tuple[Figure, object]]) -> list[tuple[int, str]]:
+    """One job per figure and format, the figures with most axes first (a free worker takes the
+    next job, so the longest renders start first), each figure's PDF (the slower) before its PNG."""
+    order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1].axes))  # type: ignore[attr-defined]
+    return [(i, fmt) for i in order for fmt in sorted(FORMATS, key=lambda f: f != "pdf")]
 
 
 class Rendering:
@@ -77,8 +98,9 @@ class Rendering:
         if self._figs is None:
             try:
                 out = self._job.get() if isinstance(self._job, AsyncMap) else self._job
-                done = {id(ph): Figure(ph.name, ph.title, png, pdf)
-                        for (ph, _), (png, pdf) in zip(self._pending, out, strict=True)}
+                got = dict(zip(_render_jobs(self._pending), out, strict=True))
+                done = {id(ph): Figure(ph.name, ph.title, *(got[i, fmt] for fmt in FORMATS))
+                        for i, (ph, _) in enumerate(self._pending)}
             finally:
                 self.close()
             self._figs = _unique([done[id(f)] for f in self._drawn])
@@ -92,22 +114,22 @@ class Rendering:
 
 
 def start_figures(rd: RunData, comps: list[Comparison]) -> Rendering:
-    """Every figure drawn now; rendered (each figure one job: its PNG, then its PDF, as _save
-    renders them, for the PDF's bytes depend on the layout the PNG's drawing left) in forked
-    workers that go on while the caller works, on a host with cores to spare, else here at once.
-    The bytes are the same either way (rendering is deterministic; the workers are forked inside
-    the figures' rc_context)."""
+    """Every figure drawn now; rendered (each figure's PDF and PNG two jobs: its layout is
+    fixed before either renders, see _freeze_layout) in forked workers that go on while the caller
+    works, on a host with cores to spare, else here at once. The bytes are the same either way
+    (rendering is deterministic; the workers are forked inside the figures' rc_context)."""
     global _DEFERRED
     with plt.rc_context({**RC, "figure.max_open_warning": 0}):
         _DEFERRED = pending = []
         try:
             drawn = (reliability_figures(rd) + spread_figures(comps, rd) + consistency_figures(comps)
                      + study_figures(comps, _save, _safe))
-            workers = stage_workers("figures", len(pending))
+            jobs = _render_jobs(pending)
+            workers = stage_workers("figures", len(jobs))
             if workers > 1:
-                job: AsyncMap | list = fork_map_async(_render_job, list(range(len(pending))), workers)
+                job: AsyncMap | list = fork_map_async(_render_job, jobs, workers)
             else:
-                job = [_render_job(i) for i in range(len(pending))]
+                job = [_render_job(j) for j in jobs]
         except BaseException:
             for _, fig in pending:
                 plt.close(fig)

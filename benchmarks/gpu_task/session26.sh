@@ -4,7 +4,8 @@
 #   S=.stage25 (R=/tmp/s25, /tmp/s25b on the second machine): the world-size-1 engine core killed at close vs ec7615d.
 #   S=.stage27 R=/tmp/s27: gc.freeze around forks + finer, heaviest-first score shares (96c688a) vs 1eca2a1.
 # Steps: compile; vllm:SHAPE:LIMIT:TAG:CODE (CODE = old|new under $S); two:TAG:CODE (session 26);
-#   hf:SHAPE:LIMIT:TAG:CODE (session 27: the hf engine on the same design, bench_gpu_spec.py, no plain loop).
+#   hf:SHAPE:LIMIT:TAG:CODE (session 27: the hf engine on the same design, bench_gpu_spec.py, no plain loop);
+#   report:TAG:CODE:RUN (session 33: bench_phases.py -- report /tmp/run_RUN, the figures redrawn).
 set -uo pipefail
 S=${S:-.stage25}; OUT=${OUT:-/tmp/out}; R=${R:-/tmp/s25}; mkdir -p "$OUT" "$R"
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
@@ -56,6 +57,13 @@ EOS
         --data-root "$S/data" --limit 100 --out "/tmp/run_$tag" --display plain > "$R/$tag.log" 2>&1
       echo "=== $(date -u +%H:%M:%S) $tag exit $? wall $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$R/all.log"
       grep -E "engine ready|loading the|requests:" "$R/$tag.log" | tee -a "$R/all.log" ;;
+    report:*)  # session 33: `auditc report` of a stored run (/tmp/run_RUN) by CODE, figure cache removed first
+      IFS=: read -r _ tag code run <<<"$step"
+      rm -rf "/tmp/run_$run/report/.figures-cache"
+      PYTHONPATH=$PWD/$S/$code:/tmp/site python3 "$S/$code/benchmarks/bench_phases.py" --json "$R/$tag.json" -- report "/tmp/run_$run" \
+        > "$R/$tag.log" 2>&1
+      echo "=== $(date -u +%H:%M:%S) $tag exit $?" | tee -a "$R/all.log"
+      grep -E "^report( |: figures)|^command total" "$R/$tag.log" | tee -a "$R/all.log" ;;
   esac
   pack
 done
