@@ -55,11 +55,16 @@ def _freeze_layout(fig) -> None:
     fig.set_layout_engine("none")
 
 
-def _render(fig, fmt: str) -> bytes:
-    _freeze_layout(fig)
+def _savefig(fig, fmt: str) -> bytes:
+    """The figure's bytes in one format, as it is laid out now."""
     b = io.BytesIO()
     fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
     return b.getvalue()
+
+
+def _render(fig, fmt: str) -> bytes:
+    _freeze_layout(fig)
+    return _savefig(fig, fmt)
 
 
 def _save(fig, name: str, title: str) -> Figure:
@@ -81,7 +86,7 @@ def _render_jobs(pending: list[tuple[Figure, object]]) -> list[tuple[int, str]]:
     """One job per figure and format, the figures with most axes first (a free worker takes the
     next job, so the longest renders start first), each figure's PDF (the slower) before its PNG."""
     order = sorted(range(len(pending)), key=lambda i: -len(pending[i][1].axes))  # type: ignore[attr-defined]
-    return [(i, fmt) for i in order for fmt in sorted(FORMATS, key=lambda f: f != "pdf")]
+    return [(i, fmt) for i in order for fmt in ("pdf", "png")]
 
 
 class Rendering:
@@ -89,8 +94,9 @@ class Rendering:
     workers while the caller goes on. ``result()`` collects them; ``close()`` (on every path)
     stops the workers and closes the matplotlib figures."""
 
-    def __init__(self, drawn: list[Figure], pending: list[tuple[Figure, object]], job: AsyncMap | list) -> None:
-        self._drawn, self._pending, self._job = drawn, pending, job
+    def __init__(self, drawn: list[Figure], pending: list[tuple[Figure, object]], jobs: list[tuple[int, str]],
+                 job: AsyncMap | list) -> None:
+        self._drawn, self._pending, self._jobs, self._job = drawn, pending, jobs, job
         self._figs: list[Figure] | None = None
 
     def result(self) -> list[Figure]:
@@ -98,7 +104,7 @@ class Rendering:
         if self._figs is None:
             try:
                 out = self._job.get() if isinstance(self._job, AsyncMap) else self._job
-                got = dict(zip(_render_jobs(self._pending), out, strict=True))
+                got = dict(zip(self._jobs, out, strict=True))
                 done = {id(ph): Figure(ph.name, ph.title, *(got[i, fmt] for fmt in FORMATS))
                         for i, (ph, _) in enumerate(self._pending)}
             finally:
@@ -136,7 +142,7 @@ def start_figures(rd: RunData, comps: list[Comparison]) -> Rendering:
             raise
         finally:
             _DEFERRED = None  # the forked workers keep their own copy
-    return Rendering(drawn, pending, job)
+    return Rendering(drawn, pending, jobs, job)
 
 
 def _safe(s: str) -> str:

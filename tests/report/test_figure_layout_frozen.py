@@ -32,16 +32,8 @@ def _heatmap():
 
 def _both(fig_bytes: bytes, order: tuple[str, str], *, freeze: bool = True) -> dict[str, bytes]:
     fig = pickle.loads(fig_bytes)
-    render = figures._render if freeze else _plain
+    render = figures._render if freeze else figures._savefig
     return {fmt: render(fig, fmt) for fmt in order}
-
-
-def _plain(fig, fmt: str) -> bytes:
-    import io
-
-    b = io.BytesIO()
-    fig.savefig(b, format=fmt, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
-    return b.getvalue()
 
 
 def test_png_and_pdf_bytes_do_not_depend_on_the_order_they_render_in() -> None:
