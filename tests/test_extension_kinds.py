@@ -145,7 +145,7 @@ audit a {
   evaluators = [e]
   metrics = [accuracy, conf_gap(shift=0.125)]
 }
-report cells, checklist
+report cells, checklist, disclosure(format=latex)
 """
 
 PROBE = """
@@ -232,3 +232,6 @@ def test_one_file_adds_a_component_of_each_kind(tmp_path: Path) -> None:
                        ("protocol", "const_conf")):
         assert f"{kind} `{name}`: from plugin ext37 0.3" in checklist, (kind, checklist)
     assert "echo37" in checklist
+    # an evaluator with no PROSE is named in the methods paragraph by its one-line DOC
+    methods = (tmp_path / "r" / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert "the first or last option letter standing alone in the answer (e: evaluator \\auditid{pick\\_letter})" in methods, methods

@@ -29,7 +29,7 @@ audit a {
   evaluators = [s000.first_char, last]
   metrics = [accuracy, overconfidence]
 }
-report cells, checklist
+report cells, checklist, disclosure(format=latex)
 """
 
 
@@ -68,6 +68,12 @@ def test_installed_plugin_components_work_through_auditc(plugin_site: Path, tmp_
     # the plugin declares that shout draws nothing: no seed line, no "sets no seed" flag (issue 34)
     assert "(shout) makes no random choice with its default parameters (declared by the perturbation), so no seed" in checklist
     assert not [ln for ln in checklist.splitlines() if "sets no seed" in ln and "shout" in ln]
+    # the methods paragraph names each plugin component in the words it declares: the evaluator's
+    # PROSE, the perturbation's DOC without its "Example plugin: " label
+    methods = (tmp_path / "r" / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert "the last standalone option letter in the answer (last)" in methods
+    assert "applies the perturbation ``the question in upper case''" in methods
+    assert "Example plugin" not in methods and "example plugin" not in methods
     # without the plugin the same spec is a diagnostic with a location, not a traceback
     off = _auditc(plugin_site, "check", "p.audit", cwd=tmp_path, AUDITLANG_NO_PLUGINS="1")
     assert off.returncode == 1 and "p.audit:5:" in off.stderr and "Traceback" not in off.stderr

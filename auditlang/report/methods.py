@@ -92,8 +92,8 @@ def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, ai
     pf = F.protocol_facts(rd, aid, pid)
     measure = pf.text("measure", forms=False)
     if measure is None:
-        doc = (type(rd.spec.get(pid).value).DOC or "").strip().rstrip(".")
-        return (f"{doc[0].lower() + doc[1:]} (protocol {pf.ctor}, which declares no facts beyond its description)"
+        doc = _doc_words(type(rd.spec.get(pid).value).DOC)
+        return (f"{doc} (protocol {pf.ctor}, which declares no facts beyond its description)"
                 if doc else f"protocol {pf.ctor} (it declares no description of what it measures)")
     out = measure
     ctx = pf.facts("context")
@@ -156,6 +156,13 @@ def metric_prose(ref) -> str:
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
+def _doc_words(doc: str | None) -> str:
+    """A component's one-line ``DOC`` as a clause of the methods text: its label before the first
+    ": " dropped ("Study 004: ", "Example plugin: "), lower-case first letter, no final full stop."""
+    words = (doc or "").strip().split(": ", 1)[-1].strip().rstrip(".")
+    return words[:1].lower() + words[1:]
+
+
 def _quoted(text: str, limit: int = 90) -> str:
     text = " ".join(text.split())
     return "\u201c" + (text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026") + "\u201d"
@@ -187,11 +194,11 @@ def variant_clause(rd: RunData, aid: str, vid: str) -> str:
     if v.perturb:
         for pid in v.perturb:
             po = rd.spec.get(pid)
-            doc = type(po.value).DOC.split(": ", 1)[-1].rstrip(".")
+            doc = _doc_words(type(po.value).DOC)
             params = [f"{k} {getattr(po.value, k)}" for k in sorted(D.explicit(po)) if k != "seed"]
             seed = getattr(po.value, "seed", None)
             extra = params + ([f"seed {seed}"] if seed is not None else [])
-            bits.append(f"applies the perturbation {_quoted(doc[0].lower() + doc[1:])}"
+            bits.append(f"applies the perturbation {_quoted(doc)}"
                         + (f" ({', '.join(extra)})" if extra else ""))
         if tids:
             bits[-1] += f" to the template {tids[0]}"
@@ -229,11 +236,13 @@ def _evaluator_text(rd: RunData, eid: str, aid: str | None = None) -> str:
     o = rd.spec.get(eid)
     form = f", {label_form_text(o.value)}" if hasattr(o.value, "label_form") else ""
     cls = REGISTRY.get("evaluator", o.ctor).load()
-    doc = (getattr(getattr(cls, "Params", None), "DOC", "") or "").strip().rstrip(".")
-    prose = (_evaluator_prose(rd, aid, eid, cls) if aid is not None else getattr(cls, "PROSE", "")) or (
-        f"{doc[0].lower() + doc[1:]} (evaluator {o.ctor})" if doc else f"the evaluator {o.ctor}, which declares no "
-        "description")
-    return f"{prose} ({eid}{form})"
+    prose = _evaluator_prose(rd, aid, eid, cls) if aid is not None else getattr(cls, "PROSE", "")
+    if prose:
+        return f"{prose} ({eid}{form})"
+    doc = _doc_words(getattr(getattr(cls, "Params", None), "DOC", ""))  # no PROSE declared: its one-line DOC
+    ctor = f"evaluator {o.ctor}" if eid == o.ctor else f"{eid}: evaluator {o.ctor}"
+    return (f"{doc} ({ctor}{form})" if doc
+            else f"the evaluator {o.ctor}, which declares no description ({eid}{form})")
 
 
 def _distinct(texts: dict[str, str]) -> list[str]:

@@ -56,6 +56,7 @@ class Shout(Perturbation):
 class LastLetterEvaluator(Evaluator):
     name = "last_letter"
     source = "auditlang-example-plugin"
+    PROSE = "the last standalone option letter in the answer"  # how the methods paragraph names the rule
 
     class Params(Obj):  # the evaluator's parameters, declared once (here: none)
         DOC: ClassVar[str] = "Example plugin: the last standalone option letter in the answer."
