@@ -94,6 +94,9 @@ def parse_yes_no(text: str) -> tuple[str | None, str]:
 # ----------------------------------------------------------------------------- prompted probes
 
 
+DECISION_ONLY = "an abstention decision, not a confidence"  # how a decision-only probe's measure begins
+
+
 class _PromptedProbe(Program):
     """A probe prompt from ``template=`` or the stdlib default (one-shot aware)."""
 
@@ -117,6 +120,9 @@ class _PromptedProbe(Program):
                             top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 
     DECISION: str = ""  # how the reply decides (the program's read rule), for the report
+    # what it measures, as a noun phrase of the methods paragraph (empty: its DOC after the label);
+    # a probe that gives a decision and no confidence says so, and its measure fact's value is "decision"
+    MEASURE: str = ""
 
     def _prompt_template(self) -> CompiledTemplate:
         return self.tpl if self.tpl is not None else stdlib_template(self.DEFAULT)
@@ -146,7 +152,8 @@ class _PromptedProbe(Program):
                 "readout": Fact(f"not applicable to {what}: {self.DECISION}"),
                 "context": ctx, "prompt": prompt,
                 "normalisation": na(what, "a decision, not a probability"),
-                "measure": Fact(f"{type(self.p).DOC.split(': ', 1)[-1].rstrip('.')} ({what})")}
+                "measure": Fact(f"{self.MEASURE or type(self.p).DOC.split(': ', 1)[-1].rstrip('.')} ({what})",
+                                value="decision" if self.MEASURE.startswith(DECISION_ONLY) else None)}
 
     def _reply(self, results: dict[str, Result]) -> str | None:
         res = usable(results, self.ROLE)
@@ -184,6 +191,8 @@ class NotaProgram(_PromptedProbe):
     """
 
     DEFAULT = "s004/mc/nota"
+    MEASURE = (f"{DECISION_ONLY}: the options gain a last option 'None of the above', and choosing it means "
+               "abstain")
     DECISION = "the reply's option letter is read (study 000's extract_pred_letter over the options and the added one); abstain iff it is the added 'None of the above' letter"
     ROLE = "nota"
 
@@ -219,6 +228,8 @@ class MoreInfoProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/moreinfo"
+    MEASURE = (f"{DECISION_ONLY}: after its answer the model is asked whether it needs more information, and Yes "
+               "means abstain")
     DECISION = "the reply's first word is read as Yes or No; abstain iff Yes"
     ROLE = "more_info"
 
@@ -239,6 +250,8 @@ class SelfRefProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/selfref"
+    MEASURE = (f"{DECISION_ONLY}: after its answer the model is asked whether that answer is true or false, and "
+               "False means abstain")
     DECISION = "the reply is read as A (True) or B (False); abstain iff B"
     ROLE = "self_ref"
 

@@ -381,7 +381,10 @@ def methods_sentences(rd: RunData) -> list[Sentence]:
         texts = {p: protocol_text(rd, p, chat, aid) for p in a.protocols}
         listed = _distinct(texts)
         body = listed[0] if len(listed) == 1 else "; ".join(f"({i}) {t}" for i, t in enumerate(listed, 1))
-        out.append(Sentence(f"Confidence is measured as {body}.", list(PROTOCOL_ITEMS), aid,
+        decides = any(f.value == "decision" for p in a.protocols
+                      for _, f in F.protocol_facts(rd, aid, p).facts("measure"))  # a probe with no confidence
+        lead = "Confidence and abstention are" if decides else "Confidence is"
+        out.append(Sentence(f"{lead} measured as {body}.", list(PROTOCOL_ITEMS), aid,
                             [f"spec:{p}" for p in a.protocols],
                             [f"protocol:{p}:{k}" for p in a.protocols for k in ("measure", "context")]))
         out.append(Sentence(prompt_form_text(chat), ["chat"], aid,

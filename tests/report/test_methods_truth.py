@@ -168,3 +168,18 @@ def test_a_single_metric_is_named_in_the_singular(run, tmp_path):
     text = paragraph(rd)
     assert "The metric is accuracy." in text and "The metrics are accuracy." not in text
     assert "The metrics are accuracy, " in paragraph(load_run(run.spec, run.plan, run.run_dir))
+
+
+def test_decision_only_probes_are_named_as_abstention_not_confidence(run):
+    """NOTA, MoreInfo and SelfRef give a decision and no confidence: the methods paragraph says so
+    in their own declared words (a noun phrase, not their DOC's imperative), and leads the probes
+    audit's protocol sentence with abstention; an audit of confidences keeps its lead."""
+    rd = load_run(run.spec, run.plan, run.run_dir)
+    texts = [s.text for s in methods_sentences(rd)]
+    probes = next(t for t in texts if t.startswith("Confidence and abstention are measured as"))
+    assert ("(1) an abstention decision, not a confidence: the options gain a last option 'None of the above', "
+            "and choosing it means abstain (nota)") in probes
+    assert "the model is asked whether it needs more information, and Yes means abstain (more_info)" in probes
+    assert "the model is asked whether that answer is true or false, and False means abstain (self_ref)" in probes
+    assert "add a 'none of the above'" not in probes
+    assert sum(t.startswith("Confidence is measured as (1) the first-token probability") for t in texts) == 1
