@@ -297,7 +297,7 @@ def _comparison_units(rd: RunData, aid: str, unit: str) -> str:
     said: dict[str | None, list[str]] = {}
     for cid, obj in rd.spec.of_kind("compare").items():
         if getattr(obj.value, "audit", None) == aid:
-            said.setdefault(comparison_resamples(obj.ctor, unit), []).append(cid)
+            said.setdefault(comparison_resamples(obj.ctor, unit, obj.value), []).append(cid)
     out = []
     for what, cids in said.items():
         names = f"The {_join(cids)} comparison{'s' if len(cids) > 1 else ''}"

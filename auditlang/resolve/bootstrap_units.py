@@ -13,7 +13,8 @@ App. E.2 and study 001 §3.2 define:
 | ``protocol_grid`` | paired within a setting (g_X, shifts) + macro over settings (Table 2) | paired, macro |
 | ``contrast`` | paired: the items both cells scored, the same resample on both sides | paired |
 
-``evaluator_repair``, ``robustness`` and ``consistency`` compute no intervals, and ``aligned`` only
+``evaluator_repair``, ``robustness``, ``consistency``, ``context_shift`` and ``parse_matched`` (and
+the study-002 table comparisons) compute no intervals, ``vpr_matrix`` shows its cells', and ``aligned`` only
 for its raw difference (paired as ``contrast``, its accuracy-controlled views have none): the unit
 does not change them. ``unit=macro`` on an audit with no ``protocol_grid`` has nothing to average
 over settings: a warning (W159), and its per-cell intervals are cell-level.
@@ -55,14 +56,20 @@ AUTO_RESAMPLES: dict[str, str] = {
     "aligned": "the items both models answered with a confidence, the same resample on both sides (the paired "
                "bootstrap of contrast() and auditc diff), for the raw ECE and Brier differences only; the "
                "accuracy-controlled views (IA, DA, CA) have no intervals",
+    # report/comparisons/contrast.py: score/rundiff.paired_cell_diff, auditc diff's paired bootstrap
+    "contrast": "the items both cells scored, the same resample on both sides (the paired bootstrap of auditc diff)",
+    # report/comparisons/vprmatrix.py: each VPR's interval is its cell's (intervals=false: none)
+    "vpr_matrix": "the items of each cell (each verbal parse rate's per-cell interval)",
 }
-NO_INTERVALS = ("evaluator_repair", "robustness", "consistency", "case_study", "simulation", "grid_rows")
+NO_INTERVALS = ("evaluator_repair", "robustness", "consistency", "case_study", "simulation", "grid_rows",
+                "context_shift", "parse_matched")
 
 
-def comparison_resamples(ctor: str, unit: str) -> str | None:
-    """What the intervals of a ``ctor`` comparison resample under bootstrap ``unit``; None when it
-    computes no interval; "" when the comparison (e.g. a plugin's) declares nothing."""
-    if ctor in NO_INTERVALS:
+def comparison_resamples(ctor: str, unit: str, value=None) -> str | None:
+    """What the intervals of a ``ctor`` comparison (its parameters ``value``, where given) resample
+    under bootstrap ``unit``; None when it computes no interval; "" when the comparison (a plugin's)
+    declares nothing. Every built-in comparison is in AUTO_RESAMPLES or NO_INTERVALS."""
+    if ctor in NO_INTERVALS or getattr(value, "intervals", True) is False:
         return None
     if ctor not in AUTO_RESAMPLES:
         return ""

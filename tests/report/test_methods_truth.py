@@ -183,3 +183,17 @@ def test_decision_only_probes_are_named_as_abstention_not_confidence(run):
     assert "the model is asked whether that answer is true or false, and False means abstain (self_ref)" in probes
     assert "add a 'none of the above'" not in probes
     assert sum(t.startswith("Confidence is measured as (1) the first-token probability") for t in texts) == 1
+
+
+def test_methods_state_what_each_built_in_comparisons_intervals_resample(run, tmp_path):
+    """A contrast resamples the items both cells scored; a VPR matrix with intervals=false has none
+    (it once read 'declares no resampling unit', the sentence for a plugin that declares nothing)."""
+    rd = run_with(run, tmp_path, "compare cons = consistency(probes, probes=[nota, moreinfo, selfref])",
+                  "compare cons = consistency(probes, probes=[nota, moreinfo, selfref])\n"
+                  "compare ctr = contrast(main, models=[small, big], metrics=[accuracy])\n"
+                  "compare vm = vpr_matrix(main, protocols=[verbal], intervals=false)")
+    text = paragraph(rd)
+    assert "declares no resampling unit" not in text and "declare no resampling unit" not in text
+    assert ("The ctr comparison resamples the items both cells scored, the same resample on both sides "
+            "(the paired bootstrap of auditc diff).") in text
+    assert "vm" in next(s for s in text.split(". ") if "have no intervals" in s or "has no intervals" in s)
