@@ -25,6 +25,13 @@ FACT_KEYS: dict[str, str] = {
     "prompt": "prompt source", "parser": "parser rule", "signal": "confidence signal", "measure": "measure",
 }
 
+def doc_words(doc: str | None) -> str:
+    """A component's one-line ``DOC`` as a clause of report text: its label before the first ": "
+    dropped ("Study 004: ", "Example plugin: "), lower-case first letter, no final full stop."""
+    words = (doc or "").strip().split(": ", 1)[-1].strip().rstrip(".")
+    return words[:1].lower() + words[1:]
+
+
 # ``Fact.run``: facts of the run the report adds to a declared fact (report/checklist.py RUN_FACTS)
 RUN_FACT_NAMES = ("label_start_share", "window_source", "argmax_rows", "label_coverage", "sent_labels",
                   "answer_prompt_shown")

@@ -40,7 +40,7 @@ from auditlang.core.requests import Prompt, Request, Result
 from auditlang.prompts.render import CompiledTemplate, compile_stdlib_template, letters
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, invariant, usable
 from auditlang.protocols.token import first_token_readout, first_token_window
-from auditlang.protocols.facts import Fact, layout_context, na, template_fact
+from auditlang.protocols.facts import Fact, doc_words, layout_context, na, template_fact
 from auditlang.protocols.verbal import first_line, render_single, uses_answer, verbal_parser
 from auditlang.evaluators.letters import extract_pred_letter
 
@@ -94,7 +94,7 @@ def parse_yes_no(text: str) -> tuple[str | None, str]:
 # ----------------------------------------------------------------------------- prompted probes
 
 
-DECISION_ONLY = "an abstention decision, not a confidence"  # how a decision-only probe's measure begins
+DECISION_WORDS = "an abstention decision, not a confidence"  # how a decision-only probe's measure begins
 
 
 class _PromptedProbe(Program):
@@ -120,9 +120,10 @@ class _PromptedProbe(Program):
                             top_k=p.sample_top_k if p.temperature > 0 else None, top_logprobs=0)
 
     DECISION: str = ""  # how the reply decides (the program's read rule), for the report
-    # what it measures, as a noun phrase of the methods paragraph (empty: its DOC after the label);
-    # a probe that gives a decision and no confidence says so, and its measure fact's value is "decision"
+    # what it measures, as a noun phrase of the methods paragraph (empty: its DOC after the label)
     MEASURE: str = ""
+    # it gives a decision and no confidence: its measure starts with DECISION_WORDS, value "decision"
+    DECISION_ONLY: bool = False
 
     def _prompt_template(self) -> CompiledTemplate:
         return self.tpl if self.tpl is not None else stdlib_template(self.DEFAULT)
@@ -152,8 +153,9 @@ class _PromptedProbe(Program):
                 "readout": Fact(f"not applicable to {what}: {self.DECISION}"),
                 "context": ctx, "prompt": prompt,
                 "normalisation": na(what, "a decision, not a probability"),
-                "measure": Fact(f"{self.MEASURE or type(self.p).DOC.split(': ', 1)[-1].rstrip('.')} ({what})",
-                                value="decision" if self.MEASURE.startswith(DECISION_ONLY) else None)}
+                "measure": Fact((f"{DECISION_WORDS}: " if self.DECISION_ONLY else "")
+                                + f"{self.MEASURE or doc_words(type(self.p).DOC)} ({what})",
+                                value="decision" if self.DECISION_ONLY else None)}
 
     def _reply(self, results: dict[str, Result]) -> str | None:
         res = usable(results, self.ROLE)
@@ -191,8 +193,8 @@ class NotaProgram(_PromptedProbe):
     """
 
     DEFAULT = "s004/mc/nota"
-    MEASURE = (f"{DECISION_ONLY}: the options gain a last option 'None of the above', and choosing it means "
-               "abstain")
+    MEASURE = "the options gain a last option 'None of the above', and choosing it means abstain"
+    DECISION_ONLY = True
     DECISION = "the reply's option letter is read (study 000's extract_pred_letter over the options and the added one); abstain iff it is the added 'None of the above' letter"
     ROLE = "nota"
 
@@ -228,8 +230,8 @@ class MoreInfoProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/moreinfo"
-    MEASURE = (f"{DECISION_ONLY}: after its answer the model is asked whether it needs more information, and Yes "
-               "means abstain")
+    MEASURE = "after its answer the model is asked whether it needs more information, and Yes means abstain"
+    DECISION_ONLY = True
     DECISION = "the reply's first word is read as Yes or No; abstain iff Yes"
     ROLE = "more_info"
 
@@ -250,8 +252,8 @@ class SelfRefProgram(_FollowupProbe):
     """
 
     DEFAULT = "s004/mc/selfref"
-    MEASURE = (f"{DECISION_ONLY}: after its answer the model is asked whether that answer is true or false, and "
-               "False means abstain")
+    MEASURE = "after its answer the model is asked whether that answer is true or false, and False means abstain"
+    DECISION_ONLY = True
     DECISION = "the reply is read as A (True) or B (False); abstain iff B"
     ROLE = "self_ref"
 

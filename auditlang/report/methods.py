@@ -30,6 +30,7 @@ from auditlang.prompts.render import TemplateError
 from auditlang.resolve.templates import compile_obj
 from auditlang.plan.limit import Limit
 from auditlang.evaluators.build import make_evaluator
+from auditlang.protocols.facts import doc_words
 
 INPUT_SNIPPET = ("% preamble: \\usepackage{booktabs,tabularx,array}\n"
                  "\\input{disclosure.tex}       % one-column: table at \\linewidth\n"
@@ -92,7 +93,7 @@ def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, ai
     pf = F.protocol_facts(rd, aid, pid)
     measure = pf.text("measure", forms=False)
     if measure is None:
-        doc = _doc_words(type(rd.spec.get(pid).value).DOC)
+        doc = doc_words(type(rd.spec.get(pid).value).DOC)
         return (f"{doc} (protocol {pf.ctor}, which declares no facts beyond its description)"
                 if doc else f"protocol {pf.ctor} (it declares no description of what it measures)")
     out = measure
@@ -156,13 +157,6 @@ def metric_prose(ref) -> str:
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
-def _doc_words(doc: str | None) -> str:
-    """A component's one-line ``DOC`` as a clause of the methods text: its label before the first
-    ": " dropped ("Study 004: ", "Example plugin: "), lower-case first letter, no final full stop."""
-    words = (doc or "").strip().split(": ", 1)[-1].strip().rstrip(".")
-    return words[:1].lower() + words[1:]
-
-
 def _quoted(text: str, limit: int = 90) -> str:
     text = " ".join(text.split())
     return "\u201c" + (text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026") + "\u201d"
@@ -194,7 +188,7 @@ def variant_clause(rd: RunData, aid: str, vid: str) -> str:
     if v.perturb:
         for pid in v.perturb:
             po = rd.spec.get(pid)
-            doc = _doc_words(type(po.value).DOC)
+            doc = doc_words(type(po.value).DOC)
             params = [f"{k} {getattr(po.value, k)}" for k in sorted(D.explicit(po)) if k != "seed"]
             seed = getattr(po.value, "seed", None)
             extra = params + ([f"seed {seed}"] if seed is not None else [])
@@ -239,7 +233,7 @@ def _evaluator_text(rd: RunData, eid: str, aid: str | None = None) -> str:
     prose = _evaluator_prose(rd, aid, eid, cls) if aid is not None else getattr(cls, "PROSE", "")
     if prose:
         return f"{prose} ({eid}{form})"
-    doc = _doc_words(getattr(getattr(cls, "Params", None), "DOC", ""))  # no PROSE declared: its one-line DOC
+    doc = doc_words(getattr(getattr(cls, "Params", None), "DOC", ""))  # no PROSE declared: its one-line DOC
     ctor = f"evaluator {o.ctor}" if eid == o.ctor else f"{eid}: evaluator {o.ctor}"
     return (f"{doc} ({ctor}{form})" if doc
             else f"the evaluator {o.ctor}, which declares no description ({eid}{form})")
