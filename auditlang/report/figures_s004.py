@@ -38,17 +38,22 @@ def s004_figures(comps: list[Comparison], save: Save, safe: Callable[[str], str]
     return figs
 
 
+NA_NOTE = "n/a: no value, for want of abstain decisions under the variants of the type"
+
+
 def cross_matrix(hm: dict[str, Any], metric: str, vtype: str) -> np.ndarray:
-    """The symmetric probe x probe matrix of one variant type (1 on the diagonal: a probe agrees
-    with itself; NaN where a pair has no value)."""
+    """The symmetric probe x probe matrix of one variant type, NaN where a pair has no value; 1 on
+    the diagonal (a probe agrees with itself) where the probe has a value with another probe, else
+    NaN (it made no abstain decision there, session 36: it showed 1)."""
     probes = hm["probes"]
     mat = np.full((len(probes), len(probes)), math.nan)
     for i, p1 in enumerate(probes):
-        mat[i, i] = 1.0
         for j, p2 in enumerate(probes):
             val = hm[metric].get((vtype, p1, p2), hm[metric].get((vtype, p2, p1)))
             if val is not None and i != j:
                 mat[i, j] = val
+        if not np.isnan(mat[i]).all():
+            mat[i, i] = 1.0
     return mat
 
 
@@ -56,11 +61,14 @@ def _cross_types(c: Comparison, key: tuple[str, str, str], hm: dict[str, Any], m
     m, d, e = key
     types, probes = hm["types"], hm["probes"]
     fig, axes = plt.subplots(1, len(types), figsize=(2.6 * len(types) + 0.8, 2.9), layout="constrained", squeeze=False)
-    for ax, vt in zip(axes[0], types):
-        im = _heat(ax, cross_matrix(hm, metric, vt), probes, vt)
+    mats = [cross_matrix(hm, metric, vt) for vt in types]
+    for ax, vt, mat in zip(axes[0], types, mats):
+        im = _heat(ax, mat, probes, vt)
     fig.colorbar(im, ax=list(axes[0]), fraction=0.02)
     title = (f"Cross-method {metric} per variant type, mean over each type's variants: model {m}, dataset {d} "
              f"({c.name}, evaluator {e}; study 004 Figures 4-8)")
+    if any(np.isnan(x).any() for x in mats):
+        title += f"; {NA_NOTE}"
     fig.suptitle(title, fontsize=8)
     return save(fig, safe(f"consistency_by_type_{c.name}_{metric}_{m}_{d}"), title)
 
@@ -72,9 +80,9 @@ def _heat(ax, mat: np.ndarray, probes: list[str], title: str) -> Any:
     ax.set_yticks(range(len(probes)), short, fontsize=6)
     for i in range(mat.shape[0]):
         for j in range(mat.shape[1]):
-            if not math.isnan(mat[i, j]):
-                ax.text(j, i, f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=5.5,
-                        color="white" if mat[i, j] < 0.6 else "black")
+            na = math.isnan(mat[i, j])
+            ax.text(j, i, "n/a" if na else f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=5.5,
+                    color="dimgray" if na else "white" if mat[i, j] < 0.6 else "black")
     ax.set_title(title, fontsize=8)
     return im
 

@@ -21,6 +21,7 @@ import csv
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -229,3 +230,41 @@ def test_checklist_lists_the_probes_default_templates(report: Path) -> None:
     for probe in ("askcal", "nota", "moreinfo", "selfref"):
         assert f"stdlib template s004/mc/{probe} (hash " in md and f"stdlib template s004/mc/{probe}_oneshot (hash " in md
     assert "protocol s004.askcal (ask_cal): the stdlib template s004/mc/askcal (the protocol's default), sha256 " in md
+
+
+def test_cross_heatmap_marks_pairs_without_a_value_na() -> None:
+    """A probe with no abstain decisions under a variant type (askcal under space insertion in the
+    embedded s004 report) has no pair value there: its cells, the diagonal included, print "n/a"
+    and the caption says why (session 36: they were blank and the diagonal showed 1.00)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from auditlang.report.comparisons.common import Comparison
+    from auditlang.report.figures_s004 import NA_NOTE, cross_matrix, s004_figures
+
+    probes = ["p.a", "p.b", "p.c"]
+    hm = {"probes": probes, "types": ["original", "typo"],
+          "DecCons": {("original", "p.a", "p.b"): 0.5, ("original", "p.a", "p.c"): 0.25, ("original", "p.b", "p.c"): 1.0,
+                      ("typo", "p.b", "p.c"): 0.75},
+          "IoU_cons": {("original", "p.a", "p.b"): 0.4, ("original", "p.a", "p.c"): 0.2, ("original", "p.b", "p.c"): 0.9,
+                       ("typo", "p.b", "p.c"): 0.6}}
+    full, typo = cross_matrix(hm, "DecCons", "original"), cross_matrix(hm, "DecCons", "typo")
+    assert full.tolist() == [[1.0, 0.5, 0.25], [0.5, 1.0, 1.0], [0.25, 1.0, 1.0]]
+    assert [math.isnan(x) for x in typo.ravel()] == [True, True, True, True, False, False, True, False, False]
+    assert typo[1, 2] == typo[2, 1] == 0.75 and typo[1, 1] == typo[2, 2] == 1.0
+    c = Comparison("cmp", "consistency", "main", shape="consistency", data={"cross_by_type": {("m", "d", "e"): hm}})
+    saved: list[tuple[Any, str, str]] = []
+    figs = s004_figures([c], lambda fig, name, title: saved.append((fig, name, title)) or fig, lambda s: s)
+    assert [n for _, n, _ in saved] == ["consistency_by_type_cmp_DecCons_m_d", "consistency_by_type_cmp_IoU_cons_m_d"]
+    fig, _, title = saved[0]
+    assert title.endswith("; " + NA_NOTE) and fig._suptitle.get_text() == title
+    original, typo_ax = fig.axes[:2]
+    assert sorted(t.get_text() for t in original.texts) == sorted(["1.00"] * 3 + ["0.50", "0.25", "1.00"] * 2)
+    assert sorted(t.get_text() for t in typo_ax.texts) == sorted(["n/a"] * 5 + ["1.00", "1.00", "0.75", "0.75"])
+    for f in figs:
+        matplotlib.pyplot.close(f)
+    hm_full = {**hm, "types": ["original"]}
+    c2 = Comparison("cmp", "consistency", "main", shape="consistency", data={"cross_by_type": {("m", "d", "e"): hm_full}})
+    saved.clear()
+    s004_figures([c2], lambda fig, name, title: saved.append((fig, name, title)) or fig, lambda s: s)
+    assert saved and all("n/a" not in title for _, _, title in saved)  # the note only where a cell is n/a
