@@ -109,9 +109,9 @@ def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, ai
                                    else ctx[0][1].text)
         shown = F.answer_prompt_shown(rd, aid, pid) if "answer_prompt_shown" in F.fact_runs(pf, "context") else {}
         if shown and all(hit == 0 for hit, _ in shown.values()):
-            out += " and without the variant's answer prompt (none of the requests checked contains it)"
+            out += ", and this new prompt leaves out the variant's answer prompt (none of the requests checked contains it)"
         elif shown and all(hit == n for hit, n in shown.values()):
-            out += " that repeats the variant's answer prompt (every request checked contains it)"
+            out += ", and this new prompt repeats the variant's answer prompt (every request checked contains it)"
     if "sent_labels" in F.fact_runs(pf, "measure"):
         labels = F.sent_labels_text(rd, aid, pid, name=lambda m: model_name(rd, m))
         if labels:

@@ -114,7 +114,9 @@ def test_conditioning_context_is_the_prompt_actually_sent(run: Path) -> None:
     assert "basem: one plain-text prompt: the answer prompt, the answer, a blank line and the phrasing follow" in sec
     assert "one new prompt" not in sec
     assert "asked in one new prompt, the phrasing ask rendered with the item and the answer (shown as ``Proposed " \
-           "Answer: $<$answer$>$'')" in methods and "without the variant's answer prompt" in methods
+           "Answer: $<$answer$>$''), not a continuation of the answer's conversation (a single user turn through the " \
+           "chat template for \\auditid{org/chat}; plain text, without a chat template for \\auditid{org/base}), and " \
+           "this new prompt leaves out the variant's answer prompt (none of the requests checked contains it)" in methods
     assert "asked after the model's answer with the phrasing follow (a user turn after the assistant's answer, " \
            "through the chat template for org/chat; the answer prompt, the answer, a blank line and the phrasing as " \
            "one plain text for org/base)" in md  # the methods paragraph as checklist.md quotes it

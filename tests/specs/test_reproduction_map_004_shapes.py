@@ -205,6 +205,11 @@ def test_methods_quote_the_rendered_answer_slot_not_the_template_comment(report:
     tex = " ".join((report / "methods.tex").read_text(encoding="utf-8").split())
     assert "source: paper 004" not in tex and "\\# source" not in tex
     assert "(shown as ``\\ldots{} one answer from the above choices. Guess: $<$answer$>$ Provide the probability" in tex
+    # self_ref's new prompt holds the variant's answer prompt; said of the prompt, not of the conversation
+    # it does not continue (session 36: "... conversation (form) that repeats the variant's answer prompt")
+    assert ("not a continuation of the answer's conversation (a single user turn through the chat template), and this "
+            "new prompt repeats the variant's answer prompt (every request checked contains it)") in tex
+    assert "template) that repeats" not in tex
 
 
 def test_answer_slot_skips_comments_and_cuts_long_lines() -> None:
