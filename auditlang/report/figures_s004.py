@@ -44,7 +44,7 @@ NA_NOTE = "n/a: no value, for want of abstain decisions under the variants of th
 def cross_matrix(hm: dict[str, Any], metric: str, vtype: str) -> np.ndarray:
     """The symmetric probe x probe matrix of one variant type, NaN where a pair has no value; 1 on
     the diagonal (a probe agrees with itself) where the probe has a value with another probe, else
-    NaN (it made no abstain decision there, session 36: it showed 1)."""
+    NaN (no pair of it has a value there; until session 36 it showed 1)."""
     probes = hm["probes"]
     mat = np.full((len(probes), len(probes)), math.nan)
     for i, p1 in enumerate(probes):
