@@ -271,5 +271,7 @@ def test_cross_heatmap_marks_pairs_without_a_value_na() -> None:
     hm_full = {**hm, "types": ["original"]}
     c2 = Comparison("cmp", "consistency", "main", shape="consistency", data={"cross_by_type": {("m", "d", "e"): hm_full}})
     saved.clear()
-    s004_figures([c2], lambda fig, name, title: saved.append((fig, name, title)) or fig, lambda s: s)
+    figs = s004_figures([c2], lambda fig, name, title: saved.append((fig, name, title)) or fig, lambda s: s)
     assert saved and all("n/a" not in title for _, _, title in saved)  # the note only where a cell is n/a
+    for f in figs:
+        matplotlib.pyplot.close(f)
