@@ -26,6 +26,7 @@ from auditlang.report.comparisons.common import known  # noqa: E402
 from auditlang.report.figure_file import Figure  # noqa: E402,F401 - the drawn figures' type
 from auditlang.report.facts import program_declares  # noqa: E402
 from auditlang.report.figures_studies import study_figures  # noqa: E402
+from auditlang.report.heatmap import annotated, pair_matrix  # noqa: E402
 from auditlang.report.rundata import RunData  # noqa: E402
 
 
@@ -326,34 +327,20 @@ def consistency_figures(comps: list[Comparison]) -> list[Figure]:
                 continue
             fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
             intra = np.array([[hm["intra"].get((p, v), math.nan) for v in variants] for p in probes], dtype=float)
-            _heat(axes[0], intra, probes, variants, f"IoU_cons vs '{c.data['reference']}'")
-            cross = np.full((len(probes), len(probes)), math.nan)
-            for i, p1 in enumerate(probes):
-                cross[i, i] = 1.0
-                for j, p2 in enumerate(probes):
-                    val = hm["cross"].get((p1, p2), hm["cross"].get((p2, p1)))
-                    if val is not None and i != j:
-                        cross[i, j] = val
-            _heat(axes[1], cross, probes, probes, f"cross-method DecCons ('{c.data['reference']}')")
+            cross = pair_matrix(probes, hm["cross"].get)
+            for ax, mat, cols, what in ((axes[0], intra, variants, f"IoU_cons vs '{c.data['reference']}'"),
+                                        (axes[1], cross, probes, f"cross-method DecCons ('{c.data['reference']}')")):
+                im = annotated(ax, mat, probes, cols, what, fontsize=7, label_size=7, title_size=9, rotation=30)
+                fig.colorbar(im, ax=ax, fraction=0.046)
             fig.suptitle(f"Consistency of probes, comparison {c.name}: model {m}, dataset {d}, evaluator {e}", fontsize=8)
-            figs.append(_save(fig, _safe(f"consistency_{c.name}_{m}_{d}"),
-                              f"Consistency heatmaps, {m} / {d} ({c.name}, evaluator {e})"))
+            caption = f"Consistency heatmaps, {m} / {d} ({c.name}, evaluator {e})"
+            if np.isnan(intra).any() or np.isnan(cross).any():
+                caption += f"; {CONSISTENCY_NA_NOTE}"
+            figs.append(_save(fig, _safe(f"consistency_{c.name}_{m}_{d}"), caption))
     return figs
 
 
-def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> None:
-    im = ax.imshow(np.ma.masked_invalid(mat), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels(cols, rotation=30, ha="right", fontsize=7)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(rows, fontsize=7)
-    for i in range(mat.shape[0]):
-        for j in range(mat.shape[1]):
-            if not math.isnan(mat[i, j]):
-                ax.text(j, i, f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if mat[i, j] < 0.6 else "black")
-    ax.set_title(title, fontsize=9)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046)
+CONSISTENCY_NA_NOTE = "n/a: no value, for want of abstain decisions under the variants compared"
 
 
 def render_workers() -> int:

@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from auditlang.report.comparisons.common import Comparison
+from auditlang.report.heatmap import annotated
 
 Save = Callable[[Any, str, str], Any]
 # 002 Figure 3's five perspectives (§6): the per-cell columns of <compare>_avg they are read from
@@ -134,16 +135,9 @@ def metric_matrix(pts) -> tuple[list[str], np.ndarray, int]:
     return labels, mat, len(pts)
 
 
-def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str, vmin: float = -1.0) -> Any:
-    im = ax.imshow(np.ma.masked_invalid(mat), vmin=vmin, vmax=1, cmap="coolwarm" if vmin < 0 else "viridis")
-    ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=6)
-    ax.set_yticks(range(len(rows)), rows, fontsize=6)
-    for i in range(mat.shape[0]):
-        for j in range(mat.shape[1]):
-            ax.text(j, i, "n/a" if math.isnan(mat[i, j]) else f"{mat[i, j]:.2f}", ha="center", va="center",
-                    fontsize=5.5)
-    ax.set_title(title, fontsize=7)
-    return im
+def _heat(ax, mat: np.ndarray, rows: list[str], cols: list[str], title: str) -> Any:
+    """A Pearson-correlation panel: values in [-1, 1] on a diverging map, NaN cells "n/a"."""
+    return annotated(ax, mat, rows, cols, title, vmin=-1.0, cmap="coolwarm", title_size=7, aspect=None)
 
 
 def _metric_heatmap(e: str, pts, names: str, save: Save, safe) -> Any:

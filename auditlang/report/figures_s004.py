@@ -13,7 +13,6 @@ numbers as the comparison tables ``<compare>_cross_by_type`` and ``<compare>_by_
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from auditlang.report.comparisons.common import Comparison
+from auditlang.report.heatmap import annotated, pair_matrix
 
 Save = Callable[[Any, str, str], Any]
 CROSS_METRICS = ("DecCons", "IoU_cons")
@@ -43,18 +43,8 @@ NA_NOTE = "n/a: no value, for want of abstain decisions under the variants of th
 
 def cross_matrix(hm: dict[str, Any], metric: str, vtype: str) -> np.ndarray:
     """The symmetric probe x probe matrix of one variant type, NaN where a pair has no value; 1 on
-    the diagonal (a probe agrees with itself) where the probe has a value with another probe, else
-    NaN (no pair of it has a value there; until session 36 it showed 1)."""
-    probes = hm["probes"]
-    mat = np.full((len(probes), len(probes)), math.nan)
-    for i, p1 in enumerate(probes):
-        for j, p2 in enumerate(probes):
-            val = hm[metric].get((vtype, p1, p2), hm[metric].get((vtype, p2, p1)))
-            if val is not None and i != j:
-                mat[i, j] = val
-        if not np.isnan(mat[i]).all():
-            mat[i, i] = 1.0
-    return mat
+    the diagonal only where the probe has a value with another probe (``heatmap.pair_matrix``)."""
+    return pair_matrix(hm["probes"], lambda pair: hm[metric].get((vtype, *pair)))
 
 
 def _cross_types(c: Comparison, key: tuple[str, str, str], hm: dict[str, Any], metric: str, save: Save, safe) -> Any:
@@ -62,8 +52,9 @@ def _cross_types(c: Comparison, key: tuple[str, str, str], hm: dict[str, Any], m
     types, probes = hm["types"], hm["probes"]
     fig, axes = plt.subplots(1, len(types), figsize=(2.6 * len(types) + 0.8, 2.9), layout="constrained", squeeze=False)
     mats = [cross_matrix(hm, metric, vt) for vt in types]
+    short = [p.split(".")[-1] for p in probes]
     for ax, vt, mat in zip(axes[0], types, mats):
-        im = _heat(ax, mat, probes, vt)
+        im = annotated(ax, mat, short, short, vt)
     fig.colorbar(im, ax=list(axes[0]), fraction=0.02)
     title = (f"Cross-method {metric} per variant type, mean over each type's variants: model {m}, dataset {d} "
              f"({c.name}, evaluator {e}; study 004 Figures 4-8)")
@@ -71,20 +62,6 @@ def _cross_types(c: Comparison, key: tuple[str, str, str], hm: dict[str, Any], m
         title += f"; {NA_NOTE}"
     fig.suptitle(title, fontsize=8)
     return save(fig, safe(f"consistency_by_type_{c.name}_{metric}_{m}_{d}"), title)
-
-
-def _heat(ax, mat: np.ndarray, probes: list[str], title: str) -> Any:
-    short = [p.split(".")[-1] for p in probes]
-    im = ax.imshow(np.ma.masked_invalid(mat), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(probes)), short, rotation=40, ha="right", fontsize=6)
-    ax.set_yticks(range(len(probes)), short, fontsize=6)
-    for i in range(mat.shape[0]):
-        for j in range(mat.shape[1]):
-            na = math.isnan(mat[i, j])
-            ax.text(j, i, "n/a" if na else f"{mat[i, j]:.2f}", ha="center", va="center", fontsize=5.5,
-                    color="dimgray" if na else "white" if mat[i, j] < 0.6 else "black")
-    ax.set_title(title, fontsize=8)
-    return im
 
 
 def _sized(sm: dict[str, Any]) -> bool:
