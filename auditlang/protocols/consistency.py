@@ -77,6 +77,19 @@ def agreement(answers: list[Any], reference: Any, same: Same) -> float:
     return sum(1 for a in answers if same(a, reference)) / len(answers)
 
 
+def _further(n: int) -> str:
+    """Runs 2..n+1 of a first_sample protocol, as a sentence names them (k >= 2, so n >= 1)."""
+    return "run 2 a further sample" if n == 1 else f"runs 2-{n + 1} being {n} further samples"
+
+
+def _sampling(p) -> str:
+    """The samples' decoding: the temperature, and top-p / top-k where they cut the distribution."""
+    parts = [f"temperature {p.temperature:g}"]
+    parts += [f"top-p {p.top_p:g}"] if p.top_p < 1 else []
+    parts += [f"top-k {p.sample_top_k}"] if p.sample_top_k else []
+    return ", ".join(parts)
+
+
 class SelfConsistencyProgram(Program):
     """``self_consistency(k, temperature, top_p, sample_top_k, seed, max_tokens, reference)``."""
 
@@ -98,10 +111,9 @@ class SelfConsistencyProgram(Program):
             "normalisation": na(what, "a share of agreeing runs"),
             # first_sample: the k runs include the scored answer itself (run 1), so only k-1 are sampled here
             "measure": Fact(f"the share of k={p.k} runs that agree with the scored answer, run 1 being the scored answer "
-                            f"itself and runs 2-{p.k} {p.k - 1} further samples (temperature {p.temperature:g})"
+                            f"itself and {_further(p.k - 1)} ({_sampling(p)})"
                             if p.reference == "first_sample" else
-                            f"the agreement of {p.k} further sampled answers (temperature {p.temperature:g}) with "
-                            "the scored answer"),
+                            f"the agreement of {p.k} further sampled answers ({_sampling(p)}) with the scored answer"),
         }
 
     def stage1_roles(self) -> dict[str, str]:

@@ -142,7 +142,7 @@ def test_self_consistency_counts_the_runs_it_sent(run: Path) -> None:
     assert {r["params"]["n"] for reqs in sent.values() for r in reqs} == {9}
     methods = (run / "report" / "methods.tex").read_text(encoding="utf-8")
     assert ("the share of k=10 runs that agree with the scored answer, run 1 being the scored answer itself and runs "
-            "2-10 9 further samples (temperature 1)") in methods
+            "2-10 being 9 further samples (temperature 1)") in methods
     assert "agreement of 10 sampled answers" not in methods
 
 
@@ -298,3 +298,29 @@ def test_evaluator_sentence_states_its_extract_and_golds(tmp_path: Path, monkeyp
     import pandas as pd
 
     assert not pd.read_parquet(tmp_path / "run" / "records.parquet")["correct"].any()  # the alias is not a gold here
+
+
+def test_self_consistency_sentence_states_k_and_the_sampling_it_sent(tmp_path: Path, monkeypatch) -> None:
+    """k=2 names its one further run in the singular; top-p and top-k, where they cut the sampled
+    distribution, are stated beside the temperature; reference=answer counts k further samples
+    (session 37: "runs 2-2 1 further samples (temperature 0.7)", top-p unsaid)."""
+    (tmp_path / "nums.jsonl").write_text(ROWS, encoding="utf-8")
+    (tmp_path / "s.audit").write_text(
+        'import "stdlib/s003"\ndataset nums = jsonl("nums.jsonl", task=multiple_choice)\n'
+        'model m = hf("org/m", dtype=float32, max_tokens=4)\n'
+        "protocol two = self_consistency(k=2, temperature=0.7, top_p=0.9)\n"
+        "protocol vs = self_consistency(k=3, temperature=0.5, sample_top_k=20, reference=answer)\n"
+        "audit a {\n  models = [m]\n  datasets = [nums]\n  variants = [s003.answer]\n  protocols = [two, vs]\n"
+        "  evaluators = [s003.letter]\n  metrics = [accuracy]\n}\nreport checklist\n", encoding="utf-8")
+    use_scripted_engine(monkeypatch, lambda req: generation(req, "\\boxed{A}") if req.kind == "generate" else None)
+    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
+               "--no-progress"])
+    assert rc == 0
+    two, vs = ([r["params"] for reqs in _sent(tmp_path / "run", pid, "samples").values() for r in reqs]
+               for pid in ("two", "vs"))
+    assert two and {(q["n"], q["temperature"], q["top_p"], q.get("top_k")) for q in two} == {(1, 0.7, 0.9, None)}
+    assert vs and {(q["n"], q["temperature"], q["top_p"], q.get("top_k")) for q in vs} == {(3, 0.5, 1.0, 20)}
+    methods = (tmp_path / "run" / "report" / "methods.tex").read_text(encoding="utf-8")
+    assert ("the share of k=2 runs that agree with the scored answer, run 1 being the scored answer itself and run 2 "
+            "a further sample (temperature 0.7, top-p 0.9)") in methods
+    assert "the agreement of 3 further sampled answers (temperature 0.5, top-k 20) with the scored answer" in methods
