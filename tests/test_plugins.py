@@ -73,6 +73,7 @@ def test_installed_plugin_components_work_through_auditc(plugin_site: Path, tmp_
     methods = (tmp_path / "r" / "report" / "methods.tex").read_text(encoding="utf-8")
     assert "the last standalone option letter in the answer (last)" in methods
     assert "applies the perturbation ``the question in upper case''" in methods
+    assert "The metrics are accuracy and overconfidence (the mean confidence minus accuracy)." in methods  # its words
     assert "Example plugin" not in methods and "example plugin" not in methods
     # without the plugin the same spec is a diagnostic with a location, not a traceback
     off = _auditc(plugin_site, "check", "p.audit", cwd=tmp_path, AUDITLANG_NO_PLUGINS="1")

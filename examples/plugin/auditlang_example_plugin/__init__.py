@@ -81,6 +81,7 @@ def register() -> None:
     """The ``auditlang.plugins`` entry point: auditlang calls it once per process. Each name is
     registered as ``example.<name>`` (the entry point's name) and, unless a built-in has it, as
     ``<name>``."""
-    register_metric("overconfidence", overconfidence, doc="mean(confidence) - accuracy")
+    register_metric("overconfidence", overconfidence, doc="mean(confidence) - accuracy",
+                    words="overconfidence (the mean confidence minus accuracy)")  # how methods.tex names it
     register_component("perturbation", "shout", impl=Shout, seed_name="shout")  # its Params: the schema
     register_component("evaluator", "last_letter", impl=LastLetterEvaluator, reads="labels")
