@@ -154,8 +154,12 @@ class _PromptedProbe(Program):
                 "context": ctx, "prompt": prompt,
                 "normalisation": na(what, "a decision, not a probability"),
                 "measure": Fact((f"{DECISION_WORDS}: " if self.DECISION_ONLY else "")
-                                + f"{self.MEASURE or doc_words(type(self.p).DOC)} ({what})",
+                                + f"{self.MEASURE or doc_words(type(self.p).DOC)} ({what}{self._measure_note()})",
                                 value="decision" if self.DECISION_ONLY else None)}
+
+    def _measure_note(self) -> str:
+        """What the measure's parenthesis adds after the protocol's name (a threshold's rule)."""
+        return ""
 
     def _reply(self, results: dict[str, Result]) -> str | None:
         res = usable(results, self.ROLE)
@@ -276,6 +280,19 @@ class _Thresholded:
     p: Any
     obj: Any
 
+    def threshold_rule(self) -> str:
+        """How the fitted threshold is used, as the methods paragraph states it: the 004 Sec. 5.5
+        correction with the bounds and fallback ``fit`` applies, or the fitted value kept."""
+        from auditlang.metrics.thresholds import DEFAULT_BOUNDS, FALLBACK_THRESHOLD  # lazy: numpy at scoring only
+
+        if self.p.correction:
+            lo, hi = DEFAULT_BOUNDS
+            return f"a fitted threshold outside [{lo:g}, {hi:g}] is replaced by {FALLBACK_THRESHOLD:g}, 004 Sec. 5.5"
+        return f"the fitted threshold is kept, without 004 Sec. 5.5's replacement by {FALLBACK_THRESHOLD:g}"
+
+    def _measure_note(self) -> str:
+        return f"; {self.threshold_rule()}"
+
     def fit(self, dev_rows: list[dict[str, Any]]) -> dict[str, Any]:
         from auditlang.metrics.thresholds import DEFAULT_BOUNDS, fit_threshold  # lazy: numpy fits at scoring only
 
@@ -361,7 +378,7 @@ class TokProbProbeProgram(_Thresholded, Program):
                 "context": Fact("bare query: the variant prompt itself", value=("answer_prompt", "chat" if chat else "text")),
                 "normalisation": Fact(f"raw probability of the answer token in a top-{k} window"),
                 "measure": Fact(f"the raw first-token probability of the answer (top-{k} window), thresholded on the "
-                                "dev split")}
+                                f"dev split ({self.threshold_rule()})")}
 
     def stage1_roles(self) -> dict[str, str]:
         return {"first": "generate"}

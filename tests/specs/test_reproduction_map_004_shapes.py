@@ -275,3 +275,22 @@ def test_cross_heatmap_marks_pairs_without_a_value_na() -> None:
     assert saved and all("n/a" not in title for _, _, title in saved)  # the note only where a cell is n/a
     for f in figs:
         matplotlib.pyplot.close(f)
+
+
+def test_methods_tell_askcal_with_and_without_the_threshold_correction_apart(report: Path) -> None:
+    """004 Table 3 compares AskCal with and without the §5.5 threshold correction
+    (s004.askcal_nocorr = askcal with (correction=false)); the methods paragraph said the same of
+    both until session 37. Each thresholded probe now states its rule, as its fit applies it."""
+    from auditlang.metrics.thresholds import DEFAULT_BOUNDS, FALLBACK_THRESHOLD
+
+    assert (DEFAULT_BOUNDS, FALLBACK_THRESHOLD) == ((0.05, 0.95), 0.5)
+    text = re.sub(r"\\auditid\{([^}]*)\}", r"\1", (report / "methods.tex").read_text(encoding="utf-8")).replace("\\_", "_")
+    on = ("verbalized confidence thresholded on the dev split (ask_cal; a fitted threshold outside [0.05, 0.95] is "
+          "replaced by 0.5, 004 Sec. 5.5)")
+    off = ("verbalized confidence thresholded on the dev split (ask_cal; the fitted threshold is kept, without 004 "
+           "Sec. 5.5's replacement by 0.5)")
+    hellaswag = text.split("Audit hellaswag_probes")[1].split("Audit ")[0]
+    assert on in hellaswag and off in hellaswag
+    assert off not in text.split("Audit hellaswag_probes")[0]  # mmlu_probes has the corrected AskCal only
+    assert ("the raw first-token probability of the answer (top-20 window), thresholded on the dev split (a fitted "
+            "threshold outside [0.05, 0.95] is replaced by 0.5, 004 Sec. 5.5)") in text
