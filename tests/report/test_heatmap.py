@@ -7,6 +7,8 @@ figures were until session 36; the three heatmap kinds now share one drawing."""
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,3 +88,69 @@ def test_consistency_heatmaps_mark_missing_cells_and_say_why(monkeypatch) -> Non
     finally:
         for f, _, _ in saved:
             plt.close(f)
+
+
+SPEC = """import "stdlib/s004"
+dataset nums = jsonl("nums.jsonl", task=multiple_choice, sample=6, seed=1, dev_sample=6)
+model m = hf("org/m", dtype=float32, max_tokens=8)
+audit a {
+  models = [m]
+  datasets = [nums]
+  variants = [s004.original, s004.options_4]
+  protocols = [s004.nota, s004.askcal, s004.moreinfo]
+  evaluators = [s004.letter]
+  metrics = [accuracy]
+}
+compare cons = consistency(a, probes=[s004.nota, s004.askcal, s004.moreinfo], variants=[s004.original, s004.options_4])
+report cells, comparisons, figures, html
+"""
+
+
+def test_auditc_run_marks_a_probe_without_decisions_na(tmp_path: Path, monkeypatch) -> None:
+    """Through `auditc run`: AskCal's replies do not parse under the option-shuffle variant, so it
+    has no abstain decisions there. Its intra cell and, in the per-type figure's option_shuffle
+    panel, its pair cells and diagonal are n/a, and both
+    captions in report.html say what n/a means; the reference variant's cells keep their values."""
+    from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
+
+    from auditlang.cli import main
+
+    def script(req):
+        if req.kind != "generate":
+            return None
+        text = prompt_text(req)
+        if "more information" in text:
+            return generation(req, "No")
+        if "robab" in text:  # under the option shuffle the gold option N is never option A
+            shuffled = re.search(r"Which number is (\d+)\?.*?A: (\d+)", text, re.S)
+            return generation(req, "unsure" if shuffled and shuffled[1] != shuffled[2] else "0.7")
+        return generation(req, "A")
+
+    drawn: list[tuple[Any, str, str]] = []
+    save = figures._save
+
+    def keep(fig, name, title):
+        if name.startswith("consistency"):
+            drawn.append(([[t.get_text() for t in ax.texts] for ax in fig.axes], name, title))
+        return save(fig, name, title)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setenv("AUDITLANG_FIGURE_WORKERS", "1")
+    use_scripted_engine(monkeypatch, script)
+    (tmp_path / "nums.jsonl").write_text(number_items(14), encoding="utf-8")
+    (tmp_path / "s.audit").write_text(SPEC, encoding="utf-8")
+    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
+               "--no-progress"])
+    assert rc == 0
+    by_name = {name: (texts, title) for texts, name, title in drawn}
+    texts, title = by_name["consistency_cons_m_nums"]
+    intra, cross = texts[0], texts[2]  # panels, then their colour bars
+    assert intra[1] == NA and NA not in (intra[0], intra[2])  # probe rows: nota, askcal, moreinfo; one variant
+    assert NA not in cross  # on the reference variant every probe decided
+    assert title.endswith("; " + figures.CONSISTENCY_NA_NOTE)
+    per_type, title2 = by_name["consistency_by_type_cons_DecCons_m_nums"]
+    original, space = per_type[0], per_type[1]
+    assert NA not in original
+    assert [space[k] == NA for k in range(9)] == [False, True, False, True, True, True, False, True, False]
+    html = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
+    assert figures.CONSISTENCY_NA_NOTE in html and "n/a: no value, for want of abstain decisions under the variants of the type" in html
