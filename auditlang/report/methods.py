@@ -112,6 +112,10 @@ def protocol_text(rd: RunData, pid: str, chat: dict[str, bool] | None = None, ai
             out += ", and this new prompt leaves out the variant's answer prompt (none of the requests checked contains it)"
         elif shown and all(hit == n for hit, n in shown.values()):
             out += ", and this new prompt repeats the variant's answer prompt (every request checked contains it)"
+        elif shown:  # some do, some do not: the counts, as the checklist states them
+            counts = [f"{hit} of {n} requests checked" + (f" for {model_name(rd, m)}" if len(shown) > 1 else "")
+                      for m, (hit, n) in shown.items()]
+            out += f", and this new prompt repeats the variant's answer prompt in {_join(counts)}"
     if "sent_labels" in F.fact_runs(pf, "measure"):
         labels = F.sent_labels_text(rd, aid, pid, name=lambda m: model_name(rd, m))
         if labels:

@@ -294,3 +294,17 @@ def test_methods_tell_askcal_with_and_without_the_threshold_correction_apart(rep
     assert off not in text.split("Audit hellaswag_probes")[0]  # mmlu_probes has the corrected AskCal only
     assert ("the raw first-token probability of the answer (top-20 window), thresholded on the dev split (a fitted "
             "threshold outside [0.05, 0.95] is replaced by 0.5, 004 Sec. 5.5)") in text
+
+
+def test_methods_state_how_many_new_prompts_repeat_the_answer_prompt(report: Path) -> None:
+    """AskCal's and MoreInfo's new prompts repeat the variant's answer prompt except under the one-shot
+    variant (their _oneshot templates lay the example out their own way): the methods paragraph
+    gives the count the checklist states, where until session 37 it said nothing of a mixed count."""
+    md = (report / "checklist.md").read_text(encoding="utf-8")
+    counts = set(re.findall(r"- smollm2: (\d+) of (\d+) requests checked contain the variant's answer prompt", md))
+    mixed = {(h, n) for h, n in counts if 0 < int(h) < int(n)}
+    assert mixed, counts
+    text = re.sub(r"\\auditid\{([^}]*)\}", r"\1", (report / "methods.tex").read_text(encoding="utf-8"))
+    mmlu = text.split("Audit hellaswag_probes")[0]
+    for h, n in mixed:
+        assert f"and this new prompt repeats the variant's answer prompt in {h} of {n} requests checked" in mmlu
