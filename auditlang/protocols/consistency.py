@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from auditlang.core.requests import Request, Result
-from auditlang.protocols.facts import Fact, na
+from auditlang.protocols.facts import Fact, na, sampling_terms
 from auditlang.protocols.base import ItemCtx, Program, Readout, generated_text, usable
 from auditlang.evaluators.letters import extract_pred_letter
 from auditlang.evaluators.string_match import extract_answer
@@ -83,11 +83,8 @@ def _further(n: int) -> str:
 
 
 def _sampling(p) -> str:
-    """The samples' decoding: the temperature, and top-p / top-k where they cut the distribution."""
-    parts = [f"temperature {p.temperature:g}"]
-    parts += [f"top-p {p.top_p:g}"] if p.top_p < 1 else []
-    parts += [f"top-k {p.sample_top_k}"] if p.sample_top_k else []
-    return ", ".join(parts)
+    """The samples' decoding, as the report's decoding sentences name it (``sampling_terms``)."""
+    return ", ".join(sampling_terms(p.temperature, p.top_p, p.sample_top_k))
 
 
 class SelfConsistencyProgram(Program):

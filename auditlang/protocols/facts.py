@@ -32,6 +32,15 @@ def doc_words(doc: str | None) -> str:
     return words[:1].lower() + words[1:]
 
 
+def sampling_terms(temperature: float, top_p: float | None, top_k: int | None) -> list[str]:
+    """A sampled generation's decoding as report text names it: the temperature, then top-p and the
+    sampling top-k only where they cut the distribution (top-p below 1, top-k set)."""
+    terms = [f"temperature {temperature:g}"]
+    terms += [f"top-p {top_p:g}"] if top_p is not None and top_p < 1 else []
+    terms += [f"top-k {top_k}"] if top_k else []
+    return terms
+
+
 # ``Fact.run``: facts of the run the report adds to a declared fact (report/checklist.py RUN_FACTS)
 RUN_FACT_NAMES = ("label_start_share", "window_source", "argmax_rows", "label_coverage", "sent_labels",
                   "answer_prompt_shown")

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from auditlang.protocols.facts import sampling_terms
 from auditlang.report import describe as D
 from auditlang.report.rundata import RunData
 from auditlang.resolve.spec import Resolved
@@ -46,9 +47,8 @@ class Decoding:
         """As a methods section says it: 'greedy decoding', 'sampling at temperature 1 (top-p 0.9)'."""
         if self.greedy:
             return "greedy decoding"
-        extra = [f"top-p {self.top_p:g}"] if self.top_p is not None and self.top_p < 1 else []
-        extra += [f"top-k {self.top_k}"] if self.top_k else []
-        return f"sampling at temperature {self.temperature:g}" + (f" ({', '.join(extra)})" if extra else "")
+        first, *extra = sampling_terms(self.temperature, self.top_p, self.top_k)
+        return f"sampling at {first}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def decoding_of(obj: Resolved) -> Decoding | None:

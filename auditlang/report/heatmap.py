@@ -1,5 +1,5 @@
-"""The annotated heatmap every report figure draws (the 004 consistency panels, the 002 correlation
-panels): each cell prints its value, or "n/a" where it has none (NaN), so a missing value is never
+"""The annotated heatmap of every heatmap the report draws (the consistency panels, the 004 per-type
+panels, the 002 correlation panels): each cell prints its value, or "n/a" where it has none (NaN), so a missing value is never
 an unmarked blank; and the probe x probe matrix whose diagonal is 1 only for a probe that has a value."""
 
 from __future__ import annotations
