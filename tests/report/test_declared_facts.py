@@ -71,6 +71,15 @@ def run(tmp_path_factory) -> Path:
     return tmp / "run"
 
 
+def _run_spec(tmp_path: Path, monkeypatch, spec: str, script) -> int:
+    """`auditc run` of ``spec`` (written as s.audit beside its data) on the scripted engine; the
+    run directory is tmp_path / "run"."""
+    use_scripted_engine(monkeypatch, script)
+    (tmp_path / "s.audit").write_text(spec, encoding="utf-8")
+    return main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
+                 "--no-progress"])
+
+
 def _sent(run: Path, protocol: str, role: str) -> dict[str, list[dict]]:
     """model -> the journal's stored requests of ``role`` for ``protocol``'s records."""
     import pandas as pd
@@ -263,14 +272,11 @@ def test_a_model_without_accuracy_is_left_out_of_the_gap(tmp_path: Path, monkeyp
             return Result(request_id=req.id, kind=req.kind, error="scripted failure")
         return generation(req, "\\boxed{A}") if req.kind == "generate" else None
 
-    use_scripted_engine(monkeypatch, script)
     (tmp_path / "nums.jsonl").write_text(ROWS, encoding="utf-8")
     spec = SPEC.replace("protocols = [tok, single, turn, s003.p_true, s003.self_consistency]", "protocols = [tok]")
     spec = spec.replace("model chatm = hf(", "model other = hf(\"org/other\", dtype=float32, max_tokens=4)\nmodel chatm = hf(")
     spec = spec.replace("models = [chatm, basem]", "models = [chatm, other, basem]")
-    (tmp_path / "s.audit").write_text(spec, encoding="utf-8")
-    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
-               "--no-progress"])
+    rc = _run_spec(tmp_path, monkeypatch, spec, script)
     assert rc == EXIT["request_errors"]  # the run finishes, scored and reported, with basem's items missing
     md = (tmp_path / "run" / "report" / "checklist.md").read_text(encoding="utf-8").replace("&lt;", "<")
     line = next(ln for ln in md.splitlines() if ln.startswith("- nums: accuracy (mean over variants"))
@@ -283,14 +289,12 @@ def test_evaluator_sentence_states_its_extract_and_golds(tmp_path: Path, monkeyp
     rows = "".join(json.dumps({"id": f"t{i}", "question": f"Capital {i}?", "answer": "Paris", "aliases": ["paris city"]})
                    + "\n" for i in range(2))
     (tmp_path / "qa.jsonl").write_text(rows, encoding="utf-8")
-    (tmp_path / "s.audit").write_text(
-        'import "stdlib/s003"\ndataset qa = jsonl("qa.jsonl", task=open_qa)\nmodel m = hf("org/m", dtype=float32)\n'
-        'evaluator ans = alias_match(golds="answer", extract=full)\n'
-        "audit a {\n  models = [m]\n  datasets = [qa]\n  variants = [s003.answer]\n  protocols = [s003.self_consistency]\n"
-        "  evaluators = [ans]\n  metrics = [accuracy]\n}\nreport checklist\n", encoding="utf-8")
-    use_scripted_engine(monkeypatch, lambda req: generation(req, "Paris city") if req.kind == "generate" else None)
-    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
-               "--no-progress"])
+    spec = ('import "stdlib/s003"\ndataset qa = jsonl("qa.jsonl", task=open_qa)\nmodel m = hf("org/m", dtype=float32)\n'
+            'evaluator ans = alias_match(golds="answer", extract=full)\n'
+            "audit a {\n  models = [m]\n  datasets = [qa]\n  variants = [s003.answer]\n  protocols = [s003.self_consistency]\n"
+            "  evaluators = [ans]\n  metrics = [accuracy]\n}\nreport checklist\n")
+    rc = _run_spec(tmp_path, monkeypatch, spec,
+                   lambda req: generation(req, "Paris city") if req.kind == "generate" else None)
     assert rc == 0
     methods = (tmp_path / "run" / "report" / "methods.tex").read_text(encoding="utf-8")
     assert "Answers are scored with normalised exact match of the whole answer with the gold answer (" in methods
@@ -305,16 +309,14 @@ def test_self_consistency_sentence_states_k_and_the_sampling_it_sent(tmp_path: P
     distribution, are stated beside the temperature; reference=answer counts k further samples
     (session 37: "runs 2-2 1 further samples (temperature 0.7)", top-p unsaid)."""
     (tmp_path / "nums.jsonl").write_text(ROWS, encoding="utf-8")
-    (tmp_path / "s.audit").write_text(
-        'import "stdlib/s003"\ndataset nums = jsonl("nums.jsonl", task=multiple_choice)\n'
-        'model m = hf("org/m", dtype=float32, max_tokens=4)\n'
-        "protocol two = self_consistency(k=2, temperature=0.7, top_p=0.9)\n"
-        "protocol vs = self_consistency(k=3, temperature=0.5, sample_top_k=20, reference=answer)\n"
-        "audit a {\n  models = [m]\n  datasets = [nums]\n  variants = [s003.answer]\n  protocols = [two, vs]\n"
-        "  evaluators = [s003.letter]\n  metrics = [accuracy]\n}\nreport checklist\n", encoding="utf-8")
-    use_scripted_engine(monkeypatch, lambda req: generation(req, "\\boxed{A}") if req.kind == "generate" else None)
-    rc = main(["run", str(tmp_path / "s.audit"), "--data-root", str(tmp_path), "--out", str(tmp_path / "run"),
-               "--no-progress"])
+    spec = ('import "stdlib/s003"\ndataset nums = jsonl("nums.jsonl", task=multiple_choice)\n'
+            'model m = hf("org/m", dtype=float32, max_tokens=4)\n'
+            "protocol two = self_consistency(k=2, temperature=0.7, top_p=0.9)\n"
+            "protocol vs = self_consistency(k=3, temperature=0.5, sample_top_k=20, reference=answer)\n"
+            "audit a {\n  models = [m]\n  datasets = [nums]\n  variants = [s003.answer]\n  protocols = [two, vs]\n"
+            "  evaluators = [s003.letter]\n  metrics = [accuracy]\n}\nreport checklist\n")
+    rc = _run_spec(tmp_path, monkeypatch, spec,
+                   lambda req: generation(req, "\\boxed{A}") if req.kind == "generate" else None)
     assert rc == 0
     two, vs = ([r["params"] for reqs in _sent(tmp_path / "run", pid, "samples").values() for r in reqs]
                for pid in ("two", "vs"))

@@ -109,8 +109,8 @@ report cells, comparisons, figures, html
 def test_auditc_run_marks_a_probe_without_decisions_na(tmp_path: Path, monkeypatch) -> None:
     """Through `auditc run`: AskCal's replies do not parse under the option-shuffle variant, so it
     has no abstain decisions there. Its intra cell and, in the per-type figure's option_shuffle
-    panel, its pair cells and diagonal are n/a, and both
-    captions in report.html say what n/a means; the reference variant's cells keep their values."""
+    panel, its pair cells and diagonal are n/a, and both captions in report.html say what n/a
+    means; the reference variant's cells keep their values."""
     from scripted_engine import generation, number_items, prompt_text, use_scripted_engine
 
     from auditlang.cli import main
@@ -148,9 +148,9 @@ def test_auditc_run_marks_a_probe_without_decisions_na(tmp_path: Path, monkeypat
     assert intra[1] == NA and NA not in (intra[0], intra[2])  # probe rows: nota, askcal, moreinfo; one variant
     assert NA not in cross  # on the reference variant every probe decided
     assert title.endswith("; " + figures.CONSISTENCY_NA_NOTE)
-    per_type, title2 = by_name["consistency_by_type_cons_DecCons_m_nums"]
-    original, space = per_type[0], per_type[1]
+    per_type, _ = by_name["consistency_by_type_cons_DecCons_m_nums"]
+    original, shuffle = per_type[0], per_type[1]
     assert NA not in original
-    assert [space[k] == NA for k in range(9)] == [False, True, False, True, True, True, False, True, False]
+    assert [shuffle[k] == NA for k in range(9)] == [False, True, False, True, True, True, False, True, False]
     html = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
     assert figures.CONSISTENCY_NA_NOTE in html and "n/a: no value, for want of abstain decisions under the variants of the type" in html
